@@ -1,0 +1,465 @@
+package probes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Writer is a process holding a file open for writing.
+type Writer struct {
+	PID     int
+	Command string // from <proc>/<pid>/comm (read only for processes that have writers)
+	FD      int
+	File    string // the fd link target, e.g. /data/out/part-0001.jsonl (a " (deleted)" suffix kept)
+	MountID int    // mnt_id from fdinfo
+	Flags   uint64 // open flags from fdinfo (octal in the file)
+}
+
+// WriterScan is the result of one scan.
+type WriterScan struct {
+	Writers   []Writer // sorted by PID, then FD
+	Processes int      // processes seen
+	Invisible int      // processes whose fd directory could not be read (permission): counted, never silently skipped
+}
+
+// Writers finds the processes holding files open for writing, by walking
+// <procRoot>/<pid>/fd and reading fdinfo for the file descriptors that
+// point at paths.
+type Writers struct {
+	procRoot string
+	workers  int
+	// openFdDir opens "<pid>/fd" relative to the open procRoot directory.
+	// Tests replace it: root, who runs them, is never refused.
+	openFdDir func(procFd int, name string) (int, error)
+}
+
+// NewWriters returns a probe that scans the process table under procRoot.
+func NewWriters(procRoot string) *Writers {
+	return &Writers{
+		procRoot:  procRoot,
+		workers:   min(runtime.GOMAXPROCS(0), 4),
+		openFdDir: writersOpenDir,
+	}
+}
+
+// Fdinfo is the parsed content of /proc/<pid>/fdinfo/<fd>.
+type Fdinfo struct {
+	Pos   int64
+	Flags uint64
+	MntID int
+}
+
+// writersProcSuperMagic is PROC_SUPER_MAGIC from statfs(2).
+const writersProcSuperMagic = 0x9fa0
+
+// Scan lists every process under procRoot and reports its write-mode file
+// descriptors on paths (not sockets, pipes, anonymous inodes or memfds).
+// Processes that exit during the scan are not errors. Scan checks ctx
+// between processes; on cancellation, and on unexpected read errors, it
+// returns what it found together with the error.
+func (w *Writers) Scan(ctx context.Context) (WriterScan, error) {
+	if err := ctx.Err(); err != nil {
+		return WriterScan{}, fmt.Errorf("scan %s: %w", w.procRoot, err)
+	}
+	procFd, err := writersOpenDir(unix.AT_FDCWD, w.procRoot)
+	if err != nil {
+		return WriterScan{}, fmt.Errorf("scan %s: %w", w.procRoot, err)
+	}
+	defer unix.Close(procFd)
+
+	pids, err := writersListPids(procFd)
+	if err != nil {
+		return WriterScan{}, fmt.Errorf("scan %s: %w", w.procRoot, err)
+	}
+	// In a real procfs the mode of an fd symlink says how the file is open
+	// (S_IWUSR: writable), which lets read-only files skip the fdinfo read.
+	// A fixture tree's symlinks are all 0777, so there fdinfo decides.
+	var sfs unix.Statfs_t
+	realProc := unix.Fstatfs(procFd, &sfs) == nil && sfs.Type == writersProcSuperMagic
+
+	n := max(1, min(w.workers, len(pids)))
+	workers := make([]*writersWorker, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for i := range workers {
+		ww := newWritersWorker(procFd, realProc, w.openFdDir)
+		workers[i] = ww
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				j := int(next.Add(1) - 1)
+				if j >= len(pids) {
+					return
+				}
+				ww.scanPid(pids[j])
+			}
+		}()
+	}
+	wg.Wait()
+
+	scan := WriterScan{Processes: len(pids)}
+	var errs []error
+	for _, ww := range workers {
+		scan.Writers = append(scan.Writers, ww.writers...)
+		scan.Invisible += ww.invisible
+		if ww.err != nil {
+			errs = append(errs, ww.err)
+		}
+	}
+	sort.Slice(scan.Writers, func(i, j int) bool {
+		a, b := scan.Writers[i], scan.Writers[j]
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		return a.FD < b.FD
+	})
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return scan, fmt.Errorf("scan %s: %w", w.procRoot, errors.Join(errs...))
+	}
+	return scan, nil
+}
+
+// writersOpenDir opens a directory for getdents.
+func writersOpenDir(dirfd int, path string) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// writersListPids returns the numeric entries of the open directory fd.
+func writersListPids(fd int) ([]string, error) {
+	var pids []string
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return pids, nil
+		}
+		writersEachDirent(buf[:n], func(name []byte) {
+			if writersIsNumber(name) {
+				pids = append(pids, string(name))
+			}
+		})
+	}
+}
+
+// writersEachDirent calls fn with each name in a getdents64 buffer. The
+// name slice is only valid during the call.
+func writersEachDirent(buf []byte, fn func(name []byte)) {
+	// struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+	const nameOff = 19
+	for len(buf) >= nameOff {
+		reclen := int(buf[16]) | int(buf[17])<<8
+		if reclen < nameOff || reclen > len(buf) {
+			return
+		}
+		name := buf[nameOff:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		buf = buf[reclen:]
+		if len(name) == 0 || (name[0] == '.' && (len(name) == 1 || (len(name) == 2 && name[1] == '.'))) {
+			continue
+		}
+		fn(name)
+	}
+}
+
+// writersIsNumber reports whether b is a non-empty run of ASCII digits.
+func writersIsNumber(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// writersWorker scans processes one at a time, reusing its buffers.
+type writersWorker struct {
+	procFd    int
+	realProc  bool
+	openFdDir func(procFd int, name string) (int, error)
+
+	dents []byte
+	link  []byte
+	info  []byte
+
+	writers   []Writer
+	invisible int
+	err       error // first unexpected error
+}
+
+func newWritersWorker(procFd int, realProc bool, openFdDir func(int, string) (int, error)) *writersWorker {
+	return &writersWorker{
+		procFd:    procFd,
+		realProc:  realProc,
+		openFdDir: openFdDir,
+		dents:     make([]byte, 16<<10),
+		link:      make([]byte, unix.PathMax),
+		info:      make([]byte, 4<<10),
+	}
+}
+
+// writersGone reports whether err means the process or fd went away.
+func writersGone(err error) bool {
+	return err == unix.ENOENT || err == unix.ESRCH
+}
+
+// fail classifies a per-process error: gone is fine, permission makes the
+// process invisible, anything else is also recorded for the caller.
+func (ww *writersWorker) fail(pid string, what string, err error) {
+	if writersGone(err) {
+		return
+	}
+	ww.invisible++
+	if err == unix.EACCES || err == unix.EPERM {
+		return
+	}
+	if ww.err == nil {
+		ww.err = fmt.Errorf("read %s/%s: %w", pid, what, err)
+	}
+}
+
+// scanPid appends the writers of one process.
+func (ww *writersWorker) scanPid(pid string) {
+	fdDir, err := ww.openFdDir(ww.procFd, pid+"/fd")
+	if err != nil {
+		ww.fail(pid, "fd", err)
+		return
+	}
+	defer unix.Close(fdDir)
+	fdinfoDir := -1
+	defer func() {
+		if fdinfoDir >= 0 {
+			unix.Close(fdinfoDir)
+		}
+	}()
+
+	pidNum, _ := strconv.Atoi(pid)
+	first := len(ww.writers)
+	var failed error
+	var failedWhat string
+	for failed == nil {
+		n, err := unix.Getdents(fdDir, ww.dents)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			failed, failedWhat = err, "fd"
+			break
+		}
+		if n <= 0 {
+			break
+		}
+		writersEachDirent(ww.dents[:n], func(name []byte) {
+			if failed != nil || !writersIsNumber(name) {
+				return
+			}
+			fdName := string(name)
+			target, err := ww.readlink(fdDir, fdName)
+			if err != nil {
+				if !writersGone(err) {
+					failed, failedWhat = err, "fd/"+fdName
+				}
+				return
+			}
+			if !writersIsFileTarget(target) {
+				return
+			}
+			if ww.realProc {
+				var st unix.Stat_t
+				if err := unix.Fstatat(fdDir, fdName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					if !writersGone(err) {
+						failed, failedWhat = err, "fd/"+fdName
+					}
+					return
+				}
+				if st.Mode&unix.S_IWUSR == 0 {
+					return
+				}
+			}
+			if fdinfoDir < 0 {
+				fdinfoDir, err = writersOpenDir(ww.procFd, pid+"/fdinfo")
+				if err != nil {
+					fdinfoDir = -1
+					if !writersGone(err) {
+						failed, failedWhat = err, "fdinfo"
+					}
+					return
+				}
+			}
+			info, err := ww.readAt(fdinfoDir, fdName)
+			if err != nil {
+				if !writersGone(err) {
+					failed, failedWhat = err, "fdinfo/"+fdName
+				}
+				return
+			}
+			fi, err := parseFdinfo(info)
+			if err != nil {
+				if ww.err == nil {
+					ww.err = fmt.Errorf("read %s/fdinfo/%s: %w", pid, fdName, err)
+				}
+				return
+			}
+			if acc := fi.Flags & unix.O_ACCMODE; acc != unix.O_WRONLY && acc != unix.O_RDWR {
+				return
+			}
+			fd, _ := strconv.Atoi(fdName)
+			ww.writers = append(ww.writers, Writer{
+				PID:     pidNum,
+				FD:      fd,
+				File:    string(target),
+				MountID: fi.MntID,
+				Flags:   fi.Flags,
+			})
+		})
+	}
+	if failed != nil {
+		// Half a process is worse than none: its writers would look complete.
+		ww.writers = ww.writers[:first]
+		ww.fail(pid, failedWhat, failed)
+		return
+	}
+	if len(ww.writers) == first {
+		return
+	}
+	comm, err := ww.readAt(ww.procFd, pid+"/comm")
+	if err != nil && !writersGone(err) && ww.err == nil {
+		ww.err = fmt.Errorf("read %s/comm: %w", pid, err)
+	}
+	command := string(bytes.TrimRight(comm, "\n"))
+	for i := first; i < len(ww.writers); i++ {
+		ww.writers[i].Command = command
+	}
+}
+
+// readlink reads the symlink name in dirfd into ww.link.
+func (ww *writersWorker) readlink(dirfd int, name string) ([]byte, error) {
+	for {
+		n, err := unix.Readlinkat(dirfd, name, ww.link)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return ww.link[:n], nil
+	}
+}
+
+// readAt reads up to len(ww.info) bytes of the file name in dirfd. One
+// read is enough: procfs hands out small files whole, and the fields we
+// need come first.
+func (ww *writersWorker) readAt(dirfd int, name string) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, ww.info)
+	for err == unix.EINTR {
+		n, err = unix.Read(fd, ww.info)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ww.info[:n], nil
+}
+
+// writersIsFileTarget reports whether an fd link target is a file worth
+// reading fdinfo for: a path, but not a memfd and not one of the character
+// devices every daemon holds (/dev/null as stdout, a terminal).
+func writersIsFileTarget(t []byte) bool {
+	if len(t) == 0 || t[0] != '/' {
+		return false // socket:[..], pipe:[..], anon_inode:..., net:[..]
+	}
+	if bytes.HasPrefix(t, []byte("/memfd:")) || bytes.HasPrefix(t, []byte("/dev/pts/")) {
+		return false
+	}
+	switch string(t) {
+	case "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+		"/dev/tty", "/dev/console", "/dev/ptmx":
+		return false
+	}
+	return true
+}
+
+// parseFdinfo parses the pos, flags (octal) and mnt_id lines of an fdinfo
+// file; other lines (ino, lock, inotify, eventfd ...) are ignored.
+func parseFdinfo(b []byte) (Fdinfo, error) {
+	var fi Fdinfo
+	var seenPos, seenFlags, seenMnt bool
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		key, val, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		val = bytes.Trim(val, " \t")
+		var err error
+		switch string(key) {
+		case "pos":
+			if seenPos {
+				return Fdinfo{}, fmt.Errorf("parse fdinfo: duplicate pos")
+			}
+			seenPos = true
+			fi.Pos, err = strconv.ParseInt(string(val), 10, 64)
+		case "flags":
+			if seenFlags {
+				return Fdinfo{}, fmt.Errorf("parse fdinfo: duplicate flags")
+			}
+			seenFlags = true
+			fi.Flags, err = strconv.ParseUint(string(val), 8, 64)
+		case "mnt_id":
+			if seenMnt {
+				return Fdinfo{}, fmt.Errorf("parse fdinfo: duplicate mnt_id")
+			}
+			seenMnt = true
+			var id int64
+			id, err = strconv.ParseInt(string(val), 10, 32)
+			fi.MntID = int(id)
+		}
+		if err != nil {
+			return Fdinfo{}, fmt.Errorf("parse fdinfo %s: %w", key, err)
+		}
+	}
+	if !seenPos || !seenFlags || !seenMnt {
+		return Fdinfo{}, fmt.Errorf("parse fdinfo: missing pos, flags or mnt_id")
+	}
+	return fi, nil
+}
