@@ -1,0 +1,625 @@
+// Package config owns runwatch's configuration: the YAML run file (which runs to watch and how) and the
+// process environment (secrets, roots, intervals), including a .env file.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// File is a parsed run file.
+type File struct {
+	Runs []Run `yaml:"runs"`
+	// AllowedChannels and Admins apply to every run; a run may add its own.
+	AllowedChannels []string `yaml:"allowed_channels"`
+	Admins          []string `yaml:"admins"`
+	// Source says where the file came from: a path, or "built-in default".
+	Source string `yaml:"-"`
+}
+
+// Run is one watched job.
+type Run struct {
+	Name      string   `yaml:"name"`
+	Channel   string   `yaml:"channel"`
+	Outputs   []string `yaml:"outputs"`
+	Protected []string `yaml:"protected"`
+	Watch     []string `yaml:"watch"`
+	Plans     []Plan   `yaml:"plans"`
+
+	// Progress sources.
+	Log        string   `yaml:"log"`
+	LogPattern string   `yaml:"log_pattern"`
+	Metrics    []string `yaml:"metrics"`
+	// Total is the number of items the job will process, for runs whose log does not say.
+	Total      int64    `yaml:"total"`
+	StallAfter Duration `yaml:"stall_after"`
+
+	// Speaking up.
+	Schedule        string   `yaml:"schedule"`
+	PostMode        string   `yaml:"post_mode"`
+	Stages          []Stage  `yaml:"stages"`
+	AllowedChannels []string `yaml:"allowed_channels"`
+	Admins          []string `yaml:"admins"`
+
+	// Prometheus makes a Prometheus server a source for this run.
+	Prometheus *Prometheus `yaml:"prometheus"`
+
+	// Line is where the run starts in the run file (0 for the built-in default).
+	Line int `yaml:"-"`
+}
+
+// Plan is a capacity plan: data the job will write and whether it fits where it goes.
+type Plan struct {
+	Name        string `yaml:"name"`
+	Target      string `yaml:"target"`
+	Tokens      Tokens `yaml:"tokens"`
+	Layers      Layers `yaml:"layers"`
+	ModelConfig string `yaml:"model_config"`
+	NumLayers   int    `yaml:"num_layers"`
+	HiddenSize  int    `yaml:"hidden_size"`
+	DType       string `yaml:"dtype"`
+	Line        int    `yaml:"-"`
+}
+
+// Stage is one item of a run's checklist, with the check that sets its state.
+type Stage struct {
+	Name  string `yaml:"name"`
+	Check string `yaml:"check"` // http, exists, progress, growing, metric, manual, promql
+	// URL for http checks; Path for exists and growing; Metric, Op and Value for metric checks;
+	// Query for promql checks.
+	URL    string  `yaml:"url"`
+	Path   string  `yaml:"path"`
+	Metric string  `yaml:"metric"`
+	Op     string  `yaml:"op"`
+	Value  float64 `yaml:"value"`
+	Query  string  `yaml:"query"`
+	Line   int     `yaml:"-"`
+}
+
+// Prometheus is a Prometheus server that holds a run's series.
+type Prometheus struct {
+	URL      string `yaml:"url"`
+	Selector string `yaml:"selector"`
+	// BearerTokenEnv, UsernameEnv and PasswordEnv name environment variables holding credentials, so the
+	// run file never holds a secret.
+	BearerTokenEnv string `yaml:"bearer_token_env"`
+	UsernameEnv    string `yaml:"username_env"`
+	PasswordEnv    string `yaml:"password_env"`
+}
+
+// DefaultRunName is the name of the run in the built-in default configuration.
+const DefaultRunName = "local"
+
+// Default is the configuration used when no run file is found: one run that watches the working
+// directory and the root filesystem.
+func Default(workdir string) *File {
+	return &File{
+		Source: "built-in default",
+		Runs: []Run{{
+			Name:  DefaultRunName,
+			Watch: []string{workdir, "/"},
+		}},
+	}
+}
+
+// Locate picks the run file: the flag, else $RUNWATCH_CONFIG, else ./runwatch.yaml if present.
+// It returns "" when none applies, meaning the built-in default.
+func Locate(flagPath, envPath string) (string, error) {
+	if flagPath != "" {
+		return flagPath, nil
+	}
+	if envPath != "" {
+		return envPath, nil
+	}
+	if _, err := os.Stat("runwatch.yaml"); err == nil {
+		return "runwatch.yaml", nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("check runwatch.yaml: %w", err)
+	}
+	return "", nil
+}
+
+// Load reads and validates a run file. lookup resolves ${VAR} references (os.LookupEnv in production).
+func Load(path string, lookup func(string) (string, bool)) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read run file: %w", err)
+	}
+	f, err := Parse(b, lookup)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	f.Source = path
+	return f, nil
+}
+
+// Parse parses and validates a run file's content. Errors name the key and the line.
+func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("the run file is empty: it needs a runs: list")
+		}
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	if err := expandNode(&root, lookup); err != nil {
+		return nil, err
+	}
+	if err := checkKeys(&root, reflect.TypeFor[File](), ""); err != nil {
+		return nil, err
+	}
+	var f File
+	if err := root.Decode(&f); err != nil {
+		return nil, fmt.Errorf("parse: %w", err)
+	}
+	recordLines(&root, &f)
+	if err := f.validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// varRef matches ${NAME} and ${NAME:-default}; a lone $ (as in a regex anchor) is left alone.
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expandNode replaces ${VAR} references in every scalar value (not in keys), so a variable's content
+// can never change the file's structure.
+func expandNode(n *yaml.Node, lookup func(string) (string, bool)) error {
+	if n.Kind == yaml.ScalarNode {
+		if !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		var missing []string
+		n.Value = varRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
+			m := varRef.FindStringSubmatch(ref)
+			if v, ok := lookup(m[1]); ok && v != "" {
+				return v
+			}
+			if m[2] != "" {
+				return m[3]
+			}
+			missing = append(missing, m[1])
+			return ""
+		})
+		if len(missing) > 0 {
+			return fmt.Errorf("line %d: ${%s} is not set (set it in the environment or .env, or write ${%s:-default})",
+				n.Line, missing[0], missing[0])
+		}
+		// A quoted or plain scalar that now reads as a number or bool still decodes by its new text.
+		if n.Tag == "!!str" && n.Style == 0 {
+			n.Tag = ""
+		}
+		return nil
+	}
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 0 {
+			continue // keys are never expanded
+		}
+		if err := expandNode(c, lookup); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkKeys rejects mapping keys that have no field in t, naming the key and its line.
+func checkKeys(n *yaml.Node, t reflect.Type, where string) error {
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			if err := checkKeys(c, t, where); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+				return nil
+			}
+			return fmt.Errorf("line %d: %s must be a mapping of keys", n.Line, describe(where))
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			ft, ok := fields[k.Value]
+			if !ok {
+				return fmt.Errorf("line %d: unknown key %q in %s (known: %s)", k.Line, k.Value, describe(where), knownKeys(t))
+			}
+			if err := checkKeys(v, ft, join(where, k.Value)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+				return nil
+			}
+			return fmt.Errorf("line %d: %s must be a list", n.Line, describe(where))
+		}
+		for i, c := range n.Content {
+			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", where, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func describe(where string) string {
+	if where == "" {
+		return "the run file"
+	}
+	return where
+}
+
+func join(where, key string) string {
+	if where == "" {
+		return key
+	}
+	return where + "." + key
+}
+
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	m := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = f.Type
+	}
+	return m
+}
+
+func knownKeys(t reflect.Type) string {
+	var names []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "-" && name != "" {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// recordLines stores the line of each run, plan and stage so later checks can point at them.
+func recordLines(root *yaml.Node, f *File) {
+	doc := root
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		doc = doc.Content[0]
+	}
+	runs := mappingValue(doc, "runs")
+	if runs == nil {
+		return
+	}
+	for i, rn := range runs.Content {
+		if i >= len(f.Runs) {
+			break
+		}
+		f.Runs[i].Line = rn.Line
+		if plans := mappingValue(rn, "plans"); plans != nil {
+			for j, pn := range plans.Content {
+				if j < len(f.Runs[i].Plans) {
+					f.Runs[i].Plans[j].Line = pn.Line
+				}
+			}
+		}
+		if stages := mappingValue(rn, "stages"); stages != nil {
+			for j, sn := range stages.Content {
+				if j < len(f.Runs[i].Stages) {
+					f.Runs[i].Stages[j].Line = sn.Line
+				}
+			}
+		}
+	}
+}
+
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+var runName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// PostModes are the ways a run's scheduled status is posted.
+var PostModes = []string{"new", "update", "thread"}
+
+// StageChecks are the kinds of stage check.
+var StageChecks = []string{"http", "exists", "progress", "growing", "metric", "manual", "promql"}
+
+func (f *File) validate() error {
+	if len(f.Runs) == 0 {
+		return errors.New("runs: the run file lists no runs")
+	}
+	seen := map[string]int{}
+	for i := range f.Runs {
+		r := &f.Runs[i]
+		at := func(key string) string { return fmt.Sprintf("line %d: runs[%d].%s", r.Line, i, key) }
+		if r.Name == "" {
+			return fmt.Errorf("%s is missing: every run needs a name", at("name"))
+		}
+		if !runName.MatchString(r.Name) {
+			return fmt.Errorf("%s %q is not a valid name: use letters, digits, '.', '_' or '-'", at("name"), r.Name)
+		}
+		if prev, dup := seen[r.Name]; dup {
+			return fmt.Errorf("%s %q is already used by the run on line %d", at("name"), r.Name, prev)
+		}
+		seen[r.Name] = r.Line
+		for _, list := range []struct {
+			key   string
+			paths []string
+		}{{"outputs", r.Outputs}, {"protected", r.Protected}, {"watch", r.Watch}} {
+			for _, p := range list.paths {
+				if !filepath.IsAbs(p) {
+					return fmt.Errorf("%s: %q is not an absolute path", at(list.key), p)
+				}
+			}
+		}
+		if r.Log != "" && !filepath.IsAbs(r.Log) {
+			return fmt.Errorf("%s: %q is not an absolute path", at("log"), r.Log)
+		}
+		if r.LogPattern != "" {
+			re, err := regexp.Compile(r.LogPattern)
+			if err != nil {
+				return fmt.Errorf("%s: %w", at("log_pattern"), err)
+			}
+			if re.SubexpIndex("done") < 0 || re.SubexpIndex("total") < 0 {
+				return fmt.Errorf("%s needs named groups (?P<done>...) and (?P<total>...)", at("log_pattern"))
+			}
+		}
+		for _, u := range r.Metrics {
+			if err := checkURL(u); err != nil {
+				return fmt.Errorf("%s: %w", at("metrics"), err)
+			}
+		}
+		if r.Total < 0 {
+			return fmt.Errorf("%s must not be negative", at("total"))
+		}
+		if r.PostMode != "" && !contains(PostModes, r.PostMode) {
+			return fmt.Errorf("%s %q: use one of %s", at("post_mode"), r.PostMode, strings.Join(PostModes, ", "))
+		}
+		if r.Prometheus != nil {
+			if err := checkURL(r.Prometheus.URL); err != nil {
+				return fmt.Errorf("%s: %w", at("prometheus.url"), err)
+			}
+			if s := r.Prometheus.Selector; s != "" && (!strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}")) {
+				return fmt.Errorf("%s %q must be label matchers in braces, like {job=\"vllm\"}", at("prometheus.selector"), s)
+			}
+		}
+		names := map[string]bool{}
+		for j := range r.Plans {
+			if err := r.Plans[j].validate(); err != nil {
+				return fmt.Errorf("line %d: runs[%d].plans[%d]: %w", r.Plans[j].Line, i, j, err)
+			}
+			if names[r.Plans[j].Name] {
+				return fmt.Errorf("line %d: runs[%d].plans[%d].name %q is used twice", r.Plans[j].Line, i, j, r.Plans[j].Name)
+			}
+			names[r.Plans[j].Name] = true
+		}
+		stages := map[string]bool{}
+		for j := range r.Stages {
+			if err := r.Stages[j].validate(); err != nil {
+				return fmt.Errorf("line %d: runs[%d].stages[%d]: %w", r.Stages[j].Line, i, j, err)
+			}
+			if stages[r.Stages[j].Name] {
+				return fmt.Errorf("line %d: runs[%d].stages[%d].name %q is used twice", r.Stages[j].Line, i, j, r.Stages[j].Name)
+			}
+			stages[r.Stages[j].Name] = true
+		}
+	}
+	return nil
+}
+
+func checkURL(u string) error {
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("%q is not an http(s) URL", u)
+	}
+	return nil
+}
+
+// DTypes maps the element types a plan may name to their size in bytes.
+var DTypes = map[string]int{
+	"float32": 4, "fp32": 4, "float": 4,
+	"float16": 2, "fp16": 2, "half": 2, "bfloat16": 2, "bf16": 2,
+	"float8": 1, "fp8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1,
+	"float64": 8, "fp64": 8, "double": 8,
+}
+
+func (p *Plan) validate() error {
+	if p.Name == "" {
+		return errors.New("name is missing")
+	}
+	if p.Target == "" || !filepath.IsAbs(p.Target) {
+		return fmt.Errorf("target %q must be an absolute path", p.Target)
+	}
+	if !p.Tokens.Auto && p.Tokens.N <= 0 {
+		return errors.New("tokens is missing: give a number of tokens or auto")
+	}
+	if p.ModelConfig == "" {
+		if p.NumLayers <= 0 || p.HiddenSize <= 0 || p.DType == "" {
+			return errors.New("give model_config, or all of num_layers, hidden_size and dtype")
+		}
+	} else if !filepath.IsAbs(p.ModelConfig) {
+		return fmt.Errorf("model_config %q must be an absolute path", p.ModelConfig)
+	}
+	if p.DType != "" {
+		if _, ok := DTypes[strings.ToLower(p.DType)]; !ok {
+			return fmt.Errorf("dtype %q is not known: use bfloat16, float16, float32 or float8", p.DType)
+		}
+	}
+	if p.NumLayers > 0 {
+		for _, l := range p.Layers.List {
+			if l >= p.NumLayers {
+				return fmt.Errorf("layers: index %d is out of range for num_layers %d", l, p.NumLayers)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Stage) validate() error {
+	if s.Name == "" {
+		return errors.New("name is missing")
+	}
+	switch s.Check {
+	case "http":
+		return checkURL(s.URL)
+	case "exists", "growing":
+		if !filepath.IsAbs(s.Path) {
+			return fmt.Errorf("%s check needs an absolute path, got %q", s.Check, s.Path)
+		}
+	case "metric":
+		if s.Metric == "" {
+			return errors.New("metric check needs metric:")
+		}
+		if !contains([]string{">", ">=", "<", "<=", "==", "!="}, s.Op) {
+			return fmt.Errorf("op %q: use one of > >= < <= == !=", s.Op)
+		}
+	case "promql":
+		if s.Query == "" {
+			return errors.New("promql check needs query:")
+		}
+	case "progress", "manual":
+	default:
+		return fmt.Errorf("check %q: use one of %s", s.Check, strings.Join(StageChecks, ", "))
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Duration is a time.Duration written as "30s", "10m" or "1h30m" in the run file.
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration like 30s, 10m or 1h30m", n.Line, n.Value)
+	}
+	d.Duration = v
+	return nil
+}
+
+// Tokens is a token count or "auto" (use the run's measured tokens).
+type Tokens struct {
+	N    float64
+	Auto bool
+}
+
+// UnmarshalYAML accepts a number (25000000, 25e6, 25_000_000, "25M") or auto.
+func (t *Tokens) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value == "auto" {
+		t.Auto = true
+		return nil
+	}
+	v, err := parseCount(n.Value)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("line %d: tokens %q: give a positive number (25000000, 25e6, 25M) or auto", n.Line, n.Value)
+	}
+	t.N = v
+	return nil
+}
+
+func parseCount(s string) (float64, error) {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+	mult := 1.0
+	if s != "" {
+		switch s[len(s)-1] {
+		case 'k', 'K':
+			mult = 1e3
+		case 'M':
+			mult = 1e6
+		case 'B', 'G':
+			mult = 1e9
+		case 'T':
+			mult = 1e12
+		}
+		if mult != 1 {
+			s = s[:len(s)-1]
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	return v * mult, err
+}
+
+// Layers is "all" or a list of layer indices whose hidden states are captured.
+type Layers struct {
+	All  bool
+	List []int
+}
+
+// UnmarshalYAML accepts all or a list of non-negative integers.
+func (l *Layers) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "all" {
+		l.All = true
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		return fmt.Errorf("line %d: layers %q: use all or a list of layer indices like [2, 30, 58]", n.Line, n.Value)
+	}
+	seen := map[int]bool{}
+	for _, c := range n.Content {
+		v, err := strconv.Atoi(c.Value)
+		if err != nil || v < 0 {
+			return fmt.Errorf("line %d: layers: %q is not a layer index", c.Line, c.Value)
+		}
+		if seen[v] {
+			return fmt.Errorf("line %d: layers: %d is listed twice", c.Line, v)
+		}
+		seen[v] = true
+		l.List = append(l.List, v)
+	}
+	if len(l.List) == 0 {
+		return fmt.Errorf("line %d: layers is an empty list", n.Line)
+	}
+	return nil
+}
+
+// RunByName returns the run with that name.
+func (f *File) RunByName(name string) (*Run, bool) {
+	for i := range f.Runs {
+		if strings.EqualFold(f.Runs[i].Name, name) {
+			return &f.Runs[i], true
+		}
+	}
+	return nil, false
+}

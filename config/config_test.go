@@ -1,0 +1,240 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func TestParseExampleFile(t *testing.T) {
+	b, err := os.ReadFile("../runwatch.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(b, env(map[string]string{"HOME": "/home/ml"}))
+	if err != nil {
+		t.Fatalf("Parse(runwatch.example.yaml) = %v; want it to parse", err)
+	}
+	if len(f.Runs) != 1 {
+		t.Fatalf("runs = %d; want 1", len(f.Runs))
+	}
+	r := f.Runs[0]
+	if r.Name != "synth-25k" || r.Line == 0 {
+		t.Errorf("run = %q at line %d; want synth-25k with a line", r.Name, r.Line)
+	}
+	if got := r.Outputs[1]; got != "/home/ml/runs/synth-25k/samples" {
+		t.Errorf("outputs[1] = %q; want ${HOME} expanded", got)
+	}
+	if !r.Plans[0].Tokens.Auto || len(r.Plans[0].Layers.List) != 3 {
+		t.Errorf("plans[0] = %+v; want tokens auto and 3 layers", r.Plans[0])
+	}
+	if r.Plans[1].Tokens.N != 25e6 || !r.Plans[1].Layers.All {
+		t.Errorf("plans[1] = %+v; want 25M tokens, all layers", r.Plans[1])
+	}
+	if r.StallAfter.Duration != 10*time.Minute {
+		t.Errorf("stall_after = %v; want 10m", r.StallAfter)
+	}
+	if len(r.Stages) != 7 || r.Stages[4].Op != ">" || r.Stages[4].Value != 0.5 {
+		t.Errorf("stages = %+v", r.Stages)
+	}
+	if r.Prometheus == nil || r.Prometheus.Selector != `{job="vllm",run="synth-25k"}` {
+		t.Errorf("prometheus = %+v", r.Prometheus)
+	}
+	// Every key of the schema appears in the example file, so it really shows every key.
+	for _, key := range append(append(append(knownList(t, File{}), knownList(t, Run{})...), knownList(t, Plan{})...), knownList(t, Stage{})...) {
+		if !strings.Contains(string(b), key+":") {
+			t.Errorf("runwatch.example.yaml does not show key %q", key)
+		}
+	}
+}
+
+func knownList(t *testing.T, v any) []string {
+	t.Helper()
+	return strings.Split(knownKeys(reflectType(v)), ", ")
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string // substrings of the error
+	}{
+		{"empty", "", []string{"empty"}},
+		{"no runs", "runs: []\n", []string{"no runs"}},
+		{"unknown top key", "runs:\n  - name: a\nrunz: 1\n", []string{"line 3", `unknown key "runz"`}},
+		{"unknown run key", "runs:\n  - name: a\n    outptus: [/x]\n", []string{"line 3", `"outptus"`, "runs[0]", "outputs"}},
+		{"unknown plan key", "runs:\n  - name: a\n    plans:\n      - name: p\n        target: /d\n        tokens: 5\n        layer: all\n", []string{"line 7", `"layer"`}},
+		{"missing name", "runs:\n  - outputs: [/x]\n", []string{"line 2", "name is missing"}},
+		{"bad name", "runs:\n  - name: 'a b'\n", []string{"line 2", "not a valid name"}},
+		{"duplicate", "runs:\n  - name: a\n  - name: a\n", []string{"line 3", "already used", "line 2"}},
+		{"relative output", "runs:\n  - name: a\n    outputs: [data/out]\n", []string{"outputs", "not an absolute path"}},
+		{"bad duration", "runs:\n  - name: a\n    stall_after: soon\n", []string{"line 3", "not a duration"}},
+		{"bad tokens", "runs:\n  - name: a\n    plans:\n      - name: p\n        target: /d\n        tokens: lots\n        num_layers: 2\n        hidden_size: 8\n        dtype: bf16\n", []string{"line 6", "tokens"}},
+		{"bad layers", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, layers: [1, x], num_layers: 4, hidden_size: 8, dtype: bf16}\n", []string{"line 4", `"x" is not a layer index`}},
+		{"layer out of range", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, layers: [9], num_layers: 4, hidden_size: 8, dtype: bf16}\n", []string{"line 4", "out of range"}},
+		{"no shape", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5}\n", []string{"line 4", "model_config"}},
+		{"bad dtype", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, num_layers: 4, hidden_size: 8, dtype: int3}\n", []string{"dtype", "int3"}},
+		{"bad post mode", "runs:\n  - name: a\n    post_mode: sometimes\n", []string{"post_mode", "new, update, thread"}},
+		{"bad metrics url", "runs:\n  - name: a\n    metrics: [localhost:8000]\n", []string{"metrics", "not an http(s) URL"}},
+		{"bad regex", "runs:\n  - name: a\n    log_pattern: '('\n", []string{"log_pattern"}},
+		{"regex groups", "runs:\n  - name: a\n    log_pattern: 'x (\\d+)'\n", []string{"named groups"}},
+		{"bad stage", "runs:\n  - name: a\n    stages:\n      - {name: s, check: vibes}\n", []string{"line 4", "vibes"}},
+		{"wrong type", "runs:\n  - name: a\n    total: many\n", []string{"line 3"}},
+		{"runs not a list", "runs: {name: a}\n", []string{"line 1", "runs must be a list"}},
+		{"unset var", "runs:\n  - name: a\n    outputs:\n      - ${NOPE}/x\n", []string{"line 4", "${NOPE} is not set"}},
+		{"bad selector", "runs:\n  - name: a\n    prometheus: {url: 'http://p:9090', selector: 'job=x'}\n", []string{"selector", "braces"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), env(nil))
+			if err == nil {
+				t.Fatalf("Parse(%q) = nil error; want one mentioning %q", tt.yaml, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Parse(%q) = %v; want it to mention %q", tt.yaml, err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestExpansion(t *testing.T) {
+	vars := env(map[string]string{"ROOT": "/data", "N": "25000", "TRICKY": "x: [y] # z"})
+	y := `runs:
+  - name: a
+    outputs: ["${ROOT}/out", "${MISSING:-/fallback}/out"]
+    total: ${N}
+    log_pattern: 'done (?P<done>\d+) of (?P<total>\d+)$'
+    channel: ${TRICKY}
+`
+	f, err := Parse([]byte(y), vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.Runs[0]
+	if r.Outputs[0] != "/data/out" || r.Outputs[1] != "/fallback/out" {
+		t.Errorf("outputs = %v; want expanded with default", r.Outputs)
+	}
+	if r.Total != 25000 {
+		t.Errorf("total = %d; want 25000 from ${N}", r.Total)
+	}
+	if !strings.HasSuffix(r.LogPattern, "$") {
+		t.Errorf("log_pattern = %q; a lone $ must stay", r.LogPattern)
+	}
+	if r.Channel != "x: [y] # z" {
+		t.Errorf("channel = %q; a variable's content must not change the file's structure", r.Channel)
+	}
+}
+
+func TestLoadEnv(t *testing.T) {
+	e, err := LoadEnv(env(map[string]string{"HOME": "/home/u", "SLACK_BOT_TOKEN": "xoxb-secret", "RUNWATCH_ADMINS": "U1, U2", "SLACK_API_URL": "http://127.0.0.1:9/api"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ProcRoot != "/proc" || e.SampleInterval != 30*time.Second || e.StateDir != "/home/u/.local/state/runwatch" {
+		t.Errorf("defaults = %+v", e)
+	}
+	if len(e.Admins) != 2 || e.Admins[1] != "U2" {
+		t.Errorf("admins = %v", e.Admins)
+	}
+	if e.SlackAPIURL != "http://127.0.0.1:9/api/" {
+		t.Errorf("SlackAPIURL = %q; want a trailing slash", e.SlackAPIURL)
+	}
+	for _, s := range []string{e.SlackBotToken.String(), strings.TrimSpace(fmtAll(e))} {
+		if strings.Contains(s, "xoxb-secret") {
+			t.Errorf("token leaked in %q", s)
+		}
+	}
+	if e.SlackBotToken.Reveal() != "xoxb-secret" {
+		t.Errorf("Reveal() = %q", e.SlackBotToken.Reveal())
+	}
+	if _, err := LoadEnv(env(map[string]string{"RUNWATCH_SAMPLE_INTERVAL": "often"})); err == nil || !strings.Contains(err.Error(), "RUNWATCH_SAMPLE_INTERVAL") {
+		t.Errorf("LoadEnv(bad interval) = %v; want an error naming the variable", err)
+	}
+}
+
+func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../.env.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range EnvVars {
+		if !strings.Contains(string(b), "\n"+v+"=") {
+			t.Errorf(".env.example does not document %s", v)
+		}
+	}
+}
+
+func TestLoadDotEnvDoesNotOverride(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, ".env")
+	os.WriteFile(p, []byte("RW_TEST_A=from-file\nRW_TEST_B=from-file\n"), 0o600)
+	t.Setenv("RW_TEST_A", "from-env")
+	os.Unsetenv("RW_TEST_B")
+	t.Cleanup(func() { os.Unsetenv("RW_TEST_B") })
+	if err := LoadDotEnv(p); err != nil {
+		t.Fatal(err)
+	}
+	if got := os.Getenv("RW_TEST_A"); got != "from-env" {
+		t.Errorf("RW_TEST_A = %q; want the environment to win", got)
+	}
+	if got := os.Getenv("RW_TEST_B"); got != "from-file" {
+		t.Errorf("RW_TEST_B = %q; want from-file", got)
+	}
+	if err := LoadDotEnv(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("LoadDotEnv(missing) = %v; want nil", err)
+	}
+}
+
+func TestLocate(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	t.Cleanup(func() { os.Chdir(wd) })
+	os.Chdir(dir)
+	if p, _ := Locate("", ""); p != "" {
+		t.Errorf("Locate with nothing = %q; want the built-in default", p)
+	}
+	os.WriteFile("runwatch.yaml", []byte("runs: [{name: a}]\n"), 0o600)
+	if p, _ := Locate("", ""); p != "runwatch.yaml" {
+		t.Errorf("Locate = %q; want ./runwatch.yaml", p)
+	}
+	if p, _ := Locate("", "/etc/rw.yaml"); p != "/etc/rw.yaml" {
+		t.Errorf("Locate(env) = %q", p)
+	}
+	if p, _ := Locate("/x.yaml", "/etc/rw.yaml"); p != "/x.yaml" {
+		t.Errorf("Locate(flag) = %q; want the flag to win", p)
+	}
+	d := Default("/work")
+	if d.Runs[0].Name != "local" || d.Runs[0].Watch[0] != "/work" || d.Runs[0].Watch[1] != "/" {
+		t.Errorf("Default = %+v", d.Runs[0])
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("../runwatch.example.yaml"); err == nil {
+		f.Add(string(b))
+	}
+	f.Add("runs:\n  - name: a\n    outputs: [/x]\n")
+	f.Add("runs: [{name: a, plans: [{name: p, target: /d, tokens: auto, layers: all, num_layers: 2, hidden_size: 4, dtype: bf16}]}]")
+	f.Fuzz(func(t *testing.T, s string) {
+		f, err := Parse([]byte(s), env(map[string]string{"HOME": "/h"}))
+		if err == nil && len(f.Runs) == 0 {
+			t.Errorf("Parse(%q) accepted a file with no runs", s)
+		}
+	})
+}
+
+func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }
+
+func fmtAll(e Env) string { return fmt.Sprintf("%v %+v %#v", e, e, e) }

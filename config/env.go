@@ -1,0 +1,151 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+)
+
+// Secret is a credential. It formats as "[redacted]" so it cannot leak through a log line or an
+// error string by accident; Reveal gives the value to the one place that sends it.
+type Secret struct{ v string }
+
+// NewSecret wraps a credential.
+func NewSecret(v string) Secret { return Secret{v} }
+
+// Reveal returns the credential itself.
+func (s Secret) Reveal() string { return s.v }
+
+// Set reports whether the credential is non-empty.
+func (s Secret) Set() bool { return s.v != "" }
+
+// String implements fmt.Stringer without revealing the value.
+func (s Secret) String() string {
+	if s.v == "" {
+		return "[unset]"
+	}
+	return "[redacted]"
+}
+
+// GoString keeps %#v from revealing the value.
+func (s Secret) GoString() string { return s.String() }
+
+// MarshalText keeps encoders from revealing the value.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Env is the process environment runwatch reads. Every variable is documented in .env.example.
+type Env struct {
+	ConfigPath     string        // RUNWATCH_CONFIG
+	ProcRoot       string        // RUNWATCH_PROC_ROOT, default /proc
+	StateDir       string        // RUNWATCH_STATE_DIR
+	SampleInterval time.Duration // RUNWATCH_SAMPLE_INTERVAL, default 30s
+	ProbeTimeout   time.Duration // RUNWATCH_PROBE_TIMEOUT, default 2s
+
+	HTTPAddr           string // RUNWATCH_HTTP_ADDR
+	SlackBotToken      Secret // SLACK_BOT_TOKEN
+	SlackAppToken      Secret // SLACK_APP_TOKEN
+	SlackSigningSecret Secret // SLACK_SIGNING_SECRET
+	SlackAPIURL        string // SLACK_API_URL
+
+	AllowedChannels []string // RUNWATCH_ALLOWED_CHANNELS, comma-separated
+	Admins          []string // RUNWATCH_ADMINS, comma-separated user ids
+}
+
+// EnvVars lists every variable LoadEnv reads, for documentation checks.
+var EnvVars = []string{
+	"RUNWATCH_CONFIG", "RUNWATCH_PROC_ROOT", "RUNWATCH_STATE_DIR", "RUNWATCH_SAMPLE_INTERVAL",
+	"RUNWATCH_PROBE_TIMEOUT", "RUNWATCH_HTTP_ADDR", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
+	"SLACK_SIGNING_SECRET", "SLACK_API_URL", "RUNWATCH_ALLOWED_CHANNELS", "RUNWATCH_ADMINS",
+}
+
+// LoadDotEnv loads a .env file into the process environment without overriding variables already
+// set. A missing file is not an error.
+func LoadDotEnv(path string) error {
+	vals, err := godotenv.Read(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	for k, v := range vals {
+		if _, set := os.LookupEnv(k); !set {
+			if err := os.Setenv(k, v); err != nil {
+				return fmt.Errorf("set %s from %s: %w", k, path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// LoadEnv reads the settings from lookup (os.LookupEnv in production) and applies defaults.
+func LoadEnv(lookup func(string) (string, bool)) (Env, error) {
+	get := func(k string) string {
+		v, _ := lookup(k)
+		return strings.TrimSpace(v)
+	}
+	e := Env{
+		ConfigPath:         get("RUNWATCH_CONFIG"),
+		ProcRoot:           get("RUNWATCH_PROC_ROOT"),
+		StateDir:           get("RUNWATCH_STATE_DIR"),
+		HTTPAddr:           get("RUNWATCH_HTTP_ADDR"),
+		SlackBotToken:      NewSecret(get("SLACK_BOT_TOKEN")),
+		SlackAppToken:      NewSecret(get("SLACK_APP_TOKEN")),
+		SlackSigningSecret: NewSecret(get("SLACK_SIGNING_SECRET")),
+		SlackAPIURL:        get("SLACK_API_URL"),
+		AllowedChannels:    splitList(get("RUNWATCH_ALLOWED_CHANNELS")),
+		Admins:             splitList(get("RUNWATCH_ADMINS")),
+	}
+	if e.ProcRoot == "" {
+		e.ProcRoot = "/proc"
+	}
+	if e.StateDir == "" {
+		e.StateDir = defaultStateDir(get)
+	}
+	var err error
+	if e.SampleInterval, err = envDuration(get, "RUNWATCH_SAMPLE_INTERVAL", 30*time.Second); err != nil {
+		return Env{}, err
+	}
+	if e.ProbeTimeout, err = envDuration(get, "RUNWATCH_PROBE_TIMEOUT", 2*time.Second); err != nil {
+		return Env{}, err
+	}
+	if e.SlackAPIURL != "" && !strings.HasSuffix(e.SlackAPIURL, "/") {
+		e.SlackAPIURL += "/"
+	}
+	return e, nil
+}
+
+func envDuration(get func(string) string, key string, def time.Duration) (time.Duration, error) {
+	s := get(key)
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q is not a positive duration like 30s or 2m", key, s)
+	}
+	return d, nil
+}
+
+func defaultStateDir(get func(string) string) string {
+	if x := get("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "runwatch")
+	}
+	if h := get("HOME"); h != "" {
+		return filepath.Join(h, ".local", "state", "runwatch")
+	}
+	return filepath.Join(os.TempDir(), "runwatch-state")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		out = append(out, f)
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+// Package state owns runwatch's state directory: the files that must survive a restart (estimate
+// history, announced ETAs, snoozes, message ids, stage marks). Every write is atomic: a reader sees
+// the old file or the new one, never half of either. A corrupt file is set aside, never overwritten
+// silently, so nothing is lost.
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+)
+
+// ErrCorrupt marks a state file that could not be decoded. Load moves it aside before returning.
+var ErrCorrupt = errors.New("corrupt state file")
+
+// Dir is a state directory.
+type Dir struct {
+	path string
+}
+
+// Open returns the state directory at path, creating it if needed.
+func Open(path string) (*Dir, error) {
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	return &Dir{path: path}, nil
+}
+
+// Path is the directory's location.
+func (d *Dir) Path() string { return d.path }
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func (d *Dir) file(name string) (string, error) {
+	if !safeName.MatchString(name) {
+		return "", fmt.Errorf("state file name %q is not allowed", name)
+	}
+	return filepath.Join(d.path, name), nil
+}
+
+// Load decodes the JSON file name into v. A missing file returns an error matching os.ErrNotExist.
+// A file that does not decode is renamed to name.corrupt-<time> and the error matches ErrCorrupt
+// and says where the file went.
+func (d *Dir) Load(name string, v any) error {
+	p, err := d.file(name)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("read state: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		aside := fmt.Sprintf("%s.corrupt-%s", p, time.Now().UTC().Format("20060102T150405"))
+		if rerr := os.Rename(p, aside); rerr != nil {
+			return fmt.Errorf("%w: %s: %v (and it could not be moved aside: %v)", ErrCorrupt, p, err, rerr)
+		}
+		return fmt.Errorf("%w: %s: %v; kept as %s", ErrCorrupt, p, err, aside)
+	}
+	return nil
+}
+
+// Save encodes v as JSON into name atomically: a temporary file in the same directory is written,
+// synced and renamed over the old one.
+func (d *Dir) Save(name string, v any) error {
+	p, err := d.file(name)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode state %s: %w", name, err)
+	}
+	return writeAtomic(p, b)
+}
+
+func writeAtomic(p string, b []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("save state %s: %w", filepath.Base(p), err)
+	}
+	if err = f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("save state %s: %w", filepath.Base(p), err)
+	}
+	if err = f.Close(); err != nil {
+		return fmt.Errorf("save state %s: %w", filepath.Base(p), err)
+	}
+	if err = os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("save state %s: %w", filepath.Base(p), err)
+	}
+	// Sync the directory so the rename itself survives a crash.
+	if dir, derr := os.Open(filepath.Dir(p)); derr == nil {
+		dir.Sync()
+		dir.Close()
+	}
+	return nil
+}
+
+// Size returns the total size in bytes of the files in the directory.
+func (d *Dir) Size() (int64, error) {
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return 0, fmt.Errorf("read state dir: %w", err)
+	}
+	var n int64
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+	}
+	return n, nil
+}
