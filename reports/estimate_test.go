@@ -1,0 +1,303 @@
+package reports
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// estHist is a synthetic steady run sampled every dt seconds up to T end: items at itemsPerS out of total.
+// With tokens it is a busy batch of 200 requests decoding tokensPerS, the engines' counters and the log's mean
+// length consistent with m = tokensPerS / itemsPerS tokens per item and the batch half-way through on average.
+func estHist(end, dt, itemsPerS float64, total int64, tokens bool) []Observation {
+	const tokensPerS, slots = 1400.0, 200.0
+	m := tokensPerS / itemsPerS
+	var hist []Observation
+	for t := 0.0; t <= end; t += dt {
+		done := int64(itemsPerS * t)
+		o := Observation{T: t, Done: done, Total: total, Elapsed: obsF(t)}
+		if done > 0 {
+			o.AvgCompletion = obsF(m)
+		}
+		if tokens {
+			age := math.Min(tokensPerS*t, slots*m/2)
+			o.GenTokens = obsF(m*float64(done) + age)
+			o.Running, o.Waiting = obsF(slots), obsF(50)
+			o.FinishedLenSum, o.FinishedLenCount = obsF(m*float64(done)), obsF(float64(done))
+			o.MaxTokens = int64(4 * m)
+		}
+		hist = append(hist, o)
+	}
+	return hist
+}
+
+func TestEstimateStates(t *testing.T) {
+	flat := estHist(3600, 30, 1, 25000, true)
+	last := flat[len(flat)-1]
+	for t := last.T + 30; t <= last.T+720; t += 30 {
+		o := last
+		o.T = t
+		flat = append(flat, o)
+	}
+	noTotal := estHist(1800, 30, 1, 0, false)
+	done := estHist(1800, 30, 1, 1800, false)
+	tests := []struct {
+		name   string
+		hist   []Observation
+		state  string
+		reason string // a piece of the reason
+	}{
+		{"empty", nil, StateUnknown, "no observations"},
+		{"done", done, StateDone, "all 1,800 items are done"},
+		{"stalled", flat, StateStalled, "no progress since t=3,600 s (12 min)"},
+		{"total unknown", noTotal, StateUnknown, "total number of items is unknown"},
+		{"nothing finished", estHist(25, 5, 0.01, 1000, false), StateUnknown, "no item has finished yet"},
+		{"log only", estHist(3600, 30, 1, 25000, false), StateRunning, "21,400 items left at 1.00 items/s"},
+		{"tokens", estHist(3600, 30, 1, 25000, true), StateRunning, "21,400 items left × 1,400 tokens each at 1,400 tok/s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := Estimate(tt.hist, EstimateConfig{})
+			if e.State != tt.state || !strings.Contains(e.Reason, tt.reason) {
+				t.Fatalf("Estimate(%s) = %s %q; want %s, reason containing %q", tt.name, e.State, e.Reason, tt.state,
+					tt.reason)
+			}
+			switch e.State {
+			case StateRunning:
+				if e.Seconds == nil || e.LowS == nil || e.HighS == nil || !(*e.LowS <= *e.Seconds && *e.Seconds <= *e.HighS) {
+					t.Errorf("Estimate(%s) range %v <= %v <= %v; want an ordered range", tt.name, e.LowS, e.Seconds, e.HighS)
+				}
+			case StateStalled:
+				if e.Seconds != nil || e.StalledSince == nil || *e.StalledSince != 3600 {
+					t.Errorf("Estimate(%s) = seconds %v, stalled since %v; want nil, 3600", tt.name, e.Seconds, e.StalledSince)
+				}
+			case StateDone:
+				if e.Seconds == nil || *e.Seconds != 0 || e.ItemsLeft != 0 {
+					t.Errorf("Estimate(%s) = seconds %v, items left %v; want 0, 0", tt.name, e.Seconds, e.ItemsLeft)
+				}
+			}
+		})
+	}
+}
+
+func TestEstimateSteadyFigures(t *testing.T) {
+	// 1 item/s of 1,400 tokens at 1,400 tok/s: 21,400 items left take 21,400 s, plus the drain.
+	for _, tokens := range []bool{false, true} {
+		e, tp := Estimate(estHist(3600, 30, 1, 25000, tokens), EstimateConfig{})
+		if e.Seconds == nil || *e.Seconds < 21400*0.99 || *e.Seconds > 21400+900 {
+			t.Errorf("Estimate(steady, tokens %v) = %v s; want 21,400 s and a drain of at most 15 min", tokens, e.Seconds)
+		}
+		if math.Abs(tp.ItemsPerS-1) > 0.01 || math.Abs(tp.RunItemsPerS-1) > 0.01 || tp.WindowS != 900 {
+			t.Errorf("Estimate(steady) throughput = %+v; want 1 item/s over 900 s", tp)
+		}
+		if tokens && (math.Abs(tp.TokensPerS-1400) > 1 || math.Abs(e.TokensPerItem-1400) > 14) {
+			t.Errorf("Estimate(steady) = %v tok/s, %v tokens/item; want 1,400 and 1,400", tp.TokensPerS, e.TokensPerItem)
+		}
+	}
+}
+
+func TestEstimateRough(t *testing.T) {
+	one := []Observation{{T: 1e9, Done: 300, Total: 25000, Elapsed: obsF(408), GenTokens: obsF(565000)}}
+	e, _ := Estimate(one, EstimateConfig{})
+	want := 24700 / (300.0 / 408)
+	if !e.Rough || e.State != StateRunning || e.Seconds == nil || math.Abs(*e.Seconds-want) > 1 ||
+		*e.LowS != want/2 || *e.HighS != want*2 {
+		t.Fatalf("Estimate(one sample) = %+v; want rough %v s in [%v, %v]", e, want, want/2, want*2)
+	}
+	if e.FinishAt == nil || e.FinishAt.Unix() != int64(1e9+want) {
+		t.Errorf("Estimate(one sample) finish at %v; want unix %v", e.FinishAt, int64(1e9+want))
+	}
+	one[0].Elapsed = nil
+	if e, _ := Estimate(one, EstimateConfig{}); e.State != StateUnknown || e.Seconds != nil || !e.Rough {
+		t.Errorf("Estimate(one sample without elapsed) = %+v; want rough and unknown", e)
+	}
+}
+
+// estRestarted is a steady run whose server restarts at t=3600: a minute of downtime, then counters from zero
+// (stitched, when the sampler carries them, with a restart count).
+func estRestarted(stitched bool) []Observation {
+	hist := estHist(7200, 30, 1, 25000, true)
+	var offset float64
+	for i := range hist {
+		o := &hist[i]
+		switch {
+		case o.T > 3600 && o.T <= 3660:
+			o.GenTokens, o.Running, o.Waiting, o.FinishedLenSum, o.FinishedLenCount = nil, nil, nil, nil, nil
+		case o.T > 3660 && !stitched:
+			g0, f0, n0 := *hist[120].GenTokens, *hist[120].FinishedLenSum, *hist[120].FinishedLenCount
+			*o.GenTokens -= g0
+			*o.FinishedLenSum -= f0
+			*o.FinishedLenCount -= n0
+		case o.T > 3660:
+			o.Restarts = 1
+			*o.GenTokens += offset
+		}
+	}
+	return hist
+}
+
+func TestEstimateResetSegment(t *testing.T) {
+	for _, stitched := range []bool{false, true} {
+		hist := estRestarted(stitched)
+		for i := 121; i < len(hist); i++ {
+			e, tp := Estimate(hist[:i+1], EstimateConfig{})
+			o := hist[i]
+			want := float64(25000 - o.Done)
+			if tp.TokensPerS < 0 || tp.TokensPerS > 2*1400 || tp.RunTokensPerS < 0 || tp.RunTokensPerS > 2*1400 {
+				t.Fatalf("t=%v (stitched %v): throughput %+v; want between 0 and 2,800 tok/s", o.T, stitched, tp)
+			}
+			if e.State != StateRunning || e.Seconds == nil || *e.Seconds < 0.9*want || *e.Seconds > 1.1*want+900 {
+				t.Fatalf("t=%v (stitched %v): Estimate = %s %v s; want about %v s", o.T, stitched, e.State, e.Seconds, want)
+			}
+			if o.T > 3660 && (e.ResetAt == nil || *e.ResetAt != 3690) {
+				t.Fatalf("t=%v (stitched %v): reset at %v; want 3690", o.T, stitched, e.ResetAt)
+			}
+		}
+	}
+}
+
+func TestEstimateTrailingFlat(t *testing.T) {
+	hist := estHist(3600, 30, 1, 25000, false)
+	before, _ := Estimate(hist, EstimateConfig{})
+	last := hist[len(hist)-1]
+	for t := last.T + 30; t <= last.T+300; t += 30 {
+		o := last
+		o.T = t
+		hist = append(hist, o)
+	}
+	after, _ := Estimate(hist, EstimateConfig{})
+	if after.State != StateRunning || *after.Seconds != *before.Seconds {
+		t.Errorf("after 5 flat minutes Estimate = %s %v s; want running, still %v s (the finish slides)",
+			after.State, after.Seconds, *before.Seconds)
+	}
+}
+
+func TestEstimateLogPause(t *testing.T) {
+	// A log-only run whose completions stop for two minutes (a restart nobody logged) and resume.
+	hist := estHist(7200, 30, 1, 25000, false)
+	for i := range hist {
+		switch o := &hist[i]; {
+		case o.T > 3600 && o.T <= 3720:
+			o.Done = 3600
+		case o.T > 3720:
+			o.Done -= 120
+		}
+	}
+	e, _ := Estimate(hist, EstimateConfig{})
+	want := float64(25000 - hist[len(hist)-1].Done)
+	if e.Seconds == nil || math.Abs(*e.Seconds-want) > 0.01*want || e.ResetAt == nil || *e.ResetAt != 3720 {
+		t.Errorf("Estimate(log pause) = %+v; want %v s at 1 item/s (the pause is not work), reset at 3720", e, want)
+	}
+}
+
+func TestEstLevel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	noisy := func(level float64) estRatio { return estRatio{level * (1 + 0.03*rng.NormFloat64()) * 300, 300} }
+	var flat, step, ramp []estRatio
+	for i := 0; i < 40; i++ {
+		flat = append(flat, noisy(1000))
+		level := 1000.0
+		if i >= 30 {
+			level = 700
+		}
+		step = append(step, noisy(level))
+		ramp = append(ramp, noisy(1000+math.Max(0, float64(i-20))*20))
+	}
+	tests := []struct {
+		name      string
+		blocks    []estRatio
+		want      float64
+		tolerance float64
+		from      int
+	}{
+		{"flat", flat, 1000, 10, 0},
+		{"step", step, 700, 15, 30},
+		{"ramp", ramp, 1380, 60, -1},
+	}
+	for _, tt := range tests {
+		f := estLevel(tt.blocks, estChangeZ, true, 0, 1)
+		if math.Abs(f.Level-tt.want) > tt.tolerance || tt.from >= 0 && f.From != tt.from || tt.from < 0 && f.From == 0 {
+			t.Errorf("estLevel(%s) = level %.0f from block %d; want %.0f ± %.0f from %d", tt.name, f.Level, f.From,
+				tt.want, tt.tolerance, tt.from)
+		}
+	}
+}
+
+func TestEstResiduals(t *testing.T) {
+	// The equilibrium residual of a length L has mean E[L²]/2E[L] = m(1+CV²)/2 when nothing caps it.
+	for _, cv2 := range []float64{0.3, 1, 2} {
+		res := estResiduals(1000, cv2, 1e9, 0.995, 256)
+		mean := 0.0
+		for _, r := range res {
+			mean += r / float64(len(res))
+		}
+		if want := 1000 * (1 + cv2) / 2; math.Abs(mean-want) > 0.03*want {
+			t.Errorf("estResiduals(m=1000, cv2=%v) mean %.0f; want %.0f", cv2, mean, want)
+		}
+	}
+	res := estResiduals(1000, 1, 2000, 0.995, 64)
+	if top := res[len(res)-1]; top > 2000 || top < 1800 {
+		t.Errorf("estResiduals(max_tokens 2000) top quantile %.0f; want just under 2000", top)
+	}
+}
+
+// TestEstimateMessyHistories feeds histories with everything a live sampler can produce (missing fields,
+// counter resets, restarts, flat stretches, bursts, a total that appears late) and checks that the figures stay
+// sane: never NaN, negative or out of order.
+func TestEstimateMessyHistories(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	maybe := func(p float64, v float64) *float64 {
+		if rng.Float64() < p {
+			return nil
+		}
+		return &v
+	}
+	for run := 0; run < 80; run++ {
+		var hist []Observation
+		var done int64
+		var g, fin float64
+		var restarts int64
+		total := int64(rng.IntN(50000))
+		for now := 0.0; now < 20000 && len(hist) < 200; now += 1 + 120*rng.Float64() {
+			switch r := rng.Float64(); {
+			case r < 0.02:
+				g, fin = 0, 0 // the server restarted
+				if rng.Float64() < 0.5 {
+					restarts++
+				}
+			case r < 0.2: // flat
+			default:
+				n := int64(rng.ExpFloat64() * 50)
+				done += n
+				g += float64(n)*1000*rng.Float64() + 1000*rng.Float64()
+				fin += float64(n) * 900 * rng.Float64()
+			}
+			o := Observation{T: now, Done: done, Total: total, GenTokens: maybe(0.3, g),
+				Running: maybe(0.4, float64(rng.IntN(300))), FinishedLenSum: maybe(0.6, fin),
+				AvgCompletion: maybe(0.5, 1000*rng.Float64()), Restarts: restarts, Elapsed: maybe(0.5, now)}
+			if rng.Float64() < 0.3 {
+				o.MaxTokens = 4096
+			}
+			if total > 0 && o.Done > total {
+				o.Done = total
+			}
+			hist = append(hist, o)
+			e, tp := Estimate(hist, EstimateConfig{})
+			for _, v := range []float64{tp.TokensPerS, tp.ItemsPerS, tp.RunTokensPerS, tp.RunItemsPerS, e.ItemsLeft} {
+				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+					t.Fatalf("run %d, %d points: throughput %+v, items left %v; want finite, non-negative", run,
+						len(hist), tp, e.ItemsLeft)
+				}
+			}
+			if e.Seconds == nil {
+				continue
+			}
+			s, lo, hi := *e.Seconds, *e.LowS, *e.HighS
+			if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || !(lo <= s && s <= hi) || math.IsNaN(hi) || math.IsInf(hi, 0) {
+				t.Fatalf("run %d, %d points: Estimate = %v s in [%v, %v] (%s); want a finite ordered range", run,
+					len(hist), s, lo, hi, e.Reason)
+			}
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package reports
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+)
+
+func TestPlainText(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"*Yes* — 2 processes", "Yes — 2 processes"},
+		{"ETA *3 h 10 min* (2 h – 4 h)", "ETA 3 h 10 min (2 h – 4 h)"},
+		{"_rough: a single sample_", "rough: a single sample"},
+		{"writes `/data/hidden_states/x_1.bin` now", "writes /data/hidden_states/x_1.bin now"},
+		{"`a*b*c` stays", "a*b*c stays"},
+		{"done around <!date^1764420000^{time}|14:40 UTC>.", "done around 14:40 UTC."},
+		{"see <https://example.com|the docs>", "see the docs (https://example.com)"},
+		{"ask <@U123>", "ask @U123"},
+		{"&lt;!channel&gt; &amp; co", "<!channel> & co"},
+		{":white_check_mark: *gen* — done", "[done] gen — done"},
+		{"5 * 3 = 15 and 2 * 2", "5 * 3 = 15 and 2 * 2"},
+	}
+	for _, tt := range tests {
+		if got := PlainText(tt.in); got != tt.want {
+			t.Errorf("PlainText(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestEscapeNeverPings(t *testing.T) {
+	line := "Progress: 3/5 <!channel> <@U1|x> & <https://evil|click>"
+	m := Message{Sections: []string{"log: " + Code(line), "raw: " + Esc(line)}}
+	out := m.Mrkdwn()
+	for _, bad := range []string{"<!channel>", "<@U1", "<https://"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("Mrkdwn() = %q contains live markup %q", out, bad)
+		}
+	}
+	b, _ := json.Marshal(m.Blocks())
+	if strings.Contains(string(b), "<!channel>") || strings.Contains(string(b), `\u003c!channel\u003e`) {
+		t.Errorf("blocks contain a live <!channel>: %s", b)
+	}
+	if got := PlainText(Code(line)); got != strings.ReplaceAll(line, "`", "'") {
+		t.Errorf("PlainText(Code(%q)) = %q; want the line back", line, got)
+	}
+}
+
+func TestBlocksStayInsideSlackLimits(t *testing.T) {
+	long := strings.Repeat("• a line of a long answer with ünïcödé and &amp; entities\n", 300)
+	var many []string
+	for range 80 {
+		many = append(many, "section")
+	}
+	tests := []struct {
+		name string
+		m    Message
+	}{
+		{"long section", Message{Title: strings.Repeat("T", 400), Sections: []string{long}, Context: []string{"ctx"}}},
+		{"many sections", Message{Title: "x", Sections: many, Context: []string{strings.Repeat("c", 5000)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			blocks := tt.m.Blocks()
+			if len(blocks) > maxBlocks {
+				t.Errorf("%d blocks; Slack allows %d", len(blocks), maxBlocks)
+			}
+			for _, b := range blocks {
+				switch b := b.(type) {
+				case *slack.SectionBlock:
+					if n := len(b.Text.Text); n > maxSectionText || !utf8.ValidString(b.Text.Text) {
+						t.Errorf("section of %d bytes (valid UTF-8: %v)", n, utf8.ValidString(b.Text.Text))
+					}
+				case *slack.HeaderBlock:
+					if n := len(b.Text.Text); n > maxHeaderText {
+						t.Errorf("header of %d bytes", n)
+					}
+				}
+			}
+			// The JSON survives a round trip through slack-go's own decoder.
+			raw, err := json.Marshal(slack.Blocks{BlockSet: blocks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back slack.Blocks
+			if err := json.Unmarshal(raw, &back); err != nil || len(back.BlockSet) != len(blocks) {
+				t.Errorf("round trip: %v, %d blocks; want %d", err, len(back.BlockSet), len(blocks))
+			}
+		})
+	}
+	// Nothing is lost silently: the text of a long section is all there, split across blocks.
+	m := Message{Sections: []string{long}}
+	var joined strings.Builder
+	for _, b := range m.Blocks() {
+		joined.WriteString(b.(*slack.SectionBlock).Text.Text + "\n")
+	}
+	if strings.Count(joined.String(), "a line of") != 300 {
+		t.Errorf("split lost lines: %d of 300", strings.Count(joined.String(), "a line of"))
+	}
+}
+
+func TestSlackTimeHasFallback(t *testing.T) {
+	ts := time.Date(2026, 11, 29, 14, 40, 0, 0, time.UTC)
+	s := SlackTime(ts, time.UTC)
+	if !strings.HasPrefix(s, "<!date^1795963200^") || PlainText(s) != "14:40 UTC" {
+		t.Errorf("SlackTime = %q, plain %q", s, PlainText(s))
+	}
+}
+
+func FuzzPlainText(f *testing.F) {
+	for _, s := range []string{"*a* `b` _c_", "<!date^1^{time}|x>", "\x000\x00 `x`", "`unclosed", "&amp;&lt;"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		PlainText(s)
+		m := Message{Title: s, Sections: []string{s, Code(s), Esc(s)}, Context: []string{s}}
+		if len(m.Blocks()) > maxBlocks {
+			t.Errorf("too many blocks for %q", s)
+		}
+		m.Text()
+	})
+}

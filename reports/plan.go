@@ -1,0 +1,164 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// PlanSpec is a capacity plan with its model shape filled in.
+type PlanSpec struct {
+	Name      string
+	Target    string
+	Tokens    float64 // 0 when unknown (tokens: auto before the run has reported any)
+	TokensSrc string  // "configured", "measured" or "projected"
+	AllLayers bool
+	Layers    []int
+	NumLayers int
+	Hidden    int
+	DType     string
+	ElemBytes int
+	// ModelSrc says where the shape came from: a config.json path or "run file".
+	ModelSrc string
+}
+
+// PlanResult is the answer to "will it fit?" for one plan.
+type PlanResult struct {
+	Name          string   `json:"name"`
+	Target        string   `json:"target"`
+	Mount         string   `json:"mount"`
+	Host          string   `json:"host,omitempty"`
+	BytesNeeded   float64  `json:"bytes_needed"`
+	FreeBytes     *uint64  `json:"free_bytes"`
+	Fits          *bool    `json:"fits"`
+	MaxTokens     *float64 `json:"max_tokens"`
+	Tokens        float64  `json:"tokens"`
+	TokensSource  string   `json:"tokens_source"`
+	Layers        int      `json:"layers"`
+	HiddenSize    int      `json:"hidden_size"`
+	BytesPerElem  int      `json:"bytes_per_element"`
+	BytesPerToken float64  `json:"bytes_per_token"`
+	Sentence      string   `json:"sentence"` // mrkdwn
+	Error         string   `json:"error,omitempty"`
+}
+
+// CapturedLayers is how many layers' hidden states the plan stores.
+func (s PlanSpec) CapturedLayers() int {
+	if s.AllLayers || len(s.Layers) == 0 {
+		return s.NumLayers
+	}
+	return len(s.Layers)
+}
+
+// EvaluatePlan works out bytes needed = tokens x captured layers x hidden size x bytes per element,
+// and compares it with the free space of the target's mount.
+func EvaluatePlan(s PlanSpec, free *uint64, mount, host string) PlanResult {
+	layers := s.CapturedLayers()
+	perToken := float64(layers) * float64(s.Hidden) * float64(s.ElemBytes)
+	r := PlanResult{
+		Name: s.Name, Target: s.Target, Mount: mount, Host: host, FreeBytes: free,
+		Tokens: s.Tokens, TokensSource: s.TokensSrc, Layers: layers, HiddenSize: s.Hidden,
+		BytesPerElem: s.ElemBytes, BytesPerToken: perToken, BytesNeeded: s.Tokens * perToken,
+	}
+	for _, l := range s.Layers {
+		if s.NumLayers > 0 && l >= s.NumLayers {
+			r.Error = fmt.Sprintf("layer %d is out of range: the model has %d layers (0-%d)", l, s.NumLayers, s.NumLayers-1)
+			r.Sentence = fmt.Sprintf("%s: %s.", Esc(s.Name), r.Error)
+			return r
+		}
+	}
+	if free != nil && perToken > 0 {
+		mt := math.Floor(float64(*free) / perToken)
+		r.MaxTokens = &mt
+	}
+	if free != nil && s.Tokens > 0 {
+		fits := r.BytesNeeded <= float64(*free)
+		r.Fits = &fits
+	}
+	r.Sentence = planSentence(s, r)
+	return r
+}
+
+func layerPhrase(s PlanSpec) string {
+	if s.AllLayers || len(s.Layers) == 0 {
+		return fmt.Sprintf("all %d layers", s.NumLayers)
+	}
+	idx := make([]string, len(s.Layers))
+	for i, l := range s.Layers {
+		idx[i] = fmt.Sprint(l)
+	}
+	return fmt.Sprintf("%d of %d layers (%s)", len(s.Layers), s.NumLayers, strings.Join(idx, ", "))
+}
+
+func planSentence(s PlanSpec, r PlanResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%s*: ", Esc(s.Name))
+	if s.Tokens <= 0 {
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; the token count is not known yet (tokens: auto needs the run's token counts).",
+			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken))
+		if r.MaxTokens != nil {
+			fmt.Fprintf(&b, " %s has room for %s tokens.", Code(r.Mount), Tokens(*r.MaxTokens))
+		}
+		return b.String()
+	}
+	tokSrc := ""
+	if s.TokensSrc == "projected" {
+		tokSrc = " (projected from the run)"
+	} else if s.TokensSrc == "measured" {
+		tokSrc = " (measured)"
+	}
+	fmt.Fprintf(&b, "%s × %s × %d B (%s) × %s tokens%s = *%s*",
+		layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Tokens(s.Tokens), tokSrc, Bytes(r.BytesNeeded))
+	where := Code(r.Mount) + onHost(r.Host)
+	switch {
+	case r.FreeBytes == nil:
+		fmt.Fprintf(&b, "; free space on %s is unknown.", where)
+	case *r.Fits:
+		spare := float64(*r.FreeBytes) - r.BytesNeeded
+		fmt.Fprintf(&b, " — :large_green_circle: fits: %s has %s free, %s (%s) to spare.",
+			where, Bytes(float64(*r.FreeBytes)), Bytes(spare), Percent(spare/float64(*r.FreeBytes)))
+	default:
+		short := r.BytesNeeded - float64(*r.FreeBytes)
+		fmt.Fprintf(&b, " — :red_circle: does not fit: %s has %s free, %s short. At most %s tokens fit",
+			where, Bytes(float64(*r.FreeBytes)), Bytes(short), Tokens(*r.MaxTokens))
+		if s.NumLayers > 0 && s.Hidden > 0 && s.ElemBytes > 0 {
+			perLayer := s.Tokens * float64(s.Hidden) * float64(s.ElemBytes)
+			if n := int(float64(*r.FreeBytes) / perLayer); n > 0 && n < r.Layers {
+				fmt.Fprintf(&b, ", or %d layers at this token count", n)
+			}
+		}
+		b.WriteString(".")
+	}
+	return b.String()
+}
+
+// AnswerFit answers "will it fit?" with every plan of the run.
+func AnswerFit(run string, plans []PlanResult) Message {
+	m := Message{Title: fmt.Sprintf("%s · capacity plans", run)}
+	if len(plans) == 0 {
+		m.Sections = append(m.Sections, fmt.Sprintf("Run %s has no capacity plans. Add `plans:` to the run file, e.g. hidden states: "+
+			"`{name: hidden-states, target: /data/hs, tokens: 25M, model_config: /models/x/config.json, layers: [2, 30, 58]}`.", Esc(run)))
+		return m
+	}
+	no, unknown := 0, 0
+	for _, p := range plans {
+		switch {
+		case p.Fits == nil:
+			unknown++
+		case !*p.Fits:
+			no++
+		}
+	}
+	switch {
+	case no > 0:
+		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %d of %d plans do not fit.", no, len(plans)))
+	case unknown > 0:
+		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %d of %d plans cannot be checked yet.", unknown, len(plans)))
+	default:
+		m.Sections = append(m.Sections, ":large_green_circle: *Yes* — every plan fits.")
+	}
+	for _, p := range plans {
+		m.Sections = append(m.Sections, p.Sentence)
+	}
+	return m
+}

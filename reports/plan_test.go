@@ -1,0 +1,106 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEvaluatePlanHiddenStates(t *testing.T) {
+	free := uint64(2.8e12)
+	base := PlanSpec{Name: "hs", Target: "/data/hs", Tokens: 25e6, TokensSrc: "configured", NumLayers: 61, Hidden: 7168, DType: "bfloat16", ElemBytes: 2}
+	tests := []struct {
+		name       string
+		layers     []int
+		all        bool
+		wantBytes  float64
+		wantFits   bool
+		wantPhrase []string
+	}{
+		{"all layers", nil, true, 61 * 7168 * 2 * 25e6, false, []string{"all 61 layers", "21.9 TB", "does not fit", "2.80 TB free", "19.1 TB short"}},
+		{"three layers", []int{2, 30, 58}, false, 3 * 7168 * 2 * 25e6, true, []string{"3 of 61 layers (2, 30, 58)", "1.08 TB", "fits", "1.72 TB"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := base
+			s.AllLayers, s.Layers = tt.all, tt.layers
+			r := EvaluatePlan(s, &free, "/data", "")
+			if r.BytesNeeded != tt.wantBytes {
+				t.Errorf("BytesNeeded = %g; want %g", r.BytesNeeded, tt.wantBytes)
+			}
+			if r.Fits == nil || *r.Fits != tt.wantFits {
+				t.Errorf("Fits = %v; want %v", r.Fits, tt.wantFits)
+			}
+			wantMax := float64(int64(float64(free) / r.BytesPerToken))
+			if r.MaxTokens == nil || *r.MaxTokens != wantMax {
+				t.Errorf("MaxTokens = %v; want %g", r.MaxTokens, wantMax)
+			}
+			for _, p := range tt.wantPhrase {
+				if !strings.Contains(r.Sentence, p) {
+					t.Errorf("sentence %q lacks %q", r.Sentence, p)
+				}
+			}
+		})
+	}
+}
+
+func TestEvaluatePlanUnknowns(t *testing.T) {
+	s := PlanSpec{Name: "hs", Target: "/d", NumLayers: 32, Hidden: 4096, DType: "float16", ElemBytes: 2, AllLayers: true}
+	free := uint64(1e12)
+	r := EvaluatePlan(s, &free, "/d", "")
+	if r.Fits != nil {
+		t.Errorf("Fits with unknown tokens = %v; want nil", *r.Fits)
+	}
+	if !strings.Contains(r.Sentence, "not known yet") || r.MaxTokens == nil {
+		t.Errorf("unknown tokens: %+v", r)
+	}
+	s.Tokens = 1e6
+	r = EvaluatePlan(s, nil, "/d", "")
+	if r.Fits != nil || !strings.Contains(r.Sentence, "unknown") {
+		t.Errorf("unknown free space: fits %v sentence %q", r.Fits, r.Sentence)
+	}
+	s.Layers, s.AllLayers = []int{40}, false
+	r = EvaluatePlan(s, &free, "/d", "")
+	if r.Error == "" || !strings.Contains(r.Error, "out of range") {
+		t.Errorf("layer out of range: error %q", r.Error)
+	}
+}
+
+func TestAnswerFit(t *testing.T) {
+	yes, no := true, false
+	m := AnswerFit("synth", []PlanResult{{Name: "a", Fits: &yes, Sentence: "a fits"}, {Name: "b", Fits: &no, Sentence: "b does not"}})
+	if !strings.Contains(m.Sections[0], "*No*") || len(m.Sections) != 3 {
+		t.Errorf("AnswerFit = %+v; want a No verdict first and one line per plan", m)
+	}
+	m = AnswerFit("synth", nil)
+	if !strings.Contains(m.Sections[0], "no capacity plans") {
+		t.Errorf("AnswerFit(none) = %+v", m)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	tests := []struct {
+		got, want string
+	}{
+		{Bytes(21.86e12), "21.9 TB"},
+		{Bytes(1.0752e12), "1.08 TB"},
+		{Bytes(512e6), "512 MB"},
+		{Bytes(999), "999 B"},
+		{Duration(45), "45 s"},
+		{Duration(12 * 60), "12 min"},
+		{Duration(3*3600 + 10*60), "3 h 10 min"},
+		{Duration(5 * 3600), "5 h"},
+		{Duration(52 * 3600), "2 d 4 h"},
+		{Count(25000), "25,000"},
+		{Tokens(565000), "565K"},
+		{Tokens(25e6), "25M"}, {Tokens(1.08e9), "1.08B"},
+		{Rate(1386.2, "tok/s"), "1,386 tok/s"},
+		{Rate(0.714, "items/s"), "0.71 items/s"},
+		{Percent(0.493), "49%"},
+		{Percent(0.001), "<1%"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q; want %q", tt.got, tt.want)
+		}
+	}
+}

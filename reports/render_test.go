@@ -1,0 +1,113 @@
+package reports
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func fp(v float64) *float64 { return &v }
+
+// sampleStatus is a run in the middle of a generation job, with one problem.
+func sampleStatus() (RunStatus, time.Time) {
+	now := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	finish := now.Add(3*time.Hour + 10*time.Minute)
+	free := uint64(2.8e12)
+	return RunStatus{
+		Name:       "synth-25k",
+		Storage:    BuildStorage(storageInput(), func(string) (float64, bool) { return 11400, true }),
+		Progress:   &Progress{Done: 12340, Total: 25000, Errors: 3, AvgTokens: 1066, Source: "log"},
+		Throughput: &Throughput{TokensPerS: 1386, ItemsPerS: 1.3, WindowS: 900, RunTokensPerS: 1402, RunItemsPerS: 1.41},
+		ETA: &ETA{State: StateRunning, Seconds: fp(11400), LowS: fp(10200), HighS: fp(13300), FinishAt: &finish,
+			Reason: "12,660 items left x ~1,066 tokens each at 1,386 tok/s."},
+		Engines: []EngineStatus{
+			{URL: "http://gpu-1:8000/metrics", Kind: "vllm", OK: true, Engines: 2, Running: fp(198), Waiting: fp(12), KVCacheUsage: fp(0.87), GenerationTokens: fp(13.1e6)},
+			{URL: "http://gpu-2:8000/metrics", Kind: "vllm", OK: false, Error: "dial tcp 10.0.0.2:8000: connection refused"},
+		},
+		Plans: []PlanResult{
+			EvaluatePlan(PlanSpec{Name: "hidden-states", Target: "/data/hs", Tokens: 25e6, TokensSrc: "configured", Layers: []int{2, 30, 58}, NumLayers: 61, Hidden: 7168, DType: "bfloat16", ElemBytes: 2}, &free, "/data", ""),
+			{Name: "unknown", Fits: nil, Sentence: "*unknown*: free space unknown"},
+		},
+		Stages: []StageStatus{
+			{Name: "vllm-server", State: StageDone, Detail: "http://gpu-1:8000/health answers 200 in 3 ms"},
+			{Name: "generate", State: StageInProgress, Detail: "12,340 / 25,000 (49%)"},
+			{Name: "hidden-states", State: StagePending, Detail: "/data/hs does not exist yet"},
+			{Name: "review <samples>", State: StageFailed, Detail: "marked failed by U1"},
+		},
+		Problems: []Problem{{Probe: "metrics http://gpu-2:8000/metrics", Error: "dial tcp 10.0.0.2:8000: connection refused"}},
+		Notices:  []string{"log /data/gen.log was rotated (new file)"},
+	}, now
+}
+
+func TestRenderGolden(t *testing.T) {
+	rs, now := sampleStatus()
+	st := rs.Storage
+	cases := map[string]Message{
+		"status":      RenderStatus(rs, now, time.UTC),
+		"writes":      AnswerWrites(rs.Name, st, Target{}, ""),
+		"where":       AnswerWhere(rs.Name, st),
+		"free":        AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds),
+		"fit":         AnswerFit(rs.Name, rs.Plans),
+		"eta_stalled": {Sections: []string{ETALine(ETA{State: StateStalled, StalledSince: fp(float64(now.Add(-38 * time.Minute).Unix())), Reason: "no progress for 38 min"}, time.UTC)}},
+		"eta_rough":   {Sections: []string{ETALine(ETA{State: StateRunning, Seconds: fp(18000), LowS: fp(9000), HighS: fp(36000), Rough: true, Reason: "565K tokens in 408 s"}, time.UTC)}},
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			golden(t, name+".txt.golden", []byte(m.Text()+"\n"))
+			blocks, err := json.MarshalIndent(m.Blocks(), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			goldenJSON(t, name+".blocks.golden.json", blocks)
+		})
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -update to create it)", err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// goldenJSON compares Block Kit JSON after unmarshalling, so formatting does not matter.
+func goldenJSON(t *testing.T, name string, got []byte) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		golden(t, name, got)
+		return
+	}
+	wantRaw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -update to create it)", err)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(wantRaw, &w); err != nil {
+		t.Fatalf("golden %s: %v", name, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s", name, got)
+	}
+}

@@ -1,0 +1,226 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// ShiftConfig says how far and how surely the predicted finish must move before a warning. Zero fields take
+// their defaults.
+type ShiftConfig struct {
+	MinFraction float64 // the finish moves by more than this share of the remaining time (default 0.25)
+	MinSeconds  float64 // and by more than this (default 1200)
+	Confirm     int     // on this many consecutive evaluations (default 2)
+	Cooldown    float64 // at most one warning per this many seconds (default 1800)
+}
+
+func (c ShiftConfig) withDefaults() ShiftConfig {
+	if c.MinFraction <= 0 {
+		c.MinFraction = 0.25
+	}
+	if c.MinSeconds <= 0 {
+		c.MinSeconds = 1200
+	}
+	if c.Confirm <= 0 {
+		c.Confirm = 2
+	}
+	if c.Cooldown <= 0 {
+		c.Cooldown = 1800
+	}
+	return c
+}
+
+// After a server restart the detector stays silent for half the Cooldown (the batch refills, the first requests
+// finish short, and the estimate is not yet worth a warning); after a warning the estimate must stay calm for a
+// third of it before the next can fire.
+
+// ShiftParts are the components of an estimate: remaining ≈ ItemsLeft × TokensPerItem ÷ TokensPerS, or
+// ItemsLeft ÷ ItemsPerS without token counts.
+type ShiftParts struct {
+	ItemsLeft     float64 `json:"items_left"`
+	TokensPerItem float64 `json:"tokens_per_item"`
+	TokensPerS    float64 `json:"tokens_per_s"`
+	ItemsPerS     float64 `json:"items_per_s"`
+}
+
+func shiftPartsOf(e ETA) ShiftParts {
+	return ShiftParts{ItemsLeft: e.ItemsLeft, TokensPerItem: e.TokensPerItem, TokensPerS: e.TokensPerS,
+		ItemsPerS: e.ItemsPerS}
+}
+
+// ShiftDetector remembers the last announced finish. Its exported fields are its persisted state (JSON).
+type ShiftDetector struct {
+	Announced   bool       `json:"announced"`    // an estimate has been announced
+	FinishT     float64    `json:"finish_t"`     // the announced finish (T)
+	AnnouncedAt float64    `json:"announced_at"` // T of the announcement
+	Parts       ShiftParts `json:"parts"`        // the announced estimate's components
+	Pending     int        `json:"pending"`      // consecutive evaluations beyond the thresholds
+	PendingSign int        `json:"pending_sign"` // +1 later, -1 earlier
+	Warned      bool       `json:"warned"`       // a warning has been given
+	LastWarning float64    `json:"last_warning"` // T of the last warning
+	Armed       bool       `json:"armed"`        // false after a warning until the estimate settles
+	Settled     int        `json:"settled"`      // consecutive evaluations that moved little
+	CalmSince   float64    `json:"calm_since"`   // T of the first of them
+	PrevFinish  float64    `json:"prev_finish"`  // the previous evaluation's finish
+	Paused      bool       `json:"paused"`       // stalled or just restarted: re-announce silently on resume
+}
+
+// Shift is a sharp move of the predicted finish, with why.
+type Shift struct {
+	At         float64    `json:"at"`          // T of the warning
+	FromFinish float64    `json:"from_finish"` // the announced finish (T)
+	ToFinish   float64    `json:"to_finish"`   // the new finish (T)
+	Reason     string     `json:"reason"`
+	From       ShiftParts `json:"from"`
+	To         ShiftParts `json:"to"`
+	// Shares of the move, from the log-decomposition of the remaining time (they sum to 1): tokens per item,
+	// throughput (tokens/s, or items/s without token counts), and the rest (progress against the old
+	// schedule, the drain at the end).
+	TokensPerItemShare float64 `json:"tokens_per_item_share"`
+	ThroughputShare    float64 `json:"throughput_share"`
+	OtherShare         float64 `json:"other_share"`
+}
+
+// Update feeds the estimate made at T t and reports a shift worth a warning: a move of the finish against the
+// announced one by more than MinFraction of the remaining time (the larger of the old and the new) and more than
+// MinSeconds, on Confirm consecutive estimates, at most once per Cooldown, and only once the estimate has
+// settled after the previous warning (moved less than a quarter of the threshold between estimates for a third
+// of the Cooldown). For half the Cooldown after a restart (ETA.ResetAt) it stays silent. Estimates whose own range is wider than such a move (half-range >
+// MinFraction) are ignored. The first usable estimate is announced silently, and so is the first one after a
+// stall or after the quiet period that follows a restart. With no shift pending, an announcement older than the
+// Cooldown that the estimate has not left by half the threshold is silently replaced by the current estimate,
+// so that noise and slow convergence never add up to a warning while a finish that keeps moving still does.
+func (d *ShiftDetector) Update(e ETA, t float64, cfg ShiftConfig) (Shift, bool) {
+	cfg = cfg.withDefaults()
+	if e.State != StateRunning || e.Seconds == nil || e.Rough {
+		d.Pending = 0
+		if e.State == StateStalled {
+			d.Paused = true
+		}
+		return Shift{}, false
+	}
+	if e.LowS == nil || e.HighS == nil || (*e.HighS-*e.LowS)/2 > cfg.MinFraction**e.Seconds {
+		// The estimate itself is less sure than the move a warning is about.
+		d.Pending = 0
+		return Shift{}, false
+	}
+	if e.ResetAt != nil && t-*e.ResetAt < cfg.Cooldown/2 {
+		d.Pending, d.Paused = 0, true
+		return Shift{}, false
+	}
+	finish := t + *e.Seconds
+	if !d.Announced || d.Paused {
+		d.announce(e, t, finish)
+		d.Armed = true
+		return Shift{}, false
+	}
+	remaining := math.Max(d.FinishT-t, *e.Seconds)
+	if math.Abs(finish-d.PrevFinish) < cfg.MinFraction/4*remaining {
+		if d.Settled == 0 {
+			d.CalmSince = t
+		}
+		d.Settled++
+	} else {
+		d.Settled = 0
+	}
+	d.PrevFinish = finish
+	if !d.Armed && d.Settled >= cfg.Confirm && t-d.CalmSince >= cfg.Cooldown/3 {
+		d.Armed = true
+	}
+	move := finish - d.FinishT
+	sign := 1
+	if move < 0 {
+		sign = -1
+	}
+	beyond := math.Abs(move) > cfg.MinFraction*remaining && math.Abs(move) > cfg.MinSeconds
+	cooled := !d.Warned || t-d.LastWarning >= cfg.Cooldown
+	if !beyond || !d.Armed || !cooled {
+		d.Pending = 0
+		// A warning is about a sharp move: an estimate that crept there over the cooldown is the new
+		// reference, silently.
+		if d.Armed && t-d.AnnouncedAt >= cfg.Cooldown && math.Abs(move) < cfg.MinFraction/2*remaining {
+			d.announce(e, t, finish)
+		}
+		return Shift{}, false
+	}
+	if d.Pending > 0 && sign != d.PendingSign {
+		d.Pending = 0
+	}
+	d.Pending++
+	d.PendingSign = sign
+	if d.Pending < cfg.Confirm {
+		return Shift{}, false
+	}
+	sh := d.explain(e, t, finish)
+	d.announce(e, t, finish)
+	d.Warned, d.LastWarning, d.Armed = true, t, false
+	return sh, true
+}
+
+func (d *ShiftDetector) announce(e ETA, t, finish float64) {
+	d.Announced, d.Paused = true, false
+	d.FinishT, d.AnnouncedAt, d.Parts = finish, t, shiftPartsOf(e)
+	d.Pending, d.Settled, d.PrevFinish = 0, 0, finish
+}
+
+// explain splits the move by the log-decomposition of the remaining time. The announced estimate, as of now,
+// expects FinishT - t more seconds; the new one ItemsLeft × TokensPerItem ÷ TokensPerS. The log of their ratio
+// is the sum of the log-ratios of tokens per item and of throughput (the same items left priced at old and at
+// new rates) plus the rest.
+func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
+	from, to := d.Parts, shiftPartsOf(e)
+	sh := Shift{At: t, FromFinish: d.FinishT, ToFinish: finish, From: from, To: to}
+	oldLeft := math.Max(d.FinishT-t, 60)
+	total := math.Log(math.Max(*e.Seconds, 60) / oldLeft)
+	var tpi, thr float64
+	tokens := from.TokensPerItem > 0 && to.TokensPerItem > 0 && from.TokensPerS > 0 && to.TokensPerS > 0
+	switch {
+	case tokens:
+		tpi = math.Log(to.TokensPerItem / from.TokensPerItem)
+		thr = -math.Log(to.TokensPerS / from.TokensPerS)
+	case from.ItemsPerS > 0 && to.ItemsPerS > 0:
+		thr = -math.Log(to.ItemsPerS / from.ItemsPerS)
+	}
+	if total != 0 {
+		sh.TokensPerItemShare, sh.ThroughputShare = tpi/total, thr/total
+		sh.OtherShare = 1 - sh.TokensPerItemShare - sh.ThroughputShare
+	}
+	var parts []string
+	if tokens && math.Abs(sh.TokensPerItemShare) >= 0.05 {
+		word := "longer"
+		if to.TokensPerItem < from.TokensPerItem {
+			word = "shorter"
+		}
+		parts = append(parts, fmt.Sprintf("%+.0f%% from %s completions %s -> %s tokens", 100*sh.TokensPerItemShare,
+			word, Count(from.TokensPerItem), Count(to.TokensPerItem)))
+	}
+	if math.Abs(sh.ThroughputShare) >= 0.05 {
+		if tokens {
+			parts = append(parts, fmt.Sprintf("%+.0f%% from throughput %s -> %s", 100*sh.ThroughputShare,
+				shiftNum(from.TokensPerS), Rate(to.TokensPerS, "tok/s")))
+		} else {
+			parts = append(parts, fmt.Sprintf("%+.0f%% from throughput %s -> %s", 100*sh.ThroughputShare,
+				shiftNum(from.ItemsPerS), Rate(to.ItemsPerS, "items/s")))
+		}
+	}
+	if math.Abs(sh.OtherShare) >= 0.05 {
+		parts = append(parts, fmt.Sprintf("%+.0f%% from progress against the old schedule", 100*sh.OtherShare))
+	}
+	move := finish - d.FinishT
+	sign := "+"
+	if move < 0 {
+		sign = "-"
+	}
+	sh.Reason = fmt.Sprintf("finish moved %s%s (%s -> %s left)", sign, Duration(math.Abs(move)),
+		Duration(math.Max(0, d.FinishT-t)), Duration(*e.Seconds))
+	if len(parts) > 0 {
+		sh.Reason += ": " + strings.Join(parts, ", ")
+	}
+	return sh
+}
+
+// shiftNum formats a rate without its unit, with the precision Rate uses.
+func shiftNum(v float64) string {
+	return strings.TrimSpace(Rate(v, ""))
+}

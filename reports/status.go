@@ -1,0 +1,337 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Status is the answer of `bot status --json`: every configured run.
+type Status struct {
+	GeneratedAt time.Time   `json:"generated_at"`
+	Runs        []RunStatus `json:"runs"`
+}
+
+// RunStatus is everything known about one run at one moment.
+type RunStatus struct {
+	Name       string         `json:"name"`
+	Storage    Storage        `json:"storage"`
+	Plans      []PlanResult   `json:"plans"`
+	Progress   *Progress      `json:"progress,omitempty"`
+	Throughput *Throughput    `json:"throughput,omitempty"`
+	ETA        *ETA           `json:"eta,omitempty"`
+	Engines    []EngineStatus `json:"engines,omitempty"`
+	Stages     []StageStatus  `json:"stages,omitempty"`
+	Snoozed    *time.Time     `json:"snoozed_until,omitempty"`
+	Problems   []Problem      `json:"problems"`
+	// Notices are events worth a line that are not failures: a rotated log, a restarted server.
+	Notices []string `json:"notices,omitempty"`
+}
+
+// Problem is a probe that failed or timed out; the rest of the answer still stands.
+type Problem struct {
+	Probe string `json:"probe"`
+	Error string `json:"error"`
+}
+
+// Progress is how far the job is, from its log (or the engines when there is no log).
+type Progress struct {
+	Done      int64   `json:"done"`
+	Total     int64   `json:"total"`
+	Errors    int64   `json:"errors"`
+	AvgTokens float64 `json:"avg_tokens,omitempty"`
+	Source    string  `json:"source,omitempty"` // "log", "metrics" or "prometheus"
+}
+
+// EngineStatus is one inference server as last scraped.
+type EngineStatus struct {
+	URL              string   `json:"url"`
+	Host             string   `json:"host,omitempty"`
+	Kind             string   `json:"kind"`
+	OK               bool     `json:"ok"`
+	Engines          int      `json:"engines,omitempty"`
+	Running          *float64 `json:"running"`
+	Waiting          *float64 `json:"waiting"`
+	KVCacheUsage     *float64 `json:"kv_cache_usage"`
+	GenerationTokens *float64 `json:"generation_tokens"`
+	Error            string   `json:"error,omitempty"`
+}
+
+// Stage states.
+const (
+	StageDone       = "done"
+	StageInProgress = "in_progress"
+	StagePending    = "pending"
+	StageFailed     = "failed"
+)
+
+// StageStatus is one line of a run's checklist.
+type StageStatus struct {
+	Name   string `json:"name"`
+	State  string `json:"state"`
+	Detail string `json:"detail"` // plain, from the check; escaped when rendered
+	Manual bool   `json:"manual,omitempty"`
+}
+
+// Problem lines are kept short in chat; the JSON keeps them whole.
+func problemLine(p Problem) string {
+	return fmt.Sprintf(":warning: %s: %s", Esc(p.Probe), Esc(truncate(p.Error, 300)))
+}
+
+// ProblemContext renders the problems as context lines.
+func ProblemContext(ps []Problem) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, problemLine(p))
+	}
+	return out
+}
+
+// ProgressLine renders done/total with percent and errors.
+func ProgressLine(p Progress) string {
+	if p.Total <= 0 {
+		return fmt.Sprintf("%s done (total not known)", Count(float64(p.Done)))
+	}
+	s := fmt.Sprintf("*%s / %s* done (%s)", Count(float64(p.Done)), Count(float64(p.Total)),
+		Percent(float64(p.Done)/float64(p.Total)))
+	if p.Errors > 0 {
+		s += fmt.Sprintf(", %s", Plural(int(p.Errors), "error", "errors"))
+	} else {
+		s += ", 0 errors"
+	}
+	return s
+}
+
+// ThroughputLine renders the recent and whole-run rates.
+func ThroughputLine(t Throughput) string {
+	var parts []string
+	if t.TokensPerS > 0 {
+		parts = append(parts, "*"+Rate(t.TokensPerS, "tok/s")+"*")
+	}
+	if t.ItemsPerS > 0 {
+		parts = append(parts, Rate(t.ItemsPerS, "items/s"))
+	}
+	if len(parts) == 0 {
+		return "Throughput: not measured yet"
+	}
+	s := strings.Join(parts, " · ")
+	if t.WindowS > 0 {
+		s += fmt.Sprintf(" over the last %s", Duration(t.WindowS))
+	}
+	var run []string
+	if t.RunTokensPerS > 0 {
+		run = append(run, Rate(t.RunTokensPerS, "tok/s"))
+	}
+	if t.RunItemsPerS > 0 {
+		run = append(run, Rate(t.RunItemsPerS, "items/s"))
+	}
+	if len(run) > 0 {
+		s += "; run average " + strings.Join(run, " · ")
+	}
+	return s
+}
+
+// ETALine renders an ETA with its range, its clock time and the reason.
+func ETALine(e ETA, loc *time.Location) string {
+	switch e.State {
+	case "done":
+		return ":white_check_mark: *Done.* " + Esc(e.Reason)
+	case "stalled":
+		s := ":rotating_light: *Stalled*"
+		if e.StalledSince != nil {
+			s += " since " + SlackTime(unixTime(*e.StalledSince), loc)
+		}
+		if e.Reason != "" {
+			s += " — " + Esc(e.Reason)
+		}
+		return s
+	case "unknown":
+		if e.Reason == "" {
+			return "ETA: unknown"
+		}
+		return "ETA: unknown — " + Esc(e.Reason)
+	}
+	if e.Seconds == nil {
+		return "ETA: unknown — " + Esc(e.Reason)
+	}
+	s := fmt.Sprintf("ETA *%s*", Duration(*e.Seconds))
+	if e.LowS != nil && e.HighS != nil {
+		s += fmt.Sprintf(" (%s – %s)", Duration(*e.LowS), Duration(*e.HighS))
+	}
+	if e.FinishAt != nil {
+		s += ", done around " + SlackDateTime(*e.FinishAt, loc)
+	}
+	if e.Rough {
+		s += " _(rough: a single sample)_"
+	}
+	s += "."
+	if e.Reason != "" {
+		s += " " + Esc(e.Reason)
+	}
+	return s
+}
+
+func unixTime(t float64) time.Time {
+	sec, frac := math.Modf(t)
+	return time.Unix(int64(sec), int64(frac*1e9))
+}
+
+// EngineLine summarises the engines.
+func EngineLine(es []EngineStatus) string {
+	if len(es) == 0 {
+		return ""
+	}
+	up := 0
+	var running, waiting, kv float64
+	kvN := 0
+	for _, e := range es {
+		if !e.OK {
+			continue
+		}
+		up++
+		if e.Running != nil {
+			running += *e.Running
+		}
+		if e.Waiting != nil {
+			waiting += *e.Waiting
+		}
+		if e.KVCacheUsage != nil {
+			kv += *e.KVCacheUsage
+			kvN++
+		}
+	}
+	s := fmt.Sprintf("Engines: %d of %d up", up, len(es))
+	if up > 0 {
+		s += fmt.Sprintf(" · %s running · %s waiting", Count(running), Count(waiting))
+		if kvN > 0 {
+			s += " · KV cache " + Percent(kv/float64(kvN))
+		}
+	}
+	for _, e := range es {
+		if !e.OK {
+			s += fmt.Sprintf("\n:red_circle: %s%s: %s", Code(e.URL), onHost(e.Host), Esc(e.Error))
+		}
+	}
+	return s
+}
+
+// StageEmoji is the checklist mark for a stage state.
+func StageEmoji(state string) string {
+	switch state {
+	case StageDone:
+		return ":white_check_mark:"
+	case StageInProgress:
+		return ":hourglass_flowing_sand:"
+	case StageFailed:
+		return ":x:"
+	}
+	return ":white_large_square:"
+}
+
+// Checklist renders stages as a todo list.
+func Checklist(stages []StageStatus) string {
+	var b strings.Builder
+	for _, s := range stages {
+		fmt.Fprintf(&b, "%s *%s*", StageEmoji(s.State), Esc(s.Name))
+		if s.Detail != "" {
+			b.WriteString(" — " + Esc(s.Detail))
+		}
+		b.WriteString("\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// StorageVerdict is the one-line storage summary of a status.
+func StorageVerdict(st Storage) string {
+	var parts []string
+	switch {
+	case st.ProtectedWrites:
+		var mounts []string
+		seen := map[string]bool{}
+		for _, w := range st.Writers {
+			if w.Protected && !seen[w.ProtectedPath] {
+				seen[w.ProtectedPath] = true
+				mounts = append(mounts, Code(w.ProtectedPath))
+			}
+		}
+		parts = append(parts, ":rotating_light: *writing to protected "+strings.Join(mounts, ", ")+"*")
+	case len(st.ProtectedMounts) > 0:
+		var mounts []string
+		for _, p := range st.ProtectedMounts {
+			mounts = append(mounts, Code(p.Path))
+		}
+		s := ":large_green_circle: no writes to " + strings.Join(mounts, ", ")
+		if st.Invisible > 0 {
+			s += fmt.Sprintf(" (%s not visible)", Plural(st.Invisible, "process", "processes"))
+		}
+		parts = append(parts, s)
+	}
+	seen := map[string]bool{}
+	for _, p := range st.Paths {
+		key := p.Host + "\x00" + p.Mount
+		if p.Mount == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		s := Code(p.Mount) + onHost(p.Host) + " "
+		if p.FreeBytes != nil {
+			s += Bytes(float64(*p.FreeBytes)) + " free"
+			if p.FillsInS != nil {
+				s += ", fills in " + Duration(*p.FillsInS)
+			}
+		} else {
+			s += "free space unknown"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "Storage: nothing configured"
+	}
+	return "Storage: " + strings.Join(parts, " · ")
+}
+
+// RenderStatus renders a run's full status: the console's `status` and Slack's hourly post.
+func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
+	m := Message{Title: r.Name + " · status"}
+	var head []string
+	if r.Progress != nil {
+		head = append(head, ProgressLine(*r.Progress))
+	}
+	if r.Throughput != nil {
+		head = append(head, ThroughputLine(*r.Throughput))
+	}
+	if r.ETA != nil {
+		head = append(head, ETALine(*r.ETA, loc))
+	}
+	if len(head) == 0 {
+		head = append(head, "No progress source configured (add `log:` or `metrics:` to the run file).")
+	}
+	m.Sections = append(m.Sections, strings.Join(head, "\n"))
+	if l := EngineLine(r.Engines); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
+	m.Sections = append(m.Sections, StorageVerdict(r.Storage))
+	for _, w := range r.Storage.Warnings {
+		m.Sections = append(m.Sections, ":warning: "+w.Message)
+	}
+	if len(r.Plans) > 0 {
+		var lines []string
+		for _, p := range r.Plans {
+			lines = append(lines, p.Sentence)
+		}
+		m.Sections = append(m.Sections, strings.Join(lines, "\n"))
+	}
+	if len(r.Stages) > 0 {
+		m.Sections = append(m.Sections, "*Checklist*\n"+Checklist(r.Stages))
+	}
+	for _, n := range r.Notices {
+		m.Context = append(m.Context, Esc(n))
+	}
+	m.Context = append(m.Context, ProblemContext(r.Problems)...)
+	if r.Snoozed != nil && r.Snoozed.After(now) {
+		m.Context = append(m.Context, ":zzz: warnings snoozed until "+SlackTime(*r.Snoozed, loc))
+	}
+	m.Context = append(m.Context, "as of "+SlackTime(now, loc))
+	return m
+}

@@ -1,0 +1,334 @@
+package reports
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"runwatch/probes"
+)
+
+// Roles of a configured path.
+const (
+	RoleOutput    = "output"
+	RoleWatch     = "watch"
+	RoleProtected = "protected"
+)
+
+// PathObservation is what the probes found for one configured path.
+type PathObservation struct {
+	Path       string
+	Role       string
+	Resolved   string
+	Exists     bool
+	ResolveErr error
+	Mount      probes.Mount
+	HasMount   bool
+	Usage      *probes.Usage
+	UsageErr   error
+	// Host names the machine the figures come from, when they come from a remote source.
+	Host string
+}
+
+// StorageInput is everything the storage report is built from.
+type StorageInput struct {
+	Paths   []PathObservation // outputs, watch paths and protected paths, in run-file order
+	Scan    *probes.WriterScan
+	ScanErr error
+	Table   *probes.MountTable
+	// WriteRates holds measured write rates in bytes/s by mount point.
+	WriteRates map[string]float64
+	// FillRates holds how fast free space shrinks, in bytes/s by mount point, from the history of
+	// free-space samples; only positive (shrinking) rates are listed.
+	FillRates map[string]float64
+}
+
+// Storage is the storage part of a run's status.
+type Storage struct {
+	Paths           []PathInfo       `json:"paths"`
+	ProtectedMounts []PathInfo       `json:"protected_mounts"`
+	Writers         []WriterInfo     `json:"writers"`
+	WritersOmitted  int              `json:"writers_omitted,omitempty"`
+	Invisible       int              `json:"invisible_processes"`
+	ProtectedWrites bool             `json:"protected_writes"`
+	WriteRates      []WriteRate      `json:"write_rates"`
+	Warnings        []StorageWarning `json:"warnings,omitempty"`
+}
+
+// PathInfo is one configured path and where it really lands.
+type PathInfo struct {
+	Path       string  `json:"path"`
+	Resolved   string  `json:"resolved"`
+	Exists     bool    `json:"exists"`
+	Mount      string  `json:"mount"`
+	Device     string  `json:"device"`
+	FSType     string  `json:"fstype"`
+	FreeBytes  *uint64 `json:"free_bytes"`
+	TotalBytes *uint64 `json:"total_bytes"`
+	UsedBytes  *uint64 `json:"used_bytes"`
+	Protected  bool    `json:"protected"`
+	// ProtectedPath is the configured protected path this one lands on.
+	ProtectedPath string   `json:"protected_path,omitempty"`
+	Role          string   `json:"role"`
+	Host          string   `json:"host,omitempty"`
+	FillsInS      *float64 `json:"fills_in_s,omitempty"`
+	Error         string   `json:"error,omitempty"`
+}
+
+// WriterInfo is a process writing a file, and where the file lands.
+type WriterInfo struct {
+	PID       int    `json:"pid"`
+	Command   string `json:"command"`
+	File      string `json:"file"`
+	Mount     string `json:"mount"`
+	Protected bool   `json:"protected"`
+	// ProtectedPath is the configured protected path the file lands on.
+	ProtectedPath string `json:"protected_path,omitempty"`
+	Output        bool   `json:"output"`
+}
+
+// WriteRate is measured write activity on a mount.
+type WriteRate struct {
+	Mount      string  `json:"mount"`
+	BytesPerS  float64 `json:"bytes_per_s"`
+	Host       string  `json:"host,omitempty"`
+	FromSource string  `json:"source,omitempty"`
+}
+
+// StorageWarning is a storage condition worth telling people about unprompted.
+type StorageWarning struct {
+	Kind    string `json:"kind"` // protected_write, output_on_protected, disk_full
+	Mount   string `json:"mount"`
+	Message string `json:"message"` // mrkdwn
+}
+
+// maxWriters bounds the writers listed in a report.
+const maxWriters = 200
+
+type protectedSpot struct {
+	path, resolved string
+	mount          probes.Mount
+	hasMount       bool
+	isMountPoint   bool
+}
+
+func (p protectedSpot) covers(file string, m probes.Mount, hasMount bool) bool {
+	if under(file, p.resolved) || under(file, p.path) {
+		return true
+	}
+	if !hasMount || !p.hasMount {
+		return false
+	}
+	if m.ID == p.mount.ID && p.isMountPoint {
+		return true
+	}
+	// The same filesystem mounted elsewhere (a bind mount of /shared, the same NFS export twice) is
+	// still the protected filesystem, but only when the protected path is a whole mount.
+	return p.isMountPoint && m.Major == p.mount.Major && m.Minor == p.mount.Minor && m.Source == p.mount.Source
+}
+
+// under reports whether path is dir or inside it, on component boundaries.
+func under(path, dir string) bool {
+	if dir == "" || path == "" {
+		return false
+	}
+	if dir == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+func fileOf(w probes.Writer) string {
+	return strings.TrimSuffix(w.File, " (deleted)")
+}
+
+// BuildStorage turns probe results into the storage report.
+func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool)) Storage {
+	st := Storage{Paths: []PathInfo{}, ProtectedMounts: []PathInfo{}, Writers: []WriterInfo{}, WriteRates: []WriteRate{}}
+	var prot []protectedSpot
+	for _, p := range in.Paths {
+		if p.Role != RoleProtected {
+			continue
+		}
+		prot = append(prot, protectedSpot{
+			path: filepath.Clean(p.Path), resolved: p.Resolved, mount: p.Mount, hasMount: p.HasMount,
+			isMountPoint: p.HasMount && p.Resolved == p.Mount.MountPoint,
+		})
+	}
+	// protectedBy names the configured protected path a file lands on, "" when none.
+	protectedBy := func(file string, m probes.Mount, hasMount bool) string {
+		for _, p := range prot {
+			if p.covers(file, m, hasMount) {
+				return p.path
+			}
+		}
+		return ""
+	}
+
+	outputMounts := map[int]bool{}
+	var outputs []string
+	for _, p := range in.Paths {
+		info := PathInfo{Path: p.Path, Resolved: p.Resolved, Exists: p.Exists, Role: p.Role, Host: p.Host}
+		if p.HasMount {
+			info.Mount, info.Device, info.FSType = p.Mount.MountPoint, p.Mount.Source, p.Mount.FSType
+			if p.Role != RoleProtected {
+				outputMounts[p.Mount.ID] = outputMounts[p.Mount.ID] || p.Role == RoleOutput
+			}
+		}
+		if p.Usage != nil {
+			u := *p.Usage
+			info.FreeBytes, info.TotalBytes, info.UsedBytes = &u.Free, &u.Total, &u.Used
+			if rate, ok := in.FillRates[info.Mount]; ok && rate > 0 {
+				s := float64(u.Free) / rate
+				info.FillsInS = &s
+			}
+		}
+		var errs []string
+		if p.ResolveErr != nil {
+			errs = append(errs, p.ResolveErr.Error())
+		}
+		if p.UsageErr != nil {
+			errs = append(errs, p.UsageErr.Error())
+		}
+		info.Error = strings.Join(errs, "; ")
+		if p.Role == RoleProtected {
+			info.Protected = true
+			st.ProtectedMounts = append(st.ProtectedMounts, info)
+			continue
+		}
+		info.ProtectedPath = protectedBy(p.Resolved, p.Mount, p.HasMount)
+		info.Protected = info.ProtectedPath != ""
+		if p.Role == RoleOutput {
+			outputs = append(outputs, p.Resolved, filepath.Clean(p.Path))
+			if info.Protected {
+				st.Warnings = append(st.Warnings, StorageWarning{
+					Kind: "output_on_protected", Mount: info.ProtectedPath,
+					Message: fmt.Sprintf("Output %s resolves to %s, inside protected %s.", Code(p.Path), Code(p.Resolved), Code(info.ProtectedPath)),
+				})
+			}
+		}
+		st.Paths = append(st.Paths, info)
+	}
+
+	if in.Scan != nil {
+		st.Invisible = in.Scan.Invisible
+		watched := map[int]bool{}
+		for _, p := range in.Paths {
+			if p.HasMount {
+				watched[p.Mount.ID] = true
+			}
+		}
+		for _, w := range in.Scan.Writers {
+			var m probes.Mount
+			var ok bool
+			if in.Table != nil {
+				m, ok = in.Table.ByID(w.MountID)
+			}
+			if ok && probes.IsPseudoFS(m.FSType) {
+				continue
+			}
+			file := fileOf(w)
+			info := WriterInfo{PID: w.PID, Command: w.Command, File: w.File}
+			if ok {
+				info.Mount = m.MountPoint
+			}
+			info.ProtectedPath = protectedBy(file, m, ok)
+			info.Protected = info.ProtectedPath != ""
+			for i := 0; i < len(outputs); i += 2 {
+				if under(file, outputs[i]) || under(file, outputs[i+1]) {
+					info.Output = true
+				}
+			}
+			if !info.Protected && !info.Output && !(ok && watched[m.ID]) {
+				continue
+			}
+			st.Writers = append(st.Writers, info)
+		}
+		sort.SliceStable(st.Writers, func(i, j int) bool {
+			a, b := st.Writers[i], st.Writers[j]
+			if a.Protected != b.Protected {
+				return a.Protected
+			}
+			if a.Output != b.Output {
+				return a.Output
+			}
+			if a.Mount != b.Mount {
+				return a.Mount < b.Mount
+			}
+			if a.PID != b.PID {
+				return a.PID < b.PID
+			}
+			return a.File < b.File
+		})
+		for _, w := range st.Writers {
+			if w.Protected {
+				st.ProtectedWrites = true
+			}
+		}
+		if len(st.Writers) > maxWriters {
+			st.WritersOmitted = len(st.Writers) - maxWriters
+			st.Writers = st.Writers[:maxWriters]
+		}
+		if st.ProtectedWrites {
+			byPath := map[string][]WriterInfo{}
+			var paths []string
+			for _, w := range st.Writers {
+				if w.Protected {
+					if _, seen := byPath[w.ProtectedPath]; !seen {
+						paths = append(paths, w.ProtectedPath)
+					}
+					byPath[w.ProtectedPath] = append(byPath[w.ProtectedPath], w)
+				}
+			}
+			for _, pp := range paths {
+				ws := byPath[pp]
+				via := ""
+				if ws[0].Mount != "" && !under(strings.TrimSuffix(ws[0].File, " (deleted)"), pp) {
+					via = fmt.Sprintf(" through %s (the same filesystem)", Code(ws[0].Mount))
+				}
+				st.Warnings = append(st.Warnings, StorageWarning{
+					Kind: "protected_write", Mount: pp,
+					Message: fmt.Sprintf("%s writing to protected %s%s, e.g. %s (pid %d) → %s.",
+						Plural(countPIDs(ws), "process is", "processes are"), Code(pp), via, Code(ws[0].Command), ws[0].PID, Code(ws[0].File)),
+				})
+			}
+		}
+	}
+
+	mounts := make([]string, 0, len(in.WriteRates))
+	for m := range in.WriteRates {
+		mounts = append(mounts, m)
+	}
+	sort.Strings(mounts)
+	for _, m := range mounts {
+		st.WriteRates = append(st.WriteRates, WriteRate{Mount: m, BytesPerS: in.WriteRates[m]})
+	}
+
+	// Free space running out before the job ends.
+	if ttfTarget != nil {
+		seen := map[string]bool{}
+		for _, p := range st.Paths {
+			if p.Role != RoleOutput || p.FillsInS == nil || seen[p.Mount] {
+				continue
+			}
+			seen[p.Mount] = true
+			need, ok := ttfTarget(p.Mount)
+			if ok && *p.FillsInS < need {
+				st.Warnings = append(st.Warnings, StorageWarning{
+					Kind: "disk_full", Mount: p.Mount,
+					Message: fmt.Sprintf("%s%s has %s free and fills in %s at the current rate; the job needs %s more.",
+						Code(p.Mount), onHost(p.Host), Bytes(float64(*p.FreeBytes)), Duration(*p.FillsInS), Duration(need)),
+				})
+			}
+		}
+	}
+	return st
+}
+
+func onHost(h string) string {
+	if h == "" {
+		return ""
+	}
+	return " on " + Esc(h)
+}

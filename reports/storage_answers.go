@@ -1,0 +1,234 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Target is a path a question names, resolved like a configured path.
+type Target struct {
+	Path     string
+	Resolved string
+	Exists   bool
+	Mount    string
+	FSType   string
+	Device   string
+	// MountPoint is true when the path is itself a mount point, so every file on that mount counts.
+	MountPoint bool
+}
+
+// maxListed bounds the lines of a list in a chat answer; JSON carries the rest.
+const maxListed = 10
+
+// AnswerWrites answers "are we writing to /shared?". With a zero Target it answers for the run's
+// protected mounts.
+func AnswerWrites(run string, st Storage, t Target, scanErr string) Message {
+	subject := "the protected mounts"
+	var hits []WriterInfo
+	if t.Path != "" {
+		subject = Code(t.Path)
+		for _, w := range st.Writers {
+			f := strings.TrimSuffix(w.File, " (deleted)")
+			if under(f, t.Resolved) || under(f, t.Path) || (t.MountPoint && w.Mount == t.Mount) {
+				hits = append(hits, w)
+			}
+		}
+	} else {
+		if len(st.ProtectedMounts) == 1 {
+			subject = Code(st.ProtectedMounts[0].Path)
+		}
+		for _, w := range st.Writers {
+			if w.Protected {
+				hits = append(hits, w)
+			}
+		}
+	}
+	m := Message{Title: fmt.Sprintf("%s · writes", run)}
+	var verdict string
+	switch {
+	case t.Path == "" && len(st.ProtectedMounts) == 0:
+		verdict = fmt.Sprintf(":white_large_square: No protected mounts are configured for run %s, so nothing counts as a protected write. Add `protected:` (e.g. `/shared`) to the run file, or ask about a path: _are we writing to /data?_", Esc(run))
+	case scanErr != "":
+		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(scanErr))
+	case len(hits) > 0:
+		verdict = fmt.Sprintf(":rotating_light: *Yes* — %s writing to %s:", Plural(countPIDs(hits), "process is", "processes are"), subject)
+	case st.Invisible > 0:
+		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s could not be inspected: run runwatch as the job's user or root to see them.",
+			subject, Plural(st.Invisible, "process", "processes"))
+	default:
+		verdict = fmt.Sprintf(":large_green_circle: *No* — no process is writing to %s.", subject)
+	}
+	if t.Path != "" && !t.Exists && len(hits) == 0 {
+		verdict += fmt.Sprintf(" (%s does not exist here; it would land on %s.)", Code(t.Path), Code(t.Mount))
+	} else if t.Path != "" && t.Mount != "" {
+		verdict += fmt.Sprintf(" It is on %s (%s %s).", Code(t.Mount), Esc(t.FSType), Code(t.Device))
+	}
+	m.Sections = append(m.Sections, verdict)
+	if len(hits) > 0 {
+		m.Sections = append(m.Sections, writerLines(hits))
+	}
+	if lines := outputLines(st); lines != "" {
+		m.Sections = append(m.Sections, "*Where the outputs resolve*\n"+lines)
+	}
+	if st.Invisible > 0 && len(hits) > 0 {
+		m.Context = append(m.Context, fmt.Sprintf("%s not visible: run as the job's user or root", Plural(st.Invisible, "process", "processes")))
+	}
+	return m
+}
+
+func countPIDs(ws []WriterInfo) int {
+	seen := map[int]bool{}
+	for _, w := range ws {
+		seen[w.PID] = true
+	}
+	return len(seen)
+}
+
+func writerLines(ws []WriterInfo) string {
+	var b strings.Builder
+	for i, w := range ws {
+		if i == maxListed {
+			fmt.Fprintf(&b, "• …and %d more open files\n", len(ws)-maxListed)
+			break
+		}
+		mark := ""
+		if w.Protected {
+			mark = " :warning: protected"
+		}
+		fmt.Fprintf(&b, "• %s (pid %d) → %s on %s%s\n", Code(w.Command), w.PID, Code(w.File), Code(w.Mount), mark)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// outputLines lists where each output resolves.
+func outputLines(st Storage) string {
+	var b strings.Builder
+	for _, p := range st.Paths {
+		if p.Role != RoleOutput {
+			continue
+		}
+		b.WriteString("• " + pathLine(p) + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func pathLine(p PathInfo) string {
+	var b strings.Builder
+	b.WriteString(Code(p.Path))
+	if p.Resolved != "" && p.Resolved != p.Path {
+		b.WriteString(" → " + Code(p.Resolved))
+	}
+	if p.Mount != "" {
+		fmt.Fprintf(&b, " on %s%s (%s %s)", Code(p.Mount), onHost(p.Host), Esc(p.FSType), Code(p.Device))
+	}
+	if p.FreeBytes != nil {
+		fmt.Fprintf(&b, ", %s free", Bytes(float64(*p.FreeBytes)))
+	}
+	if !p.Exists {
+		b.WriteString(", not created yet")
+	}
+	if p.Protected {
+		b.WriteString(" :warning: *inside protected " + Code(p.ProtectedPath) + "*")
+	}
+	if p.Error != "" {
+		b.WriteString(" — " + Esc(p.Error))
+	}
+	return b.String()
+}
+
+// AnswerWhere answers "where does the output go?".
+func AnswerWhere(run string, st Storage) Message {
+	m := Message{Title: fmt.Sprintf("%s · outputs", run)}
+	lines := outputLines(st)
+	if lines == "" {
+		m.Sections = append(m.Sections, fmt.Sprintf("No outputs are configured for run %s. Add `outputs:` to the run file to have them checked.", Esc(run)))
+		var watched []string
+		for _, p := range st.Paths {
+			watched = append(watched, "• "+pathLine(p))
+		}
+		if len(watched) > 0 {
+			m.Sections = append(m.Sections, "*Watched paths*\n"+strings.Join(watched, "\n"))
+		}
+		return m
+	}
+	onProt := 0
+	for _, p := range st.Paths {
+		if p.Role == RoleOutput && p.Protected {
+			onProt++
+		}
+	}
+	verdict := ":large_green_circle: Every output lands off the protected mounts."
+	if onProt > 0 {
+		verdict = fmt.Sprintf(":rotating_light: %s on a protected mount.", Plural(onProt, "output lands", "outputs land"))
+	}
+	if len(st.ProtectedMounts) == 0 {
+		verdict = "No protected mounts are configured."
+	}
+	m.Sections = append(m.Sections, verdict, lines)
+	return m
+}
+
+// AnswerFree answers "how much space is left on /data?" for the given paths, and says whether the
+// disk outlasts the job when both rates are known.
+func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64) Message {
+	m := Message{Title: fmt.Sprintf("%s · space", run)}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		key := p.Host + "\x00" + p.Mount
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		m.Sections = append(m.Sections, freeLine(p, rates, etaS))
+	}
+	if len(m.Sections) == 0 {
+		m.Sections = append(m.Sections, "No paths to report on.")
+	}
+	return m
+}
+
+func freeLine(p PathInfo, rates []WriteRate, etaS *float64) string {
+	var b strings.Builder
+	name := Code(p.Mount)
+	if p.Mount == "" {
+		name = Code(p.Path)
+	}
+	if p.FreeBytes == nil || p.TotalBytes == nil {
+		fmt.Fprintf(&b, ":warning: %s%s: free space unknown", name, onHost(p.Host))
+		if p.Error != "" {
+			b.WriteString(" — " + Esc(p.Error))
+		}
+		return b.String()
+	}
+	used := 0.0
+	if *p.TotalBytes > 0 {
+		used = float64(*p.UsedBytes) / float64(*p.UsedBytes+*p.FreeBytes)
+	}
+	fmt.Fprintf(&b, "%s%s (%s %s) has *%s* free of %s (%s used)", name, onHost(p.Host), Esc(p.FSType), Code(p.Device),
+		Bytes(float64(*p.FreeBytes)), Bytes(float64(*p.TotalBytes)), Percent(used))
+	if p.Path != p.Mount {
+		fmt.Fprintf(&b, " — holds %s", Code(p.Path))
+	}
+	b.WriteString(".")
+	for _, r := range rates {
+		if r.Mount == p.Mount && r.Host == p.Host && r.BytesPerS > 0 {
+			fmt.Fprintf(&b, " Writing %s/s.", Bytes(r.BytesPerS))
+		}
+	}
+	if p.FillsInS != nil {
+		fmt.Fprintf(&b, " At the current rate it fills in *%s*", Duration(*p.FillsInS))
+		if etaS != nil {
+			if *p.FillsInS < *etaS {
+				fmt.Fprintf(&b, " :rotating_light: — before the job ends (%s more).", Duration(*etaS))
+			} else {
+				fmt.Fprintf(&b, "; the job needs %s more, so it lasts.", Duration(*etaS))
+			}
+		} else {
+			b.WriteString(".")
+		}
+	}
+	if p.Protected {
+		b.WriteString(" :warning: protected mount.")
+	}
+	return b.String()
+}

@@ -1,0 +1,151 @@
+package reports
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"runwatch/probes"
+)
+
+// A GPU host: ext4 root, xfs /data, NFS /shared, a bind mount of /shared/team at /home/ml/team.
+var (
+	mRoot   = probes.Mount{ID: 20, Parent: 1, Major: 259, Minor: 2, MountPoint: "/", FSType: "ext4", Source: "/dev/nvme0n1p2"}
+	mData   = probes.Mount{ID: 30, Parent: 20, Major: 259, Minor: 3, MountPoint: "/data", FSType: "xfs", Source: "/dev/nvme1n1"}
+	mShared = probes.Mount{ID: 40, Parent: 20, Major: 0, Minor: 52, MountPoint: "/shared", FSType: "nfs4", Source: "nas:/export"}
+	mBind   = probes.Mount{ID: 41, Parent: 20, Major: 0, Minor: 52, Root: "/team", MountPoint: "/home/ml/team", FSType: "nfs4", Source: "nas:/export"}
+	mProc   = probes.Mount{ID: 50, Parent: 20, Major: 0, Minor: 22, MountPoint: "/proc", FSType: "proc", Source: "proc"}
+	table   = probes.NewMountTable([]probes.Mount{mRoot, mData, mShared, mBind, mProc})
+)
+
+func usage(free, total uint64) *probes.Usage {
+	return &probes.Usage{Free: free, Total: total, Used: total - free}
+}
+
+func storageInput() StorageInput {
+	return StorageInput{
+		Table: table,
+		Paths: []PathObservation{
+			{Path: "/data/synth/out", Role: RoleOutput, Resolved: "/data/synth/out", Exists: true, Mount: mData, HasMount: true, Usage: usage(2.8e12, 7.68e12)},
+			{Path: "/home/ml/samples", Role: RoleOutput, Resolved: "/shared/ml/samples", Exists: true, Mount: mShared, HasMount: true, Usage: usage(50e12, 100e12)},
+			{Path: "/data", Role: RoleWatch, Resolved: "/data", Exists: true, Mount: mData, HasMount: true, Usage: usage(2.8e12, 7.68e12)},
+			{Path: "/shared", Role: RoleProtected, Resolved: "/shared", Exists: true, Mount: mShared, HasMount: true, Usage: usage(50e12, 100e12)},
+		},
+		Scan: &probes.WriterScan{Processes: 300, Invisible: 12, Writers: []probes.Writer{
+			{PID: 4242, Command: "python3", File: "/data/synth/out/part-0001.jsonl", MountID: 30, Flags: 0o100001},
+			{PID: 4242, Command: "python3", File: "/shared/ml/samples/part-0001.jsonl", MountID: 40, Flags: 0o100001},
+			{PID: 5150, Command: "extract", File: "/home/ml/team/hs/shard-0.bin", MountID: 41, Flags: 0o100002},
+			{PID: 6000, Command: "journald", File: "/var/log/journal/x.journal", MountID: 20, Flags: 0o100002},
+			{PID: 7000, Command: "bash", File: "/proc/self/attr", MountID: 50, Flags: 0o100001},
+			{PID: 8000, Command: "gone", File: "/data/tmp/x (deleted)", MountID: 30, Flags: 0o100001},
+		}},
+		WriteRates: map[string]float64{"/data": 45e6},
+		FillRates:  map[string]float64{"/data": 45e6},
+	}
+}
+
+func TestBuildStorage(t *testing.T) {
+	st := BuildStorage(storageInput(), func(string) (float64, bool) { return 5 * 3600, true })
+	if len(st.Paths) != 3 || len(st.ProtectedMounts) != 1 {
+		t.Fatalf("paths %d protected %d; want 3 and 1", len(st.Paths), len(st.ProtectedMounts))
+	}
+	if !st.Paths[1].Protected || st.Paths[0].Protected {
+		t.Errorf("protected flags = %v, %v; want the symlinked output on /shared protected only", st.Paths[0].Protected, st.Paths[1].Protected)
+	}
+	if !st.ProtectedWrites || st.Invisible != 12 {
+		t.Errorf("protected_writes %v invisible %d", st.ProtectedWrites, st.Invisible)
+	}
+	byPID := map[int][]WriterInfo{}
+	for _, w := range st.Writers {
+		byPID[w.PID] = append(byPID[w.PID], w)
+	}
+	if len(byPID[7000]) != 0 {
+		t.Errorf("a /proc file was listed as a writer")
+	}
+	if ws := byPID[5150]; len(ws) != 1 || !ws[0].Protected || ws[0].Mount != "/home/ml/team" {
+		t.Errorf("bind-mounted write = %+v; want protected (same filesystem as /shared)", ws)
+	}
+	if ws := byPID[6000]; len(ws) != 0 {
+		t.Errorf("journald on / is not on a watched mount, got %+v", ws)
+	}
+	if ws := byPID[8000]; len(ws) != 1 || ws[0].Protected {
+		t.Errorf("deleted file on /data = %+v", ws)
+	}
+	if st.Writers[0].Protected != true {
+		t.Errorf("writers not sorted protected-first: %+v", st.Writers[0])
+	}
+	if st.Paths[0].FillsInS == nil || int(*st.Paths[0].FillsInS) != 62222 {
+		t.Errorf("fills_in_s = %v; want free/rate", st.Paths[0].FillsInS)
+	}
+	kinds := map[string]int{}
+	for _, w := range st.Warnings {
+		kinds[w.Kind]++
+	}
+	if kinds["protected_write"] != 1 || kinds["output_on_protected"] != 1 || kinds["disk_full"] != 0 {
+		t.Errorf("warnings = %v; want one protected write warning for /shared, one output on protected, no disk_full (17 h > 5 h)", kinds)
+	}
+	for _, w := range st.Warnings {
+		if w.Kind == "protected_write" && !strings.Contains(w.Message, "2 processes are writing to protected `/shared`") {
+			t.Errorf("protected write warning = %q; want both processes counted against /shared", w.Message)
+		}
+	}
+	// The job needs longer than the disk lasts: a disk_full warning.
+	st = BuildStorage(storageInput(), func(string) (float64, bool) { return 30 * 3600, true })
+	found := false
+	for _, w := range st.Warnings {
+		if w.Kind == "disk_full" && w.Mount == "/data" && strings.Contains(w.Message, "fills in") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("warnings = %+v; want disk_full on /data", st.Warnings)
+	}
+}
+
+func TestBuildStorageFailures(t *testing.T) {
+	in := storageInput()
+	in.Paths[0].Usage, in.Paths[0].UsageErr = nil, errors.New("statfs /data: not responding after 2s")
+	in.Scan = nil
+	st := BuildStorage(in, nil)
+	if st.Paths[0].FreeBytes != nil || !strings.Contains(st.Paths[0].Error, "not responding") {
+		t.Errorf("hung statfs path = %+v", st.Paths[0])
+	}
+	if st.ProtectedWrites || len(st.Writers) != 0 {
+		t.Errorf("no scan: writers %v", st.Writers)
+	}
+	m := AnswerWrites("synth", st, Target{}, "read /proc: permission denied")
+	if !strings.Contains(m.Sections[0], "Unknown") {
+		t.Errorf("AnswerWrites without a scan = %q; want an Unknown verdict", m.Sections[0])
+	}
+}
+
+func TestAnswerWrites(t *testing.T) {
+	st := BuildStorage(storageInput(), nil)
+	tests := []struct {
+		name   string
+		st     Storage
+		target Target
+		want   []string
+	}{
+		{"protected yes", st, Target{}, []string{"*Yes*", "2 processes are writing to `/shared`", "`python3` (pid 4242)", "Where the outputs resolve", "/home/ml/samples"}},
+		{"path yes", st, Target{Path: "/data", Resolved: "/data", Exists: true, Mount: "/data", FSType: "xfs", Device: "/dev/nvme1n1", MountPoint: true}, []string{"*Yes*", "writing to `/data`"}},
+		{"path no", st, Target{Path: "/data/empty", Resolved: "/data/empty", Exists: true, Mount: "/data", FSType: "xfs"}, []string{"No writes seen", "12 processes could not be inspected"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := AnswerWrites("synth", tt.st, tt.target, "").Mrkdwn()
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("AnswerWrites = %q; want %q", text, w)
+				}
+			}
+		})
+	}
+	clean := storageInput()
+	clean.Scan.Writers = clean.Scan.Writers[:1]
+	clean.Scan.Invisible = 0
+	text := AnswerWrites("synth", BuildStorage(clean, nil), Target{}, "").Mrkdwn()
+	if !strings.Contains(text, "*No* — no process is writing to `/shared`") {
+		t.Errorf("clean AnswerWrites = %q", text)
+	}
+}
