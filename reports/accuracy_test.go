@@ -285,21 +285,47 @@ func formatAccTable(rows []accRow) string {
 	return b.String()
 }
 
-// TestAccuracy enforces the accuracy targets on two seeds (the benchmark uses four). Where the estimator falls
-// short of its brief, the test holds it to the level it reaches and the message says why; the shortfalls:
+// accTiedSeeds are the seeds TestAccuracy replays the runs at constant speed on (see accTied).
+var accTiedSeeds = []int64{1, 2, 3, 4, 5, 6, 7, 8}
+
+// accTied reports whether a case is a run at constant speed (steady, or restarted once), where the naive
+// baseline is all but optimal and the estimator ties with it.
+func accTied(c accCase) bool { return c.s.Name == "steady" || c.s.Name == "restart" }
+
+// TestAccuracy enforces the accuracy targets: runs with an event that changes the speed on two seeds (the
+// benchmark uses four), runs at constant speed on eight. On those the estimator and the naive baseline make the
+// same errors, most of them early on: the throughput's slow wobble averaged over the run so far, and the mean
+// length of the items started so far. Naive counts the requests in flight as no work done, which makes it late
+// at first; the estimator is rid of that, but prices the drain at the end from a prior until it starts (a lone
+// request decoding 5x faster than one in a full batch, where the simulated engine does 8.6x in this job and
+// 5.2x in the small one). Which of the two a seed favours decides the comparison: from 23% better to 48% worse
+// than naive on the steady run of seeds 1 to 16 taken one by one. Over 40 seeds the estimator is within 1% of
+// naive on the steady run (0.83% vs 0.82% of the job with full data, 0.82% vs 0.82% with the log only) and 1%
+// to 4% better on the restart; two or four seeds cannot tell that from chance (seeds 1-4: 21% worse on the
+// steady run, 22% on the restart; seeds 5-8: 7% and 14% better).
 //
-//   - steady and restart runs: the naive baseline is all but optimal on a run at constant speed, and the
-//     estimator's drain model assumes a lone request decodes 5x faster than one in a full batch where the
-//     simulated engine does 8.6x, which costs it about 40 s on a 5 h job; allowed 50% over the better
-//     baseline with token counts (20% with the log only, where there is no drain model).
+// Where the estimator falls short of its brief, the test holds it to the level it reaches and the message says
+// why; the shortfalls:
+//
+//   - the steady run with the monitor's data: the monitor does not record max_tokens, so the longest completion
+//     is a guess too (the 99.5th percentile of the fitted lengths, about 4,900 tokens where the job caps them at
+//     4,096) and the drain comes out longer; allowed 10% over naive (8% on seeds 1-8, 6% on 40; 2% on seeds 1-8
+//     when the sampler passes max_tokens).
 //   - with the log only, the estimate has nothing to model the drain with, and the mean gain is about 13%.
 //   - range coverage before an event nobody can see coming (a drift, a drop, a stall) is not what a range is
 //     for: runs with one are held to 75% once it has been visible for 15 minutes, and log-only runs not at all.
 func TestAccuracy(t *testing.T) {
 	if testing.Short() {
-		t.Skip("replays 36 simulated runs")
+		t.Skip("replays 72 simulated runs")
 	}
-	rows := accTable([]int64{1, 2}, 30, accCases())
+	var rows []accRow
+	for _, c := range accCases() {
+		seeds := []int64{1, 2}
+		if accTied(c) {
+			seeds = accTiedSeeds
+		}
+		rows = append(rows, accTable(seeds, 30, []accCase{c})...)
+	}
 	t.Log("\n" + formatAccTable(rows))
 	for _, r := range rows {
 		name := r.c.name()
@@ -313,11 +339,8 @@ func TestAccuracy(t *testing.T) {
 			t.Errorf("%s: %d points after 5%% progress without an estimate; want none", name, r.unknown)
 		}
 		slack := 1.05 // no worse than the better baseline, give or take the seeds
-		if r.c.s.Name == "steady" || r.c.s.Name == "restart" {
-			slack = 1.5
-			if r.c.mode == accLogOnly {
-				slack = 1.2
-			}
+		if r.c.s.Name == "steady" && r.c.mode == accMonitor {
+			slack = 1.10 // no max_tokens, see above
 		}
 		if r.est > slack*r.better() {
 			t.Errorf("%s: mean error %.2f%%, better baseline %.2f%%; want at most %.0f%% of it", name, 100*r.est,

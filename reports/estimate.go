@@ -307,11 +307,17 @@ type estFit struct {
 // fitted line's value at the latest block rather than its mean, which lags by half the stretch.
 //
 // unitCV, when positive, is the coefficient of variation of one unit of den (one item's length, for tokens per
-// item): a block that pools n units has a standard error of at least unitCV × level / √n, a floor under the
-// estimate from the blocks themselves, which is rough when there are few.
+// item and for seconds per item): a block that pools n units has a standard error of at least
+// unitCV × level / √n, a floor under the estimate from the blocks themselves, which is rough when there are few.
 //
 // minRecent is the fewest blocks a stretch after a split may have: 1 lets a step show within a block; 2 keeps
 // a single unlucky block (one evaluated again every sample as it grows) from passing for a change.
+//
+// With autocorr (a rate, whose wobble lasts longer than a block) and fewer than estAutocorrBlocks blocks, it
+// calls no change and fits no trend: the level is the pooled one. The noise then comes from a handful of
+// successive differences with the autocorrelation left out, which understates the wobble of a stretch of
+// blocks; the changes it found were the wobble itself (a fresh run's first half hour read as a new level, its
+// ETA several percent off where the pooled rate was right).
 func estLevel(bs []estRatio, z float64, autocorr bool, unitCV float64, minRecent int) estFit {
 	n := len(bs)
 	if n == 0 {
@@ -329,6 +335,7 @@ func estLevel(bs []estRatio, z float64, autocorr bool, unitCV float64, minRecent
 		return estFit{Level: l, RelSE: se, Base: l, BaseSE: se, Split: l, SplitSE: se, BlockSD: 0.1}
 	}
 	perUnit := unitCV * math.Abs(pooled(0, n))
+	canChange := !autocorr || n >= estAutocorrBlocks
 	x := make([]float64, n)
 	for i, r := range bs {
 		x[i] = r.num / r.den
@@ -342,7 +349,7 @@ func estLevel(bs []estRatio, z float64, autocorr bool, unitCV float64, minRecent
 		level := pooled(a, n)
 		k := n - a
 		relSE := sd / math.Sqrt(float64(k)) / math.Abs(level)
-		if k < 4 {
+		if k < 4 || !canChange {
 			return level, relSE
 		}
 		var sx, sy, sxx, sxy float64
@@ -368,7 +375,7 @@ func estLevel(bs []estRatio, z float64, autocorr bool, unitCV float64, minRecent
 	fit := estFit{}
 	for {
 		bestZ, bestK := 0.0, -1
-		for k := from + 1; k <= n-minRecent; k++ {
+		for k := from + 1; k <= n-minRecent && canChange; k++ {
 			nl, nr := float64(k-from), float64(n-k)
 			d := math.Abs(pooled(from, k) - pooled(k, n))
 			se := math.Max(sigma*math.Sqrt(1/nl+1/nr), perUnit*math.Sqrt(1/units(from, k)+1/units(k, n)))
@@ -427,7 +434,7 @@ func estPooled(bs []estRatio) float64 {
 // the variances; ρ is clamped to [0, 0.6].
 func estNoise(x []float64, autocorr bool) (sigma, rho float64) {
 	d1 := estMedianAbsDiff(x, 1)
-	if autocorr && len(x) >= 8 {
+	if autocorr && len(x) >= estAutocorrBlocks {
 		if d2 := estMedianAbsDiff(x, 2); d1 > 0 {
 			rho = math.Max(0, math.Min(0.6, (d2/d1)*(d2/d1)-1))
 		}
@@ -475,6 +482,10 @@ const (
 	estChangeZ     = 3.0
 	estRateChangeZ = 5.0
 )
+
+// estAutocorrBlocks is the fewest blocks from which estNoise measures the lag-1 autocorrelation of a series, and
+// below which estLevel calls no change in a rate (40 minutes at the default window).
+const estAutocorrBlocks = 8
 
 // Estimate computes a run's throughput and finish estimate from its history (sorted by T; it may be a single
 // point).
@@ -539,13 +550,17 @@ func (s estSeries) model(e ETA, now float64, cfg EstimateConfig) ETA {
 		return e
 	}
 	last := s.pts[len(s.pts)-1]
-	var tpi, tps, ips, fps []estRatio
+	// spi is seconds per item, not items per second: the items that finish in a block of a busy batch are a
+	// renewal count, whose variance is about n × CV² of one item's length, so a block's time per item has a
+	// relative error of at least CV/√n however steady the engine, the floor estLevel puts under the noise of
+	// units of den. Without it the item rate of a few quiet blocks passed for a change.
+	var tpi, tps, spi, fps []estRatio
 	var tpiLater estRatio // blocks after the first restart
 	for _, b := range bs {
 		a, z := s.pts[b.from], s.pts[b.to]
 		span := z.active - a.active
 		if z.done > a.done && !s.restartIn(a.t, z.t) {
-			ips = append(ips, estRatio{z.done - a.done, span})
+			spi = append(spi, estRatio{span, z.done - a.done})
 		}
 		// Across a restart the tokens decoded between the last sample and the crash are lost to the counters.
 		if a.hasG && z.hasG && a.seg == z.seg && s.saturated(b) {
@@ -611,14 +626,14 @@ func (s estSeries) model(e ETA, now float64, cfg EstimateConfig) ETA {
 		used = min(len(fps)-rFrom, len(tpi)-mFrom)
 		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s of finished completions", Count(e.ItemsLeft),
 			Count(m), Rate(r, "tok/s"))
-	case len(ips) > 0:
-		lFit := estLevel(ips, estRateChangeZ, true, 0, 1)
-		lam, lSE, lFrom := lFit.Level, lFit.RelSE, lFit.From
+	case len(spi) > 0:
+		lFit := estLevel(spi, estRateChangeZ, true, math.Sqrt(s.lengthCV2(estPooled(tpi))), 1)
+		lam, lSE, lFrom := 1/lFit.Level, lFit.RelSE, lFit.From
 		wobble = lFit.BlockSD
 		e.ItemsPerS = lam
 		sec = e.ItemsLeft / lam
 		relSE = lSE
-		used = len(ips) - lFrom
+		used = len(spi) - lFrom
 		e.Reason = fmt.Sprintf("%s items left at %s", Count(e.ItemsLeft), Rate(lam, "items/s"))
 	default:
 		e.Reason = "no item has finished yet and the engines give no token counts"
@@ -692,11 +707,16 @@ func (s estSeries) cumTokensPerItem(warm float64, later estRatio) (m, young floa
 // firstSegmentTokensPerItem is cumTokensPerItem up to the first server restart.
 func (s estSeries) firstSegmentTokensPerItem(warm float64) (m, young float64, ok bool) {
 	a := s.pts[0]
+	// The last point of the first segment where the batch's age is known, or failing that where tokens are. A
+	// sampler that carries the token counter through a restart reports it while the server is down, without a
+	// batch; that point must not stand in for the batch before the crash.
 	z := -1
-	for i := len(s.pts) - 1; i > 0; i-- {
-		if s.pts[i].seg == 0 && (s.pts[i].hasAge || s.pts[i].hasG && s.pts[i].done > a.done) {
-			z = i
-			break
+	for _, withAge := range []bool{true, false} {
+		for i := len(s.pts) - 1; i > 0 && z < 0; i-- {
+			p := s.pts[i]
+			if p.seg == 0 && (p.hasAge || !withAge && p.hasG && p.done > a.done) {
+				z = i
+			}
 		}
 	}
 	if z < 0 {

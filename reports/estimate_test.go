@@ -173,6 +173,38 @@ func TestEstimateTrailingFlat(t *testing.T) {
 	}
 }
 
+// TestEstimateLogRate checks the item rate of a log-only run whose last ten minutes went at another pace: a
+// change of 10% over some 860 items is within their counting noise and the pooled rate stands; a drop of 30%
+// is a change and the rate after it counts.
+func TestEstimateLogRate(t *testing.T) {
+	const rate, split, end = 1.43, 2700.0, 3300.0
+	tests := []struct {
+		name   string
+		factor float64 // of the rate after split
+		want   float64 // items/s
+	}{
+		{"10% faster", 1.1, (rate*split + 1.1*rate*(end-split)) / end},
+		{"30% slower", 0.7, 0.7 * rate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hist []Observation
+			for now := 0.0; now <= end; now += 30 {
+				done := rate * math.Min(now, split)
+				if now > split {
+					done += tt.factor * rate * (now - split)
+				}
+				hist = append(hist, Observation{T: now, Done: int64(done), Total: 25000, AvgCompletion: obsF(1000)})
+			}
+			e, _ := Estimate(hist, EstimateConfig{})
+			if math.Abs(e.ItemsPerS/tt.want-1) > 0.01 {
+				t.Errorf("Estimate(log only, the last 10 min %s) = %.3f items/s (%s); want %.3f", tt.name, e.ItemsPerS,
+					e.Reason, tt.want)
+			}
+		})
+	}
+}
+
 func TestEstimateLogPause(t *testing.T) {
 	// A log-only run whose completions stop for two minutes (a restart nobody logged) and resume.
 	hist := estHist(7200, 30, 1, 25000, false)
@@ -221,6 +253,51 @@ func TestEstLevel(t *testing.T) {
 			t.Errorf("estLevel(%s) = level %.0f from block %d; want %.0f ± %.0f from %d", tt.name, f.Level, f.From,
 				tt.want, tt.tolerance, tt.from)
 		}
+	}
+}
+
+// TestEstLevelFewBlocks checks that a rate measured over fewer than estAutocorrBlocks blocks keeps its pooled
+// level (its wobble cannot be told from a change yet), while tokens per item, whose noise does not linger from
+// block to block, and a rate with enough blocks still show a change.
+func TestEstLevelFewBlocks(t *testing.T) {
+	items := func(counts ...float64) []estRatio {
+		var bs []estRatio
+		for _, c := range counts {
+			bs = append(bs, estRatio{c, 300})
+		}
+		return bs
+	}
+	lengths := func(means ...float64) []estRatio {
+		var bs []estRatio
+		for _, m := range means {
+			bs = append(bs, estRatio{m * 400, 400})
+		}
+		return bs
+	}
+	tests := []struct {
+		name     string
+		blocks   []estRatio
+		autocorr bool
+		want     float64 // level
+		from     int
+	}{
+		{"rate, 5 blocks, the last 12% up", items(430, 433, 427, 431, 482), true, 2203.0 / 1500, 0},
+		{"rate, 7 blocks, the last two 9% up", items(430, 436, 428, 432, 429, 470, 476), true, 3101.0 / 2100, 0},
+		{"rate, 9 blocks, the last two 30% down", items(430, 436, 428, 432, 429, 431, 433, 301, 299), true, 1, 7},
+		{"tokens per item, 5 blocks, the last two 50% up", lengths(1000, 1005, 995, 1500, 1510), false, 1505, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			z, minRecent := estRateChangeZ, 1
+			if !tt.autocorr {
+				z, minRecent = estChangeZ, 2
+			}
+			f := estLevel(tt.blocks, z, tt.autocorr, 0, minRecent)
+			if math.Abs(f.Level/tt.want-1) > 0.01 || f.From != tt.from {
+				t.Errorf("estLevel(%s) = level %.4g from block %d; want %.4g from %d", tt.name, f.Level, f.From,
+					tt.want, tt.from)
+			}
+		})
 	}
 }
 
