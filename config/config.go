@@ -44,6 +44,9 @@ type Run struct {
 	// Total is the number of items the job will process, for runs whose log does not say.
 	Total      int64    `yaml:"total"`
 	StallAfter Duration `yaml:"stall_after"`
+	// MaxTokens is the job's completion cap (max_tokens); it tells the ETA where the longest
+	// completions stop, which sets the end of the run.
+	MaxTokens int `yaml:"max_tokens"`
 
 	// Speaking up.
 	Schedule        string   `yaml:"schedule"`
@@ -405,6 +408,9 @@ func (f *File) validate() error {
 		}
 		if r.Total < 0 {
 			return fmt.Errorf("%s must not be negative", at("total"))
+		}
+		if r.MaxTokens < 0 {
+			return fmt.Errorf("%s must not be negative", at("max_tokens"))
 		}
 		if r.PostMode != "" && !contains(PostModes, r.PostMode) {
 			return fmt.Errorf("%s %q: use one of %s", at("post_mode"), r.PostMode, strings.Join(PostModes, ", "))

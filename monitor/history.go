@@ -1,0 +1,348 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"sync"
+	"time"
+
+	"runwatch/config"
+	"runwatch/probes"
+	"runwatch/reports"
+)
+
+// runState is what the monitor remembers about a run; its exported fields are persisted.
+type runState struct {
+	mu sync.Mutex
+	persisted
+}
+
+type persisted struct {
+	Version int                    `json:"version"`
+	History []reports.Observation  `json:"history"`
+	Shift   reports.ShiftDetector  `json:"shift"`
+	LogFile *probes.LogFile        `json:"log_file,omitempty"`
+	Engines map[string]engineMemo  `json:"engines,omitempty"`
+	Free    map[string][]freePoint `json:"free,omitempty"`
+	Snooze  *time.Time             `json:"snooze_until,omitempty"`
+	Stages  map[string]StageMark   `json:"stage_marks,omitempty"`
+	Growing map[string]growingMemo `json:"growing,omitempty"`
+	Last    *reports.ETA           `json:"last_eta,omitempty"`
+}
+
+// StageMark is a stage state set by hand from Slack.
+type StageMark struct {
+	State string    `json:"state"`
+	By    string    `json:"by"`
+	At    time.Time `json:"at"`
+}
+
+type freePoint struct {
+	T    float64 `json:"t"`
+	Free uint64  `json:"free"`
+}
+
+// maxFreePoints bounds the free-space history per mount: two hours at the default interval.
+const maxFreePoints = 240
+
+const stateVersion = 1
+
+func stateFile(run string) string { return "run-" + run + ".json" }
+
+func (m *Monitor) loadRun(name string) (*runState, error) {
+	rs := &runState{}
+	rs.Version = stateVersion
+	if m.opts.State == nil {
+		return rs, nil
+	}
+	err := m.opts.State.Load(stateFile(name), &rs.persisted)
+	if err != nil {
+		fresh := &runState{}
+		fresh.Version = stateVersion
+		if errors.Is(err, fs.ErrNotExist) {
+			return fresh, nil
+		}
+		return fresh, fmt.Errorf("starting run %s with empty history: %w", name, err)
+	}
+	sort.SliceStable(rs.History, func(i, j int) bool { return rs.History[i].T < rs.History[j].T })
+	return rs, nil
+}
+
+func (m *Monitor) runState(name string) *runState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rs := m.runs[name]
+	if rs == nil {
+		rs = &runState{}
+		rs.Version = stateVersion
+		m.runs[name] = rs
+	}
+	return rs
+}
+
+// historyWith returns the history with obs appended (when it is newer), leaving the state alone.
+func (rs *runState) historyWith(obs reports.Observation) []reports.Observation {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	h := make([]reports.Observation, len(rs.History), len(rs.History)+1)
+	copy(h, rs.History)
+	if len(h) == 0 || obs.T > h[len(h)-1].T {
+		h = append(h, obs)
+	}
+	return h
+}
+
+// History returns a copy of a run's history.
+func (m *Monitor) History(name string) []reports.Observation {
+	rs := m.runState(name)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return append([]reports.Observation(nil), rs.History...)
+}
+
+func (rs *runState) engineMemos() map[string]engineMemo {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := make(map[string]engineMemo, len(rs.Engines))
+	for k, v := range rs.Engines {
+		out[k] = v
+	}
+	return out
+}
+
+func (rs *runState) logFile() *probes.LogFile {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.LogFile == nil {
+		return nil
+	}
+	f := *rs.LogFile
+	return &f
+}
+
+func (rs *runState) snoozedUntil() *time.Time {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.Snooze == nil {
+		return nil
+	}
+	t := *rs.Snooze
+	return &t
+}
+
+// fillRates estimates how fast free space shrinks on each observed mount from the free-space
+// history plus the current reading: a least-squares slope over the last 30 minutes.
+func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[string]float64 {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	out := map[string]float64{}
+	t := float64(now.UnixNano()) / 1e9
+	for _, o := range obs {
+		if o.Usage == nil || !o.HasMount {
+			continue
+		}
+		mp := o.Mount.MountPoint
+		if _, done := out[mp]; done {
+			continue
+		}
+		pts := append(append([]freePoint(nil), rs.Free[mp]...), freePoint{T: t, Free: o.Usage.Free})
+		if rate, ok := shrinkRate(pts, t-1800); ok {
+			out[mp] = rate
+		}
+	}
+	return out
+}
+
+// shrinkRate fits free space against time over points after since; ok when the fit spans at least
+// two minutes and free space is falling.
+func shrinkRate(pts []freePoint, since float64) (float64, bool) {
+	var n, st, sf, stt, stf float64
+	var t0, t1 float64
+	first := true
+	for _, p := range pts {
+		if p.T < since {
+			continue
+		}
+		if first {
+			t0, first = p.T, false
+		}
+		t1 = p.T
+		x, y := p.T-t0, float64(p.Free)
+		n++
+		st += x
+		sf += y
+		stt += x * x
+		stf += x * y
+	}
+	if n < 3 || t1-t0 < 120 {
+		return 0, false
+	}
+	den := n*stt - st*st
+	if den == 0 {
+		return 0, false
+	}
+	slope := (n*stf - st*sf) / den
+	if slope >= 0 {
+		return 0, false
+	}
+	return -slope, true
+}
+
+// Evaluation is the outcome of one sampler tick for one run.
+type Evaluation struct {
+	Run    reports.RunStatus
+	Shift  *reports.Shift
+	Sample bool // false when the run has no progress source
+}
+
+// Sample probes every run, records what it saw in the history (persisted when a state directory
+// is set) and returns each run's status with any ETA shift.
+func (m *Monitor) Sample(ctx context.Context) []Evaluation {
+	now := m.opts.Now()
+	shared := m.probeShared(ctx, All)
+	out := make([]Evaluation, len(m.file.Runs))
+	var wg sync.WaitGroup
+	for i := range m.file.Runs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := &m.file.Runs[i]
+			rs, smp := m.runStatus(ctx, r, All, &shared, now)
+			ev := Evaluation{Run: rs}
+			ev.Shift, ev.Sample = m.record(r, rs, smp, now)
+			if err := m.save(r.Name); err != nil {
+				ev.Run.Problems = append(ev.Run.Problems, reports.Problem{Probe: "state", Error: err.Error()})
+			}
+			out[i] = ev
+		}(i)
+	}
+	wg.Wait()
+	return out
+}
+
+// record commits a sample to the run's state and runs shift detection on the new estimate.
+func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now time.Time) (*reports.Shift, bool) {
+	st := m.runState(r.Name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	t := float64(now.UnixNano()) / 1e9
+	for _, p := range rs.Storage.Paths {
+		if p.FreeBytes == nil || p.Mount == "" || p.Host != "" {
+			continue // remote paths keep no local free-space history
+		}
+		if st.Free == nil {
+			st.Free = map[string][]freePoint{}
+		}
+		pts := st.Free[p.Mount]
+		if len(pts) > 0 && pts[len(pts)-1].T >= t {
+			continue
+		}
+		pts = append(pts, freePoint{T: t, Free: *p.FreeBytes})
+		if len(pts) > maxFreePoints {
+			pts = append(pts[:0:0], pts[len(pts)-maxFreePoints:]...)
+		}
+		st.Free[p.Mount] = pts
+	}
+	if smp == nil {
+		return nil, false
+	}
+	st.Engines = smp.memos
+	if smp.logFile != nil {
+		st.LogFile = smp.logFile
+	}
+	if !smp.hasProgress {
+		return nil, false
+	}
+	if len(st.History) == 0 || smp.obs.T > st.History[len(st.History)-1].T {
+		st.History = append(st.History, smp.obs)
+		if len(st.History) > m.opts.MaxHistory {
+			st.History = reports.Compact(st.History, m.opts.MaxHistory*3/4)
+		}
+	}
+	if rs.ETA == nil {
+		return nil, true
+	}
+	e := *rs.ETA
+	st.Last = &e
+	sh, fired := st.Shift.Update(e, t, reports.ShiftConfig{})
+	if !fired {
+		return nil, true
+	}
+	return &sh, true
+}
+
+// save persists a run's state; errors leave the in-memory state intact for the next try.
+func (m *Monitor) save(name string) error {
+	if m.opts.State == nil || m.opts.ReadOnly {
+		return nil
+	}
+	st := m.runState(name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if err := m.opts.State.Save(stateFile(name), &st.persisted); err != nil {
+		return fmt.Errorf("history kept in memory, not saved: %w", err)
+	}
+	return nil
+}
+
+// Snooze silences a run's warnings until the given time (zero time unsnoozes) and persists it.
+func (m *Monitor) Snooze(name string, until time.Time) error {
+	if _, ok := m.file.RunByName(name); !ok {
+		return fmt.Errorf("no run named %q", name)
+	}
+	st := m.runState(name)
+	st.mu.Lock()
+	if until.IsZero() {
+		st.Snooze = nil
+	} else {
+		u := until.UTC()
+		st.Snooze = &u
+	}
+	st.mu.Unlock()
+	return m.save(name)
+}
+
+// SnoozedUntil returns when a run's snooze ends, if it is snoozed.
+func (m *Monitor) SnoozedUntil(name string) (time.Time, bool) {
+	u := m.runState(name).snoozedUntil()
+	if u == nil || !u.After(m.opts.Now()) {
+		return time.Time{}, false
+	}
+	return *u, true
+}
+
+// MarkStage records a stage state set by hand and persists it. An empty state clears the mark.
+func (m *Monitor) MarkStage(run, stage, state, by string) error {
+	r, ok := m.file.RunByName(run)
+	if !ok {
+		return fmt.Errorf("no run named %q", run)
+	}
+	found := false
+	for _, s := range r.Stages {
+		if s.Name == stage {
+			found = true
+		}
+	}
+	if !found {
+		var names []string
+		for _, s := range r.Stages {
+			names = append(names, s.Name)
+		}
+		return fmt.Errorf("run %s has no stage %q (stages: %v)", run, stage, names)
+	}
+	st := m.runState(run)
+	st.mu.Lock()
+	if st.Stages == nil {
+		st.Stages = map[string]StageMark{}
+	}
+	if state == "" {
+		delete(st.Stages, stage)
+	} else {
+		st.Stages[stage] = StageMark{State: state, By: by, At: m.opts.Now().UTC()}
+	}
+	st.mu.Unlock()
+	return m.save(run)
+}

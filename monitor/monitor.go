@@ -1,0 +1,452 @@
+// Package monitor owns the live picture of each configured run: it runs the probes on a deadline,
+// keeps each run's sample history (persisted in the state directory) and turns both into reports.
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"runwatch/config"
+	"runwatch/probes"
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+// Options are the monitor's process settings.
+type Options struct {
+	ProcRoot     string
+	ProbeTimeout time.Duration
+	// State persists history between restarts; nil keeps it in memory only.
+	State *state.Dir
+	// HTTP is used for metrics endpoints and stage checks; nil gets a client without global timeout
+	// (every call carries a deadline).
+	HTTP *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// ReadOnly stops the monitor from writing the state directory (one-shot commands read the history
+	// a running `bot serve` keeps).
+	ReadOnly bool
+	// MaxHistory bounds each run's persisted history in points (default 2000).
+	MaxHistory int
+	// MaxConcurrentRuns bounds how many runs are probed at once (default 16), so that a status of
+	// a hundred runs does not open a hundred runs' worth of connections at the same moment.
+	MaxConcurrentRuns int
+	// LookupEnv reads the environment variables a run names for its Prometheus credentials; nil
+	// means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// RateWindow is how long to wait for a second disk-counter reading when there is no recent
+	// one to measure write rates against (default 1 s; negative: do not wait, report no rate).
+	RateWindow time.Duration
+}
+
+// Need says which parts of a status an answer needs, so "ETA?" does not wait for a /proc scan.
+type Need struct {
+	Storage  bool
+	Progress bool
+	Plans    bool
+	Stages   bool
+}
+
+// All is every part of a status.
+var All = Need{Storage: true, Progress: true, Plans: true, Stages: true}
+
+// Monitor probes runs and remembers what it saw.
+type Monitor struct {
+	file *config.File
+	opts Options
+
+	mounts  *probes.Mounts
+	statfs  *probes.StatFS
+	writers *probes.Writers
+	diskio  *probes.DiskIO
+	metrics *probes.Metrics
+	logs    map[string]*probes.Log
+	// prom holds the Prometheus source of each run that has one; see prometheus.go.
+	prom map[string]*promSource
+	// stages checks stage conditions; see stages.go.
+	stages *stageChecker
+	// runSlots bounds the runs probed at once.
+	runSlots chan struct{}
+
+	mu   sync.Mutex
+	runs map[string]*runState
+	disk *diskSample // last disk counters, for write rates
+}
+
+type diskSample struct {
+	at       time.Time
+	counters probes.DiskCounters
+}
+
+// New builds a monitor for the runs in f and loads their persisted history.
+func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = 2 * time.Second
+	}
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			MaxIdleConnsPerHost:   4,
+			IdleConnTimeout:       90 * time.Second,
+			ResponseHeaderTimeout: 30 * time.Second,
+		}}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxHistory <= 0 {
+		o.MaxHistory = 2000
+	}
+	if o.MaxConcurrentRuns <= 0 {
+		o.MaxConcurrentRuns = 16
+	}
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	m := &Monitor{
+		file:    f,
+		opts:    o,
+		mounts:  probes.NewMounts(o.ProcRoot),
+		statfs:  probes.NewStatFS(o.ProbeTimeout),
+		writers: probes.NewWriters(o.ProcRoot),
+		diskio:  probes.NewDiskIO(o.ProcRoot),
+		metrics: probes.NewMetrics(o.HTTP, 0),
+		logs:    map[string]*probes.Log{},
+		runs:    map[string]*runState{},
+
+		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
+	}
+	m.prom = newPromSources(f, o)
+	m.stages = newStageChecker(o.HTTP, o.Now)
+	m.stages.promql = m.promQLCheck
+	var problems []reports.Problem
+	for i := range f.Runs {
+		r := &f.Runs[i]
+		if r.Log != "" {
+			var pat *regexp.Regexp
+			if r.LogPattern != "" {
+				p, err := probes.CompileProgressPattern(r.LogPattern)
+				if err != nil {
+					return nil, nil, fmt.Errorf("run %s: log_pattern: %w", r.Name, err)
+				}
+				pat = p
+			}
+			m.logs[r.Name] = probes.NewLog(r.Log, pat)
+		}
+		rs, err := m.loadRun(r.Name)
+		if err != nil {
+			problems = append(problems, reports.Problem{Probe: "state " + r.Name, Error: err.Error()})
+		}
+		m.runs[r.Name] = rs
+	}
+	return m, problems, nil
+}
+
+// Config is the run file the monitor watches.
+func (m *Monitor) Config() *config.File { return m.file }
+
+// Now is the monitor's clock.
+func (m *Monitor) Now() time.Time { return m.opts.Now() }
+
+// Status probes every run and reports on them.
+func (m *Monitor) Status(ctx context.Context, need Need) reports.Status {
+	now := m.opts.Now()
+	st := reports.Status{GeneratedAt: now.UTC()}
+	shared := m.probeShared(ctx, need)
+	out := make([]reports.RunStatus, len(m.file.Runs))
+	var wg sync.WaitGroup
+	for i := range m.file.Runs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			out[i], _ = m.runStatus(ctx, &m.file.Runs[i], need, &shared, now)
+		}(i)
+	}
+	wg.Wait()
+	st.Runs = out
+	return st
+}
+
+// acquireRun waits for one of the MaxConcurrentRuns slots; false when ctx ends first.
+func (m *Monitor) acquireRun(ctx context.Context) bool {
+	select {
+	case m.runSlots <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (m *Monitor) releaseRun() { <-m.runSlots }
+
+// notProbed is the status of a run whose turn did not come before the deadline.
+func notProbed(name string, err error) reports.RunStatus {
+	return reports.RunStatus{
+		Name: name, Plans: []reports.PlanResult{},
+		Storage:  reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}},
+		Problems: []reports.Problem{{Probe: "monitor", Error: fmt.Sprintf("not probed: too many runs at once for the deadline (%v)", err)}},
+	}
+}
+
+// RunStatus probes one run.
+func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (reports.RunStatus, error) {
+	r, ok := m.file.RunByName(name)
+	if !ok {
+		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, m.RunNames())
+	}
+	shared := m.probeShared(ctx, need)
+	rs, _ := m.runStatus(ctx, r, need, &shared, m.opts.Now())
+	return rs, nil
+}
+
+// RunNames lists the configured runs.
+func (m *Monitor) RunNames() []string {
+	names := make([]string, len(m.file.Runs))
+	for i, r := range m.file.Runs {
+		names[i] = r.Name
+	}
+	return names
+}
+
+// sharedProbes are read once per status for every run: the mount table, open files and disk counters.
+type sharedProbes struct {
+	table    *probes.MountTable
+	tableErr error
+	scan     *probes.WriterScan
+	scanErr  error
+	rates    map[string]float64 // by mount point
+	rateErr  error
+}
+
+// probeShared reads what every run shares: the mount table (for storage and plans), and for
+// storage also the open files and the disk counters.
+func (m *Monitor) probeShared(ctx context.Context, need Need) sharedProbes {
+	var s sharedProbes
+	if !need.Storage && !need.Plans {
+		return s
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		s.table, s.tableErr = m.mounts.Read(c)
+	}()
+	if !need.Storage {
+		wg.Wait()
+		return s
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
+		defer cancel()
+		scan, err := m.writers.Scan(c)
+		if err != nil {
+			s.scanErr = err
+			return
+		}
+		s.scan = &scan
+	}()
+	var cur probes.DiskCounters
+	var curErr error
+	go func() {
+		defer wg.Done()
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		cur, curErr = m.diskio.Read(c)
+	}()
+	wg.Wait()
+	if curErr != nil {
+		s.rateErr = curErr
+		return s
+	}
+	now := m.opts.Now()
+	m.mu.Lock()
+	prev := m.disk
+	m.disk = &diskSample{at: now, counters: cur}
+	m.mu.Unlock()
+	if prev == nil || now.Sub(prev.at) > 10*time.Minute || now.Sub(prev.at) < time.Second {
+		// No recent reading to compare with: take a short second one, bounded by the deadline.
+		wait := m.opts.RateWindow
+		if wait == 0 {
+			wait = time.Second
+		}
+		if wait < 0 {
+			return s
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*wait {
+			return s
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return s
+		}
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		next, err := m.diskio.Read(c)
+		cancel()
+		if err != nil {
+			s.rateErr = err
+			return s
+		}
+		prev = &diskSample{at: now, counters: cur}
+		now = m.opts.Now()
+		cur = next
+		m.mu.Lock()
+		m.disk = &diskSample{at: now, counters: cur}
+		m.mu.Unlock()
+	}
+	if s.table != nil {
+		dt := now.Sub(prev.at).Seconds()
+		s.rates = map[string]float64{}
+		for _, mt := range s.table.Visible() {
+			if probes.IsPseudoFS(mt.FSType) {
+				continue
+			}
+			if r, ok := probes.WriteRate(prev.counters, cur, mt, dt); ok {
+				s.rates[mt.MountPoint] = r
+			}
+		}
+	}
+	return s
+}
+
+func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, shared *sharedProbes, now time.Time) (reports.RunStatus, *sample) {
+	if !m.acquireRun(ctx) {
+		return notProbed(r.Name, ctx.Err()), nil
+	}
+	defer m.releaseRun()
+	rs := reports.RunStatus{Name: r.Name, Plans: []reports.PlanResult{}, Problems: []reports.Problem{}}
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		smp     *sample
+		pathObs []reports.PathObservation
+		remote  promStorage
+	)
+	addProblem := func(probe string, err error) {
+		mu.Lock()
+		rs.Problems = append(rs.Problems, reports.Problem{Probe: probe, Error: err.Error()})
+		mu.Unlock()
+	}
+	if need.Progress || need.Stages || need.Plans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			smp = m.sampleProgress(ctx, r, now, addProblem)
+		}()
+	}
+	if need.Storage || need.Plans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pathObs = m.observePaths(ctx, r, shared, addProblem)
+		}()
+	}
+	if ps := m.prom[r.Name]; ps != nil && need.Storage {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			remote = m.promObserveStorage(ctx, r, ps, now, addProblem)
+		}()
+	}
+	wg.Wait()
+
+	st := m.runState(r.Name)
+	var eta *reports.ETA
+	if smp != nil {
+		hist := st.historyWith(smp.obs)
+		e, tp := reports.Estimate(hist, estimateConfig(r))
+		if smp.hasProgress {
+			eta, rs.ETA, rs.Throughput = &e, &e, &tp
+			p := smp.progress
+			rs.Progress = &p
+		}
+		rs.Engines = smp.engines
+		rs.Notices = append(rs.Notices, smp.notices...)
+	}
+	if need.Storage {
+		in := reports.StorageInput{Scan: shared.scan, ScanErr: shared.scanErr, Table: shared.table, WriteRates: shared.rates}
+		for _, p := range pathObs {
+			if p.Role != "plan" {
+				in.Paths = append(in.Paths, p)
+			}
+		}
+		in.FillRates = st.fillRates(pathObs, now)
+		// Without a free-space trend yet, the measured write rate says how fast the disk fills.
+		for mp, rate := range shared.rates {
+			if _, ok := in.FillRates[mp]; !ok && rate > 0 {
+				in.FillRates[mp] = rate
+			}
+		}
+		ttf := func(string) (float64, bool) {
+			if eta != nil && eta.Seconds != nil {
+				return *eta.Seconds, true
+			}
+			return 0, false
+		}
+		rs.Storage = reports.BuildStorage(in, ttf)
+		rs.Storage = promMergeStorage(rs.Storage, remote, ttf)
+		if shared.tableErr != nil {
+			rs.Problems = append(rs.Problems, reports.Problem{Probe: "mounts", Error: shared.tableErr.Error()})
+		}
+		if shared.scanErr != nil {
+			rs.Problems = append(rs.Problems, reports.Problem{Probe: "writers", Error: shared.scanErr.Error()})
+		}
+		if shared.rateErr != nil {
+			rs.Problems = append(rs.Problems, reports.Problem{Probe: "disk activity", Error: shared.rateErr.Error()})
+		}
+	} else {
+		rs.Storage = reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}}
+	}
+	if need.Plans && len(r.Plans) > 0 {
+		rs.Plans = m.evaluatePlans(ctx, r, pathObs, smp, eta, addProblem)
+	}
+	if need.Stages && len(r.Stages) > 0 {
+		rs.Stages = m.stages.check(ctx, r, st, smp, m.opts.ProbeTimeout, addProblem)
+	}
+	if until := st.snoozedUntil(); until != nil && until.After(now) {
+		rs.Snoozed = until
+	}
+	sort.SliceStable(rs.Problems, func(i, j int) bool { return rs.Problems[i].Probe < rs.Problems[j].Probe })
+	rs.Problems = slices.Compact(rs.Problems) // a source that fails for several parts is named once
+	return rs, smp
+}
+
+// EstimateConfig is the estimator's configuration for a run (its window and stall threshold), for
+// callers that re-run the estimator over the history, such as charts.
+func (m *Monitor) EstimateConfig(name string) reports.EstimateConfig {
+	if r, ok := m.file.RunByName(name); ok {
+		return estimateConfig(r)
+	}
+	return estimateConfig(&config.Run{})
+}
+
+func estimateConfig(r *config.Run) reports.EstimateConfig {
+	c := reports.EstimateConfig{Window: 900, StallAfter: 600}
+	if r.StallAfter.Duration > 0 {
+		c.StallAfter = r.StallAfter.Seconds()
+	}
+	return c
+}
+
+// errTimeout names a probe that ran out of time in words a person can act on.
+func describeErr(err error, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %s", timeout)
+	}
+	return err
+}

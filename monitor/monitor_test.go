@@ -1,0 +1,279 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+// vllmServer serves vLLM V1 metrics whose counters grow by step on every scrape.
+func vllmServer(t *testing.T, step float64) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := float64(n.Add(1))
+		fmt.Fprintf(w, `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 200
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="m"} 12
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{model_name="m"} 0.87
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{model_name="m"} %g
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{model_name="m"} %g
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{finished_reason="stop",model_name="m"} %g
+`, 565000+k*step, 100000+k*step/3, 300+k)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// holdOpen starts a real process that keeps file open for writing until the test ends.
+func holdOpen(t *testing.T, file string) int {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", `exec 3>>"$1"; echo ready; exec sleep 60`, "sh", file)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	buf := make([]byte, 6)
+	if _, err := out.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+type fixture struct {
+	dir, out, shared, link, log string
+	file                        *config.File
+}
+
+func newFixture(t *testing.T, metrics ...string) fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := fixture{dir: dir, out: filepath.Join(dir, "out"), shared: filepath.Join(dir, "shared"),
+		link: filepath.Join(dir, "samples"), log: filepath.Join(dir, "gen.log")}
+	os.MkdirAll(f.out, 0o755)
+	os.MkdirAll(filepath.Join(f.shared, "samples"), 0o755)
+	// The classic accident: an output path that is a symlink onto the protected mount.
+	if err := os.Symlink(filepath.Join(f.shared, "samples"), f.link); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f.log, []byte("starting\nProgress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644)
+	f.file = &config.File{Source: "test", Runs: []config.Run{{
+		Name: "synth", Outputs: []string{f.out, f.link}, Protected: []string{f.shared}, Watch: []string{dir},
+		Log: f.log, Metrics: metrics,
+		Plans: []config.Plan{
+			{Name: "three", Target: f.out, Tokens: config.Tokens{N: 25e6}, Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"},
+			{Name: "all", Target: f.out, Tokens: config.Tokens{N: 25e6}, Layers: config.Layers{All: true}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"},
+		},
+	}}}
+	return f
+}
+
+func TestStatusEndToEnd(t *testing.T) {
+	srv, _ := vllmServer(t, 1386*30)
+	f := newFixture(t, srv.URL+"/metrics", "http://127.0.0.1:1/metrics")
+	writer := holdOpen(t, filepath.Join(f.shared, "samples", "part-0001.jsonl"))
+	ok := holdOpen(t, filepath.Join(f.out, "part-0001.jsonl"))
+
+	m, problems, err := New(f.file, Options{ProbeTimeout: 2 * time.Second})
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("New = %v, %v", problems, err)
+	}
+	st := m.Status(context.Background(), All)
+	if len(st.Runs) != 1 {
+		t.Fatalf("runs = %d", len(st.Runs))
+	}
+	rs := st.Runs[0]
+
+	// Storage: the symlinked output resolves onto the protected directory, the writer there is
+	// flagged, the one in out/ is not.
+	var link reports.PathInfo
+	for _, p := range rs.Storage.Paths {
+		if p.Path == f.link {
+			link = p
+		}
+	}
+	if link.Resolved != filepath.Join(f.shared, "samples") || !link.Protected || link.Role != "output" {
+		t.Errorf("symlinked output = %+v; want resolved into shared and protected", link)
+	}
+	if link.FreeBytes == nil || link.TotalBytes == nil || *link.TotalBytes == 0 || link.Mount == "" {
+		t.Errorf("symlinked output has no capacity: %+v", link)
+	}
+	if !rs.Storage.ProtectedWrites {
+		t.Errorf("protected_writes = false; want true (pid %d writes into shared)", writer)
+	}
+	found := map[int]reports.WriterInfo{}
+	for _, w := range rs.Storage.Writers {
+		found[w.PID] = w
+	}
+	if w, ok := found[writer]; !ok || !w.Protected || w.Command != "sleep" {
+		t.Errorf("writer %d = %+v (found %v); want protected, command sleep", writer, w, ok)
+	}
+	if w, ok2 := found[ok]; !ok2 || w.Protected || !w.Output {
+		t.Errorf("writer %d = %+v; want an unprotected output writer", ok, w)
+	}
+	kinds := map[string]bool{}
+	for _, w := range rs.Storage.Warnings {
+		kinds[w.Kind] = true
+	}
+	if !kinds["protected_write"] || !kinds["output_on_protected"] {
+		t.Errorf("warnings = %+v; want protected_write and output_on_protected", rs.Storage.Warnings)
+	}
+
+	// Progress from the log, engines summed, the dead endpoint named.
+	if rs.Progress == nil || rs.Progress.Done != 300 || rs.Progress.Total != 25000 {
+		t.Errorf("progress = %+v; want 300/25000", rs.Progress)
+	}
+	if len(rs.Engines) != 2 || !rs.Engines[0].OK || rs.Engines[1].OK || rs.Engines[1].Error == "" {
+		t.Errorf("engines = %+v; want one up, one down with an error", rs.Engines)
+	}
+	if rs.ETA == nil || !rs.ETA.Rough {
+		t.Errorf("eta = %+v; want a rough single-sample estimate", rs.ETA)
+	}
+	var named bool
+	for _, p := range rs.Problems {
+		if strings.Contains(p.Probe, "127.0.0.1:1") {
+			named = true
+		}
+	}
+	if !named {
+		t.Errorf("problems = %+v; want the dead metrics endpoint named", rs.Problems)
+	}
+
+	// Plans: 3 layers and all layers of a 61 x 7168 bf16 model at 25M tokens.
+	if len(rs.Plans) != 2 {
+		t.Fatalf("plans = %+v", rs.Plans)
+	}
+	if got := rs.Plans[0].BytesNeeded; got != 3*7168*2*25e6 {
+		t.Errorf("plan three needs %g bytes; want %g", got, 3*7168*2*25e6)
+	}
+	if got := rs.Plans[1].BytesNeeded; got != 61*7168*2*25e6 {
+		t.Errorf("plan all needs %g bytes; want %g", got, 61*7168*2*25e6)
+	}
+}
+
+func TestSampleHistorySurvivesRestart(t *testing.T) {
+	srv, _ := vllmServer(t, 1386*30)
+	f := newFixture(t, srv.URL+"/metrics")
+	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	m, _, _ := New(f.file, Options{State: dir, Now: clock})
+	for i := range 8 {
+		now = now.Add(30 * time.Second)
+		line := fmt.Sprintf("Progress: %d/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: %ds\n", 300+20*(i+1), 408+30*(i+1))
+		appendFile(t, f.log, line)
+		m.Sample(context.Background())
+	}
+	if got := len(m.History("synth")); got != 8 {
+		t.Fatalf("history = %d points; want 8", got)
+	}
+	if err := m.Snooze("synth", now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MarkStage("synth", "nope", "done", "U1"); err == nil {
+		t.Errorf("MarkStage(unknown stage) = nil; want an error")
+	}
+
+	// A new monitor over the same state directory knows the history and the snooze.
+	m2, problems, err := New(f.file, Options{State: dir, Now: clock})
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("restart: %v %v", problems, err)
+	}
+	if got := len(m2.History("synth")); got != 8 {
+		t.Errorf("history after restart = %d points; want 8", got)
+	}
+	if _, ok := m2.SnoozedUntil("synth"); !ok {
+		t.Errorf("snooze lost across restart")
+	}
+	rs, _ := m2.RunStatus(context.Background(), "synth", Need{Progress: true})
+	if rs.ETA == nil || rs.ETA.Rough || rs.ETA.State != reports.StateRunning {
+		t.Errorf("eta after restart = %+v; want a running estimate from history", rs.ETA)
+	}
+
+	// A corrupt state file is set aside with a named problem; the monitor starts empty.
+	os.WriteFile(filepath.Join(dir.Path(), "run-synth.json"), []byte("{garbage"), 0o600)
+	m3, problems, err := New(f.file, Options{State: dir, Now: clock})
+	if err != nil || len(problems) != 1 || !strings.Contains(problems[0].Error, "kept as") {
+		t.Fatalf("corrupt state: problems %v err %v; want one problem saying where the file went", problems, err)
+	}
+	if got := len(m3.History("synth")); got != 0 {
+		t.Errorf("history from a corrupt file = %d points; want 0", got)
+	}
+}
+
+func appendFile(t *testing.T, p, s string) {
+	t.Helper()
+	fh, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	fh.WriteString(s)
+}
+
+func TestCounterResetCarriesTotals(t *testing.T) {
+	var tokens atomic.Int64
+	tokens.Store(1000)
+	start := 100.0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total %d\n# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %g\n", tokens.Load(), start)
+	}))
+	defer srv.Close()
+	f := newFixture(t, srv.URL)
+	m, _, _ := New(f.file, Options{})
+	ctx := context.Background()
+	m.Sample(ctx)
+	tokens.Store(5000)
+	m.Sample(ctx)
+	tokens.Store(200) // the server restarted
+	start = 200
+	evs := m.Sample(ctx)
+	h := m.History("synth")
+	if got := *h[len(h)-1].GenTokens; got != 5200 {
+		t.Errorf("tokens after restart = %g; want 5000 + 200 carried over", got)
+	}
+	if len(evs[0].Run.Notices) == 0 || !strings.Contains(evs[0].Run.Notices[0], "restarted") {
+		t.Errorf("notices = %v; want the restart noted", evs[0].Run.Notices)
+	}
+}
+
+func TestResolveTargetRefusesUnconfiguredPaths(t *testing.T) {
+	f := newFixture(t)
+	m, _, _ := New(f.file, Options{})
+	ctx := context.Background()
+	for _, ok := range []string{f.shared, filepath.Join(f.out, "x"), f.dir, filepath.Join(f.shared, "new", "dir")} {
+		if _, err := m.ResolveTarget(ctx, "synth", ok); err != nil {
+			t.Errorf("ResolveTarget(%q) = %v; want it allowed", ok, err)
+		}
+	}
+	for _, bad := range []string{"/etc", "/proc/1", "relative/path"} {
+		if _, err := m.ResolveTarget(ctx, "synth", bad); !errors.Is(err, ErrNotAllowed) {
+			t.Errorf("ResolveTarget(%q) = %v; want ErrNotAllowed", bad, err)
+		}
+	}
+}

@@ -1,0 +1,379 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"time"
+
+	"runwatch/config"
+	"runwatch/probes"
+	"runwatch/reports"
+)
+
+// sample is one probe of a run's progress sources, ready to join the history.
+type sample struct {
+	obs         reports.Observation
+	progress    reports.Progress
+	hasProgress bool
+	engines     []reports.EngineStatus
+	notices     []string
+	// genTokens and promptTokens are what the engines counted, for `tokens: auto` plans.
+	genTokens, promptTokens float64
+	// scraped engine values, for metric stage checks: name -> value summed over engines.
+	metrics map[string]float64
+
+	// What committing this sample changes in the run state.
+	logFile *probes.LogFile
+	memos   map[string]engineMemo
+}
+
+// engineMemo turns an engine's counters, which reset when the server restarts, into totals that
+// only grow: Offset holds what earlier server lifetimes counted.
+type engineMemo struct {
+	Start       float64 `json:"start"`
+	LastTokens  float64 `json:"last_tokens"`
+	TokenOffset float64 `json:"token_offset"`
+	LastDone    float64 `json:"last_done"`
+	DoneOffset  float64 `json:"done_offset"`
+	LastPrompt  float64 `json:"last_prompt"`
+	PromptOff   float64 `json:"prompt_offset"`
+	// The finished-length histogram (sum and count) and the length-capped finishes, carried likewise.
+	LastFinSum   float64 `json:"last_fin_sum,omitempty"`
+	FinSumOff    float64 `json:"fin_sum_offset,omitempty"`
+	LastFinCount float64 `json:"last_fin_count,omitempty"`
+	FinCountOff  float64 `json:"fin_count_offset,omitempty"`
+	LastCapped   float64 `json:"last_capped,omitempty"`
+	CappedOff    float64 `json:"capped_offset,omitempty"`
+	// Restarts counts the restarts seen, so the estimator knows the batch started afresh.
+	Restarts int64 `json:"restarts,omitempty"`
+	Seen     bool  `json:"seen"`
+}
+
+// accumulate folds a new reading into the memo; restarted says the server restarted since.
+func (em engineMemo) accumulate(e probes.Engine) (engineMemo, bool) {
+	restarted := false
+	if em.Seen {
+		if e.StartTime > 0 && em.Start > 0 && e.StartTime != em.Start {
+			restarted = true
+		}
+		if valid(e.GenerationTokens) && e.GenerationTokens < em.LastTokens {
+			restarted = true
+		}
+	}
+	if restarted {
+		em.TokenOffset += em.LastTokens
+		em.DoneOffset += em.LastDone
+		em.PromptOff += em.LastPrompt
+		em.FinSumOff += em.LastFinSum
+		em.FinCountOff += em.LastFinCount
+		em.CappedOff += em.LastCapped
+		em.LastTokens, em.LastDone, em.LastPrompt = 0, 0, 0
+		em.LastFinSum, em.LastFinCount, em.LastCapped = 0, 0, 0
+		em.Restarts++
+	}
+	if valid(e.GenerationTokens) {
+		em.LastTokens = e.GenerationTokens
+	}
+	if valid(e.RequestsFinished) {
+		em.LastDone = e.RequestsFinished
+	}
+	if valid(e.PromptTokens) {
+		em.LastPrompt = e.PromptTokens
+	}
+	if valid(e.FinishedLenSum) && valid(e.FinishedLenCount) {
+		em.LastFinSum, em.LastFinCount = e.FinishedLenSum, e.FinishedLenCount
+	}
+	if c, ok := e.FinishedByReason["length"]; ok && valid(c) {
+		em.LastCapped = c
+	}
+	if e.StartTime > 0 {
+		em.Start = e.StartTime
+	}
+	em.Seen = true
+	return em, restarted
+}
+
+func valid(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
+
+func ptr(v float64) *float64 { return &v }
+
+// sampleProgress reads the run's log and engines concurrently and builds an observation. The
+// engines are the run's `metrics:` endpoints, or, without them, what its Prometheus server holds
+// (see prometheus.go for how the sources combine).
+func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Time, problem func(string, error)) *sample {
+	s := &sample{obs: reports.Observation{T: float64(now.UnixNano()) / 1e9}, metrics: map[string]float64{}}
+	st := m.runState(r.Name)
+	ps := m.promEngineSource(r)
+	if ps != nil && m.logs[r.Name] == nil {
+		m.promBackfill(ctx, r, ps, st, now, problem)
+	}
+	prevMemos := st.engineMemos()
+
+	var (
+		wg       sync.WaitGroup
+		reading  probes.LogReading
+		logErr   error
+		engines  = make([]probes.Engine, len(r.Metrics))
+		errs     = make([]error, len(r.Metrics))
+		readings []engineReading
+	)
+	if lg := m.logs[r.Name]; lg != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+			defer cancel()
+			reading, logErr = lg.Read(c)
+		}()
+	}
+	for i, u := range r.Metrics {
+		wg.Add(1)
+		go func(i int, u string) {
+			defer wg.Done()
+			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+			defer cancel()
+			engines[i], errs[i] = m.metrics.Scrape(c, u)
+		}(i, u)
+	}
+	if ps != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			known := map[string]bool{}
+			for k := range prevMemos {
+				known[k] = true
+			}
+			var notices []string
+			readings, notices = m.promEngines(ctx, ps, known, now, problem)
+			s.notices = append(s.notices, notices...)
+		}()
+	}
+	wg.Wait()
+	for i, u := range r.Metrics {
+		readings = append(readings, engineReading{key: u, url: u, probe: "metrics " + u, engine: engines[i], err: errs[i]})
+	}
+
+	// The engines: accumulate counters across restarts, sum over servers.
+	tot := s.foldEngines(readings, prevMemos, m.opts.ProbeTimeout, problem)
+	tot.apply(&s.obs)
+	if r.MaxTokens > 0 {
+		s.obs.MaxTokens = int64(r.MaxTokens)
+	}
+	if tot.haveTokens {
+		s.genTokens, s.promptTokens = tot.tokens, tot.prompt
+	}
+
+	// The log says how far the job is; without one, the engines' finished requests do.
+	if m.logs[r.Name] != nil {
+		if logErr != nil {
+			problem("log "+r.Log, describeLogErr(logErr, m.opts.ProbeTimeout))
+		} else {
+			p := reading.Progress
+			s.hasProgress = true
+			s.progress = reports.Progress{Done: p.Done, Total: p.Total, Errors: p.Errors, AvgTokens: p.AvgTokens, Source: "log"}
+			if s.progress.Total == 0 {
+				s.progress.Total = r.Total
+			}
+			s.obs.Done, s.obs.Total, s.obs.Errors = p.Done, s.progress.Total, p.Errors
+			if p.AvgTokens > 0 {
+				s.obs.AvgCompletion = ptr(p.AvgTokens)
+			}
+			if p.Elapsed > 0 {
+				s.obs.Elapsed = ptr(p.Elapsed)
+			}
+			f := reading.File
+			s.logFile = &f
+			if prev := st.logFile(); prev != nil {
+				switch {
+				case prev.Inode != 0 && f.Inode != prev.Inode:
+					s.notices = append(s.notices, fmt.Sprintf("log %s was rotated (new file)", r.Log))
+				case f.Size < prev.Size:
+					s.notices = append(s.notices, fmt.Sprintf("log %s was truncated (%d -> %d bytes)", r.Log, prev.Size, f.Size))
+				}
+			}
+		}
+	} else if len(r.Metrics) > 0 || ps != nil || r.Total > 0 {
+		if p, ok := engineProgress(&s.obs, tot, r.Total); ok {
+			p.Source = "metrics"
+			if ps != nil {
+				p.Source = "prometheus"
+			}
+			s.progress, s.hasProgress = p, true
+		}
+	}
+	if s.obs.Total > 0 && s.obs.Done > s.obs.Total {
+		s.obs.Total = s.obs.Done
+	}
+	return s
+}
+
+// engineReading is one inference server as read directly or through Prometheus.
+type engineReading struct {
+	key    string // memo key: the metrics URL, or "prometheus " + instance
+	url    string // the address the status shows
+	host   string // the instance, for servers read through Prometheus
+	probe  string // names the reading in problems
+	engine probes.Engine
+	err    error
+}
+
+// engineTotals are the engines' counts summed over servers, counters carried across restarts.
+type engineTotals struct {
+	tokens, done, prompt, running, waiting         float64
+	haveTokens, haveDone, haveRunning, haveWaiting bool
+	oldestStart                                    float64 // unix seconds the oldest server started; 0 when unknown
+	// The finished-length histogram and length-capped finishes count only when every server that
+	// answered exports them: a partial sum would misstate tokens per item.
+	finSum, finCount, capped float64
+	noFin, noCapped          bool
+	restarts                 int64
+}
+
+// apply puts the engines' counts into an observation.
+func (t engineTotals) apply(o *reports.Observation) {
+	if t.haveTokens {
+		o.GenTokens = ptr(t.tokens)
+	}
+	if t.haveRunning {
+		o.Running = ptr(t.running)
+	}
+	if t.haveWaiting {
+		o.Waiting = ptr(t.waiting)
+	}
+	if t.haveTokens && !t.noFin && t.finCount > 0 {
+		o.FinishedLenSum, o.FinishedLenCount = ptr(t.finSum), ptr(t.finCount)
+	}
+	if t.haveTokens && !t.noCapped {
+		o.LengthCapped = ptr(t.capped)
+	}
+	o.Restarts = t.restarts
+}
+
+// engineProgress makes the engines' finished requests the progress of an observation.
+func engineProgress(o *reports.Observation, t engineTotals, total int64) (reports.Progress, bool) {
+	if !t.haveDone {
+		return reports.Progress{}, false
+	}
+	o.Done, o.Total = int64(t.done), total
+	if t.oldestStart > 0 {
+		o.Elapsed = ptr(math.Max(0, o.T-t.oldestStart))
+	}
+	return reports.Progress{Done: int64(t.done), Total: total}, true
+}
+
+// foldEngines accumulates each reading into its memo and sums the servers. A server that does not
+// answer adds nothing new but keeps what it counted. Memos of servers not read this time are kept.
+func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMemo, timeout time.Duration, problem func(string, error)) engineTotals {
+	var t engineTotals
+	s.memos = make(map[string]engineMemo, len(prev)+len(readings))
+	for k, v := range prev {
+		s.memos[k] = v
+	}
+	for _, rd := range readings {
+		memo := prev[rd.key]
+		es := reports.EngineStatus{URL: rd.url, Host: rd.host, OK: rd.err == nil}
+		if rd.err != nil {
+			es.Error = describeErr(rd.err, timeout).Error()
+			problem(rd.probe, errors.New(es.Error))
+			if memo.Seen {
+				t.tokens += memo.TokenOffset + memo.LastTokens
+				t.done += memo.DoneOffset + memo.LastDone
+				t.finSum += memo.FinSumOff + memo.LastFinSum
+				t.finCount += memo.FinCountOff + memo.LastFinCount
+				t.capped += memo.CappedOff + memo.LastCapped
+				t.restarts += memo.Restarts
+				t.haveTokens = t.haveTokens || memo.LastTokens+memo.TokenOffset > 0
+			}
+			s.engines = append(s.engines, es)
+			continue
+		}
+		e := rd.engine
+		es.Kind, es.Engines = e.Kind, e.Engines
+		if e.Kind == "" {
+			es.Kind = "unknown"
+		}
+		if valid(e.Running) {
+			es.Running = ptr(e.Running)
+			t.running += e.Running
+			t.haveRunning = true
+		}
+		if valid(e.Waiting) {
+			es.Waiting = ptr(e.Waiting)
+			t.waiting += e.Waiting
+			t.haveWaiting = true
+		}
+		if valid(e.KVCacheUsage) {
+			es.KVCacheUsage = ptr(e.KVCacheUsage)
+		}
+		if valid(e.GenerationTokens) {
+			es.GenerationTokens = ptr(e.GenerationTokens)
+		}
+		nm, restarted := memo.accumulate(e)
+		if restarted {
+			name := rd.url
+			if rd.host != "" {
+				name = rd.host
+			}
+			s.notices = append(s.notices, fmt.Sprintf("%s restarted; its counters start over and the totals carry on.", name))
+		}
+		s.memos[rd.key] = nm
+		if valid(e.GenerationTokens) {
+			t.tokens += nm.TokenOffset + nm.LastTokens
+			t.haveTokens = true
+		}
+		if valid(e.RequestsFinished) {
+			t.done += nm.DoneOffset + nm.LastDone
+			t.haveDone = true
+		}
+		t.prompt += nm.PromptOff + nm.LastPrompt
+		t.restarts += nm.Restarts
+		if valid(e.FinishedLenSum) && valid(e.FinishedLenCount) {
+			t.finSum += nm.FinSumOff + nm.LastFinSum
+			t.finCount += nm.FinCountOff + nm.LastFinCount
+		} else {
+			t.noFin = true
+		}
+		if c, ok := e.FinishedByReason["length"]; ok && valid(c) {
+			t.capped += nm.CappedOff + nm.LastCapped
+		} else {
+			t.noCapped = true
+		}
+		if e.StartTime > 0 && (t.oldestStart == 0 || e.StartTime < t.oldestStart) {
+			t.oldestStart = e.StartTime
+		}
+		s.addMetrics(e)
+		s.engines = append(s.engines, es)
+	}
+	return t
+}
+
+// addMetrics records the scraped values stage checks may test.
+func (s *sample) addMetrics(e probes.Engine) {
+	add := func(name string, v float64) {
+		if valid(v) {
+			s.metrics[name] += v
+		}
+	}
+	add("running", e.Running)
+	add("waiting", e.Waiting)
+	add("kv_cache_usage", e.KVCacheUsage)
+	add("generation_tokens", e.GenerationTokens)
+	add("prompt_tokens", e.PromptTokens)
+	add("requests_finished", e.RequestsFinished)
+	add("preemptions", e.Preemptions)
+	add("gen_throughput", e.GenThroughput)
+}
+
+func describeLogErr(err error, timeout time.Duration) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("the log file does not exist (yet): %w", err)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("permission denied: run as the job's user: %w", err)
+	}
+	return describeErr(err, timeout)
+}

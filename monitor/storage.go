@@ -1,0 +1,263 @@
+package monitor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"runwatch/config"
+	"runwatch/probes"
+	"runwatch/reports"
+)
+
+// pathSpec is a configured path and why it is watched.
+type pathSpec struct{ path, role string }
+
+func runPaths(r *config.Run) []pathSpec {
+	var ps []pathSpec
+	for _, p := range r.Outputs {
+		ps = append(ps, pathSpec{p, reports.RoleOutput})
+	}
+	for _, p := range r.Watch {
+		ps = append(ps, pathSpec{p, reports.RoleWatch})
+	}
+	for _, p := range r.Protected {
+		ps = append(ps, pathSpec{p, reports.RoleProtected})
+	}
+	for _, p := range r.Plans {
+		ps = append(ps, pathSpec{p.Target, "plan"})
+	}
+	return ps
+}
+
+// observePaths resolves each configured path, finds its mount and reads the mount's capacity, each
+// under the probe timeout, all concurrently.
+func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *sharedProbes, problem func(string, error)) []reports.PathObservation {
+	specs := runPaths(r)
+	obs := make([]reports.PathObservation, len(specs))
+	var wg sync.WaitGroup
+	for i, sp := range specs {
+		wg.Add(1)
+		go func(i int, sp pathSpec) {
+			defer wg.Done()
+			obs[i] = m.observePath(ctx, sp, shared.table)
+		}(i, sp)
+	}
+	wg.Wait()
+	// Report each failure once per mount, not once per path.
+	seen := map[string]bool{}
+	for _, o := range obs {
+		if o.ResolveErr != nil && !seen["r"+o.Path] {
+			seen["r"+o.Path] = true
+			problem("path "+o.Path, o.ResolveErr)
+		}
+		if o.UsageErr != nil && !seen["u"+o.Mount.MountPoint] {
+			seen["u"+o.Mount.MountPoint] = true
+			problem("statfs "+o.Mount.MountPoint, o.UsageErr)
+		}
+	}
+	return obs
+}
+
+func (m *Monitor) observePath(ctx context.Context, sp pathSpec, table *probes.MountTable) reports.PathObservation {
+	o := reports.PathObservation{Path: sp.path, Role: sp.role, Resolved: filepath.Clean(sp.path)}
+	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+	defer cancel()
+	res, err := probes.Resolve(c, sp.path)
+	if err != nil {
+		o.ResolveErr = describeErr(err, m.opts.ProbeTimeout)
+	} else {
+		o.Resolved = res
+		o.Exists = exists(c, res)
+	}
+	if table == nil {
+		return o
+	}
+	o.Mount, o.HasMount = table.Lookup(o.Resolved)
+	if !o.HasMount {
+		return o
+	}
+	u, err := m.statfs.Usage(c, o.Mount.MountPoint)
+	if err != nil {
+		o.UsageErr = describeErr(err, m.opts.ProbeTimeout)
+		return o
+	}
+	o.Usage = &u
+	return o
+}
+
+// exists stats path where ctx can abandon the call.
+func exists(ctx context.Context, path string) bool {
+	ch := make(chan bool, 1)
+	go func() {
+		_, err := os.Stat(path)
+		ch <- err == nil
+	}()
+	select {
+	case ok := <-ch:
+		return ok
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ErrNotAllowed marks a question about a path that no run configures.
+var ErrNotAllowed = errors.New("not a configured path")
+
+// ResolveTarget resolves a path named in a question. Only paths on the mounts of the run's
+// configured paths, and inside or above one of them, are answered: chat is not a way to explore the
+// machine's filesystem.
+func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (reports.Target, error) {
+	r, ok := m.file.RunByName(runName)
+	if !ok {
+		return reports.Target{}, fmt.Errorf("no run named %q", runName)
+	}
+	path = filepath.Clean(path)
+	if !filepath.IsAbs(path) {
+		return reports.Target{}, fmt.Errorf("%w: %q is not an absolute path", ErrNotAllowed, path)
+	}
+	c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
+	defer cancel()
+	table, err := m.mounts.Read(c)
+	if err != nil {
+		return reports.Target{}, fmt.Errorf("read mount table: %w", err)
+	}
+	res, err := probes.Resolve(c, path)
+	if err != nil {
+		return reports.Target{}, describeErr(err, m.opts.ProbeTimeout)
+	}
+	mt, ok := table.Lookup(res)
+	if !ok {
+		return reports.Target{}, fmt.Errorf("no mount holds %s", path)
+	}
+	allowed := false
+	for _, sp := range runPaths(r) {
+		cres, err := probes.Resolve(c, sp.path)
+		if err != nil {
+			continue
+		}
+		cm, ok := table.Lookup(cres)
+		if !ok || cm.ID != mt.ID {
+			continue
+		}
+		for _, base := range []string{cres, filepath.Clean(sp.path)} {
+			if within(res, base) || within(base, res) || within(path, base) {
+				allowed = true
+			}
+		}
+	}
+	if !allowed {
+		return reports.Target{}, fmt.Errorf("%w: %s is not one of run %s's outputs, watched paths or protected mounts", ErrNotAllowed, path, r.Name)
+	}
+	return reports.Target{
+		Path: path, Resolved: res, Exists: exists(c, res), Mount: mt.MountPoint, FSType: mt.FSType,
+		Device: mt.Source, MountPoint: res == mt.MountPoint,
+	}, nil
+}
+
+func within(path, dir string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(path, "/")
+	}
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// evaluatePlans fills in each plan's model shape and tokens and compares it with free space.
+func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []reports.PathObservation, smp *sample, eta *reports.ETA, problem func(string, error)) []reports.PlanResult {
+	out := make([]reports.PlanResult, 0, len(r.Plans))
+	for _, p := range r.Plans {
+		spec := reports.PlanSpec{
+			Name: p.Name, Target: p.Target, AllLayers: p.Layers.All || len(p.Layers.List) == 0, Layers: p.Layers.List,
+			NumLayers: p.NumLayers, Hidden: p.HiddenSize, DType: strings.ToLower(p.DType), ModelSrc: "run file",
+		}
+		if p.ModelConfig != "" {
+			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+			shape, err := probes.ReadModelConfig(c, p.ModelConfig)
+			cancel()
+			if err != nil {
+				problem("plan "+p.Name, describeErr(err, m.opts.ProbeTimeout))
+				out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
+					Sentence: fmt.Sprintf("*%s*: cannot read the model config: %s", reports.Esc(p.Name), reports.Esc(err.Error()))})
+				continue
+			}
+			// Explicit keys in the run file override the config.json.
+			if spec.NumLayers == 0 {
+				spec.NumLayers = shape.NumLayers
+			}
+			if spec.Hidden == 0 {
+				spec.Hidden = shape.HiddenSize
+			}
+			if spec.DType == "" {
+				spec.DType = strings.ToLower(shape.DType)
+			}
+			spec.ModelSrc = p.ModelConfig
+		}
+		if spec.DType == "" {
+			spec.DType = "bfloat16"
+		}
+		spec.ElemBytes = config.DTypes[spec.DType]
+		if spec.ElemBytes == 0 {
+			err := fmt.Errorf("dtype %q is not known", spec.DType)
+			problem("plan "+p.Name, err)
+			out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
+				Sentence: fmt.Sprintf("*%s*: %s; set dtype: in the plan.", reports.Esc(p.Name), reports.Esc(err.Error()))})
+			continue
+		}
+		if p.Tokens.Auto {
+			spec.Tokens, spec.TokensSrc = autoTokens(smp, eta)
+		} else {
+			spec.Tokens, spec.TokensSrc = p.Tokens.N, "configured"
+		}
+		var free *uint64
+		var mount, host string
+		for _, o := range obs {
+			if o.Role == "plan" && o.Path == p.Target {
+				if o.Usage != nil {
+					f := o.Usage.Free
+					free = &f
+				}
+				mount, host = o.Mount.MountPoint, o.Host
+			}
+		}
+		out = append(out, reports.EvaluatePlan(spec, free, mount, host))
+	}
+	return out
+}
+
+// autoTokens is the token count for `tokens: auto`: the tokens the run will have produced when it
+// ends, prompt and completion both (hidden states cover whole sequences). While the run goes on it
+// is projected: items x (prompt tokens per started item + the estimator's completion tokens per
+// item, which corrects the early bias of finished items). Before 1% of the items are done it is
+// unknown rather than a wild guess.
+func autoTokens(smp *sample, eta *reports.ETA) (float64, string) {
+	if smp == nil {
+		return 0, ""
+	}
+	p := smp.progress
+	if smp.genTokens <= 0 {
+		// Log only: the log's mean completion, prompts not counted.
+		if p.AvgTokens > 0 && p.Total > 0 && float64(p.Done) >= 0.01*float64(p.Total) {
+			return float64(p.Total) * p.AvgTokens, "projected"
+		}
+		return 0, ""
+	}
+	if p.Total <= 0 || p.Done >= p.Total {
+		return smp.genTokens + smp.promptTokens, "measured"
+	}
+	if float64(p.Done) < 0.01*float64(p.Total) {
+		return 0, ""
+	}
+	started := float64(p.Done)
+	if smp.obs.Running != nil {
+		started += *smp.obs.Running
+	}
+	completion := smp.genTokens / started // a floor: running requests are not finished
+	if eta != nil && eta.TokensPerItem > completion {
+		completion = eta.TokensPerItem
+	}
+	return float64(p.Total) * (smp.promptTokens/started + completion), "projected"
+}
