@@ -103,6 +103,9 @@ type StorageWarning struct {
 	Message string `json:"message"` // mrkdwn
 }
 
+// maxFillHorizon is the longest time to full worth reporting: 30 days.
+const maxFillHorizon = 30 * 24 * 3600
+
 // maxWriters bounds the writers listed in a report.
 const maxWriters = 200
 
@@ -179,7 +182,9 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		if p.Usage != nil {
 			u := *p.Usage
 			info.FreeBytes, info.TotalBytes, info.UsedBytes = &u.Free, &u.Total, &u.Used
-			if rate, ok := in.FillRates[info.Mount]; ok && rate > 0 {
+			// A disk that would take more than a month to fill is not filling, as far as a run
+			// is concerned; a figure like "fills in 384 d" is noise.
+			if rate, ok := in.FillRates[info.Mount]; ok && rate > 0 && float64(u.Free)/rate < maxFillHorizon {
 				s := float64(u.Free) / rate
 				info.FillsInS = &s
 			}

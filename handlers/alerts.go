@@ -1,0 +1,289 @@
+package handlers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"runwatch/monitor"
+	"runwatch/reports"
+)
+
+// Warning kinds.
+const (
+	AlertShift     = "eta_shift"
+	AlertStall     = "stall"
+	AlertProtected = "protected_write"
+	AlertOutput    = "output_on_protected"
+	AlertDiskFull  = "disk_full"
+	AlertProbe     = "probe_down"
+	AlertFinished  = "finished"
+)
+
+// Post is something the bot says unprompted: a warning, a follow-up or a scheduled status.
+type Post struct {
+	Run     string
+	Channel string
+	Kind    string
+	Key     string // identifies the condition, e.g. "synth-25k/stall"
+	Message reports.Message
+	// ThreadRef is the transport's reference of the message this one follows up (Slack thread ts).
+	ThreadRef string
+}
+
+// AlertState is the alerter's persisted memory: which conditions are active, when each was last
+// posted and where, so a restart neither repeats nor forgets a warning.
+type AlertState struct {
+	Active map[string]*ActiveAlert `json:"active"`
+}
+
+// ActiveAlert is one condition that is (or recently was) true.
+type ActiveAlert struct {
+	Kind       string    `json:"kind"`
+	Run        string    `json:"run"`
+	Since      time.Time `json:"since"`
+	Seen       int       `json:"seen"`       // consecutive evaluations it held
+	Posted     time.Time `json:"posted"`     // last warning posted (zero: not yet)
+	Ref        string    `json:"ref"`        // transport reference of the warning, for follow-ups
+	Summary    string    `json:"summary"`    // the warning's first line, for the follow-up
+	Cleared    bool      `json:"cleared"`    // condition gone; kept until the follow-up is posted
+	Suppressed bool      `json:"suppressed"` // held back by a snooze
+}
+
+// AlertPolicy sets how often each kind may be posted.
+type AlertPolicy struct {
+	Cooldown map[string]time.Duration // minimum time between two posts of the same condition
+	// Confirm is how many consecutive evaluations a condition must hold before it is posted
+	// (1 posts at once); probes that fail once are not worth a warning.
+	Confirm map[string]int
+}
+
+// DefaultAlertPolicy is the policy used unless a test sets another.
+func DefaultAlertPolicy() AlertPolicy {
+	return AlertPolicy{
+		Cooldown: map[string]time.Duration{
+			AlertShift: 30 * time.Minute, AlertStall: time.Hour, AlertProtected: time.Hour,
+			AlertOutput: 6 * time.Hour, AlertDiskFull: 2 * time.Hour, AlertProbe: time.Hour, AlertFinished: 24 * time.Hour,
+		},
+		Confirm: map[string]int{AlertProbe: 2, AlertDiskFull: 2},
+	}
+}
+
+// Alerter turns monitor evaluations into warnings and follow-ups. It is transport-agnostic: Slack
+// and the console both feed it evaluations and deliver what it returns.
+type Alerter struct {
+	Policy AlertPolicy
+	State  AlertState
+	// Channel finds where a run's warnings go.
+	Channel func(run string) string
+	loc     *time.Location
+}
+
+// NewAlerter returns an alerter with the default policy.
+func NewAlerter(loc *time.Location, channel func(string) string) *Alerter {
+	return &Alerter{Policy: DefaultAlertPolicy(), State: AlertState{Active: map[string]*ActiveAlert{}}, Channel: channel, loc: loc}
+}
+
+type condition struct {
+	kind, key, summary string
+	msg                reports.Message
+}
+
+// conditions lists what is wrong with a run right now.
+func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
+	rs := ev.Run
+	var out []condition
+	title := func(kind string) string { return rs.Name + " · " + strings.ReplaceAll(kind, "_", " ") }
+	if ev.Shift != nil {
+		out = append(out, condition{kind: AlertShift, key: rs.Name + "/" + AlertShift,
+			summary: "ETA moved: " + ev.Shift.Reason,
+			msg:     reports.Message{Title: rs.Name + " · ETA moved", Sections: etaSections(rs, a.loc, ":warning: "+reports.Esc(ev.Shift.Reason))}})
+	}
+	if rs.ETA != nil && rs.ETA.State == reports.StateStalled {
+		out = append(out, condition{kind: AlertStall, key: rs.Name + "/" + AlertStall,
+			summary: "no progress",
+			msg:     reports.Message{Title: title("stalled"), Sections: etaSections(rs, a.loc, "")}})
+	}
+	if rs.ETA != nil && rs.ETA.State == reports.StateDone {
+		line := ":white_check_mark: *" + reports.Esc(rs.Name) + " finished.*"
+		if rs.Progress != nil {
+			line += " " + reports.ProgressLine(*rs.Progress)
+		}
+		out = append(out, condition{kind: AlertFinished, key: rs.Name + "/" + AlertFinished, summary: "finished",
+			msg: reports.Message{Title: rs.Name + " · finished", Sections: []string{line}}})
+	}
+	for _, w := range rs.Storage.Warnings {
+		kind := w.Kind
+		out = append(out, condition{kind: kind, key: rs.Name + "/" + kind + "/" + w.Mount, summary: reports.PlainText(w.Message),
+			msg: reports.Message{Title: title(kind), Sections: []string{":rotating_light: " + w.Message}}})
+	}
+	for _, p := range rs.Problems {
+		if !strings.HasPrefix(p.Probe, "metrics ") && !strings.HasPrefix(p.Probe, "log ") && !strings.HasPrefix(p.Probe, "prometheus") {
+			continue
+		}
+		out = append(out, condition{kind: AlertProbe, key: rs.Name + "/" + AlertProbe + "/" + p.Probe,
+			summary: p.Probe + " unreachable",
+			msg: reports.Message{Title: title("source down"), Sections: []string{fmt.Sprintf(":red_circle: %s is failing: %s. Answers leave it out until it recovers.",
+				reports.Code(p.Probe), reports.Esc(p.Error))}}})
+	}
+	return out
+}
+
+func etaSections(rs reports.RunStatus, loc *time.Location, lead string) []string {
+	var lines []string
+	if lead != "" {
+		lines = append(lines, lead)
+	}
+	if rs.ETA != nil {
+		lines = append(lines, reports.ETALine(*rs.ETA, loc))
+	}
+	if rs.Progress != nil {
+		lines = append(lines, reports.ProgressLine(*rs.Progress))
+	}
+	if rs.Throughput != nil {
+		lines = append(lines, reports.ThroughputLine(*rs.Throughput))
+	}
+	return []string{strings.Join(lines, "\n")}
+}
+
+// Process updates the alert state from one evaluation per run and returns what to post. snoozed
+// says whether a run's warnings are silenced; conditions still track while snoozed, so unsnoozing
+// does not replay old news but does report what is still wrong.
+func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(run string) bool) []Post {
+	if a.State.Active == nil {
+		a.State.Active = map[string]*ActiveAlert{}
+	}
+	var posts []Post
+	current := map[string]bool{}
+	for _, ev := range evs {
+		run := ev.Run.Name
+		for _, c := range a.conditions(ev) {
+			current[c.key] = true
+			al := a.State.Active[c.key]
+			if al == nil || al.Cleared {
+				al = &ActiveAlert{Kind: c.kind, Run: run, Since: now}
+				a.State.Active[c.key] = al
+			}
+			al.Seen++
+			if al.Seen < max(1, a.Policy.Confirm[c.kind]) {
+				continue
+			}
+			// A shift is an event, not a state: each one the detector confirms is news (it has its
+			// own cooldown). Other conditions are posted once, then again only after their cooldown.
+			due := al.Posted.IsZero() || now.Sub(al.Posted) >= a.Policy.Cooldown[c.kind]
+			if !due {
+				continue
+			}
+			if snoozed(run) {
+				al.Suppressed = true
+				continue
+			}
+			if c.kind == AlertFinished && !al.Posted.IsZero() {
+				continue // a finished job is announced once
+			}
+			al.Posted, al.Summary, al.Suppressed = now, c.summary, false
+			p := Post{Run: run, Kind: c.kind, Key: c.key, Message: c.msg}
+			if a.Channel != nil {
+				p.Channel = a.Channel(run)
+			}
+			if al.Ref != "" {
+				p.ThreadRef = al.Ref // a repeat goes under the first warning
+				p.Message.Sections = append([]string{fmt.Sprintf("Still %s (since %s).", reports.Esc(strings.ReplaceAll(c.kind, "_", " ")), reports.SlackTime(al.Since, a.loc))}, p.Message.Sections...)
+			}
+			posts = append(posts, p)
+		}
+	}
+	// Conditions that went away: a follow-up in the warning's thread, once.
+	keys := make([]string, 0, len(a.State.Active))
+	for k := range a.State.Active {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// A condition is over only when this evaluation could have seen it: a storage warning does
+	// not clear because the /proc scan failed, a stall does not clear because the log vanished.
+	evaluated := map[string]monitor.Evaluation{}
+	for _, ev := range evs {
+		evaluated[ev.Run.Name] = ev
+	}
+	for _, k := range keys {
+		al := a.State.Active[k]
+		ev, ok := evaluated[al.Run]
+		if current[k] || !ok || !canClear(al.Kind, ev) {
+			continue
+		}
+		if al.Kind == AlertShift || al.Kind == AlertFinished {
+			// Events, not states: forget them after their cooldown so the next one is news.
+			if now.Sub(al.Posted) >= a.Policy.Cooldown[al.Kind] || al.Posted.IsZero() {
+				delete(a.State.Active, k)
+			}
+			continue
+		}
+		if al.Posted.IsZero() || snoozed(al.Run) {
+			delete(a.State.Active, k)
+			continue
+		}
+		msg := reports.Message{Sections: []string{fmt.Sprintf(":large_green_circle: Resolved after %s: %s.",
+			reports.Duration(now.Sub(al.Since).Seconds()), reports.Esc(recoveredText(al)))}}
+		p := Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, Message: msg, ThreadRef: al.Ref}
+		if a.Channel != nil {
+			p.Channel = a.Channel(al.Run)
+		}
+		posts = append(posts, p)
+		delete(a.State.Active, k)
+	}
+	return posts
+}
+
+// canClear reports whether ev had the evidence to show a condition of this kind is gone.
+func canClear(kind string, ev monitor.Evaluation) bool {
+	failed := func(prefixes ...string) bool {
+		for _, p := range ev.Run.Problems {
+			for _, pre := range prefixes {
+				if strings.HasPrefix(p.Probe, pre) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch kind {
+	case AlertProtected:
+		return !failed("writers", "mounts")
+	case AlertOutput:
+		return !failed("path ", "mounts")
+	case AlertDiskFull:
+		return !failed("statfs ", "mounts", "path ") && ev.Run.ETA != nil && ev.Run.ETA.State != reports.StateUnknown
+	case AlertStall:
+		return ev.Run.ETA != nil && (ev.Run.ETA.State == reports.StateRunning || ev.Run.ETA.State == reports.StateDone)
+	}
+	return true
+}
+
+func recoveredText(al *ActiveAlert) string {
+	switch al.Kind {
+	case AlertStall:
+		return al.Run + " is making progress again"
+	case AlertProbe:
+		return strings.TrimSuffix(al.Summary, " unreachable") + " answers again"
+	case AlertProtected:
+		return "nothing writes to the protected mount any more"
+	case AlertDiskFull:
+		return "the disk now outlasts the job"
+	}
+	return al.Summary + " no longer holds"
+}
+
+// Delivered records where a posted warning landed, so follow-ups can thread under it.
+func (a *Alerter) Delivered(p Post, ref string) {
+	if al := a.State.Active[p.Key]; al != nil && al.Ref == "" && ref != "" && !strings.HasSuffix(p.Kind, "_resolved") {
+		al.Ref = ref
+	}
+}
+
+// Undelivered forgets that a post was made, so the next evaluation tries again instead of losing it.
+func (a *Alerter) Undelivered(p Post) {
+	if al := a.State.Active[p.Key]; al != nil && !strings.HasSuffix(p.Kind, "_resolved") {
+		al.Posted = time.Time{}
+	}
+}

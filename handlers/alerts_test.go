@@ -1,0 +1,147 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/monitor"
+	"runwatch/reports"
+)
+
+func ev(run string, mod func(*reports.RunStatus)) monitor.Evaluation {
+	rs := reports.RunStatus{Name: run, ETA: &reports.ETA{State: reports.StateRunning}}
+	if mod != nil {
+		mod(&rs)
+	}
+	return monitor.Evaluation{Run: rs, Sample: true}
+}
+
+func stalled(rs *reports.RunStatus) {
+	since := 1000.0
+	rs.ETA = &reports.ETA{State: reports.StateStalled, StalledSince: &since, Reason: "no progress"}
+}
+
+func protectedWrite(rs *reports.RunStatus) {
+	rs.Storage.Warnings = []reports.StorageWarning{{Kind: AlertProtected, Mount: "/shared", Message: "1 process is writing to protected `/shared`"}}
+}
+
+func kinds(ps []Post) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Kind)
+	}
+	return out
+}
+
+func TestAlerterLifecycle(t *testing.T) {
+	a := NewAlerter(time.UTC, func(string) string { return "#synth" })
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	never := func(string) bool { return false }
+
+	posts := a.Process([]monitor.Evaluation{ev("synth", stalled)}, t0, never)
+	if len(posts) != 1 || posts[0].Kind != AlertStall || posts[0].Channel != "#synth" || posts[0].ThreadRef != "" {
+		t.Fatalf("first stall = %+v; want one new stall warning to #synth", posts)
+	}
+	a.Delivered(posts[0], "1700000000.000100")
+
+	// Still stalled a minute later: nothing new (cooldown).
+	if posts := a.Process([]monitor.Evaluation{ev("synth", stalled)}, t0.Add(time.Minute), never); len(posts) != 0 {
+		t.Errorf("repeat within cooldown = %v; want nothing", kinds(posts))
+	}
+	// After the cooldown: a reminder in the first warning's thread.
+	posts = a.Process([]monitor.Evaluation{ev("synth", stalled)}, t0.Add(61*time.Minute), never)
+	if len(posts) != 1 || posts[0].ThreadRef != "1700000000.000100" || !strings.Contains(posts[0].Message.Mrkdwn(), "Still stall") {
+		t.Errorf("after cooldown = %+v; want a reminder in the thread", posts)
+	}
+	// A failed progress probe is no evidence that the stall is over.
+	unknown := ev("synth", func(rs *reports.RunStatus) { rs.ETA = nil })
+	if posts := a.Process([]monitor.Evaluation{unknown}, t0.Add(62*time.Minute), never); len(posts) != 0 {
+		t.Errorf("without an ETA = %v; want no resolution", kinds(posts))
+	}
+	// Moving again: the follow-up goes in the thread.
+	posts = a.Process([]monitor.Evaluation{ev("synth", nil)}, t0.Add(70*time.Minute), never)
+	if len(posts) != 1 || posts[0].Kind != AlertStall+"_resolved" || posts[0].ThreadRef != "1700000000.000100" {
+		t.Fatalf("recovery = %+v; want a resolved follow-up in the thread", posts)
+	}
+	if !strings.Contains(posts[0].Message.Mrkdwn(), "making progress again") {
+		t.Errorf("recovery text = %q", posts[0].Message.Mrkdwn())
+	}
+	if len(a.State.Active) != 0 {
+		t.Errorf("active after recovery = %v", a.State.Active)
+	}
+}
+
+func TestAlerterConfirmsFlakyProbes(t *testing.T) {
+	a := NewAlerter(time.UTC, nil)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	never := func(string) bool { return false }
+	down := ev("synth", func(rs *reports.RunStatus) {
+		rs.Problems = []reports.Problem{{Probe: "metrics http://gpu-1:8000/metrics", Error: "connection refused"}}
+	})
+	if posts := a.Process([]monitor.Evaluation{down}, t0, never); len(posts) != 0 {
+		t.Errorf("one failed scrape = %v; want no warning yet", kinds(posts))
+	}
+	posts := a.Process([]monitor.Evaluation{down}, t0.Add(30*time.Second), never)
+	if len(posts) != 1 || posts[0].Kind != AlertProbe || !strings.Contains(posts[0].Message.Mrkdwn(), "connection refused") {
+		t.Errorf("second failed scrape = %+v; want a probe_down warning naming the error", posts)
+	}
+	// A single failure that recovers before confirmation never posts a follow-up either.
+	b := NewAlerter(time.UTC, nil)
+	b.Process([]monitor.Evaluation{down}, t0, never)
+	if posts := b.Process([]monitor.Evaluation{ev("synth", nil)}, t0.Add(30*time.Second), never); len(posts) != 0 {
+		t.Errorf("unconfirmed then fine = %v; want silence", kinds(posts))
+	}
+}
+
+func TestAlerterSnoozeAndEvidence(t *testing.T) {
+	a := NewAlerter(time.UTC, nil)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	snoozed := true
+	isSnoozed := func(string) bool { return snoozed }
+	if posts := a.Process([]monitor.Evaluation{ev("synth", protectedWrite)}, t0, isSnoozed); len(posts) != 0 {
+		t.Errorf("snoozed = %v; want silence", kinds(posts))
+	}
+	// Unsnoozed while the condition still holds: it is reported now.
+	snoozed = false
+	posts := a.Process([]monitor.Evaluation{ev("synth", protectedWrite)}, t0.Add(time.Minute), isSnoozed)
+	if len(posts) != 1 || posts[0].Kind != AlertProtected {
+		t.Fatalf("after unsnooze = %v; want the protected write", kinds(posts))
+	}
+	a.Delivered(posts[0], "ts1")
+	// The /proc scan failed: no warning either way.
+	scanFailed := ev("synth", func(rs *reports.RunStatus) {
+		rs.Problems = []reports.Problem{{Probe: "writers", Error: "scan /proc: permission denied"}}
+	})
+	if posts := a.Process([]monitor.Evaluation{scanFailed}, t0.Add(2*time.Minute), isSnoozed); len(posts) != 0 {
+		t.Errorf("scan failed = %v; want the warning neither repeated nor resolved", kinds(posts))
+	}
+	posts = a.Process([]monitor.Evaluation{ev("synth", nil)}, t0.Add(3*time.Minute), isSnoozed)
+	if len(posts) != 1 || posts[0].ThreadRef != "ts1" || !strings.Contains(posts[0].Message.Mrkdwn(), "nothing writes to the protected mount") {
+		t.Errorf("resolved = %+v", posts)
+	}
+}
+
+func TestAlerterFinishedOnceAndUndelivered(t *testing.T) {
+	a := NewAlerter(time.UTC, nil)
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	never := func(string) bool { return false }
+	done := ev("synth", func(rs *reports.RunStatus) {
+		rs.ETA = &reports.ETA{State: reports.StateDone, Reason: "all done"}
+		rs.Progress = &reports.Progress{Done: 25000, Total: 25000}
+	})
+	posts := a.Process([]monitor.Evaluation{done}, t0, never)
+	if len(posts) != 1 || posts[0].Kind != AlertFinished {
+		t.Fatalf("finished = %v", kinds(posts))
+	}
+	// The post failed: it is tried again next time, not lost.
+	a.Undelivered(posts[0])
+	if posts := a.Process([]monitor.Evaluation{done}, t0.Add(30*time.Second), never); len(posts) != 1 {
+		t.Fatalf("retry after a failed post = %v; want it again", kinds(posts))
+	}
+	for i := 2; i < 10; i++ {
+		if posts := a.Process([]monitor.Evaluation{done}, t0.Add(time.Duration(i)*25*time.Hour), never); len(posts) != 0 {
+			t.Fatalf("finished announced again on day %d: %v", i, kinds(posts))
+		}
+	}
+}

@@ -1,0 +1,407 @@
+// Package handlers is runwatch's conversation: the command table, question matching, the console
+// and Slack transports, scheduled posts and warnings. Handlers take a Request and return a Reply;
+// only the transport files touch a terminal or the Slack SDK.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"runwatch/config"
+	"runwatch/monitor"
+	"runwatch/reports"
+)
+
+// Request is one question or command, from any transport.
+type Request struct {
+	Text    string // the question, or the slash command's argument text
+	Command string // a command name when the transport already knows it (slash commands); else ""
+	Run     string // a run picked outside the text (--run, a slash argument)
+	Channel string
+	// ChannelName is the channel's name when the transport knows it (slash commands do).
+	ChannelName string
+	User        string
+	Source      string // "console", "cli", "mention", "dm", "slash"
+}
+
+// Reply is an answer, ready for any transport.
+type Reply struct {
+	Intent    string
+	Run       string
+	Message   reports.Message
+	Data      map[string]any // the data behind the answer, for --json
+	Ephemeral bool           // only the asker should see it (refusals, help)
+	// Refused marks a polite refusal (not allowed, unknown run).
+	Refused bool
+	// Attachment is a file that goes with the answer (a chart); Slack uploads it, text transports
+	// only describe it.
+	Attachment *Attachment
+}
+
+// Attachment is a file carried by a reply.
+type Attachment struct {
+	Name    string // file name, e.g. "synth-25k-chart.png"
+	Title   string
+	AltText string
+	Data    []byte
+}
+
+// Bot answers questions about the configured runs.
+type Bot struct {
+	mon      *monitor.Monitor
+	loc      *time.Location
+	commands []Command
+	admins   map[string]bool
+	// allowed holds every allowed channel (environment, top level and per run); empty means every
+	// channel is allowed.
+	allowed channelSet
+	// global holds the environment's and the top-level lists: channels where every run answers.
+	global channelSet
+
+	channelMu sync.RWMutex
+	// channelIDs maps channel names from the run file to the ids Slack reported for them.
+	channelIDs map[string]string
+	// Budget bounds how long one answer may spend probing; the transports add their own limits.
+	Budget time.Duration
+}
+
+// NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.
+func NewBot(mon *monitor.Monitor, loc *time.Location, env config.Env) *Bot {
+	b := &Bot{mon: mon, loc: loc, admins: map[string]bool{}, allowed: newChannelSet(), global: newChannelSet(),
+		channelIDs: map[string]string{}, Budget: 10 * time.Second}
+	for _, a := range env.Admins {
+		b.admins[a] = true
+	}
+	for _, a := range mon.Config().Admins {
+		b.admins[a] = true
+	}
+	lists := [][]string{env.AllowedChannels, mon.Config().AllowedChannels}
+	for _, l := range lists {
+		b.global.add(l...)
+	}
+	for _, r := range mon.Config().Runs {
+		lists = append(lists, r.AllowedChannels)
+	}
+	for _, l := range lists {
+		b.allowed.add(l...)
+	}
+	b.commands = commandTable()
+	return b
+}
+
+// Monitor is the monitor the bot answers from.
+func (b *Bot) Monitor() *monitor.Monitor { return b.mon }
+
+// Commands is the command table.
+func (b *Bot) Commands() []Command { return b.commands }
+
+// Location is the bot's time zone for plain-text times.
+func (b *Bot) Location() *time.Location { return b.loc }
+
+// Query is a request after the run has been picked and the question parsed.
+type Query struct {
+	Req      Request
+	Question Question
+	Run      *config.Run
+	Args     []string // slash-command arguments after the subcommand
+}
+
+// Ask answers a request: picks the command (from the request or the text), picks the run, runs the
+// handler within the budget.
+func (b *Bot) Ask(ctx context.Context, req Request) Reply {
+	ctx, cancel := context.WithTimeout(ctx, b.Budget)
+	defer cancel()
+	if req.Channel != "" && !b.allowedRequest(req, nil) {
+		return notAllowed()
+	}
+	runs := b.mon.RunNames()
+	var plans []string
+	for _, r := range b.mon.Config().Runs {
+		for _, p := range r.Plans {
+			plans = append(plans, p.Name)
+		}
+	}
+	q := ParseQuestion(req.Text, runs, plans)
+	name, args := req.Command, []string(nil)
+	if name == "" {
+		name, args = b.commandSyntax(req.Text)
+		if name != "" {
+			// "/storage /data": the command word is not a path; the arguments are the question.
+			q = ParseQuestion(strings.Join(args, " "), runs, plans)
+		}
+	} else {
+		args = strings.Fields(req.Text)
+	}
+	if name == "" {
+		name = q.Intent
+	}
+	cmd, ok := b.command(name)
+	if !ok {
+		return b.unknown(req)
+	}
+	// A run named among the arguments picks the run; the rest are the command's own arguments.
+	var rest []string
+	for _, a := range args {
+		if _, isRun := b.mon.Config().RunByName(a); isRun && req.Run == "" {
+			req.Run = a
+			continue
+		}
+		rest = append(rest, a)
+	}
+	query := Query{Req: req, Question: q, Args: rest}
+	if cmd.NeedsRun {
+		run, reply, ok := b.pickRun(req, q)
+		if !ok {
+			reply.Intent = cmd.Name
+			return reply
+		}
+		query.Run = run
+	}
+	if req.Channel != "" && query.Run != nil && !b.allowedRequest(req, query.Run) {
+		rep := notAllowed()
+		rep.Intent = cmd.Name
+		return rep
+	}
+	if cmd.Mutating && !b.IsAdmin(req.User) && req.Source != "console" && req.Source != "cli" {
+		return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+			fmt.Sprintf("Sorry, only runwatch admins can %s. Ask one of them, or have your user id added to `admins:`.", cmd.Verb)}}}
+	}
+	rep := cmd.Handler(ctx, b, query)
+	rep.Intent = cmd.Name
+	if query.Run != nil && rep.Run == "" {
+		rep.Run = query.Run.Name
+	}
+	return rep
+}
+
+// commandSyntax recognises "eta synth-25k", "/eta", "runwatch snooze 2h" or "snooze 2h": a
+// command name first, then its arguments.
+func (b *Bot) commandSyntax(text string) (string, []string) {
+	f := strings.Fields(slackRef.ReplaceAllString(text, " "))
+	if len(f) > 0 && strings.TrimPrefix(strings.ToLower(f[0]), "/") == "runwatch" {
+		f = f[1:]
+	}
+	if len(f) == 0 {
+		return "", nil
+	}
+	first := strings.TrimPrefix(strings.ToLower(f[0]), "/")
+	if _, ok := b.command(first); ok {
+		return first, f[1:]
+	}
+	return "", nil
+}
+
+// channelSet is a list of channels from the configuration: ids (C0123ABCD) and names (#synth-25k).
+// Ids and names are kept apart so that a channel named like an allowed id is not let in.
+type channelSet struct {
+	ids, names map[string]bool
+}
+
+func newChannelSet() channelSet { return channelSet{ids: map[string]bool{}, names: map[string]bool{}} }
+
+func (s channelSet) add(cs ...string) {
+	for _, c := range cs {
+		c = strings.TrimSpace(c)
+		if name, ok := strings.CutPrefix(c, "#"); ok {
+			s.names[strings.ToLower(name)] = true
+		} else if c != "" {
+			s.ids[strings.ToUpper(c)] = true
+		}
+	}
+}
+
+func (s channelSet) empty() bool { return len(s.ids) == 0 && len(s.names) == 0 }
+
+// has reports whether channel ("#name" or an id) is in s, directly or through the id learned for
+// a listed name. The caller holds channelMu for reading.
+func (b *Bot) has(s channelSet, channel string) bool {
+	if name, ok := strings.CutPrefix(channel, "#"); ok {
+		return s.names[strings.ToLower(name)]
+	}
+	if channel == "" {
+		return false
+	}
+	if s.ids[strings.ToUpper(channel)] {
+		return true
+	}
+	for name, id := range b.channelIDs {
+		if id == channel && s.names[name] {
+			return true
+		}
+	}
+	return false
+}
+
+// Allowed reports whether the bot may answer in channel (an id, or a name written "#name"): true
+// when no allowed_channels list is configured anywhere, else when a list names it (by id, by name,
+// or by a name whose id the bot has learned).
+func (b *Bot) Allowed(channel string) bool {
+	if b.allowed.empty() {
+		return true
+	}
+	b.channelMu.RLock()
+	defer b.channelMu.RUnlock()
+	return b.has(b.allowed, channel)
+}
+
+// allowedRequest applies the allow-lists to a request from a chat transport: the channel must be
+// allowed, and a run with its own allowed_channels answers only there (or in the global lists'
+// channels). A direct message counts as allowed for admins.
+func (b *Bot) allowedRequest(req Request, run *config.Run) bool {
+	dm := req.Source == "dm" || strings.HasPrefix(req.Channel, "D")
+	if dm && b.IsAdmin(req.User) {
+		return true
+	}
+	name := ""
+	if req.ChannelName != "" {
+		name = "#" + strings.TrimPrefix(req.ChannelName, "#")
+	}
+	if !b.Allowed(req.Channel) && (name == "" || !b.Allowed(name)) {
+		return false
+	}
+	if run == nil || len(run.AllowedChannels) == 0 {
+		return true
+	}
+	own := newChannelSet()
+	own.add(run.AllowedChannels...)
+	b.channelMu.RLock()
+	defer b.channelMu.RUnlock()
+	for _, c := range []string{req.Channel, name} {
+		if c != "" && (b.has(own, c) || b.has(b.global, c)) {
+			return true
+		}
+	}
+	return false
+}
+
+func notAllowed() Reply {
+	return Reply{Intent: "not_allowed", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+		"Sorry, I only answer in the channels listed in `allowed_channels`. Ask me there, or ask an admin to add this channel."}}}
+}
+
+func normChannel(c string) string {
+	return strings.ToLower(strings.TrimPrefix(strings.TrimSpace(c), "#"))
+}
+
+// LearnChannel records the id Slack reported for a channel the run file names, so questions asked
+// there pick the channel's run and allow-lists written with names match ids.
+func (b *Bot) LearnChannel(name, id string) {
+	if name == "" || id == "" || name == id {
+		return
+	}
+	b.channelMu.Lock()
+	defer b.channelMu.Unlock()
+	b.channelIDs[normChannel(name)] = id
+}
+
+// ChannelID returns the id learned for a channel name, or the name itself when none is known.
+func (b *Bot) ChannelID(name string) string {
+	b.channelMu.RLock()
+	defer b.channelMu.RUnlock()
+	if id, ok := b.channelIDs[normChannel(name)]; ok {
+		return id
+	}
+	return name
+}
+
+// IsAdmin reports whether user may run mutating commands.
+func (b *Bot) IsAdmin(user string) bool { return user != "" && b.admins[user] }
+
+func (b *Bot) command(name string) (Command, bool) {
+	for _, c := range b.commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}
+
+// pickRun chooses the run: named in the request, else in the text, else the channel's run, else
+// the only run; otherwise it asks which.
+func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
+	cfg := b.mon.Config()
+	if req.Run != "" {
+		if r, ok := cfg.RunByName(req.Run); ok {
+			return r, Reply{}, true
+		}
+		return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+			fmt.Sprintf("I don't know a run called %s. Runs: %s.", reports.Code(req.Run), runList(cfg))}}}, false
+	}
+	if q.Run != "" {
+		r, _ := cfg.RunByName(q.Run)
+		return r, Reply{}, true
+	}
+	if req.Channel != "" {
+		var match []*config.Run
+		for i := range cfg.Runs {
+			c := cfg.Runs[i].Channel
+			if c == "" {
+				continue
+			}
+			if normChannel(c) == normChannel(req.Channel) || (req.ChannelName != "" && normChannel(c) == normChannel(req.ChannelName)) || b.ChannelID(c) == req.Channel {
+				match = append(match, &cfg.Runs[i])
+			}
+		}
+		if len(match) == 1 {
+			return match[0], Reply{}, true
+		}
+	}
+	if len(cfg.Runs) == 1 {
+		return &cfg.Runs[0], Reply{}, true
+	}
+	return nil, Reply{Ephemeral: true, Message: reports.Message{Sections: []string{
+		fmt.Sprintf("Which run? I watch %s. Name one in the question, e.g. _ETA for %s?_", runList(cfg), reports.Esc(cfg.Runs[0].Name))}}}, false
+}
+
+func runList(cfg *config.File) string {
+	var names []string
+	for _, r := range cfg.Runs {
+		names = append(names, reports.Code(r.Name))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// unknown answers a question no rule matched with a short help.
+func (b *Bot) unknown(req Request) Reply {
+	var ex []string
+	for _, c := range b.commands {
+		if len(c.Examples) > 0 && !c.Mutating {
+			ex = append(ex, "• _"+c.Examples[0]+"_")
+		}
+		if len(ex) == 6 {
+			break
+		}
+	}
+	text := strings.TrimSpace(slackRef.ReplaceAllString(req.Text, ""))
+	lead := "I didn't catch that."
+	if text != "" {
+		lead = fmt.Sprintf("I don't know how to answer %s yet.", reports.Code(truncateRunes(text, 80)))
+	}
+	return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
+		lead + " Try one of these:\n" + strings.Join(ex, "\n"),
+		"Say _help_ for everything I can do.",
+	}}}
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// errorReply turns an error into an answer a person can act on.
+func errorReply(what string, err error) Reply {
+	msg := fmt.Sprintf(":warning: I couldn't %s: %s", what, reports.Esc(err.Error()))
+	if errors.Is(err, context.DeadlineExceeded) {
+		msg = fmt.Sprintf(":warning: I couldn't %s in time; a probe is slow. Try again, or check `status` for what failed.", what)
+	}
+	return Reply{Message: reports.Message{Sections: []string{msg}}}
+}

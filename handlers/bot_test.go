@@ -1,0 +1,153 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"runwatch/config"
+)
+
+func TestAskIntents(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+		r.Protected = []string{filepath.Dir(r.Outputs[0]) + "/shared"}
+		r.Plans = []config.Plan{{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e6},
+			Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
+	}})
+	ctx := context.Background()
+	tests := []struct {
+		text, intent string
+		want         []string
+		refused      bool
+	}{
+		{"ETA?", "eta", []string{"synth · ETA", "300 / 25,000"}, false},
+		{"is it stuck?", "stuck", []string{"synth · progress"}, false},
+		{"how fast are we going?", "throughput", []string{"synth · throughput"}, false},
+		{"are we writing to the protected mount?", "writes", []string{"No", "to `" + e.dir + "/shared`"}, false},
+		{"where does the output go?", "where", []string{"Every output lands off the protected mounts", "/out"}, false},
+		{"will the hidden states fit?", "fit", []string{"hidden-states", "1.08 TB"}, false},
+		{"how much space is left on " + e.dir + "/out?", "space", []string{"free of"}, false},
+		{"how much space is left on /etc?", "space", []string{"isn't one of them", "/etc"}, true},
+		{"status", "status", []string{"synth · status", "Checklist"}, false},
+		{"runs", "runs", []string{"`synth` in #synth"}, false},
+		{"help", "help", []string{"runwatch help", "snooze"}, false},
+		{"what is the meaning of life?", "unknown", []string{"I don't know how to answer", "ETA?"}, false},
+		{"eta synth", "eta", []string{"synth · ETA"}, false},
+		{"/storage", "storage", []string{"synth · storage", "hidden-states"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			rep := e.bot.Ask(ctx, Request{Text: tt.text, Source: "console"})
+			if rep.Intent != tt.intent {
+				t.Errorf("Ask(%q).Intent = %q; want %q", tt.text, rep.Intent, tt.intent)
+			}
+			text := rep.Message.Mrkdwn()
+			for _, w := range tt.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("Ask(%q) = %q; want it to contain %q", tt.text, text, w)
+				}
+			}
+			if rep.Refused != tt.refused {
+				t.Errorf("Ask(%q).Refused = %v; want %v", tt.text, rep.Refused, tt.refused)
+			}
+		})
+	}
+}
+
+func TestAskMutatingCommandsNeedAdmins(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	ctx := context.Background()
+	rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", User: "UOTHER", Channel: "C1", Source: "mention"})
+	if !rep.Refused || !rep.Ephemeral || !strings.Contains(rep.Message.Mrkdwn(), "only runwatch admins") {
+		t.Errorf("non-admin snooze = %+v; want a polite ephemeral refusal", rep)
+	}
+	if _, snoozed := e.mon.SnoozedUntil("synth"); snoozed {
+		t.Fatal("a refused snooze snoozed the run")
+	}
+	rep = e.bot.Ask(ctx, Request{Text: "snooze 2h", User: "UADMIN", Source: "mention"})
+	if rep.Refused || !strings.Contains(rep.Message.Mrkdwn(), "snoozed for 2 h") {
+		t.Errorf("admin snooze = %q", rep.Message.Mrkdwn())
+	}
+	if _, snoozed := e.mon.SnoozedUntil("synth"); !snoozed {
+		t.Error("admin snooze did not take")
+	}
+	for _, bad := range []string{"snooze forever", "snooze 30d", "snooze"} {
+		rep = e.bot.Ask(ctx, Request{Text: bad, User: "UADMIN", Source: "mention"})
+		if !rep.Ephemeral {
+			t.Errorf("Ask(%q) = %q; want an ephemeral usage answer", bad, rep.Message.Mrkdwn())
+		}
+	}
+	rep = e.bot.Ask(ctx, Request{Text: "stage review done", User: "UADMIN", Source: "mention"})
+	if !strings.Contains(rep.Message.Mrkdwn(), "marked done") {
+		t.Errorf("stage mark = %q", rep.Message.Mrkdwn())
+	}
+	st := e.bot.Ask(ctx, Request{Text: "status", Source: "console"}).Message.Text()
+	if !strings.Contains(st, "[done] review — marked done by UADMIN") {
+		t.Errorf("status after the mark = %q", st)
+	}
+	rep = e.bot.Ask(ctx, Request{Text: "stage nope done", User: "UADMIN", Source: "mention"})
+	if !strings.Contains(rep.Message.Mrkdwn(), "no stage") {
+		t.Errorf("unknown stage = %q", rep.Message.Mrkdwn())
+	}
+	// The console and the CLI are the operator at the machine: no admin check.
+	rep = e.bot.Ask(ctx, Request{Text: "unsnooze", Source: "console"})
+	if rep.Refused {
+		t.Errorf("console unsnooze refused: %q", rep.Message.Mrkdwn())
+	}
+}
+
+func TestAskPicksTheRun(t *testing.T) {
+	e := newBotEnv(t, botOpts{file: func(f *config.File) {
+		second := f.Runs[0]
+		second.Name, second.Channel = "extract", "#extract"
+		f.Runs = append(f.Runs, second)
+	}})
+	ctx := context.Background()
+	tests := []struct {
+		req  Request
+		want string // run name, or "" when the bot must ask
+	}{
+		{Request{Text: "ETA?"}, ""},
+		{Request{Text: "ETA for extract?"}, "extract"},
+		{Request{Text: "ETA?", Channel: "#synth"}, "synth"},
+		{Request{Text: "ETA?", Run: "extract"}, "extract"},
+		{Request{Text: "eta extract"}, "extract"},
+	}
+	for _, tt := range tests {
+		rep := e.bot.Ask(ctx, tt.req)
+		if rep.Run != tt.want {
+			t.Errorf("Ask(%+v).Run = %q; want %q (%q)", tt.req, rep.Run, tt.want, rep.Message.Mrkdwn())
+		}
+		if tt.want == "" && !strings.Contains(rep.Message.Mrkdwn(), "Which run?") {
+			t.Errorf("Ask(%+v) = %q; want it to ask which run", tt.req, rep.Message.Mrkdwn())
+		}
+	}
+	rep := e.bot.Ask(ctx, Request{Text: "ETA?", Run: "nope"})
+	if !rep.Refused || !strings.Contains(rep.Message.Mrkdwn(), "don't know a run called") {
+		t.Errorf("unknown run = %+v", rep)
+	}
+}
+
+func TestConsole(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	in := strings.NewReader("ETA?\n\n" + strings.Repeat("x", maxConsoleLine+10) + "\nhelp\r\nnonsense here\n")
+	var out bytes.Buffer
+	c := &Console{Bot: e.bot, In: in, Out: &out}
+	if err := c.Run(context.Background()); err != nil {
+		t.Fatalf("Console.Run = %v; want nil at EOF", err)
+	}
+	got := out.String()
+	for _, want := range []string{"synth · ETA", "longer than 64 KiB", "runwatch help", "I don't know how to answer"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("console output lacks %q:\n%s", want, got)
+		}
+	}
+	// Plain text, not mrkdwn: no emphasis markers or entities.
+	for _, bad := range []string{"*synth", "&lt;", ":white_check_mark:"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("console output contains mrkdwn %q", bad)
+		}
+	}
+}

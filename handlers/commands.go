@@ -1,0 +1,497 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"runwatch/monitor"
+	"runwatch/reports"
+)
+
+// Command is one thing the bot can do: a row of the command table. Help, slash-command routing
+// and question matching all come from this table.
+type Command struct {
+	Name        string
+	Usage       string // how to call it as a /runwatch subcommand or slash command
+	Description string
+	Examples    []string // natural questions that reach it
+	Slash       string   // its own slash command, if any ("/eta")
+	NeedsRun    bool
+	Mutating    bool   // changes state: admins only
+	Verb        string // for refusals: "snooze warnings"
+	Handler     func(ctx context.Context, b *Bot, q Query) Reply
+}
+
+func commandTable() []Command {
+	return []Command{
+		{Name: "eta", Slash: "/eta", Usage: "/eta [run]", NeedsRun: true, Handler: handleETA,
+			Description: "When the run will finish, with a range and why the estimate moved.",
+			Examples:    []string{"ETA?", "when will it finish?", "how long is left?"}},
+		{Name: "throughput", Usage: "throughput [run]", NeedsRun: true, Handler: handleThroughput,
+			Description: "Tokens and items per second, recent and over the run.",
+			Examples:    []string{"how fast are we going?", "what's the throughput?"}},
+		{Name: "stuck", Usage: "stuck [run]", NeedsRun: true, Handler: handleStuck,
+			Description: "Whether the run is still making progress.",
+			Examples:    []string{"is it stuck?", "is it still moving?"}},
+		{Name: "status", Slash: "/status", Usage: "/status [run]", NeedsRun: true, Handler: handleStatus,
+			Description: "Progress, throughput, ETA, engines, storage, plans and checklist in one answer.",
+			Examples:    []string{"status", "how is it going?"}},
+		{Name: "storage", Slash: "/storage", Usage: "/storage [run|path|plan]", NeedsRun: true, Handler: handleStorage,
+			Description: "Storage overview; with a path, the space left there; with a plan, whether it fits.",
+			Examples:    []string{"/storage", "/storage /data", "/storage hidden-states"}},
+		{Name: "writes", Usage: "writes [path]", NeedsRun: true, Handler: handleWrites,
+			Description: "Whether anything writes to the protected mounts (or a path), and who writes what where.",
+			Examples:    []string{"are we writing to /shared?", "is anything writing to a protected mount?"}},
+		{Name: "where", Usage: "where [run]", NeedsRun: true, Handler: handleWhere,
+			Description: "Where each configured output really lands (symlinks followed) and on which mount.",
+			Examples:    []string{"where does the output go?"}},
+		{Name: "space", Usage: "space [path]", NeedsRun: true, Handler: handleSpace,
+			Description: "Free space on the run's mounts, write rate, and whether the disk outlasts the job.",
+			Examples:    []string{"how much space is left on /data?", "is the disk filling up?"}},
+		{Name: "fit", Usage: "fit [plan]", NeedsRun: true, Handler: handleFit,
+			Description: "Capacity plans: bytes needed (tokens x layers x hidden size x bytes) against free space.",
+			Examples:    []string{"will the hidden states fit?", "will it fit?"}},
+		{Name: "chart", Usage: "/runwatch chart [run]", NeedsRun: true, Handler: handleChart,
+			Description: "A PNG chart of throughput and ETA over the run's history (uploaded in Slack).",
+			Examples:    []string{"/runwatch chart"}},
+		{Name: "runs", Usage: "runs", Handler: handleRuns,
+			Description: "The runs I watch and their channels.",
+			Examples:    []string{"which runs do you watch?"}},
+		{Name: "snooze", Usage: "snooze <duration> [run]", NeedsRun: true, Mutating: true, Verb: "snooze warnings", Handler: handleSnooze,
+			Description: "Silence a run's warnings for a while (e.g. 2h). Admins only.",
+			Examples:    []string{"/runwatch snooze 2h"}},
+		{Name: "unsnooze", Usage: "unsnooze [run]", NeedsRun: true, Mutating: true, Verb: "unsnooze warnings", Handler: handleUnsnooze,
+			Description: "Turn a run's warnings back on. Admins only.",
+			Examples:    []string{"/runwatch unsnooze"}},
+		{Name: "stage", Usage: "stage <name> done|todo|failed [run]", NeedsRun: true, Mutating: true, Verb: "mark stages", Handler: handleStage,
+			Description: "Mark a checklist stage by hand (todo clears the mark). Admins only.",
+			Examples:    []string{"/runwatch stage download-drafter done"}},
+		{Name: "help", Usage: "help", Handler: handleHelp,
+			Description: "This list.",
+			Examples:    []string{"help"}},
+	}
+}
+
+func problemsData(ps []reports.Problem) []reports.Problem {
+	if ps == nil {
+		return []reports.Problem{}
+	}
+	return ps
+}
+
+func handleETA(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
+	if err != nil {
+		return errorReply("estimate the ETA", err)
+	}
+	m := reports.Message{Title: rs.Name + " · ETA"}
+	var lines []string
+	if rs.ETA != nil {
+		lines = append(lines, reports.ETALine(*rs.ETA, b.loc))
+	} else {
+		lines = append(lines, noProgressLine(q, rs))
+	}
+	if rs.Progress != nil {
+		lines = append(lines, reports.ProgressLine(*rs.Progress))
+	}
+	if rs.Throughput != nil {
+		lines = append(lines, reports.ThroughputLine(*rs.Throughput))
+	}
+	m.Sections = append(m.Sections, strings.Join(lines, "\n"))
+	if l := reports.EngineLine(rs.Engines); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
+	m.Context = context1(rs)
+	return Reply{Message: m, Data: map[string]any{
+		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
+	}}
+}
+
+func noProgressLine(q Query, rs reports.RunStatus) string {
+	if q.Run.Log == "" && len(q.Run.Metrics) == 0 && q.Run.Prometheus == nil {
+		return fmt.Sprintf("ETA: unknown — run %s has no progress source. Add `log:` (the job's log) or `metrics:` (vLLM/SGLang/TGI /metrics URLs) to the run file.", reports.Esc(rs.Name))
+	}
+	if len(rs.Problems) > 0 {
+		return "ETA: unknown — the progress sources failed (below)."
+	}
+	return "ETA: unknown — no progress reported yet."
+}
+
+func context1(rs reports.RunStatus) []string {
+	ctx := append([]string{}, reports.ProblemContext(rs.Problems)...)
+	for _, n := range rs.Notices {
+		ctx = append(ctx, reports.Esc(n))
+	}
+	return ctx
+}
+
+func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
+	if err != nil {
+		return errorReply("measure throughput", err)
+	}
+	m := reports.Message{Title: rs.Name + " · throughput"}
+	if rs.Throughput != nil {
+		m.Sections = append(m.Sections, reports.ThroughputLine(*rs.Throughput))
+	} else {
+		m.Sections = append(m.Sections, noProgressLine(q, rs))
+	}
+	if l := reports.EngineLine(rs.Engines); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
+	m.Context = context1(rs)
+	return Reply{Message: m, Data: map[string]any{"throughput": rs.Throughput, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
+}
+
+func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
+	if err != nil {
+		return errorReply("check progress", err)
+	}
+	m := reports.Message{Title: rs.Name + " · progress"}
+	switch {
+	case rs.ETA == nil:
+		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell* — "+strings.TrimPrefix(noProgressLine(q, rs), "ETA: unknown — "))
+	case rs.ETA.State == "stalled":
+		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+reports.ETALine(*rs.ETA, b.loc))
+	case rs.ETA.State == "done":
+		m.Sections = append(m.Sections, ":white_check_mark: *Not stuck: it finished.* "+reports.Esc(rs.ETA.Reason))
+	case rs.ETA.State == "running":
+		line := ":large_green_circle: *No, it's moving.*"
+		if rs.Throughput != nil {
+			line += " " + reports.ThroughputLine(*rs.Throughput) + "."
+		}
+		m.Sections = append(m.Sections, line)
+	default:
+		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell yet* — "+reports.Esc(rs.ETA.Reason))
+	}
+	if rs.Progress != nil {
+		m.Sections = append(m.Sections, reports.ProgressLine(*rs.Progress))
+	}
+	if l := reports.EngineLine(rs.Engines); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
+	m.Context = context1(rs)
+	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
+}
+
+func handleStatus(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.All)
+	if err != nil {
+		return errorReply("get the status", err)
+	}
+	return Reply{Message: reports.RenderStatus(rs, b.mon.Now(), b.loc), Data: map[string]any{"status": rs}}
+}
+
+func storageStatus(ctx context.Context, b *Bot, q Query, need monitor.Need) (reports.RunStatus, error) {
+	need.Storage = true
+	return b.mon.RunStatus(ctx, q.Run.Name, need)
+}
+
+// target resolves a path from the question, refusing paths the run does not configure.
+func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
+	if q.Question.Path == "" {
+		return reports.Target{}, nil
+	}
+	t, err := b.mon.ResolveTarget(ctx, q.Run.Name, q.Question.Path)
+	if errors.Is(err, monitor.ErrNotAllowed) {
+		var known []string
+		for _, list := range []struct {
+			name  string
+			paths []string
+		}{{"outputs", q.Run.Outputs}, {"protected", q.Run.Protected}, {"watched", q.Run.Watch}} {
+			if len(list.paths) == 0 {
+				continue
+			}
+			var codes []string
+			for _, p := range list.paths {
+				codes = append(codes, reports.Code(p))
+			}
+			known = append(known, list.name+": "+strings.Join(codes, ", "))
+		}
+		msg := fmt.Sprintf("I only answer about run %s's outputs, watched paths and protected mounts, and %s isn't one of them.",
+			reports.Esc(q.Run.Name), reports.Code(q.Question.Path))
+		if len(known) > 0 {
+			msg += " I know " + strings.Join(known, "; ") + "."
+		}
+		msg += " Add it to `watch:` in the run file if it matters."
+		r := Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{msg}}}
+		return t, &r
+	}
+	if err != nil {
+		r := errorReply("look at "+q.Question.Path, err)
+		return t, &r
+	}
+	return t, nil
+}
+
+func handleWrites(ctx context.Context, b *Bot, q Query) Reply {
+	t, refused := target(ctx, b, q)
+	if refused != nil {
+		return *refused
+	}
+	rs, err := storageStatus(ctx, b, q, monitor.Need{})
+	if err != nil {
+		return errorReply("check writes", err)
+	}
+	scanErr := ""
+	for _, p := range rs.Problems {
+		if p.Probe == "writers" {
+			scanErr = p.Error
+		}
+	}
+	m := reports.AnswerWrites(rs.Name, rs.Storage, t, scanErr)
+	m.Context = append(m.Context, context1(rs)...)
+	data := map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}
+	if t.Path != "" {
+		data["target"] = t
+	}
+	return Reply{Message: m, Data: data}
+}
+
+func handleWhere(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := storageStatus(ctx, b, q, monitor.Need{})
+	if err != nil {
+		return errorReply("resolve the outputs", err)
+	}
+	m := reports.AnswerWhere(rs.Name, rs.Storage)
+	m.Context = append(m.Context, context1(rs)...)
+	return Reply{Message: m, Data: map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}}
+}
+
+func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
+	t, refused := target(ctx, b, q)
+	if refused != nil {
+		return *refused
+	}
+	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true})
+	if err != nil {
+		return errorReply("check free space", err)
+	}
+	paths := append(append([]reports.PathInfo{}, rs.Storage.Paths...), rs.Storage.ProtectedMounts...)
+	if t.Path != "" {
+		// The mount the path is on here, and the same configured path on other hosts.
+		var sel []reports.PathInfo
+		for _, p := range paths {
+			if p.Mount == t.Mount || p.Host != "" && (within(t.Path, p.Path) || within(p.Path, t.Path)) {
+				sel = append(sel, p)
+			}
+		}
+		paths = sel
+	} else {
+		paths = rs.Storage.Paths
+	}
+	var eta *float64
+	if rs.ETA != nil && rs.ETA.State == "running" {
+		eta = rs.ETA.Seconds
+	}
+	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta)
+	m.Context = append(m.Context, context1(rs)...)
+	return Reply{Message: m, Data: map[string]any{"paths": paths, "write_rates": rs.Storage.WriteRates, "eta": rs.ETA, "problems": problemsData(rs.Problems)}}
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func handleFit(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Plans: true, Progress: true})
+	if err != nil {
+		return errorReply("check the plans", err)
+	}
+	plans := rs.Plans
+	if q.Question.Plan != "" {
+		var sel []reports.PlanResult
+		for _, p := range plans {
+			if p.Name == q.Question.Plan {
+				sel = append(sel, p)
+			}
+		}
+		plans = sel
+	}
+	m := reports.AnswerFit(rs.Name, plans)
+	m.Context = append(m.Context, context1(rs)...)
+	return Reply{Message: m, Data: map[string]any{"plans": plans, "problems": problemsData(rs.Problems)}}
+}
+
+// handleStorage is /storage [run|path|plan]: a path asks about space there, a plan name about the
+// plan, nothing gives the overview.
+func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
+	switch {
+	case q.Question.Path != "":
+		return handleSpace(ctx, b, q)
+	case q.Question.Plan != "":
+		return handleFit(ctx, b, q)
+	}
+	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true, Plans: true})
+	if err != nil {
+		return errorReply("check storage", err)
+	}
+	m := reports.Message{Title: rs.Name + " · storage"}
+	m.Sections = append(m.Sections, reports.StorageVerdict(rs.Storage))
+	for _, w := range rs.Storage.Warnings {
+		m.Sections = append(m.Sections, ":warning: "+w.Message)
+	}
+	where := reports.AnswerWhere(rs.Name, rs.Storage)
+	m.Sections = append(m.Sections, where.Sections[len(where.Sections)-1])
+	for _, p := range rs.Plans {
+		m.Sections = append(m.Sections, p.Sentence)
+	}
+	m.Context = context1(rs)
+	return Reply{Message: m, Data: map[string]any{"storage": rs.Storage, "plans": rs.Plans, "problems": problemsData(rs.Problems)}}
+}
+
+func handleRuns(ctx context.Context, b *Bot, q Query) Reply {
+	cfg := b.mon.Config()
+	var lines []string
+	for _, r := range cfg.Runs {
+		line := "• " + reports.Code(r.Name)
+		if r.Channel != "" {
+			line += " in " + reports.Esc(r.Channel)
+		}
+		var src []string
+		if r.Log != "" {
+			src = append(src, "log")
+		}
+		if len(r.Metrics) > 0 {
+			src = append(src, reports.Plural(len(r.Metrics), "metrics endpoint", "metrics endpoints"))
+		}
+		if r.Prometheus != nil {
+			src = append(src, "Prometheus")
+		}
+		if len(src) > 0 {
+			line += " — " + strings.Join(src, ", ")
+		}
+		if until, ok := b.mon.SnoozedUntil(r.Name); ok {
+			line += " :zzz: snoozed until " + reports.SlackTime(until, b.loc)
+		}
+		lines = append(lines, line)
+	}
+	m := reports.Message{Title: "Runs", Sections: []string{strings.Join(lines, "\n")},
+		Context: []string{"from " + reports.Esc(cfg.Source)}}
+	return Reply{Message: m, Data: map[string]any{"runs": b.mon.RunNames()}}
+}
+
+func handleHelp(ctx context.Context, b *Bot, q Query) Reply {
+	return Reply{Message: Help(b.commands), Ephemeral: true}
+}
+
+// Help renders the command table.
+func Help(cmds []Command) reports.Message {
+	var ask, do []string
+	for _, c := range cmds {
+		ex := ""
+		if len(c.Examples) > 0 {
+			var qs []string
+			for _, e := range c.Examples {
+				qs = append(qs, "_"+e+"_")
+			}
+			ex = " e.g. " + strings.Join(qs, ", ")
+		}
+		line := fmt.Sprintf("• *%s* — %s%s", c.Name, c.Description, ex)
+		if c.Mutating || c.Name == "help" {
+			do = append(do, fmt.Sprintf("• `/runwatch %s` — %s", c.Usage, c.Description))
+			continue
+		}
+		if c.Slash != "" {
+			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, c.Usage, c.Description, ex)
+		}
+		ask = append(ask, line)
+	}
+	return reports.Message{Title: "runwatch help", Sections: []string{
+		"*Ask me* (mention me, DM me, or type in the console):\n" + strings.Join(ask, "\n"),
+		"*Commands*\n" + strings.Join(do, "\n") + "\n• `/runwatch runs` — the runs I watch",
+		"Name a run in the question when I watch several; in a run's channel I pick that run.",
+	}}
+}
+
+// handleChart draws the run's history as a PNG attachment.
+func handleChart(ctx context.Context, b *Bot, q Query) Reply {
+	hist := b.mon.History(q.Run.Name)
+	png, err := reports.RenderChart(hist, b.mon.EstimateConfig(q.Run.Name), reports.ChartOptions{
+		Title: q.Run.Name + " · throughput and ETA", Loc: b.loc})
+	if errors.Is(err, reports.ErrChartNoData) {
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
+			"There is not enough history of %s to chart yet: I need at least two samples with progress. `bot serve` takes one every sampling interval.",
+			reports.Code(q.Run.Name))}}}
+	}
+	if err != nil {
+		return errorReply("draw the chart", err)
+	}
+	span := hist[len(hist)-1].T - hist[0].T
+	m := reports.Message{Title: q.Run.Name + " · chart", Sections: []string{fmt.Sprintf(
+		"Throughput and ETA of %s over the last %s (%s).", reports.Code(q.Run.Name), reports.Duration(span), reports.Plural(len(hist), "sample", "samples"))}}
+	return Reply{Message: m, Data: map[string]any{"samples": len(hist), "png_bytes": len(png)}, Attachment: &Attachment{
+		Name: q.Run.Name + "-chart.png", Title: q.Run.Name + " throughput and ETA", Data: png,
+		AltText: fmt.Sprintf("Chart of %s: throughput (top) and ETA with its range (bottom) over %s", q.Run.Name, reports.Duration(span)),
+	}}
+}
+
+func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
+	if len(q.Args) == 0 {
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch snooze <duration> [run]`, e.g. `/runwatch snooze 2h`."}}}
+	}
+	d, err := parseSnooze(q.Args[0])
+	if err != nil {
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
+	}
+	until := b.mon.Now().Add(d)
+	if err := b.mon.Snooze(q.Run.Name, until); err != nil {
+		return errorReply("snooze "+q.Run.Name, err)
+	}
+	return Reply{Message: reports.Message{Sections: []string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `/runwatch unsnooze` turns them back on.",
+		reports.Code(q.Run.Name), reports.Duration(d.Seconds()), reports.SlackDateTime(until, b.loc))}}, Data: map[string]any{"snoozed_until": until.UTC()}}
+}
+
+func parseSnooze(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if strings.HasSuffix(s, "d") {
+			if n, err2 := time.ParseDuration(strings.TrimSuffix(s, "d") + "h"); err2 == nil {
+				d, err = n*24, nil
+			}
+		}
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a duration: use something like 30m, 2h or 1d", s)
+	}
+	if d > 14*24*time.Hour {
+		return 0, fmt.Errorf("%s is longer than two weeks; snooze for less, or remove the run", s)
+	}
+	return d, nil
+}
+
+func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
+	if err := b.mon.Snooze(q.Run.Name, time.Time{}); err != nil {
+		return errorReply("unsnooze "+q.Run.Name, err)
+	}
+	return Reply{Message: reports.Message{Sections: []string{fmt.Sprintf(":bell: Warnings for %s are back on.", reports.Code(q.Run.Name))}}}
+}
+
+func handleStage(ctx context.Context, b *Bot, q Query) Reply {
+	if len(q.Args) < 2 {
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch stage <name> done|todo|failed [run]`."}}}
+	}
+	name, word := q.Args[0], strings.ToLower(q.Args[1])
+	state := map[string]string{"done": reports.StageDone, "todo": "", "failed": reports.StageFailed, "in_progress": reports.StageInProgress}
+	s, ok := state[word]
+	if !ok {
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("%s is not a stage state: use done, todo or failed.", reports.Code(word))}}}
+	}
+	who := q.Req.User
+	if who == "" {
+		who = q.Req.Source
+	}
+	if err := b.mon.MarkStage(q.Run.Name, name, s, who); err != nil {
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
+	}
+	verb := "marked " + word
+	if s == "" {
+		verb = "back to its automatic check"
+	}
+	return Reply{Message: reports.Message{Sections: []string{fmt.Sprintf("Stage %s of %s %s.", reports.Code(name), reports.Code(q.Run.Name), verb)}}}
+}

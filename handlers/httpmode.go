@@ -1,0 +1,173 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"runwatch/config"
+)
+
+// maxSlackBody caps a Slack request body; Slack's own payloads are far smaller.
+const maxSlackBody = 1 << 20
+
+// httpMode is the HTTP transport: Slack's Events API, slash commands and interactivity endpoints,
+// each signature-checked before anything else, plus /healthz and /metrics, which are not.
+type httpMode struct {
+	app     *slackApp // nil serves only /healthz and /metrics
+	secret  config.Secret
+	metrics *Metrics
+	// replays remembers verified signatures: the same signed request twice is a replay.
+	replays *slackSeen
+	log     *slog.Logger
+}
+
+func newHTTPMode(app *slackApp, secret config.Secret, m *Metrics, log *slog.Logger) *httpMode {
+	return &httpMode{app: app, secret: secret, metrics: m, replays: newSlackSeen(16384), log: log}
+}
+
+func (h *httpMode) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", h.metrics.Handler())
+	if h.app != nil && h.secret.Set() {
+		mux.HandleFunc("POST /slack/events", h.verified(h.events))
+		mux.HandleFunc("POST /slack/commands", h.verified(h.commands))
+		mux.HandleFunc("POST /slack/interactions", h.verified(h.interactions))
+	}
+	return mux
+}
+
+// newHTTPServer sets the timeouts a server facing the internet needs.
+func newHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      15 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// verified reads the (capped) body and checks Slack's v0 signature over it, within five minutes,
+// and that it was not seen before; only then does next run.
+func (h *httpMode) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSlackBody))
+		if err != nil {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				h.metrics.reject("too_large")
+				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			h.metrics.reject("unreadable")
+			http.Error(w, "unreadable body", http.StatusBadRequest)
+			return
+		}
+		sv, err := slack.NewSecretsVerifier(r.Header, h.secret.Reveal())
+		if err == nil {
+			sv.Write(body)
+			err = sv.Ensure()
+		}
+		if err != nil {
+			reason := "bad_signature"
+			switch {
+			case errors.Is(err, slack.ErrExpiredTimestamp):
+				reason = "stale"
+			case errors.Is(err, slack.ErrMissingHeaders):
+				reason = "unsigned"
+			}
+			h.metrics.reject(reason)
+			h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", reason)
+			http.Error(w, "invalid request signature", http.StatusUnauthorized)
+			return
+		}
+		if !h.replays.first(r.Header.Get("X-Slack-Signature")) {
+			h.metrics.reject("replayed")
+			h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", "replayed")
+			http.Error(w, "request already received", http.StatusUnauthorized)
+			return
+		}
+		next(w, r, body)
+	}
+}
+
+// events handles the Events API: the URL check, and callbacks acknowledged at once and answered
+// in the background. A redelivery (X-Slack-Retry-Num) of an event already received is only
+// acknowledged.
+func (h *httpMode) events(w http.ResponseWriter, r *http.Request, body []byte) {
+	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+	if err != nil {
+		// An event type the SDK does not know: acknowledge so Slack does not retry it.
+		h.log.Debug("Slack event not understood", "err", err)
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	switch ev.Type {
+	case slackevents.URLVerification:
+		c, ok := ev.Data.(*slackevents.EventsAPIURLVerificationEvent)
+		if !ok {
+			http.Error(w, "bad url_verification", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, c.Challenge)
+	case slackevents.CallbackEvent:
+		cb, _ := ev.Data.(*slackevents.EventsAPICallbackEvent)
+		id := ""
+		if cb != nil {
+			id = cb.EventID
+		}
+		if retry := r.Header.Get("X-Slack-Retry-Num"); retry != "" {
+			h.log.Debug("Slack event redelivered", "event_id", id, "retry", retry, "reason", r.Header.Get("X-Slack-Retry-Reason"))
+		}
+		h.app.event(id, ev)
+		w.WriteHeader(http.StatusOK)
+	case slackevents.AppRateLimited:
+		h.log.Warn("Slack is rate limiting this app's events")
+		w.WriteHeader(http.StatusOK)
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
+// commands answers a slash command, inline when it is quick enough.
+func (h *httpMode) commands(w http.ResponseWriter, r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sc, err := slack.SlashCommandParse(r)
+	if err != nil {
+		http.Error(w, "bad slash command", http.StatusBadRequest)
+		return
+	}
+	msg := h.app.slash(slashRequest{Command: sc.Command, Text: sc.Text, Channel: sc.ChannelID, ChannelName: sc.ChannelName,
+		User: sc.UserID, ResponseURL: sc.ResponseURL})
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(msg); err != nil {
+		h.log.Warn("slash command answer not written", "err", err)
+	}
+}
+
+// interactions acknowledges interactivity payloads; runwatch's messages have no buttons yet.
+func (h *httpMode) interactions(w http.ResponseWriter, r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := r.ParseForm(); err == nil {
+		var cb slack.InteractionCallback
+		if err := json.Unmarshal([]byte(r.PostForm.Get("payload")), &cb); err == nil {
+			h.log.Debug("Slack interaction acknowledged", "type", string(cb.Type), "callback_id", cb.CallbackID)
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}

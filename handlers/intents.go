@@ -1,0 +1,136 @@
+package handlers
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// Question is a parsed chat question: what is asked, and about what.
+type Question struct {
+	Intent string // a command name from the table, or "" when nothing matched
+	Run    string // a run named in the text, "" when none
+	Path   string // an absolute path named in the text
+	Plan   string // a plan named in the text
+	Words  []string
+}
+
+// Intent rules, tried in order: the first rule with a matching phrase wins. Phrases match on word
+// boundaries of the lower-cased question.
+var intentRules = []struct {
+	intent  string
+	phrases []string
+}{
+	{"help", []string{"help", "what can you do", "what do you know", "commands", "usage"}},
+	{"runs", []string{"list runs", "which runs", "what runs", "runs?", "show runs", "runs"}},
+	{"writes", []string{"writing to", "write to", "writes to", "written to", "writing on", "writing into", "writes on", "landing on", "land on", "protected"}},
+	{"where", []string{"where does", "where do", "where is the output", "where are the outputs", "where will", "output go", "outputs go", "where are we writing", "where"}},
+	{"fit", []string{"fit", "fits", "enough space", "enough room", "enough disk", "capacity", "plan", "plans", "hidden states", "hidden-states"}},
+	{"space", []string{"space", "free", "disk", "full", "room", "storage", "left on", "capacity left", "df"}},
+	{"stuck", []string{"stuck", "stalled", "stall", "hung", "hanging", "frozen", "moving", "progressing", "alive", "dead"}},
+	{"throughput", []string{"how fast", "throughput", "speed", "tok/s", "tokens per second", "tokens/s", "rate", "items/s", "req/s"}},
+	{"eta", []string{"eta", "when", "how long", "time left", "finish", "finished", "done yet", "remaining", "complete", "how much longer", "how far"}},
+	{"status", []string{"status", "how is it going", "how's it going", "how are we doing", "update", "summary", "report", "overview", "progress"}},
+}
+
+var pathRE = regexp.MustCompile(`(^|[\s"'(\x60])(/[^\s"'()\x60,;?!]*)`)
+
+// ParseQuestion classifies free text. runs and plans are the configured names, so a question can
+// pick one ("ETA for synth-25k?", "will hidden-states fit?").
+func ParseQuestion(text string, runs, plans []string) Question {
+	q := Question{}
+	// Slack mentions (<@U123>) and channel links are not part of the question.
+	text = slackRef.ReplaceAllString(text, " ")
+	lower := strings.ToLower(text)
+	if m := pathRE.FindStringSubmatch(text); m != nil {
+		p := strings.TrimRight(m[2], ".:")
+		if p != "" && p != "/" || m[2] == "/" {
+			q.Path = p
+		}
+	}
+	q.Words = words(lower)
+	for _, r := range runs {
+		if containsPhrase(lower, strings.ToLower(r)) {
+			q.Run = r
+			break
+		}
+	}
+	for _, p := range plans {
+		lp := strings.ToLower(p)
+		if containsPhrase(lower, lp) || containsPhrase(lower, strings.NewReplacer("-", " ", "_", " ").Replace(lp)) {
+			q.Plan = p
+			break
+		}
+	}
+	// Remove the run name and the path before matching intents so "status of eta-run" or a path
+	// like /data/free does not steer the intent.
+	cleaned := lower
+	if q.Run != "" {
+		cleaned = strings.ReplaceAll(cleaned, strings.ToLower(q.Run), " ")
+	}
+	if q.Path != "" {
+		cleaned = strings.ReplaceAll(cleaned, strings.ToLower(q.Path), " /path ")
+	}
+	for _, rule := range intentRules {
+		for _, ph := range rule.phrases {
+			if containsPhrase(cleaned, ph) {
+				q.Intent = rule.intent
+				break
+			}
+		}
+		if q.Intent != "" {
+			break
+		}
+	}
+	// "how much is left on /data?" names a path: that is a space question, not an ETA.
+	if q.Intent == "eta" && q.Path != "" && (containsPhrase(cleaned, "left") || containsPhrase(cleaned, "how much")) {
+		q.Intent = "space"
+	}
+	if q.Intent == "" && strings.TrimSpace(cleaned) == "?" {
+		q.Intent = "help"
+	}
+	if q.Intent == "" && q.Path != "" && containsPhrase(cleaned, "left") {
+		q.Intent = "space"
+	}
+	return q
+}
+
+var slackRef = regexp.MustCompile(`<[@#!][^>]*>`)
+
+func words(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' && r != '/' && r != '.'
+	})
+}
+
+// containsPhrase reports whether phrase occurs in s with word boundaries at both ends.
+func containsPhrase(s, phrase string) bool {
+	if phrase == "" {
+		return false
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], phrase)
+		if j < 0 {
+			return false
+		}
+		start, end := i+j, i+j+len(phrase)
+		if boundary(s, start-1, phrase[0]) && boundary(s, end, phrase[len(phrase)-1]) {
+			return true
+		}
+		i = start + 1
+	}
+}
+
+func boundary(s string, i int, edge byte) bool {
+	if i < 0 || i >= len(s) {
+		return true
+	}
+	if !isWordByte(edge) {
+		return true
+	}
+	return !isWordByte(s[i])
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}

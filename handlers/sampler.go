@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	"runwatch/monitor"
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+// Sampler probes every run on an interval, records the history and hands warnings to Notify.
+type Sampler struct {
+	bot      *Bot
+	interval time.Duration
+	log      *slog.Logger
+	Alerter  *Alerter
+	// Notify delivers a post; it returns the transport's reference of the message (for threads) and
+	// an error when it could not deliver (the post is then retried on the next evaluation).
+	Deliver func(ctx context.Context, p Post) (string, error)
+	// Notify is a simpler Deliver for transports without threads (the console).
+	Notify func(msg reports.Message)
+	// State persists the alerter's memory; nil keeps it in memory.
+	State *state.Dir
+	// OnSample runs after each tick (scheduled posts hook in here).
+	OnSample func(ctx context.Context)
+	// OnEvaluate sees every tick's evaluations (the bot's own metrics count probe failures).
+	OnEvaluate func(evs []monitor.Evaluation)
+}
+
+const alertStateFile = "alerts.json"
+
+// NewSampler builds a sampler for the bot's runs.
+func NewSampler(b *Bot, interval time.Duration, log *slog.Logger) *Sampler {
+	cfg := b.mon.Config()
+	channel := func(run string) string {
+		if r, ok := cfg.RunByName(run); ok {
+			return r.Channel
+		}
+		return ""
+	}
+	return &Sampler{bot: b, interval: interval, log: log, Alerter: NewAlerter(b.loc, channel)}
+}
+
+// LoadState restores the alerter's memory from the state directory.
+func (s *Sampler) LoadState() {
+	if s.State == nil {
+		return
+	}
+	var st AlertState
+	if err := s.State.Load(alertStateFile, &st); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("alert state not restored", "err", err)
+		}
+		return
+	}
+	if st.Active != nil {
+		s.Alerter.State = st
+	}
+}
+
+// Run samples until ctx ends. The first sample is taken at once.
+func (s *Sampler) Run(ctx context.Context) {
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		s.Tick(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Tick takes one sample of every run and delivers what it warrants.
+func (s *Sampler) Tick(ctx context.Context) {
+	c, cancel := context.WithTimeout(ctx, max(s.interval, 10*time.Second))
+	defer cancel()
+	evs := s.bot.mon.Sample(c)
+	if ctx.Err() != nil {
+		return // shutting down: a half-finished sample proves nothing
+	}
+	now := s.bot.mon.Now()
+	if s.OnEvaluate != nil {
+		s.OnEvaluate(evs)
+	}
+	posts := s.Alerter.Process(evs, now, func(run string) bool {
+		_, snoozed := s.bot.mon.SnoozedUntil(run)
+		return snoozed
+	})
+	for _, p := range posts {
+		switch {
+		case s.Deliver != nil:
+			ref, err := s.Deliver(ctx, p)
+			if err != nil {
+				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
+				s.Alerter.Undelivered(p)
+				continue
+			}
+			s.Alerter.Delivered(p, ref)
+		case s.Notify != nil:
+			s.Notify(p.Message)
+		}
+	}
+	if s.State != nil {
+		if err := s.State.Save(alertStateFile, s.Alerter.State); err != nil {
+			s.log.Warn("alert state not saved", "err", err)
+		}
+	}
+	if s.OnSample != nil {
+		s.OnSample(ctx)
+	}
+}

@@ -1,0 +1,292 @@
+package handlers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	"github.com/slack-go/slack"
+
+	"runwatch/config"
+	"runwatch/monitor"
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+// DefaultSchedule is a run's status schedule when the run file sets none.
+const DefaultSchedule = "@hourly"
+
+const scheduleStateFile = "schedule.json"
+
+// statusPoster is what the scheduler needs from Slack.
+type statusPoster interface {
+	Post(ctx context.Context, channel, threadTS string, m reports.Message) (string, string, error)
+	Update(ctx context.Context, channel, ts string, m reports.Message) error
+}
+
+// scheduleMemo is what the scheduler remembers about one run's posts, persisted so that a restart
+// neither posts twice nor loses the living message or the day's thread.
+type scheduleMemo struct {
+	Channel   string    `json:"channel"`    // the channel as configured, to notice a change
+	ChannelID string    `json:"channel_id"` // as Slack reported it (chat.update needs the id)
+	LivingTS  string    `json:"living_ts,omitempty"`
+	ParentTS  string    `json:"parent_ts,omitempty"`
+	ParentDay string    `json:"parent_day,omitempty"`
+	LastPost  time.Time `json:"last_post"` // when the last scheduled status was posted
+	Digest    string    `json:"digest,omitempty"`
+	// Pending marks a due post that failed; it is retried on the next sample, not lost.
+	Pending bool `json:"pending,omitempty"`
+}
+
+type scheduleFile struct {
+	Runs map[string]*scheduleMemo `json:"runs"`
+}
+
+// Scheduler posts each run's status to its channel on the run's cron schedule (`schedule:`, default
+// @hourly), in the run's post mode: new (a message per post), update (one living message edited in
+// place) or thread (replies under a parent posted once a day). A status that did not change since
+// the last post is not posted again, and no run is posted more often than its schedule, restarts
+// included.
+type Scheduler struct {
+	bot     *Bot
+	poster  statusPoster
+	dir     *state.Dir
+	log     *slog.Logger
+	metrics *Metrics
+	// now is the scheduler's clock (wall time: cron runs on it).
+	now func() time.Time
+
+	mu    sync.Mutex // serialises posts and guards memo
+	memo  scheduleFile
+	specs map[string]cron.Schedule
+	cron  *cron.Cron
+	ctx   context.Context
+}
+
+// NewScheduler prepares the schedules of every run with a channel; dir (nil: memory only) keeps
+// what was posted where. An invalid cron spec is an error naming the run.
+func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *Metrics) (*Scheduler, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Scheduler{bot: b, poster: p, dir: dir, log: log, metrics: m, now: time.Now,
+		memo: scheduleFile{Runs: map[string]*scheduleMemo{}}, specs: map[string]cron.Schedule{}}
+	for _, r := range b.mon.Config().Runs {
+		if r.Channel == "" {
+			continue
+		}
+		spec := r.Schedule
+		if spec == "" {
+			spec = DefaultSchedule
+		}
+		sch, err := cron.ParseStandard(spec)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: schedule %q is not a cron spec (use e.g. @hourly, @every 30m or \"0 * * * *\"): %w", r.Name, spec, err)
+		}
+		s.specs[r.Name] = sch
+	}
+	if dir != nil {
+		var f scheduleFile
+		err := dir.Load(scheduleStateFile, &f)
+		switch {
+		case err == nil && f.Runs != nil:
+			s.memo = f
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			log.Warn("scheduled-post state not restored; the next post starts a new message", "err", err)
+		}
+	}
+	for _, r := range b.mon.Config().Runs {
+		if m := s.memo.Runs[r.Name]; m != nil && m.Channel == r.Channel {
+			b.LearnChannel(r.Channel, m.ChannelID)
+		}
+	}
+	return s, nil
+}
+
+// Start runs the schedules until Stop.
+func (s *Scheduler) Start(ctx context.Context) {
+	s.ctx = ctx
+	s.cron = cron.New(cron.WithLocation(s.bot.loc))
+	for name, sch := range s.specs {
+		s.cron.Schedule(sch, cron.FuncJob(func() {
+			if err := s.fire(ctx, name, s.now(), false); err != nil {
+				s.log.Warn("scheduled status not posted; will retry", "run", name, "err", err)
+			}
+		}))
+	}
+	s.cron.Start()
+}
+
+// Stop stops the schedules and waits (at most d) for a post in progress.
+func (s *Scheduler) Stop(d time.Duration) {
+	if s.cron == nil {
+		return
+	}
+	select {
+	case <-s.cron.Stop().Done():
+	case <-time.After(d):
+	}
+}
+
+// RetryPending posts the statuses whose scheduled post failed; the sampler calls it after each tick.
+func (s *Scheduler) RetryPending(ctx context.Context) {
+	s.mu.Lock()
+	var names []string
+	for name, m := range s.memo.Runs {
+		if m.Pending {
+			names = append(names, name)
+		}
+	}
+	s.mu.Unlock()
+	for _, name := range names {
+		if err := s.fire(ctx, name, s.now(), true); err != nil {
+			s.log.Warn("scheduled status still not posted", "run", name, "err", err)
+		}
+	}
+}
+
+func (s *Scheduler) memoFor(r *config.Run) *scheduleMemo {
+	m := s.memo.Runs[r.Name]
+	if m == nil || m.Channel != r.Channel {
+		// New run, or its channel moved: start afresh there.
+		m = &scheduleMemo{Channel: r.Channel}
+		s.memo.Runs[r.Name] = m
+	}
+	return m
+}
+
+// fire posts run's status if it is due at now: not before the schedule's next time after the last
+// post (so a restart does not post early), and only if the status changed. retry forces a post
+// that failed earlier.
+func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.bot.mon.Config().RunByName(name)
+	sch := s.specs[name]
+	if !ok || sch == nil {
+		return nil
+	}
+	m := s.memoFor(r)
+	if retry && !m.Pending {
+		return nil
+	}
+	// cron rounds to whole seconds; a second of slack keeps an on-time fire due.
+	if !m.Pending && !m.LastPost.IsZero() && sch.Next(m.LastPost).After(now.Add(time.Second)) {
+		s.log.Debug("scheduled status not due yet", "run", name, "last", m.LastPost)
+		return nil
+	}
+	rs, err := s.bot.mon.RunStatus(ctx, name, monitor.All)
+	if err != nil {
+		return err
+	}
+	msg := reports.RenderStatus(rs, s.bot.mon.Now(), s.bot.loc)
+	digest := statusDigest(msg)
+	if digest == m.Digest && !m.Pending {
+		s.log.Debug("status unchanged; not posted again", "run", name)
+		return nil
+	}
+	channel := m.ChannelID
+	if channel == "" {
+		channel = r.Channel
+	}
+	mode := r.PostMode
+	if mode == "" {
+		mode = "new"
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var ch string
+	switch mode {
+	case "update":
+		if m.LivingTS != "" {
+			err = s.poster.Update(pctx, channel, m.LivingTS, msg)
+			if err == nil || !livingMessageGone(err) {
+				ch = channel
+				break
+			}
+			s.log.Info("living status message is gone; posting a new one", "run", name, "err", err)
+		}
+		var ts string
+		ch, ts, err = s.poster.Post(pctx, channel, "", msg)
+		if err == nil {
+			m.LivingTS = ts
+		}
+	case "thread":
+		day := now.In(s.bot.loc).Format("2006-01-02")
+		if m.ParentTS == "" || m.ParentDay != day {
+			parent := msg
+			parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.loc).Format("Mon 2 Jan"))
+			parent.Context = append(append([]string{}, msg.Context...), "hourly updates in the thread")
+			var ts string
+			ch, ts, err = s.poster.Post(pctx, channel, "", parent)
+			if err == nil {
+				m.ParentTS, m.ParentDay = ts, day
+			}
+		} else {
+			ch, _, err = s.poster.Post(pctx, channel, m.ParentTS, msg)
+		}
+	default:
+		ch, _, err = s.poster.Post(pctx, channel, "", msg)
+	}
+	s.metrics.posted("status_"+mode, err)
+	if err != nil {
+		m.Pending = true
+		s.save()
+		return err
+	}
+	if ch != "" {
+		m.ChannelID = ch
+		s.bot.LearnChannel(r.Channel, ch)
+	}
+	m.LastPost, m.Digest, m.Pending = now.UTC(), digest, false
+	s.save()
+	return nil
+}
+
+func (s *Scheduler) save() {
+	if s.dir == nil {
+		return
+	}
+	if err := s.dir.Save(scheduleStateFile, s.memo); err != nil {
+		s.log.Warn("scheduled-post state not saved", "err", err)
+	}
+}
+
+// livingMessageGone reports whether chat.update failed because the message cannot be edited any
+// more (deleted, too old), so a new living message must be posted.
+func livingMessageGone(err error) bool {
+	se, ok := errors.AsType[slack.SlackErrorResponse](err)
+	if !ok {
+		return false
+	}
+	switch se.Err {
+	case "message_not_found", "cant_update_message", "edit_window_closed", "channel_not_found", "is_archived":
+		return true
+	}
+	return false
+}
+
+// statusDigest fingerprints a status without its "as of" line, so an unchanged status is
+// recognised.
+func statusDigest(m reports.Message) string {
+	h := sha256.New()
+	h.Write([]byte(m.Title + "\x00"))
+	for _, s := range m.Sections {
+		h.Write([]byte(s + "\x00"))
+	}
+	for _, c := range m.Context {
+		if strings.HasPrefix(c, "as of ") {
+			continue
+		}
+		h.Write([]byte(c + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,265 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+var schedT0 = time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC)
+
+// schedEnv is a scheduler over a bot whose clock the test sets, posting to the fake Slack.
+type schedEnv struct {
+	*botEnv
+	fake  *slackFake
+	api   *SlackAPI
+	sched *Scheduler
+}
+
+func newSchedEnv(t *testing.T, mode, spec, stateDir string) *schedEnv {
+	t.Helper()
+	clock := &testClock{t: schedT0}
+	e := &schedEnv{botEnv: newBotEnv(t, botOpts{clock: clock, stateDir: stateDir, run: func(r *config.Run) {
+		r.PostMode, r.Schedule = mode, spec
+	}}), fake: newSlackFake(t)}
+	e.api, _ = newTestAPI(t, e.fake, nil, nil)
+	dir, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sched, err = NewScheduler(e.bot, e.api, dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// fireAt sets the clocks to t and fires the run's schedule.
+func (e *schedEnv) fireAt(t *testing.T, at time.Time) {
+	t.Helper()
+	e.clock.Set(at)
+	if err := e.sched.fire(context.Background(), "synth", at, false); err != nil {
+		t.Fatalf("fire at %s = %v", at.Format(time.DateTime), err)
+	}
+}
+
+func TestScheduleModes(t *testing.T) {
+	type step struct {
+		at     time.Duration // after schedT0
+		done   int           // progress in the log
+		method string        // the call expected, "" for none
+		thread int           // reply under the status posted at this step (1-based), 0 for none
+		update int           // edit of the status posted at this step (1-based)
+	}
+	tests := []struct {
+		mode  string
+		steps []step
+	}{
+		{"new", []step{
+			{0, 300, "chat.postMessage", 0, 0},
+			{30 * time.Minute, 400, "", 0, 0}, // not due: @hourly
+			{time.Hour, 600, "chat.postMessage", 0, 0},
+			{2 * time.Hour, 25000, "chat.postMessage", 0, 0},
+			{3 * time.Hour, 25000, "", 0, 0}, // finished, unchanged: not posted again
+		}},
+		{"update", []step{
+			{0, 300, "chat.postMessage", 0, 0},
+			{time.Hour, 600, "chat.update", 0, 1},
+			{2 * time.Hour, 25000, "chat.update", 0, 1},
+			{3 * time.Hour, 25000, "", 0, 0},
+		}},
+		{"thread", []step{
+			{0, 300, "chat.postMessage", 0, 0}, // the day's parent
+			{time.Hour, 600, "chat.postMessage", 1, 0},
+			{2 * time.Hour, 900, "chat.postMessage", 1, 0},
+			{24 * time.Hour, 1200, "chat.postMessage", 0, 0}, // a new day, a new parent
+			{25 * time.Hour, 1500, "chat.postMessage", 4, 0},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			e := newSchedEnv(t, tc.mode, "@hourly", "")
+			var posted []string // ts of each step's post
+			for i, st := range tc.steps {
+				before := len(e.fake.Calls(""))
+				e.writeLog(t, st.done, 25000)
+				e.fireAt(t, schedT0.Add(st.at))
+				calls := e.fake.Calls("")[before:]
+				if st.method == "" {
+					if len(calls) != 0 {
+						t.Errorf("step %d (+%s): calls %v; want none", i, st.at, e.fake.methods()[before:])
+					}
+					posted = append(posted, "")
+					continue
+				}
+				if len(calls) != 1 || calls[0].Method != st.method {
+					t.Fatalf("step %d (+%s): calls %v; want one %s", i, st.at, e.fake.methods()[before:], st.method)
+				}
+				c := calls[0]
+				if ch := c.Form.Get("channel"); (i == 0 && ch != "#synth") || (i > 0 && ch != "CSYNTH") {
+					t.Errorf("step %d: channel %q; want #synth first, then the id Slack returned", i, ch)
+				}
+				if !strings.Contains(c.Form.Get("text"), "synth · status") || !strings.Contains(c.Form.Get("text"), "Checklist") {
+					t.Errorf("step %d: text %q; want the status with its checklist", i, c.Form.Get("text"))
+				}
+				if got, want := c.Form.Get("thread_ts"), ""; st.thread > 0 {
+					want = posted[st.thread-1]
+					if got != want {
+						t.Errorf("step %d: thread_ts %q; want %q (the parent)", i, got, want)
+					}
+				} else if got != want {
+					t.Errorf("step %d: thread_ts %q; want none", i, got)
+				}
+				if st.update > 0 && c.Form.Get("ts") != posted[st.update-1] {
+					t.Errorf("step %d: chat.update ts %q; want %q (the living message)", i, c.Form.Get("ts"), posted[st.update-1])
+				}
+				// The fake numbers its messages by call: this step's call is call before+1.
+				posted = append(posted, fmt.Sprintf("1700000000.%06d", before+1))
+			}
+		})
+	}
+}
+
+func TestScheduleRestartKeepsLivingMessage(t *testing.T) {
+	t.Parallel()
+	first := newSchedEnv(t, "update", "@hourly", "")
+	first.fireAt(t, schedT0)
+	posts := first.fake.Calls("chat.postMessage")
+	if len(posts) != 1 {
+		t.Fatalf("first post: %v", first.fake.methods())
+	}
+
+	// The process restarts: a new bot, scheduler and Slack connection over the same state directory.
+	second := newSchedEnv(t, "update", "@hourly", first.stateDir)
+	if got := second.bot.ChannelID("#synth"); got != "CSYNTH" {
+		t.Errorf("after restart ChannelID(#synth) = %q; want the id learned before (CSYNTH)", got)
+	}
+	second.fireAt(t, schedT0.Add(20*time.Minute))
+	if calls := second.fake.Calls(""); len(calls) != 0 {
+		t.Fatalf("restart 20 min after an @hourly post made calls %v; want none", second.fake.methods())
+	}
+	second.writeLog(t, 900, 25000)
+	second.fireAt(t, schedT0.Add(time.Hour))
+	calls := second.fake.Calls("")
+	if len(calls) != 1 || calls[0].Method != "chat.update" {
+		t.Fatalf("first post after the restart = %v; want one chat.update of the living message", second.fake.methods())
+	}
+	if calls[0].Form.Get("channel") != "CSYNTH" || calls[0].Form.Get("ts") != "1700000000.000001" {
+		t.Errorf("chat.update of %s/%s; want CSYNTH/1700000000.000001 (the message posted before the restart)", calls[0].Form.Get("channel"), calls[0].Form.Get("ts"))
+	}
+}
+
+func TestScheduleLivingMessageGone(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t, "update", "@hourly", "")
+	e.fireAt(t, schedT0)
+	e.fake.failNext("chat.update", fakeFailure{status: 200, body: `{"ok":false,"error":"message_not_found"}`})
+	e.writeLog(t, 900, 25000)
+	e.fireAt(t, schedT0.Add(time.Hour))
+	if got := strings.Join(e.fake.methods(), " "); got != "chat.postMessage chat.update chat.postMessage" {
+		t.Fatalf("calls = %s; want a new living message after chat.update says message_not_found", got)
+	}
+	e.writeLog(t, 1200, 25000)
+	e.fireAt(t, schedT0.Add(2*time.Hour))
+	if up := e.fake.Calls("chat.update"); len(up) != 2 || up[1].Form.Get("ts") != "1700000000.000003" {
+		t.Errorf("next edit = %v; want chat.update of the new living message 1700000000.000003", e.fake.methods())
+	}
+}
+
+func TestScheduleFailedPostRetried(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t, "new", "@hourly", "")
+	e.api.MaxAttempts = 1
+	e.fake.failNext("chat.postMessage", fakeFailure{status: 500, body: "oops"})
+	e.clock.Set(schedT0)
+	if err := e.sched.fire(context.Background(), "synth", schedT0, false); err == nil {
+		t.Fatal("fire with Slack failing = nil; want the error")
+	}
+	e.sched.RetryPending(context.Background())
+	posts := e.fake.Calls("chat.postMessage")
+	if len(posts) != 2 {
+		t.Fatalf("chat.postMessage calls = %d; want the failure and its retry", len(posts))
+	}
+	// Posted now: another retry or an on-time fire at the same moment does not post it twice.
+	e.sched.RetryPending(context.Background())
+	e.fireAt(t, schedT0)
+	if n := len(e.fake.Calls("chat.postMessage")); n != 2 {
+		t.Errorf("chat.postMessage calls = %d after the retry succeeded; want no more", n)
+	}
+}
+
+func TestScheduleEveryPostsOnTime(t *testing.T) {
+	t.Parallel()
+	e := &schedEnv{botEnv: newBotEnv(t, botOpts{run: func(r *config.Run) { r.Schedule = "@every 1s" }}), fake: newSlackFake(t)}
+	e.api, _ = newTestAPI(t, e.fake, nil, nil)
+	s, err := NewScheduler(e.bot, e.api, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Start(ctx)
+	t.Cleanup(func() {
+		cancel()
+		s.Stop(10 * time.Second)
+	})
+	posts := e.fake.wait(t, "chat.postMessage", 2)
+	for _, p := range posts[:2] {
+		if p.Form.Get("channel") == "" || !strings.Contains(p.Form.Get("text"), "synth · status") {
+			t.Errorf("scheduled post = %v; want the status in the run's channel", p.Form)
+		}
+	}
+	if posts[1].Form.Get("channel") != "CSYNTH" {
+		t.Errorf("second post went to %q; want the channel id learned from the first", posts[1].Form.Get("channel"))
+	}
+}
+
+func TestNewSchedulerRejectsBadSpec(t *testing.T) {
+	tests := []struct {
+		spec string
+		ok   bool
+	}{
+		{"@hourly", true}, {"@every 10s", true}, {"0 9-18 * * 1-5", true}, {"", true},
+		{"every hour", false}, {"@every", false}, {"61 * * * *", false},
+	}
+	for _, tc := range tests {
+		e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Schedule = tc.spec }})
+		_, err := NewScheduler(e.bot, nil, nil, nil, nil)
+		if (err == nil) != tc.ok {
+			t.Errorf("NewScheduler(schedule %q) = %v; want ok %v", tc.spec, err, tc.ok)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "run synth") || !strings.Contains(err.Error(), tc.spec)) {
+			t.Errorf("NewScheduler(schedule %q) = %v; want the run and the spec named", tc.spec, err)
+		}
+	}
+}
+
+func TestStatusDigest(t *testing.T) {
+	base := reports.Message{Title: "synth · status", Sections: []string{"ETA 3 h"}, Context: []string{"log ok", "as of <!date^1^{time}|10:00 UTC>"}}
+	later := base
+	later.Context = []string{"log ok", "as of <!date^3601^{time}|11:00 UTC>"}
+	moved := base
+	moved.Sections = []string{"ETA 2 h"}
+	failing := base
+	failing.Context = []string{"metrics down", "as of <!date^1^{time}|10:00 UTC>"}
+	tests := []struct {
+		name string
+		m    reports.Message
+		same bool
+	}{
+		{"only the time changed", later, true},
+		{"the ETA moved", moved, false},
+		{"a probe failed", failing, false},
+	}
+	for _, tc := range tests {
+		if got := statusDigest(tc.m) == statusDigest(base); got != tc.same {
+			t.Errorf("%s: same digest = %v; want %v", tc.name, got, tc.same)
+		}
+	}
+}

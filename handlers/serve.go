@@ -1,0 +1,230 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"runwatch/config"
+	"runwatch/state"
+)
+
+// ServeOptions are what `bot serve` needs beyond the bot.
+type ServeOptions struct {
+	Env         config.Env
+	Log         *slog.Logger
+	SampleEvery time.Duration
+	Out         io.Writer
+	// Listener, when set, serves HTTP mode on it instead of listening on RUNWATCH_HTTP_ADDR (tests
+	// listen on 127.0.0.1:0).
+	Listener net.Listener
+	// HTTP is the client for Slack's API; nil gets one with a 30 s timeout.
+	HTTP *http.Client
+	// InlineBudget is how long a slash command may take before it is acknowledged and answered
+	// through its response_url (default 2.5 s; Slack allows 3 s).
+	InlineBudget time.Duration
+}
+
+// ErrNoTransport says serve has no way to talk to Slack.
+var ErrNoTransport = errors.New("no Slack connection configured: set SLACK_APP_TOKEN and SLACK_BOT_TOKEN (Socket Mode), " +
+	"or RUNWATCH_HTTP_ADDR and SLACK_SIGNING_SECRET (HTTP mode); without Slack, use `bot console`")
+
+// slackModes says which transports the environment asks for.
+type slackModes struct {
+	socket bool // Socket Mode
+	http   bool // an HTTP listener (/healthz, /metrics)
+	events bool // Slack's HTTP endpoints on that listener
+}
+
+// checkCredentials validates the Slack settings without revealing them; errors name the variable
+// to fix.
+func checkCredentials(env config.Env, haveListener bool) (slackModes, error) {
+	m := slackModes{socket: env.SlackAppToken.Set(), http: env.HTTPAddr != "" || haveListener}
+	m.events = m.http && env.SlackSigningSecret.Set()
+	if !m.socket && !m.events {
+		if m.http {
+			return m, errors.New("SLACK_SIGNING_SECRET is not set: HTTP mode (RUNWATCH_HTTP_ADDR) needs the app's signing secret " +
+				"(Basic Information → App Credentials), or set SLACK_APP_TOKEN for Socket Mode")
+		}
+		return m, ErrNoTransport
+	}
+	if m.socket && !strings.HasPrefix(env.SlackAppToken.Reveal(), "xapp-") {
+		return m, errors.New("SLACK_APP_TOKEN does not start with xapp-: Socket Mode needs an app-level token " +
+			"(Basic Information → App-Level Tokens, scope connections:write), not a bot or user token")
+	}
+	if !env.SlackBotToken.Set() {
+		return m, errors.New("SLACK_BOT_TOKEN is not set: the bot token (xoxb-…, OAuth & Permissions → Bot User OAuth Token) is needed to post")
+	}
+	if !strings.HasPrefix(env.SlackBotToken.Reveal(), "xoxb-") {
+		return m, errors.New("SLACK_BOT_TOKEN does not start with xoxb-: use the Bot User OAuth Token from OAuth & Permissions")
+	}
+	if env.SlackAPIURL != "" {
+		u, err := url.Parse(env.SlackAPIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return m, fmt.Errorf("SLACK_API_URL=%q is not an http(s) URL like https://slack.com/api/", env.SlackAPIURL)
+		}
+	}
+	return m, nil
+}
+
+// Serve runs the long-lived bot until ctx ends: the sampler and its warnings, the scheduled status
+// posts, and the Slack transports (Socket Mode, HTTP mode or both). It returns an error naming
+// the variable when credentials are missing or rejected.
+func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
+	modes, err := checkCredentials(o.Env, o.Listener != nil)
+	if err != nil {
+		return err
+	}
+	red := NewRedactor(o.Env.SlackBotToken, o.Env.SlackAppToken, o.Env.SlackSigningSecret)
+	log := RedactLogger(o.Log, red)
+	metrics := NewMetrics()
+	api := NewSlackAPI(SlackAPIOptions{Token: o.Env.SlackBotToken, APIURL: o.Env.SlackAPIURL, HTTP: o.HTTP,
+		Redactor: red, Metrics: metrics, Log: log})
+
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	self, err := api.AuthTest(actx)
+	cancel()
+	if err != nil {
+		if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
+			switch se.Err {
+			case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type":
+				return fmt.Errorf("SLACK_BOT_TOKEN was rejected by Slack (%s): copy the Bot User OAuth Token from OAuth & Permissions, and reinstall the app if it was revoked", se.Err)
+			}
+		}
+		return fmt.Errorf("check SLACK_BOT_TOKEN with auth.test: %w", err)
+	}
+
+	dir, err := state.Open(o.Env.StateDir)
+	if err != nil {
+		return fmt.Errorf("RUNWATCH_STATE_DIR: %w", err)
+	}
+	for _, r := range b.mon.Config().Runs {
+		if r.Channel == "" {
+			log.Info("run has no channel: no scheduled posts or warnings for it", "run", r.Name)
+		}
+	}
+	sched, err := NewScheduler(b, api, dir, log, metrics)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	app := newSlackApp(ctx, b, api, self, metrics, log)
+	if o.InlineBudget > 0 {
+		app.inline = o.InlineBudget
+	}
+
+	every := o.SampleEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	sampler := NewSampler(b, every, log)
+	sampler.State = dir
+	sampler.LoadState()
+	sampler.OnEvaluate = metrics.ObserveEvaluations
+	sampler.OnSample = sched.RetryPending
+	sampler.Deliver = slackDeliver(b, api, metrics)
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sampler.Run(ctx)
+	}()
+	sched.Start(ctx)
+
+	var srv *http.Server
+	var how []string
+	if modes.http {
+		var hm *httpMode
+		if modes.events {
+			hm = newHTTPMode(app, o.Env.SlackSigningSecret, metrics, log)
+		} else {
+			hm = newHTTPMode(nil, config.Secret{}, metrics, log)
+		}
+		ln := o.Listener
+		if ln == nil {
+			ln, err = net.Listen("tcp", o.Env.HTTPAddr)
+			if err != nil {
+				stop()
+				wg.Wait()
+				sched.Stop(5 * time.Second)
+				return fmt.Errorf("RUNWATCH_HTTP_ADDR: %w", err)
+			}
+		}
+		srv = newHTTPServer(ln.Addr().String(), hm.handler(), log)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("http: %w", err)
+			}
+		}()
+		what := "/healthz and /metrics"
+		if modes.events {
+			what = "Slack events, commands, " + what
+		}
+		how = append(how, fmt.Sprintf("HTTP on %s (%s)", ln.Addr(), what))
+	}
+	if modes.socket {
+		sm := newSocketMode(app, o.Env.SlackAppToken, o.Env.SlackBotToken, o.Env.SlackAPIURL, o.HTTP, log)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sm.run(ctx); err != nil {
+				errc <- err
+			}
+		}()
+		how = append(how, "Socket Mode")
+	}
+	log.Info("runwatch serving", "as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.mon.Config().Runs))
+	if o.Out != nil {
+		fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; serving %s. Ctrl-C stops.\n", self.User, strings.Join(how, " and "))
+	}
+
+	var result error
+	select {
+	case <-ctx.Done():
+	case result = <-errc:
+	}
+	stop()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(sctx)
+		cancel()
+	}
+	sched.Stop(5 * time.Second)
+	app.wait(5 * time.Second)
+	wg.Wait()
+	return result
+}
+
+// slackDeliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
+// thread; a failed post returns its error so the alerter tries again on the next tick.
+func slackDeliver(b *Bot, api *SlackAPI, metrics *Metrics) func(ctx context.Context, p Post) (string, error) {
+	return func(ctx context.Context, p Post) (string, error) {
+		if p.Channel == "" {
+			return "", nil // nowhere to post; logged at start
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		ch, ts, err := api.Post(ctx, b.ChannelID(p.Channel), p.ThreadRef, p.Message)
+		metrics.posted(p.Kind, err)
+		if err == nil {
+			b.LearnChannel(p.Channel, ch)
+		}
+		return ts, err
+	}
+}

@@ -1,0 +1,316 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"runwatch/config"
+)
+
+func TestServeCredentials(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	fake := newSlackFake(t)
+	rejecting := newSlackFake(t)
+	rejecting.authErr = "invalid_auth"
+	noSocket := newSlackFake(t)
+	noSocket.openErr = "invalid_auth"
+	secret := config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5")
+	tests := []struct {
+		name string
+		env  config.Env
+		want string
+	}{
+		{"nothing set", config.Env{}, "no Slack connection configured"},
+		{"HTTP without a signing secret", config.Env{HTTPAddr: "127.0.0.1:0", SlackBotToken: testBotToken}, "SLACK_SIGNING_SECRET is not set"},
+		{"a bot token as the app token", config.Env{SlackAppToken: testBotToken, SlackBotToken: testBotToken}, "SLACK_APP_TOKEN does not start with xapp-"},
+		{"no bot token", config.Env{SlackAppToken: testAppToken}, "SLACK_BOT_TOKEN is not set"},
+		{"a user token as the bot token", config.Env{SlackAppToken: testAppToken, SlackBotToken: config.NewSecret("xoxp-1-2-3-abcdef")}, "SLACK_BOT_TOKEN does not start with xoxb-"},
+		{"a bad API URL", config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: "ftp://example/"}, "SLACK_API_URL"},
+		{"bot token rejected", config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: rejecting.APIURL()}, "SLACK_BOT_TOKEN was rejected by Slack (invalid_auth)"},
+		{"app token rejected", config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: noSocket.APIURL(), StateDir: t.TempDir()}, "SLACK_APP_TOKEN was rejected by Slack (invalid_auth)"},
+		{"HTTP address unusable", config.Env{HTTPAddr: "256.0.0.1:1", SlackSigningSecret: secret, SlackBotToken: testBotToken, SlackAPIURL: fake.APIURL(), StateDir: t.TempDir()}, "RUNWATCH_HTTP_ADDR"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := Serve(ctx, e.bot, ServeOptions{Env: tc.env, SampleEvery: time.Hour})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Serve = %v; want an error containing %q", err, tc.want)
+			}
+			for _, s := range []config.Secret{tc.env.SlackAppToken, tc.env.SlackBotToken, secret} {
+				if s.Set() && strings.Contains(err.Error(), s.Reveal()) {
+					t.Errorf("error %q reveals a credential", err)
+				}
+			}
+		})
+	}
+	if !errors.Is(Serve(context.Background(), e.bot, ServeOptions{}), ErrNoTransport) {
+		t.Errorf("Serve with nothing configured is not ErrNoTransport")
+	}
+}
+
+// serving is one `bot serve` in HTTP mode on a local port.
+type serving struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startServe(t *testing.T, e *botEnv, fake *slackFake, secret string, logs *logBuffer) *serving {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	env := config.Env{SlackBotToken: testBotToken, SlackSigningSecret: config.NewSecret(secret), SlackAPIURL: fake.APIURL(), StateDir: e.stateDir}
+	go func() {
+		s.done <- Serve(ctx, e.bot, ServeOptions{Env: env, Log: logs.logger(), SampleEvery: time.Second, Listener: ln})
+	}()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("Serve after cancel = %v; want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("Serve did not return after cancel")
+	}
+}
+
+func statusPosts(calls []slackCall) []slackCall {
+	var out []slackCall
+	for _, c := range calls {
+		if strings.Contains(c.Form.Get("text"), "synth · status") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
+	metrics := vllmMetrics(t)
+	secret := "8f742231b10e8888abcd99yyyzzz85a5"
+	opts := botOpts{metrics: []string{metrics.URL + "/metrics"}, run: func(r *config.Run) {
+		r.Schedule, r.PostMode = "@every 1s", "update"
+	}}
+	first := newBotEnv(t, opts)
+	fake := newSlackFake(t)
+	logs := &logBuffer{}
+	s := startServe(t, first, fake, secret, logs)
+
+	isStatus := func(c slackCall) bool { return strings.Contains(c.Form.Get("text"), "synth · status") }
+	i, _ := fake.waitMatch(t, 0, "the first status post", func(c slackCall) bool { return c.Method == "chat.postMessage" && isStatus(c) })
+	livingTS := fmt.Sprintf("1700000000.%06d", i+1)
+
+	// An admin snoozes the run's warnings through a signed slash command.
+	body := slashBody("/runwatch", "snooze 2h", "C0SYNTH", "UADMIN", fake.ResponseURL("snooze"))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/commands", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", slackSign(secret, ts, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans struct{ Text string }
+	json.NewDecoder(resp.Body).Decode(&ans)
+	resp.Body.Close()
+	if !strings.Contains(ans.Text, "snoozed for 2 h") {
+		t.Fatalf("snooze answer = %q", ans.Text)
+	}
+	s.stop(t)
+
+	// Restart: a new process (new bot, new monitor) over the same state directory.
+	before := len(fake.Calls(""))
+	second := newBotEnv(t, botOpts{metrics: opts.metrics, run: opts.run, stateDir: first.stateDir})
+	if _, ok := second.mon.SnoozedUntil("synth"); !ok {
+		t.Fatalf("after restart synth is not snoozed")
+	}
+	startServe(t, second, fake, secret, logs)
+	_, update := fake.waitMatch(t, before, "a status after the restart", func(c slackCall) bool {
+		return (c.Method == "chat.update" || c.Method == "chat.postMessage") && isStatus(c)
+	})
+	if update.Method != "chat.update" {
+		t.Fatalf("first status after the restart is a %s; want chat.update of the living message", update.Method)
+	}
+	if update.Form.Get("ts") != livingTS || update.Form.Get("channel") != "CSYNTH" {
+		t.Errorf("after restart chat.update of %s/%s; want the living message CSYNTH/%s", update.Form.Get("channel"), update.Form.Get("ts"), livingTS)
+	}
+	if !strings.Contains(update.Form.Get("text"), "warnings snoozed until") {
+		t.Errorf("updated status = %q; want it to say warnings are snoozed", update.Form.Get("text"))
+	}
+	if n := len(statusPosts(fake.Calls("chat.postMessage"))); n != 1 {
+		t.Errorf("status messages posted = %d; want 1 living message across the restart", n)
+	}
+	if strings.Contains(logs.String(), testBotToken.Reveal()) || strings.Contains(logs.String(), secret) {
+		t.Errorf("a credential reached the log")
+	}
+}
+
+// BenchmarkMentionETA measures an "ETA?" mention end to end: a signed Events API request into HTTP
+// mode, the probes (a vLLM metrics endpoint and a progress log), the answer, and chat.postMessage
+// arriving at the fake Slack. It reports the median.
+func BenchmarkMentionETA(b *testing.B) {
+	metrics := vllmMetrics(b)
+	e := newHTTPEnv(b, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	var durs []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		body := mentionEvent(fmt.Sprintf("EvB%d", i), "<@U111> ETA?", "U222", "C1", fmt.Sprintf("1700000000.%06d", i), "")
+		start := time.Now()
+		resp := e.post(b, "/slack/events", body, nil)
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("event = %d", resp.StatusCode)
+		}
+		for len(e.fake.Calls("chat.postMessage")) < i {
+			<-e.fake.notify
+		}
+		durs = append(durs, time.Since(start))
+	}
+	slices.Sort(durs)
+	if len(durs) > 0 {
+		b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "ms-median")
+		b.ReportMetric(float64(durs[len(durs)*9/10].Microseconds())/1000, "ms-p90")
+	}
+}
+
+func TestWarningsThreadedAndRetried(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	vllm := vllmMetrics(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "engine restarting", http.StatusServiceUnavailable)
+			return
+		}
+		resp, err := http.Get(vllm.URL)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	e := newBotEnv(t, botOpts{metrics: []string{srv.URL + "/metrics"}})
+	fake := newSlackFake(t)
+	api, _ := newTestAPI(t, fake, nil, nil)
+	api.MaxAttempts = 1
+	s := NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = slackDeliver(e.bot, api, nil)
+	ctx := context.Background()
+
+	down.Store(true)
+	s.Tick(ctx) // seen once: a single failure is not worth a warning
+	fake.failNext("chat.postMessage", fakeFailure{status: 500, body: "down"})
+	s.Tick(ctx) // confirmed, but Slack fails: kept for the next tick
+	s.Tick(ctx) // delivered
+	posts := fake.Calls("chat.postMessage")
+	if len(posts) != 2 {
+		t.Fatalf("chat.postMessage calls = %d (%v); want the failed warning and its retry", len(posts), fake.methods())
+	}
+	warning := posts[1]
+	if warning.Form.Get("channel") != "#synth" || warning.Form.Get("thread_ts") != "" || !strings.Contains(warning.Form.Get("text"), "is failing") {
+		t.Errorf("warning = %v; want a new message in #synth saying the metrics endpoint is failing", warning.Form)
+	}
+	warningTS := fmt.Sprintf("1700000000.%06d", len(fake.Calls("")))
+
+	down.Store(false)
+	s.Tick(ctx)
+	posts = fake.Calls("chat.postMessage")
+	if len(posts) != 3 {
+		t.Fatalf("chat.postMessage calls = %d; want the follow-up after recovery", len(posts))
+	}
+	follow := posts[2]
+	if follow.Form.Get("channel") != "CSYNTH" || follow.Form.Get("thread_ts") != warningTS || !strings.Contains(follow.Form.Get("text"), "Resolved") {
+		t.Errorf("follow-up = %v; want 'Resolved' in the warning's thread %s (channel id CSYNTH)", follow.Form, warningTS)
+	}
+}
+
+// TestManifest keeps manifest.yaml in step with the command table and the issue's requirements.
+func TestManifest(t *testing.T) {
+	b, err := os.ReadFile("../manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Features struct {
+			SlashCommands []struct {
+				Command string `yaml:"command"`
+			} `yaml:"slash_commands"`
+		} `yaml:"features"`
+		OAuth struct {
+			Scopes struct {
+				Bot []string `yaml:"bot"`
+			} `yaml:"scopes"`
+		} `yaml:"oauth_config"`
+		Settings struct {
+			Events struct {
+				BotEvents []string `yaml:"bot_events"`
+			} `yaml:"event_subscriptions"`
+			SocketMode bool `yaml:"socket_mode_enabled"`
+		} `yaml:"settings"`
+	}
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		t.Fatalf("manifest.yaml: %v", err)
+	}
+	var cmds []string
+	for _, c := range m.Features.SlashCommands {
+		cmds = append(cmds, c.Command)
+	}
+	want := []string{"/runwatch"}
+	for _, c := range commandTable() {
+		if c.Slash != "" {
+			want = append(want, c.Slash)
+		}
+	}
+	slices.Sort(cmds)
+	slices.Sort(want)
+	checks := []struct {
+		what      string
+		got, want []string
+	}{
+		{"slash commands", cmds, want},
+		{"bot scopes", m.OAuth.Scopes.Bot, []string{"app_mentions:read", "chat:write", "commands", "files:write", "im:history"}},
+		{"bot events", m.Settings.Events.BotEvents, []string{"app_mention", "message.im"}},
+	}
+	for _, c := range checks {
+		if !slices.Equal(c.got, c.want) {
+			t.Errorf("manifest %s = %v; want %v", c.what, c.got, c.want)
+		}
+	}
+	if !m.Settings.SocketMode {
+		t.Errorf("manifest: socket_mode_enabled is false; want Socket Mode on")
+	}
+}

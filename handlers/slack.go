@@ -1,0 +1,656 @@
+package handlers
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"runwatch/config"
+	"runwatch/reports"
+)
+
+// This file is runwatch's one caller of the Slack Web API (SlackAPI) and the Slack conversation
+// both transports share (slackApp): slash commands answered inline or followed up, mentions and
+// direct messages answered once, in the thread they came from.
+
+// Redactor removes credentials from text bound for a log line or an error string: the configured
+// secrets themselves, anything shaped like a Slack token, and Slack webhook URLs.
+type Redactor struct {
+	secrets []string
+}
+
+var (
+	redactToken   = regexp.MustCompile(`\b(xox[a-z]|xapp)-[A-Za-z0-9-]+`)
+	redactWebhook = regexp.MustCompile(`https?://hooks\.slack\.com/[^\s"'<>]+`)
+)
+
+// NewRedactor returns a redactor for the given secrets (unset ones are ignored).
+func NewRedactor(secrets ...config.Secret) *Redactor {
+	r := &Redactor{}
+	for _, s := range secrets {
+		// Very short values would redact ordinary words; no real credential is that short.
+		if v := s.Reveal(); len(v) >= 8 {
+			r.secrets = append(r.secrets, v)
+		}
+	}
+	return r
+}
+
+// Redact returns s with every credential replaced by [redacted].
+func (r *Redactor) Redact(s string) string {
+	// Token shapes first, so a redacted token still says which kind it was.
+	s = redactToken.ReplaceAllString(s, "$1-[redacted]")
+	if r != nil {
+		for _, v := range r.secrets {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return redactWebhook.ReplaceAllString(s, "https://hooks.slack.com/[redacted]")
+}
+
+// RedactLogger wraps a logger so that every message and attribute passes through r.
+func RedactLogger(l *slog.Logger, r *Redactor) *slog.Logger {
+	if l == nil {
+		l = slog.New(slog.DiscardHandler)
+	}
+	return slog.New(redactHandler{h: l.Handler(), r: r})
+}
+
+type redactHandler struct {
+	h slog.Handler
+	r *Redactor
+}
+
+func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
+
+func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.Redact(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.h.Handle(ctx, out)
+}
+
+func (h redactHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.Redact(v.String()))
+	case slog.KindAny:
+		return slog.String(a.Key, h.r.Redact(fmt.Sprint(v.Any())))
+	case slog.KindGroup:
+		g := v.Group()
+		out := make([]slog.Attr, len(g))
+		for i, x := range g {
+			out[i] = h.attr(x)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(out...)}
+	}
+	return slog.Attr{Key: a.Key, Value: v}
+}
+
+func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(as))
+	for i, a := range as {
+		out[i] = h.attr(a)
+	}
+	return redactHandler{h: h.h.WithAttrs(out), r: h.r}
+}
+
+func (h redactHandler) WithGroup(name string) slog.Handler {
+	return redactHandler{h: h.h.WithGroup(name), r: h.r}
+}
+
+// slogWriter turns a library's log.Logger output into debug lines of a (redacting) slog logger.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Debug(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// SlackAPIOptions configure a SlackAPI.
+type SlackAPIOptions struct {
+	Token config.Secret // the bot token (xoxb-)
+	// APIURL is the Web API base (SLACK_API_URL); empty means Slack's.
+	APIURL string
+	// HTTP is the client for every call; nil gets one with a 30 s timeout.
+	HTTP     *http.Client
+	Redactor *Redactor
+	Metrics  *Metrics
+	Log      *slog.Logger
+}
+
+// SlackAPI posts, updates, sends ephemeral messages, uploads files and answers response URLs. Every
+// call is retried in one place: a 429 waits for its Retry-After, a 5xx or a network error backs off
+// exponentially, both bounded by MaxAttempts and by the caller's context. Errors never carry a token.
+type SlackAPI struct {
+	client  *slack.Client
+	http    *http.Client
+	apiURL  *url.URL
+	redact  *Redactor
+	metrics *Metrics
+	log     *slog.Logger
+
+	// MaxAttempts bounds the tries of one call (default 4).
+	MaxAttempts int
+	// Backoff is the first wait after a 5xx or a network error; it doubles up to MaxBackoff.
+	Backoff, MaxBackoff time.Duration
+	// sleep waits d unless ctx ends first; tests record the waits instead.
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// NewSlackAPI builds the Web API client.
+func NewSlackAPI(o SlackAPIOptions) *SlackAPI {
+	if o.HTTP == nil {
+		o.HTTP = &http.Client{Timeout: 30 * time.Second}
+	}
+	if o.APIURL == "" {
+		o.APIURL = slack.APIURL
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	u, _ := url.Parse(o.APIURL)
+	opts := []slack.Option{
+		slack.OptionAPIURL(o.APIURL),
+		slack.OptionHTTPClient(o.HTTP),
+		slack.OptionLog(logLogger(log)),
+	}
+	return &SlackAPI{
+		client: slack.New(o.Token.Reveal(), opts...), http: o.HTTP, apiURL: u, redact: o.Redactor,
+		metrics: o.Metrics, log: log, MaxAttempts: 4, Backoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second,
+		sleep: sleepCtx,
+	}
+}
+
+func logLogger(l *slog.Logger) *log.Logger { return log.New(slogWriter{l}, "", 0) }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SlackError is a failed Web API call after its retries. Its text is redacted; Unwrap gives the
+// SDK's error for classification (errors.As with slack.SlackErrorResponse).
+type SlackError struct {
+	Method string
+	msg    string
+	err    error
+}
+
+// Error returns the redacted message.
+func (e *SlackError) Error() string { return "slack " + e.Method + ": " + e.msg }
+
+// Unwrap returns the SDK's error.
+func (e *SlackError) Unwrap() error { return e.err }
+
+// slackRetryable classifies an error from the SDK: whether another try may succeed, and how long
+// Slack asked us to wait (0: use the backoff).
+func slackRetryable(err error) (retry bool, wait time.Duration, reason string) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false, 0, ""
+	}
+	if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
+		return true, max(rl.RetryAfter, time.Second), "rate_limited"
+	}
+	if sc, ok := errors.AsType[slack.StatusCodeError](err); ok {
+		if sc.Code >= 500 {
+			return true, 0, "server_error"
+		}
+		if sc.Code == http.StatusTooManyRequests {
+			return true, time.Second, "rate_limited"
+		}
+		return false, 0, ""
+	}
+	if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
+		switch se.Err {
+		case "internal_error", "fatal_error", "service_unavailable", "request_timeout":
+			return true, 0, "server_error"
+		case "ratelimited", "rate_limited":
+			return true, time.Second, "rate_limited"
+		}
+		return false, 0, ""
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
+		return true, 0, "network"
+	}
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true, 0, "network"
+	}
+	return false, 0, ""
+}
+
+// call runs f until it succeeds, fails for good, runs out of attempts or ctx ends.
+func (a *SlackAPI) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
+	backoff := a.Backoff
+	attempts := max(a.MaxAttempts, 1)
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = f(ctx)
+		if err == nil {
+			return nil
+		}
+		retry, wait, reason := slackRetryable(err)
+		if !retry || attempt >= attempts || ctx.Err() != nil {
+			break
+		}
+		if wait == 0 {
+			wait = backoff
+			backoff = min(2*backoff, a.MaxBackoff)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			err = fmt.Errorf("%w (the next try, in %s, would be past the deadline)", err, wait.Round(time.Millisecond))
+			break
+		}
+		a.metrics.slackRetry(method, reason)
+		a.log.Debug("slack call failed; retrying", "method", method, "attempt", attempt, "wait", wait, "err", a.redact.Redact(err.Error()))
+		if serr := a.sleep(ctx, wait); serr != nil {
+			break
+		}
+	}
+	return &SlackError{Method: method, msg: a.redact.Redact(err.Error()), err: err}
+}
+
+// fallbackText is the notification text of a message (Slack truncates past 4,000 characters).
+func fallbackText(m reports.Message) string {
+	return truncateRunes(m.Mrkdwn(), 3000)
+}
+
+func msgOptions(m reports.Message) []slack.MsgOption {
+	return []slack.MsgOption{
+		slack.MsgOptionText(fallbackText(m), false),
+		slack.MsgOptionBlocks(m.Blocks()...),
+		slack.MsgOptionDisableLinkUnfurl(),
+		slack.MsgOptionDisableMediaUnfurl(),
+	}
+}
+
+// SlackIdentity is who the bot token belongs to.
+type SlackIdentity struct {
+	UserID, BotID, User, Team string
+}
+
+// AuthTest checks the bot token and says whose it is.
+func (a *SlackAPI) AuthTest(ctx context.Context) (SlackIdentity, error) {
+	var id SlackIdentity
+	err := a.call(ctx, "auth.test", func(ctx context.Context) error {
+		r, err := a.client.AuthTestContext(ctx)
+		if err != nil {
+			return err
+		}
+		id = SlackIdentity{UserID: r.UserID, BotID: r.BotID, User: r.User, Team: r.Team}
+		return nil
+	})
+	return id, err
+}
+
+// Post sends a message to a channel (a reply when threadTS is set) and returns the channel id and
+// the message ts.
+func (a *SlackAPI) Post(ctx context.Context, channel, threadTS string, m reports.Message) (string, string, error) {
+	opts := msgOptions(m)
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	var ch, ts string
+	err := a.call(ctx, "chat.postMessage", func(ctx context.Context) error {
+		var err error
+		ch, ts, err = a.client.PostMessageContext(ctx, channel, opts...)
+		return err
+	})
+	return ch, ts, err
+}
+
+// Update edits a message in place.
+func (a *SlackAPI) Update(ctx context.Context, channel, ts string, m reports.Message) error {
+	return a.call(ctx, "chat.update", func(ctx context.Context) error {
+		_, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, msgOptions(m)...)
+		return err
+	})
+}
+
+// Ephemeral shows a message to one user in a channel (in a thread when threadTS is set).
+func (a *SlackAPI) Ephemeral(ctx context.Context, channel, user, threadTS string, m reports.Message) error {
+	opts := msgOptions(m)
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	return a.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
+		_, err := a.client.PostEphemeralContext(ctx, channel, user, opts...)
+		return err
+	})
+}
+
+// Upload shares a file in a channel (in a thread when threadTS is set) through Slack's external
+// upload flow: files.getUploadURLExternal, the upload, files.completeUploadExternal.
+func (a *SlackAPI) Upload(ctx context.Context, channel, threadTS string, f Attachment) error {
+	if len(f.Data) == 0 {
+		return errors.New("upload: the file is empty")
+	}
+	return a.call(ctx, "files.upload", func(ctx context.Context) error {
+		_, err := a.client.UploadFileContext(ctx, slack.UploadFileParameters{
+			Content: string(f.Data), FileSize: len(f.Data), Filename: f.Name, Title: f.Title,
+			AltTxt: f.AltText, Channel: channel, ThreadTimestamp: threadTS,
+		})
+		return err
+	})
+}
+
+// ResponseURLAllowed reports whether u may receive a slash command's answer: an https Slack URL,
+// or a URL on the configured API host (proxies, tests). Anything else would let a forged payload
+// make the bot post to an arbitrary host.
+func (a *SlackAPI) ResponseURLAllowed(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return false
+	}
+	host := strings.ToLower(p.Hostname())
+	if p.Scheme == "https" && (host == "slack.com" || strings.HasSuffix(host, ".slack.com")) {
+		return true
+	}
+	return a.apiURL != nil && p.Scheme == a.apiURL.Scheme && strings.EqualFold(p.Host, a.apiURL.Host)
+}
+
+// Respond answers a slash command through its response_url.
+func (a *SlackAPI) Respond(ctx context.Context, responseURL string, m reports.Message, ephemeral bool) error {
+	if !a.ResponseURLAllowed(responseURL) {
+		return &SlackError{Method: "response_url", msg: "refusing to post to a response_url that is not a Slack URL"}
+	}
+	blocks := slack.Blocks{BlockSet: m.Blocks()}
+	msg := &slack.WebhookMessage{Text: fallbackText(m), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
+	if ephemeral {
+		msg.ResponseType = slack.ResponseTypeEphemeral
+	}
+	err := a.call(ctx, "response_url", func(ctx context.Context) error {
+		err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			// The URL itself is a credential of sorts: keep it out of the error.
+			return fmt.Errorf("post: %w", ue.Err)
+		}
+		return err
+	})
+	if se, ok := errors.AsType[*SlackError](err); ok {
+		se.msg = strings.ReplaceAll(se.msg, responseURL, "[response_url]")
+	}
+	return err
+}
+
+// slackSeen remembers the last max keys (event ids, envelope ids, signatures), least recently
+// seen first out, so a redelivered request is recognised without unbounded memory.
+type slackSeen struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List
+	keys  map[string]*list.Element
+}
+
+func newSlackSeen(max int) *slackSeen {
+	return &slackSeen{max: max, order: list.New(), keys: map[string]*list.Element{}}
+}
+
+// first records key and reports whether it is new. An empty key is always new.
+func (s *slackSeen) first(key string) bool {
+	if key == "" {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.keys[key]; ok {
+		s.order.MoveToFront(e)
+		return false
+	}
+	s.keys[key] = s.order.PushFront(key)
+	for s.order.Len() > s.max {
+		old := s.order.Back()
+		s.order.Remove(old)
+		delete(s.keys, old.Value.(string))
+	}
+	return true
+}
+
+// slackApp is the Slack conversation both transports share.
+type slackApp struct {
+	bot     *Bot
+	api     *SlackAPI
+	log     *slog.Logger
+	metrics *Metrics
+	self    SlackIdentity
+	seen    *slackSeen
+	// inline is how long a slash command may take before it is acknowledged with "working on it"
+	// and answered through its response_url; Slack allows 3 s.
+	inline time.Duration
+	// base outlives the request that started an answer: follow-ups continue after the ack.
+	base  context.Context
+	slots chan struct{} // bounds concurrent answers on a small shared machine
+	wg    sync.WaitGroup
+}
+
+const defaultInlineBudget = 2500 * time.Millisecond
+
+func newSlackApp(base context.Context, b *Bot, api *SlackAPI, self SlackIdentity, m *Metrics, log *slog.Logger) *slackApp {
+	return &slackApp{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(4096),
+		inline: defaultInlineBudget, base: base, slots: make(chan struct{}, 8)}
+}
+
+// wait waits for answers in flight, at most d.
+func (s *slackApp) wait(d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+// slashRequest is a slash command as both transports deliver it.
+type slashRequest struct {
+	Command, Text, Channel, ChannelName, User, ResponseURL string
+}
+
+func (s *slackApp) slashToRequest(sc slashRequest) Request {
+	req := Request{Text: sc.Text, Channel: sc.Channel, ChannelName: sc.ChannelName, User: sc.User, Source: "slash"}
+	for _, c := range s.bot.Commands() {
+		if c.Slash != "" && c.Slash == sc.Command {
+			req.Command = c.Name
+		}
+	}
+	if req.Command == "" && sc.Command == "/runwatch" && strings.TrimSpace(sc.Text) == "" {
+		req.Command = "help"
+	}
+	return req
+}
+
+// slash answers a slash command: inline when the answer is ready within the inline budget,
+// otherwise a "working on it" acknowledgement now and the answer through response_url later.
+func (s *slackApp) slash(sc slashRequest) *slack.WebhookMessage {
+	req := s.slashToRequest(sc)
+	start := time.Now()
+	done := make(chan Reply, 1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		done <- s.bot.Ask(s.base, req)
+	}()
+	t := time.NewTimer(s.inline)
+	defer t.Stop()
+	select {
+	case rep := <-done:
+		s.metrics.answered("slash", time.Since(start))
+		if rep.Attachment != nil {
+			s.background(func(ctx context.Context) { s.upload(ctx, sc.Channel, "", *rep.Attachment) })
+		}
+		return slashMessage(rep)
+	case <-t.C:
+	}
+	s.background(func(ctx context.Context) {
+		var rep Reply
+		select {
+		case rep = <-done:
+		case <-ctx.Done():
+			return
+		}
+		s.metrics.answered("slash", time.Since(start))
+		s.followUp(ctx, sc, rep)
+	})
+	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
+		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}
+}
+
+func slashMessage(rep Reply) *slack.WebhookMessage {
+	blocks := slack.Blocks{BlockSet: rep.Message.Blocks()}
+	msg := &slack.WebhookMessage{Text: fallbackText(rep.Message), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
+	if rep.Ephemeral {
+		msg.ResponseType = slack.ResponseTypeEphemeral
+	}
+	return msg
+}
+
+// followUp delivers a slash command's answer after the acknowledgement: through response_url, or
+// as a message when that fails.
+func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := errors.New("no response_url")
+	if sc.ResponseURL != "" {
+		err = s.api.Respond(ctx, sc.ResponseURL, rep.Message, rep.Ephemeral)
+		s.metrics.posted("response", err)
+	}
+	if err != nil {
+		s.log.Warn("slash command follow-up via response_url failed; posting instead", "err", err)
+		if rep.Ephemeral {
+			err = s.api.Ephemeral(ctx, sc.Channel, sc.User, "", rep.Message)
+			s.metrics.posted("ephemeral", err)
+		} else {
+			_, _, err = s.api.Post(ctx, sc.Channel, "", rep.Message)
+			s.metrics.posted("answer", err)
+		}
+		if err != nil {
+			s.log.Warn("slash command answer lost", "command", sc.Command, "err", err)
+		}
+	}
+	if rep.Attachment != nil {
+		s.upload(ctx, sc.Channel, "", *rep.Attachment)
+	}
+}
+
+func (s *slackApp) upload(ctx context.Context, channel, thread string, f Attachment) {
+	err := s.api.Upload(ctx, channel, thread, f)
+	s.metrics.posted("upload", err)
+	if err != nil {
+		s.log.Warn("file upload failed", "file", f.Name, "err", err)
+	}
+}
+
+// detach runs f in a goroutine the app waits for on shutdown.
+func (s *slackApp) detach(f func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f(s.base)
+	}()
+}
+
+// background runs f in a goroutine the app waits for on shutdown, bounded by the answer slots.
+func (s *slackApp) background(f func(ctx context.Context)) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		case <-s.base.Done():
+			return
+		}
+		f(s.base)
+	}()
+}
+
+// chatRequest is a mention or a direct message to answer.
+type chatRequest struct {
+	req    Request
+	thread string
+}
+
+// event handles one Events API callback: it decides at once whether to answer (never twice for
+// one event id, never to a bot or to itself, never to edits or joins) and answers in the background.
+func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
+	if !s.seen.first("event:" + eventID) {
+		s.metrics.event("duplicate")
+		return
+	}
+	var cr chatRequest
+	switch in := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if in.BotID != "" || in.User == "" || in.User == s.self.UserID || in.Edited != nil {
+			s.metrics.event("ignored")
+			return
+		}
+		thread := in.ThreadTimeStamp
+		if thread == "" {
+			thread = in.TimeStamp
+		}
+		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "mention"}, thread: thread}
+	case *slackevents.MessageEvent:
+		if in.ChannelType != "im" || in.SubType != "" || in.BotID != "" || in.User == "" || in.User == s.self.UserID {
+			s.metrics.event("ignored")
+			return
+		}
+		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "dm"}, thread: in.ThreadTimeStamp}
+	default:
+		s.metrics.event("ignored")
+		return
+	}
+	s.metrics.event("answered")
+	s.background(func(ctx context.Context) { s.answer(ctx, cr) })
+}
+
+// answer asks the bot and posts the reply where the question was asked.
+func (s *slackApp) answer(ctx context.Context, cr chatRequest) {
+	start := time.Now()
+	rep := s.bot.Ask(ctx, cr.req)
+	s.metrics.answered(cr.req.Source, time.Since(start))
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var err error
+	kind := "answer"
+	if rep.Ephemeral && cr.req.Source == "mention" {
+		kind = "ephemeral"
+		err = s.api.Ephemeral(ctx, cr.req.Channel, cr.req.User, cr.thread, rep.Message)
+	} else {
+		_, _, err = s.api.Post(ctx, cr.req.Channel, cr.thread, rep.Message)
+	}
+	s.metrics.posted(kind, err)
+	if err != nil {
+		s.log.Warn("answer not delivered", "channel", cr.req.Channel, "intent", rep.Intent, "err", err)
+		return
+	}
+	if rep.Attachment != nil {
+		s.upload(ctx, cr.req.Channel, cr.thread, *rep.Attachment)
+	}
+}

@@ -1,0 +1,141 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"runwatch/config"
+)
+
+// socketMode is the Socket Mode transport: apps.connections.open (on SLACK_API_URL's base) hands out
+// a websocket URL, Slack pushes envelopes over it, and every envelope is acknowledged at once.
+// The SDK reconnects by itself when Slack asks it to or the connection dies.
+type socketMode struct {
+	app    *slackApp
+	client *socketmode.Client
+	log    *slog.Logger
+}
+
+func newSocketMode(app *slackApp, appToken, botToken config.Secret, apiURL string, hc *http.Client, log *slog.Logger) *socketMode {
+	if apiURL == "" {
+		apiURL = slack.APIURL
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	api := slack.New(botToken.Reveal(), slack.OptionAPIURL(apiURL), slack.OptionAppLevelToken(appToken.Reveal()),
+		slack.OptionHTTPClient(hc), slack.OptionLog(logLogger(log)))
+	client := socketmode.New(api, socketmode.OptionLog(logLogger(log)), socketmode.OptionReadLimit(1<<20))
+	return &socketMode{app: app, client: client, log: log}
+}
+
+// errAppTokenRejected explains a rejected app-level token without showing it.
+func errAppTokenRejected(code string) error {
+	return fmt.Errorf("SLACK_APP_TOKEN was rejected by Slack (%s): create an app-level token with the connections:write scope under Basic Information → App-Level Tokens, and enable Socket Mode", code)
+}
+
+// run connects and answers until ctx ends (nil) or the connection fails for good (an error
+// naming the variable to fix when the token is the problem).
+func (sm *socketMode) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- sm.client.RunContext(ctx) }()
+	for {
+		select {
+		case <-ctx.Done():
+			<-errc
+			return nil
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return nil
+			}
+			switch msg := err.Error(); msg {
+			case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "not_allowed_token_type":
+				return errAppTokenRejected(msg)
+			}
+			if sc, ok := errors.AsType[slack.StatusCodeError](err); ok && sc.Code == http.StatusNotFound {
+				return errAppTokenRejected(sc.Status)
+			}
+			return fmt.Errorf("socket mode: %w", err)
+		case evt := <-sm.client.Events:
+			sm.handle(ctx, evt)
+		}
+	}
+}
+
+func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
+	switch evt.Type {
+	case socketmode.EventTypeConnecting:
+		sm.log.Debug("connecting to Slack (Socket Mode)")
+	case socketmode.EventTypeConnected:
+		sm.log.Info("connected to Slack (Socket Mode)")
+	case socketmode.EventTypeConnectionError:
+		if e, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
+			sm.log.Warn("Socket Mode connection failed; retrying", "attempt", e.Attempt, "backoff", e.Backoff, "err", e.ErrorObj)
+		}
+	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage, socketmode.EventTypeErrorWriteFailed:
+		sm.log.Warn("Socket Mode message error", "type", string(evt.Type), "data", fmt.Sprint(evt.Data))
+	case socketmode.EventTypeEventsAPI:
+		req := evt.Request
+		if req == nil {
+			return
+		}
+		// Decide (and start answering) before acknowledging: both take microseconds, and once Slack
+		// has the acknowledgement the decision has been made.
+		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
+		switch {
+		case !sm.app.seen.first("envelope:" + req.EnvelopeID):
+			sm.app.metrics.event("duplicate")
+		case ok:
+			id := req.EnvelopeID
+			if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
+				id = cb.EventID
+			}
+			sm.app.event(id, ev)
+		}
+		sm.ack(ctx, req.EnvelopeID, nil)
+	case socketmode.EventTypeSlashCommand:
+		req := evt.Request
+		cmd, ok := evt.Data.(slack.SlashCommand)
+		if req == nil || !ok {
+			return
+		}
+		if !sm.app.seen.first("envelope:" + req.EnvelopeID) {
+			sm.ack(ctx, req.EnvelopeID, nil)
+			return
+		}
+		// The answer may take the whole inline budget: do not hold up other envelopes meanwhile.
+		sm.app.detach(func(bctx context.Context) {
+			sc := slashRequest{Command: cmd.Command, Text: cmd.Text, Channel: cmd.ChannelID, ChannelName: cmd.ChannelName,
+				User: cmd.UserID, ResponseURL: cmd.ResponseURL}
+			msg := sm.app.slash(sc)
+			if err := sm.client.AckCtx(ctx, req.EnvelopeID, msg); err != nil {
+				// Too big for an acknowledgement (20 KB): acknowledge, then answer through response_url.
+				sm.log.Debug("slash answer does not fit the acknowledgement; following up", "err", err)
+				sm.ack(ctx, req.EnvelopeID, nil)
+				rep := sm.app.bot.Ask(bctx, sm.app.slashToRequest(sc))
+				sm.app.followUp(bctx, sc, rep)
+			}
+		})
+	case socketmode.EventTypeInteractive:
+		if evt.Request != nil {
+			sm.ack(ctx, evt.Request.EnvelopeID, nil)
+		}
+	case socketmode.EventTypeHello, socketmode.EventTypeDisconnect:
+		sm.log.Debug("Socket Mode", "type", string(evt.Type))
+	}
+}
+
+func (sm *socketMode) ack(ctx context.Context, envelope string, payload any) {
+	if err := sm.client.AckCtx(ctx, envelope, payload); err != nil && ctx.Err() == nil {
+		sm.log.Warn("Socket Mode acknowledgement failed", "envelope", envelope, "err", err)
+	}
+}

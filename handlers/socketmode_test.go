@@ -1,0 +1,323 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// socketAck is an acknowledgement the client sent back.
+type socketAck struct {
+	EnvelopeID string          `json:"envelope_id"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// socketFake speaks Slack's side of Socket Mode on a local websocket: it greets each connection
+// with a hello from the fixtures, pings like Slack, forwards envelopes and collects acks.
+type socketFake struct {
+	t     *testing.T
+	srv   *httptest.Server
+	hello [][]byte // hello per connection, in turn
+
+	mu    sync.Mutex
+	conn  *websocket.Conn
+	conns int
+	acks  []socketAck
+	wmu   sync.Mutex // serialises writes to conn
+	event chan struct{}
+}
+
+func newSocketFake(t *testing.T, hello ...[]byte) *socketFake {
+	t.Helper()
+	f := &socketFake{t: t, hello: hello, event: make(chan struct{}, 1)}
+	// Slack's client sends Origin: https://api.slack.com; any origin is fine for the fake.
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		h := f.hello[min(f.conns, len(f.hello)-1)]
+		f.conn = c
+		f.conns++
+		f.mu.Unlock()
+		f.write(c, websocket.TextMessage, h)
+		f.wmu.Lock()
+		c.WriteControl(websocket.PingMessage, []byte("ping"), time.Now().Add(time.Second))
+		f.wmu.Unlock()
+		f.signal()
+		for {
+			_, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			var a socketAck
+			if json.Unmarshal(msg, &a) == nil && a.EnvelopeID != "" {
+				f.mu.Lock()
+				f.acks = append(f.acks, a)
+				f.mu.Unlock()
+				f.signal()
+			}
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *socketFake) URL() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/link" }
+
+func (f *socketFake) signal() {
+	select {
+	case f.event <- struct{}{}:
+	default:
+	}
+}
+
+func (f *socketFake) write(c *websocket.Conn, typ int, b []byte) {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	if err := c.WriteMessage(typ, b); err != nil {
+		f.t.Errorf("websocket write: %v", err)
+	}
+}
+
+// send pushes an envelope to the current connection.
+func (f *socketFake) send(b []byte) {
+	f.mu.Lock()
+	c := f.conn
+	f.mu.Unlock()
+	f.write(c, websocket.TextMessage, b)
+}
+
+func (f *socketFake) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for !cond() {
+		select {
+		case <-f.event:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("waited 20s for %s", what)
+		}
+	}
+}
+
+func (f *socketFake) connections() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.conns
+}
+
+// waitAck waits for the acknowledgement of an envelope.
+func (f *socketFake) waitAck(t *testing.T, envelope string) socketAck {
+	t.Helper()
+	var got socketAck
+	f.waitFor(t, "the ack of "+envelope, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, a := range f.acks {
+			if a.EnvelopeID == envelope {
+				got = a
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// fixtureWith decodes a JSON fixture, lets edit change it, and encodes it again.
+func fixtureWith(t *testing.T, name string, edit func(m map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(readFixture(t, name), &m); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(m)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type socketEnv struct {
+	*botEnv
+	fake   *slackFake
+	ws     *socketFake
+	app    *slackApp
+	done   chan error
+	cancel context.CancelFunc
+	logs   *logBuffer
+}
+
+func newSocketEnv(t *testing.T, o botOpts) *socketEnv {
+	t.Helper()
+	e := &socketEnv{botEnv: newBotEnv(t, o), fake: newSlackFake(t), logs: &logBuffer{}, done: make(chan error, 1)}
+	e.ws = newSocketFake(t, readFixture(t, "slack_socketmode_hello_pysdk.json"), readFixture(t, "slack_socketmode_hello_slackgo.json"))
+	e.fake.wsURL = e.ws.URL()
+	log := RedactLogger(e.logs.logger(), NewRedactor(testBotToken, testAppToken))
+	api, _ := newTestAPI(t, e.fake, log, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.app = newSlackApp(ctx, e.bot, api, SlackIdentity{UserID: "U111"}, nil, log)
+	sm := newSocketMode(e.app, testAppToken, testBotToken, e.fake.APIURL(), nil, log)
+	go func() { e.done <- sm.run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-e.done:
+			if err != nil {
+				t.Errorf("socket mode run = %v; want nil after cancel", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("socket mode did not stop")
+		}
+		e.app.wait(10 * time.Second)
+		if l := e.logs.String(); strings.Contains(l, testAppToken.Reveal()) || strings.Contains(l, testBotToken.Reveal()) {
+			t.Errorf("a token reached the log:\n%s", l)
+		}
+	})
+	return e
+}
+
+func TestSocketMode(t *testing.T) {
+	metrics := vllmMetrics(t)
+	e := newSocketEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
+	if opens := e.fake.Calls("apps.connections.open"); len(opens) != 1 {
+		t.Fatalf("apps.connections.open calls = %d; want 1", len(opens))
+	}
+
+	// The real app_mention envelope: it mentions only the bot, so the answer is the short help,
+	// shown to the asker in the thread of the mention.
+	mention := readFixture(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json")
+	e.ws.send(mention)
+	e.ws.waitAck(t, "cda4159a-72a5-4744-aba3-4d66eb52682b")
+	e.app.wait(10 * time.Second)
+	eph := e.fake.wait(t, "chat.postEphemeral", 1)
+	if c := eph[0]; c.Form.Get("channel") != "C111" || c.Form.Get("user") != "U222" || c.Form.Get("thread_ts") != "1610241741.000200" ||
+		!strings.Contains(c.Form.Get("text"), "Try one of these") {
+		t.Errorf("answer to the fixture mention = %v; want the short help to U222 in C111, thread 1610241741.000200", c.Form)
+	}
+
+	// Redelivered: the same envelope, then the same event in a new envelope (Slack's retry).
+	e.ws.send(mention)
+	retry := fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
+		m["envelope_id"] = "retry-envelope-1"
+		m["retry_attempt"] = 1
+		m["retry_reason"] = "timeout"
+	})
+	e.ws.send(retry)
+	e.ws.waitAck(t, "retry-envelope-1")
+	e.app.wait(10 * time.Second)
+	if n := len(e.fake.Calls("chat.postEphemeral")) + len(e.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("answers after two redeliveries = %d; want still 1", n)
+	}
+
+	// A question in the same shape, asked by a person; and the same mention written by the bot.
+	eta := fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
+		m["envelope_id"] = "env-eta"
+		p := m["payload"].(map[string]any)
+		p["event_id"] = "Ev-eta"
+		p["event"].(map[string]any)["text"] = "<@U111> ETA?"
+	})
+	self := fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
+		m["envelope_id"] = "env-self"
+		p := m["payload"].(map[string]any)
+		p["event_id"] = "Ev-self"
+		p["event"].(map[string]any)["user"] = "U111"
+	})
+	e.ws.send(self)
+	e.ws.send(eta)
+	e.ws.waitAck(t, "env-eta")
+	e.ws.waitAck(t, "env-self")
+	e.app.wait(10 * time.Second)
+	posts := e.fake.wait(t, "chat.postMessage", 1)
+	if len(posts) != 1 || posts[0].Form.Get("thread_ts") != "1610241741.000200" || !strings.Contains(posts[0].blocksText(t), "synth · ETA") {
+		t.Errorf("posts = %d; want one ETA answer in the mention's thread (and nothing for the bot's own mention)", len(posts))
+	}
+
+	// Slash commands: the answer rides in the acknowledgement.
+	tests := []struct {
+		name, command, envelope string
+		ephemeral               bool
+		want                    string
+	}{
+		{"not ours", "", "1d3c79ab-0ffb-41f3-a080-d19e85f53649", true, "Try one of these"},
+		{"eta", "/eta", "slash-eta", false, "synth · ETA"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := fixtureWith(t, "slack_socketmode_slash_commands_envelope_pysdk.json", func(m map[string]any) {
+				m["envelope_id"] = tc.envelope
+				if tc.command != "" {
+					m["payload"].(map[string]any)["command"] = tc.command
+				}
+			})
+			e.ws.send(env)
+			ack := e.ws.waitAck(t, tc.envelope)
+			var msg struct {
+				Text         string            `json:"text"`
+				ResponseType string            `json:"response_type"`
+				Blocks       []json.RawMessage `json:"blocks"`
+			}
+			if err := json.Unmarshal(ack.Payload, &msg); err != nil {
+				t.Fatalf("ack payload %s: %v", ack.Payload, err)
+			}
+			if (msg.ResponseType == "ephemeral") != tc.ephemeral || !strings.Contains(msg.Text, tc.want) || len(msg.Blocks) == 0 {
+				t.Errorf("ack payload = %+v; want ephemeral %v with %q and blocks", msg, tc.ephemeral, tc.want)
+			}
+		})
+	}
+
+	// Interactivity is acknowledged, without a payload.
+	e.ws.send(readFixture(t, "slack_socketmode_interactive_shortcut_envelope_pysdk.json"))
+	if ack := e.ws.waitAck(t, "57d6a792-4d35-4d0b-b6aa-3361493e1caf"); len(ack.Payload) != 0 && string(ack.Payload) != "null" {
+		t.Errorf("interactive ack payload = %s; want none", ack.Payload)
+	}
+
+	// Slack asks the client to reconnect: it opens a new connection and keeps answering.
+	e.ws.send(readFixture(t, "slack_socketmode_disconnect_slackgo.json"))
+	e.ws.waitFor(t, "the second connection", func() bool { return e.ws.connections() == 2 })
+	if opens := e.fake.Calls("apps.connections.open"); len(opens) != 2 {
+		t.Errorf("apps.connections.open calls = %d; want 2 after the disconnect", len(opens))
+	}
+	dm := []byte(`{"envelope_id":"env-dm","type":"events_api","accepts_response_payload":false,"payload":{"type":"event_callback","team_id":"T111","event_id":"Ev-dm",` +
+		`"event":{"type":"message","channel_type":"im","channel":"D111","user":"U222","text":"is it stuck?","ts":"1610241800.000100"}}}`)
+	e.ws.send(dm)
+	e.ws.waitAck(t, "env-dm")
+	e.app.wait(10 * time.Second)
+	posts = e.fake.wait(t, "chat.postMessage", 2)
+	if p := posts[1]; p.Form.Get("channel") != "D111" || !strings.Contains(p.blocksText(t), "synth · progress") {
+		t.Errorf("DM answer after reconnecting = %v; want the progress answer in D111", p.Form)
+	}
+}
+
+func TestSocketModeRejectedAppToken(t *testing.T) {
+	e := &socketEnv{botEnv: newBotEnv(t, botOpts{}), fake: newSlackFake(t)}
+	e.fake.openErr = "invalid_auth"
+	log := (&logBuffer{}).logger()
+	api, _ := newTestAPI(t, e.fake, log, nil)
+	app := newSlackApp(context.Background(), e.bot, api, SlackIdentity{UserID: "U111"}, nil, log)
+	sm := newSocketMode(app, testAppToken, testBotToken, e.fake.APIURL(), nil, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := sm.run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "SLACK_APP_TOKEN") || !strings.Contains(err.Error(), "invalid_auth") {
+		t.Fatalf("run with a rejected app token = %v; want an error naming SLACK_APP_TOKEN", err)
+	}
+	if strings.Contains(err.Error(), testAppToken.Reveal()) {
+		t.Errorf("error shows the token: %v", err)
+	}
+}
