@@ -1,0 +1,336 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"runwatch/config"
+	"runwatch/handlers"
+	"runwatch/monitor"
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+// app is one invocation's wiring: streams, settings, and what the subcommand builds.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	log            *slog.Logger
+	configPath     string
+	cmd            *command
+
+	env  config.Env
+	file *config.File
+	demo *demoJob
+}
+
+// flags returns a flag set for the current command with the shared --config flag.
+func (a *app) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("bot "+a.cmd.name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.StringVar(&a.configPath, "config", a.configPath, "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else the built-in default)")
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "%s\n\nusage: %s\n\nflags:\n", a.cmd.summary, a.cmd.usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	// Allow flags after positional arguments too: `bot ask "ETA?" --json`.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// setup loads .env, the environment and the run file (or the demo's).
+func (a *app) setup(ctx context.Context, demo bool) error {
+	if err := config.LoadDotEnv(".env"); err != nil {
+		return err
+	}
+	env, err := config.LoadEnv(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	a.env = env
+	if demo {
+		d, err := startDemo(ctx, a.log)
+		if err != nil {
+			return fmt.Errorf("start the demo: %w", err)
+		}
+		a.demo = d
+		a.file = d.file
+		if a.env.StateDir == "" || !envSet("RUNWATCH_STATE_DIR") {
+			a.env.StateDir = d.stateDir
+		}
+		return nil
+	}
+	path, err := config.Locate(a.configPath, env.ConfigPath)
+	if err != nil {
+		return err
+	}
+	if path == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fmt.Errorf("find the working directory: %w", err)
+		}
+		a.file = config.Default(wd)
+		return nil
+	}
+	f, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	a.file = f
+	return nil
+}
+
+func envSet(k string) bool {
+	_, ok := os.LookupEnv(k)
+	return ok
+}
+
+func (a *app) close() {
+	if a.demo != nil {
+		a.demo.Close()
+	}
+}
+
+// monitor builds the monitor. Long-lived commands own the state directory; one-shot commands only
+// read it, so they never race a running `bot serve`.
+func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
+	var dir *state.Dir
+	if longLived {
+		d, err := state.Open(a.env.StateDir)
+		if err != nil {
+			a.log.Warn("state directory unusable; history kept in memory only", "dir", a.env.StateDir, "err", err)
+		} else {
+			dir = d
+		}
+	} else if _, err := os.Stat(a.env.StateDir); err == nil {
+		dir, _ = state.Open(a.env.StateDir)
+	}
+	o := monitor.Options{ProcRoot: a.env.ProcRoot, ProbeTimeout: a.env.ProbeTimeout, State: dir, ReadOnly: !longLived}
+	if a.demo != nil {
+		o.Now = a.demo.Now
+	}
+	m, problems, err := monitor.New(a.file, o)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range problems {
+		a.log.Warn("state", "probe", p.Probe, "err", p.Error)
+	}
+	return m, nil
+}
+
+func (a *app) bot(m *monitor.Monitor) *handlers.Bot {
+	return handlers.NewBot(m, time.Local, a.env)
+}
+
+func runConsole(ctx context.Context, a *app, args []string) error {
+	fs := a.flags()
+	demo := fs.Bool("demo", false, "watch a simulated vLLM job (metrics endpoint, progress log, output directory) at accelerated time")
+	noSample := fs.Bool("no-sample", false, "do not sample in the background (answers still probe live)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"console takes no arguments; type questions on standard input"}
+	}
+	if err := a.setup(ctx, *demo); err != nil {
+		return err
+	}
+	defer a.close()
+	m, err := a.monitor(true)
+	if err != nil {
+		return err
+	}
+	b := a.bot(m)
+	c := &handlers.Console{Bot: b, In: a.stdin, Out: a.stdout}
+	if isTerminal(a.stdin) {
+		c.Prompt = "runwatch> "
+		fmt.Fprintf(a.stdout, "runwatch console: %s from %s. Ask \"help\" for what I can answer; Ctrl-D quits.\n",
+			reports.Plural(len(a.file.Runs), "run", "runs"), a.file.Source)
+		if a.demo != nil {
+			fmt.Fprintf(a.stdout, "Demo: a simulated vLLM job at %gx speed; metrics at %s, log at %s.\n", a.demo.speed, a.demo.MetricsURL, a.demo.LogPath)
+		}
+	}
+	if !*noSample {
+		s := handlers.NewSampler(b, a.sampleInterval(), a.log)
+		s.Notify = func(msg reports.Message) { c.Notify(msg.Text()) }
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go s.Run(sctx)
+	}
+	return c.Run(ctx)
+}
+
+func (a *app) sampleInterval() time.Duration {
+	if a.demo != nil {
+		return a.demo.sampleEvery
+	}
+	return a.env.SampleInterval
+}
+
+func runAsk(ctx context.Context, a *app, args []string) error {
+	fs := a.flags()
+	asJSON := fs.Bool("json", false, `print {"intent", "run", "text"} plus the data behind the answer as JSON`)
+	run := fs.String("run", "", "the run to ask about (default: named in the question, or the only run)")
+	demo := fs.Bool("demo", false, "ask about a simulated job")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return usageError{"give the question as an argument, e.g. bot ask \"ETA?\""}
+	}
+	question := strings.Join(fs.Args(), " ")
+	if err := a.setup(ctx, *demo); err != nil {
+		return err
+	}
+	defer a.close()
+	if a.demo != nil {
+		a.demo.warmUp(ctx)
+	}
+	m, err := a.monitor(false)
+	if err != nil {
+		return err
+	}
+	rep := a.bot(m).Ask(ctx, handlers.Request{Text: question, Run: *run, Source: "cli"})
+	if *asJSON {
+		out := map[string]any{}
+		for k, v := range rep.Data {
+			out[k] = v
+		}
+		out["intent"], out["run"], out["text"] = rep.Intent, rep.Run, rep.Message.Text()
+		return writeJSON(a.stdout, out)
+	}
+	fmt.Fprintln(a.stdout, rep.Message.Text())
+	if rep.Refused {
+		return errors.New("refused")
+	}
+	return nil
+}
+
+func runStatus(ctx context.Context, a *app, args []string) error {
+	fs := a.flags()
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	run := fs.String("run", "", "only this run")
+	demo := fs.Bool("demo", false, "the status of a simulated job")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"status takes no arguments"}
+	}
+	if err := a.setup(ctx, *demo); err != nil {
+		return err
+	}
+	defer a.close()
+	if a.demo != nil {
+		a.demo.warmUp(ctx)
+	}
+	m, err := a.monitor(false)
+	if err != nil {
+		return err
+	}
+	var st reports.Status
+	if *run != "" {
+		rs, err := m.RunStatus(ctx, *run, monitor.All)
+		if err != nil {
+			return err
+		}
+		st = reports.Status{GeneratedAt: m.Now().UTC(), Runs: []reports.RunStatus{rs}}
+	} else {
+		st = m.Status(ctx, monitor.All)
+	}
+	if *asJSON {
+		return writeJSON(a.stdout, st)
+	}
+	for i, rs := range st.Runs {
+		if i > 0 {
+			fmt.Fprintln(a.stdout)
+		}
+		fmt.Fprintln(a.stdout, reports.RenderStatus(rs, m.Now(), time.Local).Text())
+	}
+	return nil
+}
+
+func runServe(ctx context.Context, a *app, args []string) error {
+	fs := a.flags()
+	demo := fs.Bool("demo", false, "watch a simulated vLLM job at accelerated time")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"serve takes no arguments"}
+	}
+	if err := a.setup(ctx, *demo); err != nil {
+		return err
+	}
+	defer a.close()
+	m, err := a.monitor(true)
+	if err != nil {
+		return err
+	}
+	b := a.bot(m)
+	return handlers.Serve(ctx, b, handlers.ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout})
+}
+
+func runReplay(ctx context.Context, a *app, args []string) error {
+	fs := a.flags()
+	trace := fs.String("trace", "", "the trace file: JSONL, one observation per line ({\"t\", \"done\", \"total\", ...}); - for stdin")
+	asJSON := fs.Bool("json", true, "print one JSON line per input line (the default; --json=false prints text)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *trace == "" {
+		return usageError{"--trace FILE is required"}
+	}
+	var in io.Reader = a.stdin
+	if *trace != "-" {
+		f, err := os.Open(*trace)
+		if err != nil {
+			return fmt.Errorf("open trace: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	return replay(in, a.stdout, *asJSON)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,128 @@
+// Command bot is runwatch: a chat-ops bot that answers "ETA?", "are we writing to /shared?" and
+// "will the hidden states fit?" about long ML runs, in Slack, in a terminal console, or one
+// question at a time.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// exit codes
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+type command struct {
+	name    string
+	summary string
+	usage   string
+	run     func(ctx context.Context, a *app, args []string) error
+}
+
+var commands = []command{
+	{"console", "answer questions typed in the terminal, one per line (EOF exits)", "bot console [--demo] [--config PATH]", runConsole},
+	{"ask", "answer one question and exit", `bot ask [--json] [--run NAME] [--demo] [--config PATH] "QUESTION"`, runAsk},
+	{"status", "print the status summary of every configured run", "bot status [--json] [--run NAME] [--demo] [--config PATH]", runStatus},
+	{"serve", "run the long-lived bot: sampler, scheduled posts, warnings, Slack", "bot serve [--demo] [--config PATH]", runServe},
+	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json]", runReplay},
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// usageError is a command-line mistake: exit 2 after saying what was wrong.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	global := flag.NewFlagSet("bot", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	configPath := global.String("config", "", "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else the built-in default)")
+	global.Usage = func() { topUsage(stderr) }
+	if err := global.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	rest := global.Args()
+	if len(rest) == 0 {
+		topUsage(stderr)
+		return exitUsage
+	}
+	if rest[0] == "help" {
+		if len(rest) > 1 {
+			rest = []string{rest[1], "--help"}
+		} else {
+			topUsage(stdout)
+			return exitOK
+		}
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == rest[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "bot: unknown command %q\n\n", rest[0])
+		topUsage(stderr)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, configPath: *configPath, cmd: cmd}
+	a.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	err := cmd.run(ctx, a, rest[1:])
+	var ue usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "bot %s: %s\nusage: %s\n", cmd.name, ue.msg, cmd.usage)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "bot %s: %s\n", cmd.name, err)
+	return exitError
+}
+
+func topUsage(w io.Writer) {
+	fmt.Fprintf(w, `runwatch: answers questions about long ML runs (ETA, throughput, storage, capacity) from evidence.
+
+usage: bot [--config PATH] COMMAND [flags]
+
+commands:
+`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, `
+Run "bot COMMAND --help" for a command's flags.
+
+configuration:
+  --config PATH, else $RUNWATCH_CONFIG, else ./runwatch.yaml, else a built-in default run "local"
+  watching the working directory and /. Settings and secrets come from the environment and a
+  .env file in the working directory (see .env.example); the run file is described in
+  runwatch.example.yaml.
+
+examples:
+  bot console --demo                       talk to the bot about a simulated vLLM job
+  bot ask "are we writing to /shared?"
+  bot ask --json "ETA?"
+  bot status --json --run synth-25k
+`)
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run calls the real entry point with a clean environment rooted in a temp dir.
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = realMain(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func setEnv(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("RUNWATCH_STATE_DIR", filepath.Join(dir, "state"))
+	t.Setenv("RUNWATCH_CONFIG", "")
+	t.Setenv("RUNWATCH_PROBE_TIMEOUT", "2s")
+	wd, _ := os.Getwd()
+	t.Cleanup(func() { os.Chdir(wd) })
+	os.Chdir(dir) // no runwatch.yaml, no .env here
+	return dir
+}
+
+func writeRunFile(t *testing.T, dir string, metricsURL string) string {
+	t.Helper()
+	out := filepath.Join(dir, "out")
+	shared := filepath.Join(dir, "shared")
+	os.MkdirAll(out, 0o755)
+	os.MkdirAll(shared, 0o755)
+	logPath := filepath.Join(dir, "gen.log")
+	os.WriteFile(logPath, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644)
+	cfg := fmt.Sprintf(`runs:
+  - name: synth
+    channel: "#synth"
+    outputs: [%q]
+    protected: [%q]
+    watch: [%q]
+    log: %q
+    metrics: [%q]
+    plans:
+      - {name: hidden-states, target: %q, tokens: 25M, layers: [2, 30, 58], num_layers: 61, hidden_size: 7168, dtype: bfloat16}
+`, out, shared, dir, logPath, metricsURL, out)
+	p := filepath.Join(dir, "runwatch.yaml")
+	os.WriteFile(p, []byte(cfg), 0o644)
+	return p
+}
+
+func metricsServer(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} 565000\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 200\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+func TestUsage(t *testing.T) {
+	setEnv(t)
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--help"}, 0, "console"},
+		{[]string{"help"}, 0, "replay"},
+		{nil, 2, "usage: bot"},
+		{[]string{"launch"}, 2, `unknown command "launch"`},
+		{[]string{"ask"}, 2, "give the question"},
+		{[]string{"ask", "--help"}, 0, "--json"},
+		{[]string{"status", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"replay"}, 2, "--trace FILE is required"},
+		{[]string{"console", "extra"}, 2, "takes no arguments"},
+		{[]string{"help", "status"}, 0, "--run"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			code, out, errb := run(t, "", tt.args...)
+			if code != tt.code || !strings.Contains(out+errb, tt.want) {
+				t.Errorf("bot %v = %d, %q %q; want %d and %q", tt.args, code, out, errb, tt.code, tt.want)
+			}
+		})
+	}
+}
+
+func TestAskAndStatusJSON(t *testing.T) {
+	dir := setEnv(t)
+	writeRunFile(t, dir, metricsServer(t))
+	code, out, errb := run(t, "", "ask", "--json", "are we writing to the protected mount?")
+	if code != 0 {
+		t.Fatalf("ask --json = %d, %s", code, errb)
+	}
+	var ask map[string]any
+	if err := json.Unmarshal([]byte(out), &ask); err != nil {
+		t.Fatalf("ask --json output is not JSON: %v\n%s", err, out)
+	}
+	if ask["intent"] != "writes" || ask["run"] != "synth" || !strings.Contains(ask["text"].(string), "synth · writes") {
+		t.Errorf("ask --json = %v", ask)
+	}
+	if _, ok := ask["storage"].(map[string]any); !ok {
+		t.Errorf("ask --json lacks the storage data behind the answer: %v", ask)
+	}
+
+	code, out, errb = run(t, "", "status", "--json")
+	if code != 0 {
+		t.Fatalf("status --json = %d, %s", code, errb)
+	}
+	var st struct {
+		GeneratedAt string `json:"generated_at"`
+		Runs        []map[string]json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.GeneratedAt == "" || len(st.Runs) != 1 {
+		t.Fatalf("status --json = %v\n%s", err, out)
+	}
+	r := st.Runs[0]
+	for _, k := range []string{"name", "storage", "plans", "problems", "progress", "throughput", "eta", "engines"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("status --json run lacks %q", k)
+		}
+	}
+	var storage struct {
+		Paths           []map[string]any `json:"paths"`
+		Writers         []map[string]any `json:"writers"`
+		ProtectedWrites *bool            `json:"protected_writes"`
+		WriteRates      []map[string]any `json:"write_rates"`
+	}
+	json.Unmarshal(r["storage"], &storage)
+	if len(storage.Paths) != 2 || storage.ProtectedWrites == nil || storage.WriteRates == nil || storage.Writers == nil {
+		t.Fatalf("storage = %s", r["storage"])
+	}
+	for _, k := range []string{"path", "resolved", "mount", "device", "fstype", "free_bytes", "total_bytes", "used_bytes", "protected", "role"} {
+		if _, ok := storage.Paths[0][k]; !ok {
+			t.Errorf("storage.paths[0] lacks %q: %v", k, storage.Paths[0])
+		}
+	}
+	var plans []map[string]any
+	json.Unmarshal(r["plans"], &plans)
+	if len(plans) != 1 || plans[0]["bytes_needed"].(float64) != 3*7168*2*25e6 {
+		t.Errorf("plans = %s", r["plans"])
+	}
+	for _, k := range []string{"name", "bytes_needed", "target", "mount", "free_bytes", "fits", "max_tokens", "sentence"} {
+		if _, ok := plans[0][k]; !ok {
+			t.Errorf("plans[0] lacks %q", k)
+		}
+	}
+	var eta map[string]any
+	json.Unmarshal(r["eta"], &eta)
+	for _, k := range []string{"state", "seconds", "low_s", "high_s", "finish_at", "reason"} {
+		if _, ok := eta[k]; !ok {
+			t.Errorf("eta lacks %q: %s", k, r["eta"])
+		}
+	}
+
+	// Plain text status and a run that does not exist.
+	if code, out, _ := run(t, "", "status"); code != 0 || !strings.Contains(out, "synth · status") {
+		t.Errorf("status = %d %q", code, out)
+	}
+	if code, _, errb := run(t, "", "status", "--run", "nope"); code != 1 || !strings.Contains(errb, `no run named "nope"`) {
+		t.Errorf("status --run nope = %d %q", code, errb)
+	}
+}
+
+func TestBadRunFileNamesKeyAndLine(t *testing.T) {
+	dir := setEnv(t)
+	os.WriteFile(filepath.Join(dir, "runwatch.yaml"), []byte("runs:\n  - name: a\n    outptus: [/x]\n"), 0o644)
+	code, _, errb := run(t, "", "status")
+	if code != 1 || !strings.Contains(errb, "line 3") || !strings.Contains(errb, `"outptus"`) {
+		t.Errorf("status with a bad run file = %d %q; want exit 1 naming line 3 and the key", code, errb)
+	}
+}
+
+func TestDefaultRunWithoutConfig(t *testing.T) {
+	dir := setEnv(t)
+	code, out, errb := run(t, "", "ask", "--json", "where does the output go?")
+	if code != 0 {
+		t.Fatalf("ask = %d %s", code, errb)
+	}
+	var ask map[string]any
+	json.Unmarshal([]byte(out), &ask)
+	if ask["run"] != "local" || !strings.Contains(ask["text"].(string), dir) {
+		t.Errorf("default run answer = %v; want run local watching %s", ask, dir)
+	}
+}
+
+func TestConsoleEOF(t *testing.T) {
+	setEnv(t)
+	code, out, errb := run(t, "help\nruns\n", "console", "--no-sample")
+	if code != 0 || !strings.Contains(out, "runwatch help") || !strings.Contains(out, "local") {
+		t.Errorf("console = %d %q %q", code, out, errb)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	dir := setEnv(t)
+	trace := filepath.Join(dir, "trace.jsonl")
+	var b strings.Builder
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, `{"t": %d, "done": %d, "total": 10000, "gen_tokens": %d, "running": 200}`+"\n", i*60, i*80, i*80000+150000)
+	}
+	b.WriteString("not json\n")
+	os.WriteFile(trace, []byte(b.String()), 0o644)
+	code, out, errb := run(t, "", "replay", "--trace", trace, "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 21 {
+		t.Fatalf("replay printed %d lines; want 21 (one per input line)\n%s", len(lines), out)
+	}
+	var last map[string]any
+	json.Unmarshal([]byte(lines[19]), &last)
+	for _, k := range []string{"t", "eta_s", "eta_low_s", "eta_high_s", "state", "shift", "reason"} {
+		if _, ok := last[k]; !ok {
+			t.Errorf("replay line lacks %q: %s", k, lines[19])
+		}
+	}
+	if last["state"] != "running" {
+		t.Errorf("replay state = %v; want running", last["state"])
+	}
+	if !strings.Contains(lines[20], `"line":21`) || code != 1 || !strings.Contains(errb, "1 of 21 trace lines") {
+		t.Errorf("bad trace line: %q, exit %d, %q", lines[20], code, errb)
+	}
+	// The committed example trace replays cleanly.
+	code, out, errb = run(t, "", "replay", "--trace", filepath.Join(mustWD(t), "..", "..", "reports", "testdata", "trace_length_drift.jsonl"))
+	if code != 0 || !strings.Contains(out, `"shift":true`) {
+		t.Errorf("replay of the drift trace = %d, shift seen %v, %q", code, strings.Contains(out, `"shift":true`), errb)
+	}
+}
+
+var startWD, _ = os.Getwd()
+
+func mustWD(t *testing.T) string { return startWD }
