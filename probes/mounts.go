@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 )
 
 // Mount is one entry of a mount table (a line of /proc/<pid>/mountinfo).
@@ -336,6 +338,27 @@ func mountResolve(path string) (string, error) {
 // mountResolveOnce resolves abs. When the walk ends on a dangling symlink it
 // returns the path with that link replaced by its target and done=false.
 func mountResolveOnce(abs string) (string, bool, error) {
+	// Most paths exist, or their parent does: let the kernel resolve the nearest
+	// existing ancestor in one open, as long as the first missing component is
+	// really missing and not a dangling symlink (the careful walk below handles
+	// those).
+	for cur, rest := abs, ""; ; {
+		if r, ok := mountRealpath(cur); ok {
+			if rest == "" {
+				return r, true, nil
+			}
+			first, _, _ := strings.Cut(rest, "/")
+			if _, err := os.Lstat(filepath.Join(cur, first)); errors.Is(err, fs.ErrNotExist) {
+				return filepath.Join(r, rest), true, nil
+			}
+			break
+		}
+		if cur == "/" {
+			break
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = filepath.Dir(cur)
+	}
 	// Find the nearest ancestor that exists (one lstat per level), then
 	// resolve it once.
 	cur, rest := abs, ""
@@ -373,6 +396,28 @@ func mountResolveOnce(abs string) (string, bool, error) {
 		rest = filepath.Join(filepath.Base(cur), rest)
 		cur = parent
 	}
+}
+
+// mountRealpath resolves an existing path with three syscalls whatever its
+// depth: open it with O_PATH (following every symlink) and read back the
+// path the kernel holds for the descriptor. ok is false when the path does
+// not exist or the trick is unavailable; the caller then walks.
+func mountRealpath(abs string) (string, bool) {
+	fd, err := unix.Open(abs, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
+	if err != nil || n <= 0 || n >= len(buf) || buf[0] != '/' {
+		return "", false
+	}
+	r := string(buf[:n])
+	if strings.HasSuffix(r, " (deleted)") {
+		return "", false
+	}
+	return r, true
 }
 
 // IsPseudoFS reports whether fstype never holds job output: kernel

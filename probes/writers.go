@@ -46,7 +46,7 @@ type Writers struct {
 func NewWriters(procRoot string) *Writers {
 	return &Writers{
 		procRoot:  procRoot,
-		workers:   min(runtime.GOMAXPROCS(0), 4),
+		workers:   min(max(runtime.GOMAXPROCS(0), 4), 8), // syscalls block briefly: a few more workers than cores help
 		openFdDir: writersOpenDir,
 	}
 }

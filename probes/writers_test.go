@@ -366,7 +366,7 @@ func writersBenchTree(b testing.TB, procs, fds int) (string, int) {
 func BenchmarkWritersScan(b *testing.B) {
 	const procs, fds = 2000, 50
 	root, writers := writersBenchTree(b, procs, fds)
-	for _, workers := range []int{1, 2, 4} {
+	for _, workers := range []int{1, 2, 4, 8, 16} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			w := NewWriters(root)
 			w.workers = workers
