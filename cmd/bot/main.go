@@ -35,6 +35,7 @@ var commands = []command{
 	{"status", "print the status summary of every configured run", "bot status [--json] [--run NAME] [--demo] [--config PATH]", runStatus},
 	{"serve", "run the long-lived bot: sampler, scheduled posts, warnings, Slack", "bot serve [--demo] [--config PATH]", runServe},
 	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json]", runReplay},
+	{"export", "write a run's sampled history as a trace (JSONL) that replay reads", "bot export [--run NAME] [--out FILE]", runExport},
 }
 
 func main() {

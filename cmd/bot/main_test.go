@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/monitor"
+	"runwatch/state"
 )
 
 // run calls the real entry point with a clean environment rooted in a temp dir.
@@ -236,3 +242,44 @@ func TestReplay(t *testing.T) {
 var startWD, _ = os.Getwd()
 
 func mustWD(t *testing.T) string { return startWD }
+
+func TestExportThenReplay(t *testing.T) {
+	dir := setEnv(t)
+	cfgPath := writeRunFile(t, dir, metricsServer(t))
+	if code, _, errb := run(t, "", "export"); code != 1 || !strings.Contains(errb, "no sampled history") {
+		t.Errorf("export before any sampling = %d %q; want a clear error", code, errb)
+	}
+	// Sample like `bot serve` would, with a clock 30 s apart, into the same state directory.
+	f, err := config.Load(cfgPath, os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirState, _ := state.Open(os.Getenv("RUNWATCH_STATE_DIR"))
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	m, _, err := monitor.New(f, monitor.Options{State: dirState, Now: func() time.Time { return now }, RateWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "gen.log")
+	for i := range 6 {
+		now = now.Add(30 * time.Second)
+		fh, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
+		fmt.Fprintf(fh, "Progress: %d/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: %ds\n", 320+20*i, 438+30*i)
+		fh.Close()
+		m.Sample(context.Background())
+	}
+	trace := filepath.Join(dir, "exported.jsonl")
+	code, _, errb := run(t, "", "export", "--out", trace)
+	if code != 0 || !strings.Contains(errb, "wrote 6 observations") {
+		t.Fatalf("export = %d %q", code, errb)
+	}
+	b, _ := os.ReadFile(trace)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], `{"t":0,`) {
+		t.Fatalf("exported trace = %q; want 6 lines starting at t=0", b)
+	}
+	code, out, errb := run(t, "", "replay", "--trace", trace)
+	if code != 0 || strings.Count(out, "\n") != 6 {
+		t.Errorf("replay of the export = %d %q %q", code, out, errb)
+	}
+}
