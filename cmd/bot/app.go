@@ -149,6 +149,26 @@ func (a *app) bot(m *monitor.Monitor) *handlers.Bot {
 	return handlers.NewBot(m, time.Local, a.env)
 }
 
+// start loads the configuration (the demo's with demo) and builds the monitor; the caller must
+// call a.close. One-shot commands on the demo wait until the simulated job has logged progress.
+func (a *app) start(ctx context.Context, demo, longLived bool) (*monitor.Monitor, error) {
+	if err := a.setup(ctx, demo); err != nil {
+		return nil, err
+	}
+	if a.demo != nil && !longLived {
+		a.demo.warmUp(ctx)
+	}
+	return a.monitor(longLived)
+}
+
+// noArgs refuses positional arguments for commands that take none.
+func noArgs(fs *flag.FlagSet, why string) error {
+	if fs.NArg() > 0 {
+		return usageError{why}
+	}
+	return nil
+}
+
 func runConsole(ctx context.Context, a *app, args []string) error {
 	fs := a.flags()
 	demo := fs.Bool("demo", false, "watch a simulated vLLM job (metrics endpoint, progress log, output directory) at accelerated time")
@@ -156,14 +176,11 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{"console takes no arguments; type questions on standard input"}
-	}
-	if err := a.setup(ctx, *demo); err != nil {
+	if err := noArgs(fs, "console takes no arguments; type questions on standard input"); err != nil {
 		return err
 	}
 	defer a.close()
-	m, err := a.monitor(true)
+	m, err := a.start(ctx, *demo, true)
 	if err != nil {
 		return err
 	}
@@ -206,14 +223,8 @@ func runAsk(ctx context.Context, a *app, args []string) error {
 		return usageError{"give the question as an argument, e.g. bot ask \"ETA?\""}
 	}
 	question := strings.Join(fs.Args(), " ")
-	if err := a.setup(ctx, *demo); err != nil {
-		return err
-	}
 	defer a.close()
-	if a.demo != nil {
-		a.demo.warmUp(ctx)
-	}
-	m, err := a.monitor(false)
+	m, err := a.start(ctx, *demo, false)
 	if err != nil {
 		return err
 	}
@@ -241,17 +252,11 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{"status takes no arguments"}
-	}
-	if err := a.setup(ctx, *demo); err != nil {
+	if err := noArgs(fs, "status takes no arguments"); err != nil {
 		return err
 	}
 	defer a.close()
-	if a.demo != nil {
-		a.demo.warmUp(ctx)
-	}
-	m, err := a.monitor(false)
+	m, err := a.start(ctx, *demo, false)
 	if err != nil {
 		return err
 	}
@@ -283,14 +288,11 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{"serve takes no arguments"}
-	}
-	if err := a.setup(ctx, *demo); err != nil {
+	if err := noArgs(fs, "serve takes no arguments"); err != nil {
 		return err
 	}
 	defer a.close()
-	m, err := a.monitor(true)
+	m, err := a.start(ctx, *demo, true)
 	if err != nil {
 		return err
 	}
@@ -327,8 +329,8 @@ func runExport(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{"export takes no arguments"}
+	if err := noArgs(fs, "export takes no arguments"); err != nil {
+		return err
 	}
 	if err := a.setup(ctx, false); err != nil {
 		return err
