@@ -50,6 +50,8 @@ type ETA struct {
 	Reason       string     `json:"reason"`    // one sentence: how it was computed, why unknown, since when stalled
 	Rough        bool       `json:"rough,omitempty"`
 	StalledSince *float64   `json:"stalled_since,omitempty"` // T when progress stopped
+	// Progress is the share of items done (0 to 1; 0 when the total is unknown).
+	Progress float64 `json:"progress,omitempty"`
 	// ResetAt is the T of the latest server restart in the history, if any: an engine counter reset, a change
 	// of Observation.Restarts, or, without token counts, a pause in completions.
 	ResetAt *float64 `json:"reset_at,omitempty"`
@@ -499,6 +501,9 @@ func Estimate(hist []Observation, cfg EstimateConfig) (ETA, Throughput) {
 	tp := s.throughput(cfg.Window)
 	last := hist[len(hist)-1]
 	e := ETA{State: StateUnknown, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
+	if last.Total > 0 {
+		e.Progress = math.Min(1, float64(last.Done)/float64(last.Total))
+	}
 	if n := len(s.restarts); n > 0 {
 		r := s.restarts[n-1]
 		e.ResetAt = &r

@@ -13,6 +13,10 @@ type ShiftConfig struct {
 	MinSeconds  float64 // and by more than this (default 1200)
 	Confirm     int     // on this many consecutive evaluations (default 2)
 	Cooldown    float64 // at most one warning per this many seconds (default 1800)
+	// MinProgress is the share of items that must be done before estimates are announced (default
+	// 0.05): the first minutes of a run rest on a handful of finished items, and a warning then is
+	// noise however confident the range looks.
+	MinProgress float64
 }
 
 func (c ShiftConfig) withDefaults() ShiftConfig {
@@ -27,6 +31,9 @@ func (c ShiftConfig) withDefaults() ShiftConfig {
 	}
 	if c.Cooldown <= 0 {
 		c.Cooldown = 1800
+	}
+	if c.MinProgress <= 0 {
+		c.MinProgress = 0.05
 	}
 	return c
 }
@@ -93,7 +100,7 @@ type Shift struct {
 // so that noise and slow convergence never add up to a warning while a finish that keeps moving still does.
 func (d *ShiftDetector) Update(e ETA, t float64, cfg ShiftConfig) (Shift, bool) {
 	cfg = cfg.withDefaults()
-	if e.State != StateRunning || e.Seconds == nil || e.Rough {
+	if e.State != StateRunning || e.Seconds == nil || e.Rough || e.Progress > 0 && e.Progress < cfg.MinProgress {
 		d.Pending = 0
 		if e.State == StateStalled {
 			d.Paused = true

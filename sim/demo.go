@@ -17,7 +17,7 @@ import (
 // demoTick is how often (real time) the demo advances its job; demoLogEvery is how often it logs progress.
 const (
 	demoTick     = 250 * time.Millisecond
-	demoLogEvery = time.Second
+	demoLogEvery = demoTick // the log is as fresh as the metrics; a lagging log skews tokens per item early
 )
 
 // demoBytesPerToken is how many bytes of output a generated token becomes.

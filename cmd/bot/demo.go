@@ -57,6 +57,7 @@ func startDemo(ctx context.Context, log *slog.Logger) (*demoJob, error) {
 			Protected:  []string{shared},
 			Watch:      []string{root},
 			Total:      int64(sim.DemoScenario().Items),
+			MaxTokens:  sim.DemoScenario().MaxTokens,
 			StallAfter: config.Duration{Duration: 10 * time.Minute},
 			Schedule:   "@every 1m",
 			Plans: []config.Plan{
