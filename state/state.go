@@ -8,13 +8,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 )
 
-// ErrCorrupt marks a state file that could not be decoded. Load moves it aside before returning.
+// ErrCorrupt marks a state file that could not be decoded or read. Load moves it aside before
+// returning.
 var ErrCorrupt = errors.New("corrupt state file")
 
 // Dir is a state directory.
@@ -22,12 +25,35 @@ type Dir struct {
 	path string
 }
 
-// Open returns the state directory at path, creating it if needed.
+// Open returns the state directory at path, creating it if needed. Temporary files a killed
+// process left behind mid-save (older than staleTemp) are removed: their content was never
+// committed, and each crash would otherwise leave one more.
 func Open(path string) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	return &Dir{path: path}, nil
+	d := &Dir{path: path}
+	d.removeStaleTemp(time.Now())
+	return d, nil
+}
+
+// staleTemp is how old a temporary file must be to count as left behind: a save takes
+// milliseconds, and another process's save in progress must not be disturbed.
+const staleTemp = time.Minute
+
+func (d *Dir) removeStaleTemp(now time.Time) {
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), ".") || !strings.Contains(e.Name(), ".tmp-") {
+			continue
+		}
+		if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) > staleTemp {
+			os.Remove(filepath.Join(d.path, e.Name()))
+		}
+	}
 }
 
 // Path is the directory's location.
@@ -43,25 +69,45 @@ func (d *Dir) file(name string) (string, error) {
 }
 
 // Load decodes the JSON file name into v. A missing file returns an error matching os.ErrNotExist.
-// A file that does not decode is renamed to name.corrupt-<time> and the error matches ErrCorrupt
-// and says where the file went.
+// A file that does not decode is renamed to name.corrupt-<time>, one that cannot be read to
+// name.unreadable-<time>; the error then matches ErrCorrupt and says where the file went.
 func (d *Dir) Load(name string, v any) error {
 	p, err := d.file(name)
 	if err != nil {
 		return err
 	}
 	b, err := os.ReadFile(p)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read state: %w", err)
 	}
+	if err != nil {
+		// A file that is there but cannot be read (a directory in its place, a permission left by
+		// another user, an I/O error) would be replaced by the caller's next Save: set it aside
+		// first, so what it holds is not lost.
+		return setAside(p, "unreadable", err)
+	}
 	if err := json.Unmarshal(b, v); err != nil {
-		aside := fmt.Sprintf("%s.corrupt-%s", p, time.Now().UTC().Format("20060102T150405"))
-		if rerr := os.Rename(p, aside); rerr != nil {
-			return fmt.Errorf("%w: %s: %v (and it could not be moved aside: %v)", ErrCorrupt, p, err, rerr)
-		}
-		return fmt.Errorf("%w: %s: %v; kept as %s", ErrCorrupt, p, err, aside)
+		return setAside(p, "corrupt", err)
 	}
 	return nil
+}
+
+// setAside renames the state file p to p.<why>-<time> and returns an ErrCorrupt error saying where
+// it went.
+func setAside(p, why string, cause error) error {
+	stamp := time.Now().UTC().Format("20060102T150405")
+	aside := fmt.Sprintf("%s.%s-%s", p, why, stamp)
+	// Two files set aside within one second must not replace each other.
+	for i := 2; ; i++ {
+		if _, err := os.Lstat(aside); err != nil {
+			break
+		}
+		aside = fmt.Sprintf("%s.%s-%s.%d", p, why, stamp, i)
+	}
+	if rerr := os.Rename(p, aside); rerr != nil {
+		return fmt.Errorf("%w: %s: %v (and it could not be moved aside: %v)", ErrCorrupt, p, cause, rerr)
+	}
+	return fmt.Errorf("%w: %s: %v; kept as %s", ErrCorrupt, p, cause, aside)
 }
 
 // Save encodes v as JSON into name atomically: a temporary file in the same directory is written,
