@@ -28,8 +28,9 @@ var ErrUnresponsive = errors.New("not responding")
 // when the hung call returns.
 type StatFS struct {
 	timeout time.Duration
-	// statfs is the syscall; tests replace it with one that blocks.
-	statfs func(path string, st *unix.Statfs_t) error
+	// usage reads one mount's capacity: the statfs syscall, or what
+	// NewStatFSFunc was given (tests pass one that blocks).
+	usage func(mountPoint string) (Usage, error)
 
 	mu       sync.Mutex
 	inflight map[string]*statfsCall // mount point -> the call in flight on it
@@ -47,10 +48,29 @@ type statfsCall struct {
 // NewStatFS returns a probe whose calls give up after timeout (or earlier if
 // the caller's ctx says so).
 func NewStatFS(timeout time.Duration) *StatFS {
+	return NewStatFSFunc(timeout, statfsSyscall(unix.Statfs))
+}
+
+// NewStatFSFunc returns a probe like NewStatFS that reads capacity with
+// usage instead of the statfs syscall, under the same timeout and
+// stuck-mount rules. It lets a test stand in for a mount that hangs (a
+// dead NFS server) or fails, through everything built on the probe.
+func NewStatFSFunc(timeout time.Duration, usage func(mountPoint string) (Usage, error)) *StatFS {
 	return &StatFS{
 		timeout:  timeout,
-		statfs:   unix.Statfs,
+		usage:    usage,
 		inflight: make(map[string]*statfsCall),
+	}
+}
+
+// statfsSyscall adapts a statfs(2)-shaped function to the probe's usage.
+func statfsSyscall(statfs func(path string, st *unix.Statfs_t) error) func(string) (Usage, error) {
+	return func(mountPoint string) (Usage, error) {
+		var st unix.Statfs_t
+		if err := statfs(mountPoint, &st); err != nil {
+			return Usage{}, err
+		}
+		return statfsUsage(&st), nil
 	}
 }
 
@@ -101,14 +121,13 @@ func (s *StatFS) markHung(c *statfsCall) {
 
 // run performs the syscall for c and retires it.
 func (s *StatFS) run(mountPoint string, c *statfsCall) {
-	var st unix.Statfs_t
-	err := s.statfs(mountPoint, &st)
+	u, err := s.usage(mountPoint)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
 		c.err = fmt.Errorf("statfs %s: %w", mountPoint, err)
 	} else {
-		c.usage = statfsUsage(&st)
+		c.usage = u
 	}
 	delete(s.inflight, mountPoint)
 	close(c.done)

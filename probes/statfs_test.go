@@ -111,7 +111,7 @@ func TestStatFSHungMount(t *testing.T) {
 	// A timeout no test would wait out: the first call is bounded by its
 	// ctx, and the second must not wait at all.
 	s := NewStatFS(time.Hour)
-	s.statfs = h.statfs
+	s.usage = statfsSyscall(h.statfs)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -156,7 +156,7 @@ func TestStatFSTimeout(t *testing.T) {
 	h := &statfsHungFake{release: make(chan struct{})}
 	defer close(h.release)
 	s := NewStatFS(10 * time.Millisecond)
-	s.statfs = h.statfs
+	s.usage = statfsSyscall(h.statfs)
 	_, err := s.Usage(context.Background(), "/hung")
 	if !errors.Is(err, ErrUnresponsive) || !strings.Contains(err.Error(), "/hung") {
 		t.Errorf("Usage(/hung) error = %v; want ErrUnresponsive naming /hung", err)
@@ -166,7 +166,7 @@ func TestStatFSTimeout(t *testing.T) {
 func TestStatFSCancelledCtx(t *testing.T) {
 	h := &statfsHungFake{release: make(chan struct{})}
 	s := NewStatFS(time.Hour)
-	s.statfs = h.statfs
+	s.usage = statfsSyscall(h.statfs)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Usage(ctx, "/ok"); !errors.Is(err, context.Canceled) {
