@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -18,7 +19,14 @@ import (
 type runState struct {
 	mu sync.Mutex
 	persisted
+	// stateErr is why the run's state is not on disk: the last save failed, or the file could not
+	// be loaded at start. Answers name it until a save works.
+	stateErr error
 }
+
+// ErrNotSaved marks a change (a sample, a snooze, a stage mark) that took effect but could not be
+// written to the state directory; it is written with the next save that works.
+var ErrNotSaved = errors.New("kept in memory, not saved")
 
 type persisted struct {
 	Version int                    `json:"version"`
@@ -65,7 +73,8 @@ func (m *Monitor) loadRun(name string) (*runState, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return fresh, nil
 		}
-		return fresh, fmt.Errorf("starting run %s with empty history: %w", name, err)
+		fresh.stateErr = fmt.Errorf("starting run %s with empty history: %w", name, err)
+		return fresh, fresh.stateErr
 	}
 	sort.SliceStable(rs.History, func(i, j int) bool { return rs.History[i].T < rs.History[j].T })
 	return rs, nil
@@ -213,6 +222,8 @@ func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 			rs, smp := m.runStatus(ctx, r, All, &shared, now)
 			ev := Evaluation{Run: rs}
 			ev.Shift, ev.Sample = m.record(r, rs, smp, now)
+			// The status named the state as it was before this sample; name it as it is now.
+			ev.Run.Problems = slices.DeleteFunc(ev.Run.Problems, func(p reports.Problem) bool { return p.Probe == "state" })
 			if err := m.save(r.Name); err != nil {
 				ev.Run.Problems = append(ev.Run.Problems, reports.Problem{Probe: "state", Error: err.Error()})
 			}
@@ -283,9 +294,18 @@ func (m *Monitor) save(name string) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := m.opts.State.Save(stateFile(name), &st.persisted); err != nil {
-		return fmt.Errorf("history kept in memory, not saved: %w", err)
+		st.stateErr = fmt.Errorf("%w: %w", ErrNotSaved, err)
+		return st.stateErr
 	}
+	st.stateErr = nil
 	return nil
+}
+
+// stateProblem is why the run's state is not on disk, nil when it is.
+func (rs *runState) stateProblem() error {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.stateErr
 }
 
 // Snooze silences a run's warnings until the given time (zero time unsnoozes) and persists it.

@@ -45,6 +45,9 @@ type Options struct {
 	// RateWindow is how long to wait for a second disk-counter reading when there is no recent
 	// one to measure write rates against (default 1 s; negative: do not wait, report no rate).
 	RateWindow time.Duration
+	// StatFS reads mount capacity; nil gets probes.NewStatFS(ProbeTimeout). Tests pass
+	// probes.NewStatFSFunc to stand in for a mount whose statfs never returns.
+	StatFS *probes.StatFS
 }
 
 // Need says which parts of a status an answer needs, so "ETA?" does not wait for a /proc scan.
@@ -114,11 +117,14 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv
 	}
+	if o.StatFS == nil {
+		o.StatFS = probes.NewStatFS(o.ProbeTimeout)
+	}
 	m := &Monitor{
 		file:    f,
 		opts:    o,
 		mounts:  probes.NewMounts(o.ProcRoot),
-		statfs:  probes.NewStatFS(o.ProbeTimeout),
+		statfs:  o.StatFS,
 		writers: probes.NewWriters(o.ProcRoot),
 		diskio:  probes.NewDiskIO(o.ProcRoot),
 		metrics: probes.NewMetrics(o.HTTP, 0),
@@ -420,6 +426,9 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 	}
 	if until := st.snoozedUntil(); until != nil && until.After(now) {
 		rs.Snoozed = until
+	}
+	if err := st.stateProblem(); err != nil {
+		rs.Problems = append(rs.Problems, reports.Problem{Probe: "state", Error: err.Error()})
 	}
 	sort.SliceStable(rs.Problems, func(i, j int) bool { return rs.Problems[i].Probe < rs.Problems[j].Probe })
 	rs.Problems = slices.Compact(rs.Problems) // a source that fails for several parts is named once
