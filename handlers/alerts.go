@@ -85,6 +85,9 @@ func NewAlerter(loc *time.Location, channel func(string) string) *Alerter {
 	return &Alerter{Policy: DefaultAlertPolicy(), State: AlertState{Active: map[string]*ActiveAlert{}}, Channel: channel, loc: loc}
 }
 
+// stateNotSaved summarises the warning that a run's state is not on disk.
+const stateNotSaved = "state not saved"
+
 type condition struct {
 	kind, key, summary string
 	msg                reports.Message
@@ -119,6 +122,13 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 			msg: reports.Message{Title: title(kind), Sections: []string{":rotating_light: " + w.Message}}})
 	}
 	for _, p := range rs.Problems {
+		if p.Probe == "state" {
+			out = append(out, condition{kind: AlertProbe, key: rs.Name + "/" + AlertProbe + "/state", summary: stateNotSaved,
+				msg: reports.Message{Title: title("state not saved"), Sections: []string{fmt.Sprintf(
+					":floppy_disk: What runwatch knows about %s is not on disk: %s. Answers go on; history, snoozes and stage marks are kept in memory and saved once the state directory takes writes again.",
+					reports.Esc(rs.Name), reports.Esc(p.Error))}}})
+			continue
+		}
 		if !strings.HasPrefix(p.Probe, "metrics ") && !strings.HasPrefix(p.Probe, "log ") && !strings.HasPrefix(p.Probe, "prometheus") {
 			continue
 		}
@@ -265,6 +275,9 @@ func recoveredText(al *ActiveAlert) string {
 	case AlertStall:
 		return al.Run + " is making progress again"
 	case AlertProbe:
+		if al.Summary == stateNotSaved {
+			return "the state directory takes writes again"
+		}
 		return strings.TrimSuffix(al.Summary, " unreachable") + " answers again"
 	case AlertProtected:
 		return "nothing writes to the protected mount any more"

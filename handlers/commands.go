@@ -440,11 +440,22 @@ func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
 	}
 	until := b.mon.Now().Add(d)
-	if err := b.mon.Snooze(q.Run.Name, until); err != nil {
+	err = b.mon.Snooze(q.Run.Name, until)
+	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
 		return errorReply("snooze "+q.Run.Name, err)
 	}
-	return Reply{Message: reports.Message{Sections: []string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `/runwatch unsnooze` turns them back on.",
-		reports.Code(q.Run.Name), reports.Duration(d.Seconds()), reports.SlackDateTime(until, b.loc))}}, Data: map[string]any{"snoozed_until": until.UTC()}}
+	return Reply{Message: reports.Message{Sections: notSaved([]string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `/runwatch unsnooze` turns them back on.",
+		reports.Code(q.Run.Name), reports.Duration(d.Seconds()), reports.SlackDateTime(until, b.loc))}, err)}, Data: map[string]any{"snoozed_until": until.UTC()}}
+}
+
+// notSaved adds to an admin command's answer that the change holds in memory but did not reach
+// the state directory, when err says so.
+func notSaved(sections []string, err error) []string {
+	if err == nil {
+		return sections
+	}
+	return append(sections, fmt.Sprintf(":warning: It holds now, but it is not saved yet (%s): a restart before the state directory takes writes again would forget it.",
+		reports.Esc(err.Error())))
 }
 
 func parseSnooze(s string) (time.Duration, error) {
@@ -466,10 +477,11 @@ func parseSnooze(s string) (time.Duration, error) {
 }
 
 func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
-	if err := b.mon.Snooze(q.Run.Name, time.Time{}); err != nil {
+	err := b.mon.Snooze(q.Run.Name, time.Time{})
+	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
 		return errorReply("unsnooze "+q.Run.Name, err)
 	}
-	return Reply{Message: reports.Message{Sections: []string{fmt.Sprintf(":bell: Warnings for %s are back on.", reports.Code(q.Run.Name))}}}
+	return Reply{Message: reports.Message{Sections: notSaved([]string{fmt.Sprintf(":bell: Warnings for %s are back on.", reports.Code(q.Run.Name))}, err)}}
 }
 
 func handleStage(ctx context.Context, b *Bot, q Query) Reply {
@@ -486,12 +498,13 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	if who == "" {
 		who = q.Req.Source
 	}
-	if err := b.mon.MarkStage(q.Run.Name, name, s, who); err != nil {
+	err := b.mon.MarkStage(q.Run.Name, name, s, who)
+	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
 	}
 	verb := "marked " + word
 	if s == "" {
 		verb = "back to its automatic check"
 	}
-	return Reply{Message: reports.Message{Sections: []string{fmt.Sprintf("Stage %s of %s %s.", reports.Code(name), reports.Code(q.Run.Name), verb)}}}
+	return Reply{Message: reports.Message{Sections: notSaved([]string{fmt.Sprintf("Stage %s of %s %s.", reports.Code(name), reports.Code(q.Run.Name), verb)}, err)}}
 }

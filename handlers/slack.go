@@ -138,8 +138,10 @@ type SlackAPIOptions struct {
 }
 
 // SlackAPI posts, updates, sends ephemeral messages, uploads files and answers response URLs. Every
-// call is retried in one place: a 429 waits for its Retry-After, a 5xx or a network error backs off
-// exponentially, both bounded by MaxAttempts and by the caller's context. Errors never carry a token.
+// call is retried in one place: a 429 waits for its Retry-After and tries again for as long as the
+// caller's context allows (at most maxRateLimitWaits times), so a rate-limit storm delays a post
+// instead of losing it; a 5xx or a network error backs off exponentially, bounded by MaxAttempts and
+// the context. Errors never carry a token.
 type SlackAPI struct {
 	client  *slack.Client
 	http    *http.Client
@@ -244,18 +246,28 @@ func slackRetryable(err error) (retry bool, wait time.Duration, reason string) {
 	return false, 0, ""
 }
 
-// call runs f until it succeeds, fails for good, runs out of attempts or ctx ends.
+// maxRateLimitWaits bounds how many 429s one call waits out; Slack's Retry-After is usually a
+// few seconds, and the caller's deadline usually ends the wait first.
+const maxRateLimitWaits = 16
+
+// call runs f until it succeeds, fails for good, runs out of attempts or ctx ends. A 429 does not
+// use up an attempt: Slack said when to come back.
 func (a *SlackAPI) call(ctx context.Context, method string, f func(ctx context.Context) error) error {
 	backoff := a.Backoff
 	attempts := max(a.MaxAttempts, 1)
 	var err error
-	for attempt := 1; ; attempt++ {
+	for failed, limited := 0, 0; ; {
 		err = f(ctx)
 		if err == nil {
 			return nil
 		}
 		retry, wait, reason := slackRetryable(err)
-		if !retry || attempt >= attempts || ctx.Err() != nil {
+		if reason == "rate_limited" {
+			limited++
+		} else {
+			failed++
+		}
+		if !retry || failed >= attempts || limited > maxRateLimitWaits || ctx.Err() != nil {
 			break
 		}
 		if wait == 0 {
@@ -267,7 +279,7 @@ func (a *SlackAPI) call(ctx context.Context, method string, f func(ctx context.C
 			break
 		}
 		a.metrics.slackRetry(method, reason)
-		a.log.Debug("slack call failed; retrying", "method", method, "attempt", attempt, "wait", wait, "err", a.redact.Redact(err.Error()))
+		a.log.Debug("slack call failed; retrying", "method", method, "attempt", failed+limited, "wait", wait, "err", a.redact.Redact(err.Error()))
 		if serr := a.sleep(ctx, wait); serr != nil {
 			break
 		}

@@ -28,6 +28,7 @@ import (
 
 	"runwatch/config"
 	"runwatch/monitor"
+	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -347,6 +348,7 @@ type botOpts struct {
 	timeout   time.Duration
 	logName   string
 	noLogFile bool
+	statfs    *probes.StatFS // nil: the real statfs
 }
 
 func newBotEnv(t testing.TB, o botOpts) *botEnv {
@@ -377,7 +379,7 @@ func newBotEnv(t testing.TB, o botOpts) *botEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mo := monitor.Options{ProbeTimeout: 2 * time.Second, State: st, RateWindow: -1}
+	mo := monitor.Options{ProbeTimeout: 2 * time.Second, State: st, RateWindow: -1, StatFS: o.statfs}
 	if o.timeout > 0 {
 		mo.ProbeTimeout = o.timeout
 	}

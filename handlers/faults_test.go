@@ -1,0 +1,681 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"runwatch/monitor"
+	"runwatch/probes"
+)
+
+// faultPosts collects what the sampler delivers.
+type faultPosts struct {
+	mu    sync.Mutex
+	posts []Post
+}
+
+func (f *faultPosts) deliver(_ context.Context, p Post) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.posts = append(f.posts, p)
+	return fmt.Sprintf("1700000000.%06d", len(f.posts)), nil
+}
+
+func (f *faultPosts) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.posts)
+}
+
+// since returns the posts of kind delivered after the first n.
+func (f *faultPosts) since(n int, kind string) []Post {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Post
+	for _, p := range f.posts[n:] {
+		if p.Kind == kind {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// faultSampler is a sampler over e's bot that delivers into posts and keeps each tick's evaluations.
+func faultSampler(e *botEnv, posts *faultPosts) (*Sampler, *[]monitor.Evaluation) {
+	s := NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = posts.deliver
+	last := &[]monitor.Evaluation{}
+	s.OnEvaluate = func(evs []monitor.Evaluation) { *last = evs }
+	return s, last
+}
+
+// faultAsk asks the bot a question from the console and returns the answer's text.
+func faultAsk(e *botEnv, q string) string {
+	return e.bot.Ask(context.Background(), Request{Text: q, Source: "console"}).Message.Text()
+}
+
+// faultContainsAll reports the first of want that s lacks.
+func faultContainsAll(s string, want ...string) (string, bool) {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return w, false
+		}
+	}
+	return "", true
+}
+
+// faultEndpoint is a vLLM /metrics endpoint that a test breaks the ways real ones break: down
+// (connection refused), slow, garbage, a 50 MiB body, counters that start over.
+type faultEndpoint struct {
+	t     *testing.T
+	addr  string
+	mode  atomic.Value // "ok", "slow", "garbage" or "huge"
+	n     atomic.Int64 // scrapes since the (simulated) server started
+	start atomic.Int64 // its process_start_time_seconds
+
+	mu  sync.Mutex
+	srv *http.Server
+}
+
+func newFaultEndpoint(t *testing.T) *faultEndpoint {
+	t.Helper()
+	f := &faultEndpoint{t: t}
+	f.mode.Store("ok")
+	f.start.Store(1_700_000_000)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = ln.Addr().String()
+	f.serve(ln)
+	t.Cleanup(f.down)
+	return f
+}
+
+func (f *faultEndpoint) URL() string { return "http://" + f.addr + "/metrics" }
+
+func (f *faultEndpoint) serve(ln net.Listener) {
+	srv := &http.Server{Handler: http.HandlerFunc(f.handle)}
+	f.mu.Lock()
+	f.srv = srv
+	f.mu.Unlock()
+	go srv.Serve(ln)
+}
+
+// down stops the server: connections are refused until up.
+func (f *faultEndpoint) down() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.srv != nil {
+		f.srv.Close()
+		f.srv = nil
+	}
+}
+
+// up serves again on the same address.
+func (f *faultEndpoint) up() {
+	var ln net.Listener
+	var err error
+	for range 50 {
+		if ln, err = net.Listen("tcp", f.addr); err == nil {
+			f.serve(ln)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	f.t.Fatalf("listen again on %s: %v", f.addr, err)
+}
+
+func (f *faultEndpoint) set(mode string) func() { return func() { f.mode.Store(mode) } }
+
+// restart makes the counters start over, as a restarted vLLM server's do.
+func (f *faultEndpoint) restart() {
+	f.n.Store(0)
+	f.start.Add(3600)
+}
+
+func (f *faultEndpoint) handle(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	switch f.mode.Load() {
+	case "slow":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+		return
+	case "garbage":
+		w.Write([]byte("\x00\x01\x02\xff binary junk where metrics should be\n"))
+		return
+	case "huge":
+		// A router's exposition gone wild: histogram buckets without end.
+		line := []byte(`http_request_duration_seconds_bucket{handler="/v1/completions",method="POST",le="0.5"} 123456` + "\n")
+		for sent := 0; sent < 50<<20; sent += len(line) {
+			if _, err := w.Write(line); err != nil {
+				return // the client stopped reading, as it should
+			}
+		}
+		return
+	}
+	k := float64(f.n.Add(1))
+	fmt.Fprintf(w, `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 200
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="m"} 12
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{model_name="m"} %g
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{finished_reason="stop",model_name="m"} %g
+# TYPE process_start_time_seconds gauge
+process_start_time_seconds %d
+`, k*41580, k*10, f.start.Load())
+}
+
+// TestFaultMetricsEndpoint breaks the run's metrics endpoint each way real ones break. In each
+// case the bot keeps answering from the log, names the endpoint and what is wrong (in the answer
+// and in a warning), and once the endpoint is back it says so and answers from it again.
+func TestFaultMetricsEndpoint(t *testing.T) {
+	ep := newFaultEndpoint(t)
+	const timeout = 300 * time.Millisecond
+	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: timeout})
+	posts := &faultPosts{}
+	s, evs := faultSampler(e, posts)
+	ctx := context.Background()
+	probe := "metrics " + ep.URL()
+	s.Tick(ctx)
+	if a := faultAsk(e, "ETA?"); strings.Contains(a, probe) || !strings.Contains(a, "Engines: 1 of 1 up") {
+		t.Fatalf("healthy answer:\n%s\nwant the engine up and no problem", a)
+	}
+
+	faults := []struct {
+		name       string
+		make, heal func()
+		want       string
+	}{
+		{"down", ep.down, ep.up, "connection refused"},
+		{"slow beyond the timeout", ep.set("slow"), ep.set("ok"), "no answer within " + timeout.String()},
+		{"garbage", ep.set("garbage"), ep.set("ok"), "not Prometheus text"},
+		{"a 50 MiB body", ep.set("huge"), ep.set("ok"), "body larger than 8 MiB"},
+	}
+	for _, fc := range faults {
+		t.Run(fc.name, func(t *testing.T) {
+			n := posts.count()
+			fc.make()
+			s.Tick(ctx)
+			s.Tick(ctx) // a failure seen twice is worth a warning
+			warnings := posts.since(n, AlertProbe)
+			if len(warnings) != 1 {
+				t.Fatalf("warnings after two failing samples = %+v; want one", warnings)
+			}
+			if miss, ok := faultContainsAll(warnings[0].Message.Text(), ep.URL(), fc.want); !ok {
+				t.Errorf("warning:\n%s\nlacks %q", warnings[0].Message.Text(), miss)
+			}
+			start := time.Now()
+			a := faultAsk(e, "ETA?")
+			took := time.Since(start)
+			if miss, ok := faultContainsAll(a, "300 / 25,000", probe, fc.want, "Engines: 0 of 1 up"); !ok {
+				t.Errorf("answer while the endpoint is %s:\n%s\nlacks %q", fc.name, a, miss)
+			}
+
+			n = posts.count()
+			fc.heal()
+			s.Tick(ctx)
+			if resolved := posts.since(n, AlertProbe+"_resolved"); len(resolved) != 1 || !strings.Contains(resolved[0].Message.Text(), "answers again") ||
+				resolved[0].ThreadRef == "" {
+				t.Errorf("after recovery posts = %+v; want one 'answers again' in the warning's thread", resolved)
+			}
+			a = faultAsk(e, "ETA?")
+			if strings.Contains(a, probe) || !strings.Contains(a, "Engines: 1 of 1 up") {
+				t.Errorf("answer after recovery:\n%s\nwant the engine up and no problem", a)
+			}
+			t.Logf("figure: metrics endpoint %s: ETA answered in %v naming it (probe timeout %v); warning after 2 samples; resolved on the 1st sample after it cleared",
+				fc.name, took.Round(time.Millisecond), timeout)
+		})
+	}
+
+	t.Run("counters reset mid-run", func(t *testing.T) {
+		s.Tick(ctx)
+		s.Tick(ctx)
+		n := posts.count()
+		ep.restart()
+		s.Tick(ctx)
+		s.Tick(ctx)
+		if got := posts.since(n, AlertProbe); len(got) > 0 {
+			t.Errorf("warnings for a restarted server = %+v; want none (it answers)", got)
+		}
+		h := e.mon.History("synth")
+		for i := 1; i < len(h); i++ {
+			if h[i].GenTokens == nil || h[i-1].GenTokens == nil || *h[i].GenTokens < *h[i-1].GenTokens {
+				t.Fatalf("history tokens go %v -> %v at point %d; want totals that only grow across the reset", h[i-1].GenTokens, h[i].GenTokens, i)
+			}
+		}
+		if a := faultAsk(e, "ETA?"); strings.Contains(a, probe) || !strings.Contains(a, "Engines: 1 of 1 up") {
+			t.Errorf("answer after the reset:\n%s\nwant the engine up and no problem", a)
+		}
+		// The tick that saw the reset said so.
+		ep.restart()
+		s.Tick(ctx)
+		if len(*evs) != 1 || !strings.Contains(strings.Join((*evs)[0].Run.Notices, "\n"), "restarted") {
+			t.Errorf("notices of the sample that saw a reset = %v; want the restart noted", (*evs)[0].Run.Notices)
+		}
+		t.Logf("figure: metrics counters reset: totals carried over (%d points, never decreasing), restart noted, no warning", len(h))
+	})
+}
+
+// TestFaultJobLog does to the job's log what happens to logs: deleted, replaced by a FIFO, made
+// unreadable, given a 10 MB line, rotated, truncated. Failures are named in answers and warnings
+// while the engines keep answering; each recovers by itself.
+func TestFaultJobLog(t *testing.T) {
+	vllm := vllmMetrics(t)
+	e := newBotEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}, timeout: 500 * time.Millisecond})
+	posts := &faultPosts{}
+	s, evs := faultSampler(e, posts)
+	ctx := context.Background()
+	probe := "log " + e.log
+	appendLine := func(line string) {
+		f, err := os.OpenFile(e.log, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := 300
+	rewrite := func() {
+		done += 10
+		e.writeLog(t, done, 25000)
+	}
+	s.Tick(ctx)
+
+	failures := []struct {
+		name       string
+		root       bool // meaningful as root
+		make, heal func()
+		want       string
+	}{
+		{"deleted", true, func() { os.Remove(e.log) }, rewrite, "does not exist"},
+		{"replaced by a FIFO", true, func() {
+			os.Remove(e.log)
+			if err := syscall.Mkfifo(e.log, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, func() {
+			os.Remove(e.log)
+			rewrite()
+		}, "not a regular file (a named pipe)"},
+		{"permission denied", false, func() { os.Chmod(e.log, 0) }, func() { os.Chmod(e.log, 0o644) }, "permission denied"},
+		{"a 10 MB line", true, func() {
+			appendLine(strings.Repeat("x", 10<<20) + "\n")
+		}, func() {
+			done += 10
+			appendLine(fmt.Sprintf("Progress: %d/25000 (0 errors), 0.7 req/s\n", done))
+		}, "the last line is longer than that"},
+	}
+	for _, fc := range failures {
+		t.Run(fc.name, func(t *testing.T) {
+			if !fc.root && os.Geteuid() == 0 {
+				t.Skip("root reads files regardless of their mode; monitor's TestFaultLogPermissionDenied reads as nobody in a child process")
+			}
+			n := posts.count()
+			fc.make()
+			s.Tick(ctx)
+			s.Tick(ctx)
+			warnings := posts.since(n, AlertProbe)
+			if len(warnings) != 1 {
+				t.Fatalf("warnings after two failing samples = %+v; want one", warnings)
+			}
+			if miss, ok := faultContainsAll(warnings[0].Message.Text(), e.log, fc.want); !ok {
+				t.Errorf("warning:\n%s\nlacks %q", warnings[0].Message.Text(), miss)
+			}
+			start := time.Now()
+			a := faultAsk(e, "ETA?")
+			took := time.Since(start)
+			if miss, ok := faultContainsAll(a, probe, fc.want, "Engines: 1 of 1 up"); !ok {
+				t.Errorf("answer while the log is %s:\n%s\nlacks %q", fc.name, a, miss)
+			}
+
+			n = posts.count()
+			fc.heal()
+			s.Tick(ctx)
+			if resolved := posts.since(n, AlertProbe+"_resolved"); len(resolved) != 1 || !strings.Contains(resolved[0].Message.Text(), "answers again") {
+				t.Errorf("after recovery posts = %+v; want one 'answers again'", resolved)
+			}
+			a = faultAsk(e, "ETA?")
+			if want := fmt.Sprintf("%d / 25,000", done); strings.Contains(a, probe) || !strings.Contains(a, want) {
+				t.Errorf("answer after recovery:\n%s\nwant %s done and no problem", a, want)
+			}
+			t.Logf("figure: log %s: ETA answered in %v naming the log; warning after 2 samples; resolved on the 1st sample after it cleared", fc.name, took.Round(time.Millisecond))
+		})
+	}
+
+	// Rotation and truncation are not failures: the bot follows the file and says what happened.
+	events := []struct {
+		name   string
+		make   func()
+		notice string
+	}{
+		{"rotated", func() {
+			if err := os.Rename(e.log, e.log+".1"); err != nil {
+				t.Fatal(err)
+			}
+			rewrite()
+		}, "was rotated"},
+		{"truncated", func() {
+			done += 10
+			if err := os.WriteFile(e.log, fmt.Appendf(nil, "Progress: %d/25000\n", done), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "was truncated"},
+	}
+	for _, ev := range events {
+		t.Run(ev.name, func(t *testing.T) {
+			s.Tick(ctx)
+			n := posts.count()
+			ev.make()
+			s.Tick(ctx)
+			if got := strings.Join((*evs)[0].Run.Notices, "\n"); !strings.Contains(got, ev.notice) {
+				t.Errorf("notices = %q; want %q", got, ev.notice)
+			}
+			if got := posts.since(n, AlertProbe); len(got) > 0 {
+				t.Errorf("warnings = %+v; want none for a %s log", got, ev.name)
+			}
+			if a, want := faultAsk(e, "ETA?"), fmt.Sprintf("%d / 25,000", done); strings.Contains(a, probe) || !strings.Contains(a, want) {
+				t.Errorf("answer after the log was %s:\n%s\nwant %s done and no problem", ev.name, a, want)
+			}
+			t.Logf("figure: log %s: followed on the next sample, noted, no warning", ev.name)
+		})
+	}
+}
+
+// TestFaultStatfsNeverReturns stands in for a dead NFS server under the run's output: statfs on
+// its mount blocks until released. Questions are answered and name the mount; after the release
+// the free space is back.
+func TestFaultStatfsNeverReturns(t *testing.T) {
+	dir := t.TempDir()
+	table, err := probes.NewMounts("/proc").Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, ok := table.Lookup(dir)
+	if !ok {
+		t.Fatalf("no mount holds %s", dir)
+	}
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock)
+	var calls atomic.Int32
+	usage := func(mountPoint string) (probes.Usage, error) {
+		if mountPoint == mt.MountPoint {
+			calls.Add(1)
+			<-release
+		}
+		return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
+	}
+	const timeout = 300 * time.Millisecond
+	e := newBotEnv(t, botOpts{timeout: timeout, statfs: probes.NewStatFSFunc(timeout, usage)})
+	out := filepath.Join(e.dir, "out")
+	var slowest time.Duration
+	for _, q := range []string{"how much space is left on " + out + "?", "status", "how much space is left on " + out + "?"} {
+		start := time.Now()
+		a := faultAsk(e, q)
+		slowest = max(slowest, time.Since(start))
+		// The probe's own timer and the answer's deadline are the same length; either may end the wait.
+		if !strings.Contains(a, "statfs "+mt.MountPoint+": ") || !strings.Contains(a, "not responding") && !strings.Contains(a, "no answer within") {
+			t.Errorf("%q while statfs hangs:\n%s\nwant the mount named as not responding", q, a)
+		}
+	}
+	if a := faultAsk(e, "ETA?"); !strings.Contains(a, "300 / 25,000") || strings.Contains(a, "statfs") {
+		t.Errorf("ETA while statfs hangs:\n%s\nwant the progress, untouched by storage", a)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("statfs calls on the hung mount = %d; want 1 (no goroutine piles up per question)", n)
+	}
+	unblock()
+	var a string
+	for range 50 {
+		if a = faultAsk(e, "how much space is left on "+out+"?"); !strings.Contains(a, "statfs ") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(a, "statfs ") || !strings.Contains(a, "42.9 GB free") {
+		t.Errorf("space after the mount came back:\n%s\nwant 40 GiB free and no problem", a)
+	}
+	t.Logf("figure: statfs never returns: answers within %v naming the mount (probe timeout %v), 1 stuck call however many questions; free space back on the next question after release",
+		slowest.Round(time.Millisecond), timeout)
+}
+
+// faultTmpfs mounts a tmpfs of size on a fresh directory so the state directory can really be
+// full or read-only; it skips when mounting is not allowed (not root, or no CAP_SYS_ADMIN).
+func faultTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("a small tmpfs needs mount privileges (root with CAP_SYS_ADMIN): %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestFaultStateDirReadOnly makes the state directory read-only under a running bot: answers go
+// on, an admin's snooze holds and says it is not saved, a warning names the state directory; once
+// it is writable again the warning resolves and a restart has the snooze.
+func TestFaultStateDirReadOnly(t *testing.T) {
+	stateDir := faultTmpfs(t, "256k")
+	vllm := vllmMetrics(t)
+	opts := botOpts{metrics: []string{vllm.URL + "/metrics"}, stateDir: stateDir}
+	e := newBotEnv(t, opts)
+	posts := &faultPosts{}
+	s, _ := faultSampler(e, posts)
+	ctx := context.Background()
+	s.Tick(ctx)
+
+	if out, err := exec.Command("mount", "-o", "remount,ro", stateDir).CombinedOutput(); err != nil {
+		t.Fatalf("remount ro: %v: %s", err, out)
+	}
+	rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", Source: "console"})
+	if miss, ok := faultContainsAll(rep.Message.Text(), "snoozed for 2 h", "not saved yet", "read-only file system"); !ok {
+		t.Errorf("snooze on a read-only state dir:\n%s\nlacks %q", rep.Message.Text(), miss)
+	}
+	if _, ok := e.mon.SnoozedUntil("synth"); !ok {
+		t.Fatalf("the snooze does not hold while the state dir is read-only")
+	}
+	n := posts.count()
+	s.Tick(ctx)
+	s.Tick(ctx)
+	// Snoozed: the warning is held back, but the answers name the state directory.
+	if a := faultAsk(e, "ETA?"); !strings.Contains(a, "state: kept in memory, not saved") || !strings.Contains(a, "Engines: 1 of 1 up") {
+		t.Errorf("answer on a read-only state dir:\n%s\nwant it to name the state and still answer", a)
+	}
+	if got := posts.since(n, AlertProbe); len(got) != 0 {
+		t.Errorf("warnings while snoozed = %+v; want none", got)
+	}
+	e.bot.Ask(ctx, Request{Text: "unsnooze", Source: "console"})
+	s.Tick(ctx)
+	s.Tick(ctx)
+	warnings := posts.since(n, AlertProbe)
+	if len(warnings) != 1 || !strings.Contains(warnings[0].Message.Text(), "not on disk") || !strings.Contains(warnings[0].Message.Text(), "read-only file system") {
+		t.Fatalf("warnings on a read-only state dir = %+v; want one naming it", warnings)
+	}
+	e.bot.Ask(ctx, Request{Text: "snooze 3h", Source: "console"})
+
+	if out, err := exec.Command("mount", "-o", "remount,rw", stateDir).CombinedOutput(); err != nil {
+		t.Fatalf("remount rw: %v: %s", err, out)
+	}
+	n = posts.count()
+	s.Tick(ctx)
+	if resolved := posts.since(n, AlertProbe+"_resolved"); len(resolved) != 0 {
+		t.Errorf("resolved posts while snoozed = %+v; want none", resolved)
+	}
+	if a := faultAsk(e, "ETA?"); strings.Contains(a, "state:") {
+		t.Errorf("answer after the state dir recovered:\n%s\nwant no state problem", a)
+	}
+	// A restart over the recovered directory has the snooze set while it was read-only.
+	second := newBotEnv(t, opts)
+	if u, ok := second.mon.SnoozedUntil("synth"); !ok || u.Sub(time.Now()) < 2*time.Hour {
+		t.Errorf("after a restart the snooze is %v, %v; want the 3 h one set while the state dir was read-only", u, ok)
+	}
+	t.Logf("figure: state dir read-only: answers go on naming it, snooze holds in memory, warning after 2 samples, saved on the 1st sample after remount rw")
+}
+
+// TestFaultSlackStorms puts Slack in a mood: a long run of 429s, then of 5xx. Warnings are kept
+// and delivered once when Slack takes them again; an answer waits out a rate limit rather than
+// being dropped.
+func TestFaultSlackStorms(t *testing.T) {
+	t.Run("answer through a 429 storm", func(t *testing.T) {
+		vllm := vllmMetrics(t)
+		e := newHTTPEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}})
+		for range 10 {
+			e.fake.failNext("chat.postMessage", fakeFailure{status: 429, retryAfter: "2", body: `{"ok":false,"error":"ratelimited"}`})
+		}
+		e.post(t, "/slack/events", mentionEvent("EvStorm", "<@U111> ETA?", "U222", "C1", "1700000100.000100", ""), nil)
+		e.app.wait(20 * time.Second)
+		posts := e.fake.Calls("chat.postMessage")
+		if len(posts) != 11 || !strings.Contains(posts[10].blocksText(t), "synth · ETA") {
+			t.Fatalf("chat.postMessage calls = %d; want 10 refused and the answer on the 11th", len(posts))
+		}
+		metrics := readAll(t, mustGet(t, e.srv.URL+"/metrics").Body)
+		if want := `runwatch_slack_api_retries_total{method="chat.postMessage",reason="rate_limited"} 10`; !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+		t.Logf("figure: Slack 429 storm (10 in a row, Retry-After 2 s): the answer is posted once, after 10 waits")
+	})
+
+	t.Run("warnings through 429 and 5xx storms", func(t *testing.T) {
+		ep := newFaultEndpoint(t)
+		e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 300 * time.Millisecond})
+		fake := newSlackFake(t)
+		logs := &logBuffer{}
+		api, waits := newTestAPI(t, fake, RedactLogger(logs.logger(), NewRedactor(testBotToken)), nil)
+		s := NewSampler(e.bot, time.Second, RedactLogger(logs.logger(), NewRedactor(testBotToken)))
+		s.Deliver = slackDeliver(e.bot, api, nil)
+		ctx := context.Background()
+
+		storms := []struct {
+			name    string
+			failure fakeFailure
+			n       int
+			ticks   int // ticks until the warning gets through
+			logged  string
+		}{
+			// 16 waits per try: 40 refusals take three ticks.
+			{"429", fakeFailure{status: 429, retryAfter: "1", body: `{"ok":false,"error":"ratelimited"}`}, 40, 3, "rate limit"},
+			// 4 attempts per try: 10 refusals take three ticks.
+			{"503", fakeFailure{status: 503, body: "<html>upstream busy</html>"}, 10, 3, "503"},
+		}
+		for _, st := range storms {
+			t.Run(st.name, func(t *testing.T) {
+				*waits = nil
+				ep.down()
+				s.Tick(ctx) // seen once
+				before := len(fake.Calls("chat.postMessage"))
+				for range st.n {
+					fake.failNext("chat.postMessage", st.failure)
+				}
+				for range st.ticks {
+					s.Tick(ctx)
+				}
+				calls := fake.Calls("chat.postMessage")[before:]
+				if len(calls) != st.n+1 {
+					t.Fatalf("chat.postMessage calls = %d; want %d refused and the warning once", len(calls), st.n)
+				}
+				if !strings.Contains(calls[st.n].Form.Get("text"), "is failing") {
+					t.Errorf("delivered = %q; want the source-down warning", calls[st.n].Form.Get("text"))
+				}
+				s.Tick(ctx)
+				if n := len(fake.Calls("chat.postMessage")[before:]); n != st.n+1 {
+					t.Errorf("after the storm chat.postMessage calls = %d; want no repeat of the delivered warning", n)
+				}
+				if !strings.Contains(logs.String(), "warning not delivered; will retry") || !strings.Contains(logs.String(), st.logged) {
+					t.Errorf("log lacks the undelivered warning naming %q:\n%s", st.logged, logs.String())
+				}
+				ep.up()
+				s.Tick(ctx)
+				if calls := fake.Calls("chat.postMessage"); !strings.Contains(calls[len(calls)-1].Form.Get("text"), "answers again") {
+					t.Errorf("after the endpoint came back: %q; want the follow-up", calls[len(calls)-1].Form.Get("text"))
+				}
+				t.Logf("figure: Slack %s storm (%d refusals): the warning is kept and delivered once, on sample %d", st.name, st.n, st.ticks)
+			})
+		}
+		if strings.Contains(logs.String(), testBotToken.Reveal()) {
+			t.Errorf("the token reached the log")
+		}
+	})
+}
+
+func mustGet(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// drop closes the current connection without a close frame, as a dying proxy or NAT does.
+func (f *socketFake) drop() {
+	f.mu.Lock()
+	c := f.conn
+	f.mu.Unlock()
+	c.NetConn().Close()
+}
+
+// TestFaultSocketModeDrops drops the Socket Mode connection without warning, with Slack refusing
+// the first reconnections, and an envelope lost in the drop. The bot reconnects by itself, and the
+// event Slack redelivers on the new connection is answered once.
+func TestFaultSocketModeDrops(t *testing.T) {
+	vllm := vllmMetrics(t)
+	e := newSocketEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}})
+	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
+
+	envelope := func(id, event string) []byte {
+		return fmt.Appendf(nil, `{"envelope_id":%q,"type":"events_api","accepts_response_payload":false,"retry_attempt":0,"payload":{"type":"event_callback","team_id":"T111","event_id":%q,`+
+			`"event":{"type":"app_mention","channel":"C111","user":"U222","text":"<@U111> ETA?","ts":"1610241800.000100"}}}`, id, event)
+	}
+	e.fake.failNext("apps.connections.open", fakeFailure{status: 503, body: "busy"}, fakeFailure{status: 429, retryAfter: "1", body: `{"ok":false,"error":"ratelimited"}`})
+	e.ws.send(envelope("env-lost", "Ev-drop"))
+	dropped := time.Now()
+	e.ws.drop()
+	e.ws.waitFor(t, "a new connection after the drop", func() bool { return e.ws.connections() == 2 })
+	reconnected := time.Since(dropped)
+	if opens := e.fake.Calls("apps.connections.open"); len(opens) != 4 {
+		t.Errorf("apps.connections.open calls = %d; want the first, two refused and the one that worked", len(opens))
+	}
+	// Slack had no ack for the first envelope (or lost it): it sends the event again.
+	e.ws.send(envelope("env-again", "Ev-drop"))
+	e.ws.waitAck(t, "env-again")
+	e.ws.send(envelope("env-next", "Ev-next"))
+	e.ws.waitAck(t, "env-next")
+	e.app.wait(10 * time.Second)
+	posts := e.fake.Calls("chat.postMessage")
+	if len(posts) != 2 {
+		t.Fatalf("answers = %d; want 2: the event lost in the drop once, and the next one", len(posts))
+	}
+	for _, p := range posts {
+		if !strings.Contains(p.blocksText(t), "synth · ETA") {
+			t.Errorf("answer = %q; want the ETA", p.blocksText(t))
+		}
+	}
+	if l := e.logs.String(); !strings.Contains(l, "Socket Mode connection failed; retrying") || !strings.Contains(l, "connected to Slack (Socket Mode)") {
+		t.Errorf("log lacks the refused reconnections or the reconnection:\n%s", l)
+	}
+	t.Logf("figure: Socket Mode dropped (2 reconnections refused): reconnected in %v; the event lost in the drop answered once", reconnected.Round(time.Millisecond))
+}

@@ -1,0 +1,171 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+)
+
+// TestSecurityNonAdminCannotMutate tries every command that changes state, from a user who is not
+// an admin, by every way a request arrives from Slack: refused each time, nothing changed.
+func TestSecurityNonAdminCannotMutate(t *testing.T) {
+	e := newHTTPEnv(t, botOpts{})
+	ctx := context.Background()
+	if rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", User: "UADMIN", Source: "mention"}); rep.Refused {
+		t.Fatalf("admin snooze refused: %s", rep.Message.Text())
+	}
+	snooze, _ := e.mon.SnoozedUntil("synth")
+	stages := func() string {
+		st := e.bot.Ask(ctx, Request{Text: "status", Source: "console"}).Message.Text()
+		_, checklist, _ := strings.Cut(st, "Checklist")
+		return checklist
+	}
+	before := stages()
+	for _, text := range []string{"snooze 2d", "unsnooze", "stage review done", "stage review failed", "stage generate done synth"} {
+		t.Run(text, func(t *testing.T) {
+			// A slash command, signed like Slack's.
+			resp := e.post(t, "/slack/commands", slashBody("/runwatch", text, "C1", "UOTHER", e.fake.ResponseURL("x")), nil)
+			if body := readAll(t, resp.Body); !strings.Contains(body, "only runwatch admins") || !strings.Contains(body, `"ephemeral"`) {
+				t.Errorf("/runwatch %s from a non-admin = %s; want an ephemeral refusal", text, body)
+			}
+			// A mention and a direct message.
+			for _, req := range []Request{{Text: "<@U111> " + text, Channel: "C1", User: "UOTHER", Source: "mention"},
+				{Text: text, Channel: "D1", User: "UOTHER", Source: "dm"}} {
+				if rep := e.bot.Ask(ctx, req); !rep.Refused || !rep.Ephemeral {
+					t.Errorf("%s %q from a non-admin = %q; want a refusal", req.Source, text, rep.Message.Text())
+				}
+			}
+			if u, ok := e.mon.SnoozedUntil("synth"); !ok || !u.Equal(snooze) {
+				t.Errorf("after %q from a non-admin the snooze is %v, %v; want the admin's %v", text, u, ok, snooze)
+			}
+			if got := stages(); got != before {
+				t.Errorf("after %q from a non-admin the checklist is\n%s\nwant\n%s", text, got, before)
+			}
+		})
+	}
+	t.Logf("figure: 5 mutating commands × slash, mention, DM from a non-admin: 15 refusals, state unchanged")
+}
+
+// TestSecurityPathsOutsideTheRun asks about paths that are not the run's, including ones that get
+// there by .. or by a symlink inside an output: each is refused without saying anything about the
+// path, and a path inside the output is still answered.
+func TestSecurityPathsOutsideTheRun(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	out := filepath.Join(e.dir, "out")
+	// A symlink in the output onto another filesystem (/proc): following it leaves the run's mount.
+	if err := os.Symlink("/proc/self", filepath.Join(out, "to-proc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(out, "part-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	refused := []string{"/etc", "/proc/1/environ", "/root/.ssh",
+		out + "/../../../../../../../../../etc/shadow", filepath.Join(out, "to-proc"), filepath.Join(out, "to-proc", "environ")}
+	for _, p := range refused {
+		for _, q := range []string{"how much space is left on " + p + "?", "are we writing to " + p + "?", "/storage " + p} {
+			rep := e.bot.Ask(ctx, Request{Text: q, Channel: "C1", User: "U222", Source: "mention"})
+			text := rep.Message.Text()
+			if !rep.Refused || !strings.Contains(text, "isn't one of them") {
+				t.Errorf("%q = %q; want a refusal", q, text)
+			}
+			for _, leak := range []string{"free", "resolves", "ext4", "proc"} {
+				if strings.Contains(strings.ReplaceAll(text, p, ""), leak) && !strings.Contains(out, leak) {
+					t.Errorf("%q refused but says %q: %s", q, leak, text)
+				}
+			}
+		}
+	}
+	t.Logf("figure: %d paths outside the run (absolute, .., a symlink onto /proc) × 3 questions: all refused, nothing said about them", len(refused))
+	inside := filepath.Join(out, "part-1")
+	if rep := e.bot.Ask(ctx, Request{Text: "how much space is left on " + inside + "?", Channel: "C1", User: "U222", Source: "mention"}); rep.Refused {
+		t.Errorf("a path inside the output was refused: %s", rep.Message.Text())
+	}
+}
+
+// TestSecurityLogMarkupNeverPings writes a job log whose lines carry Slack markup (a broadcast, a
+// user mention, a link) around real progress, and asks every question about it over HTTP mode:
+// the messages posted to Slack carry no live markup, in the text or the blocks.
+func TestSecurityLogMarkupNeverPings(t *testing.T) {
+	e := newHTTPEnv(t, botOpts{noLogFile: true, run: func(r *config.Run) { r.Total = 25000 }})
+	lines := []string{
+		"<!channel> <!here> <@U0ADMIN> starting <https://evil.example|click here> <#C0123|general>",
+		"Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s <!channel>",
+		"<!everyone> Processed prompts:  30%|███       | 980/3273 [00:13<00:00, 5753.50it/s] <!subteam^S123>",
+		"Progress: 320/25000 (0 errors), 0.7 req/s <https://evil.example/x|status> *bold* _it_ ~s~ `code` &amp; &lt;!channel&gt;",
+	}
+	if err := os.WriteFile(e.log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.mon.Sample(context.Background())
+	questions := []string{"ETA?", "status", "is it stuck?", "how fast are we going?", "where does the output go?", "help"}
+	for i, q := range questions {
+		e.post(t, "/slack/events", mentionEvent(fmt.Sprintf("EvMark%d", i), "<@U111> "+q, "U222", "C1", fmt.Sprintf("1700000300.%06d", i), ""), nil)
+	}
+	e.app.wait(20 * time.Second)
+	calls := append(e.fake.Calls("chat.postMessage"), e.fake.Calls("chat.postEphemeral")...)
+	if len(calls) != len(questions) {
+		t.Fatalf("answers = %d; want %d", len(calls), len(questions))
+	}
+	sawProgress := false
+	for _, c := range calls {
+		fuzzNoLiveMarkup(t, c.Method+" text", c.Form.Get("text"))
+		fuzzNoLiveMarkup(t, c.Method+" blocks", c.Form.Get("blocks"))
+		sawProgress = sawProgress || strings.Contains(c.Form.Get("text"), "320 / 25,000")
+	}
+	if !sawProgress {
+		t.Errorf("no answer shows the progress read from the log (320 / 25,000): the markup must not hide it")
+	}
+	t.Logf("figure: a log full of <!channel>, <@U…>, links: %d answers posted, 0 live mentions or links in text or blocks", len(calls))
+}
+
+// TestSecurityServeLogsNoCredentials runs `bot serve` in HTTP mode with a logger into a buffer,
+// at debug level, through the paths that log errors: Slack refusing posts with the token echoed
+// in its error pages (as a misbehaving proxy might), a source going down, requests with bad
+// signatures. No log line carries the bot token or the signing secret.
+func TestSecurityServeLogsNoCredentials(t *testing.T) {
+	ep := newFaultEndpoint(t)
+	secret := "8f742231b10e8888abcd99yyyzzz85a5"
+	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 300 * time.Millisecond})
+	fake := newSlackFake(t)
+	echo := fakeFailure{status: 502, body: "<html>upstream said: Authorization: Bearer " + testBotToken.Reveal() + " secret=" + secret + "</html>"}
+	for range 4 {
+		fake.failNext("chat.postMessage", echo)
+	}
+	fake.failNext("chat.postMessage", fakeFailure{status: 200, body: `{"ok":false,"error":"invalid_auth ` + testBotToken.Reveal() + `"}`})
+	logs := &logBuffer{}
+	ep.down()
+	s := startServe(t, e, fake, secret, logs)
+	// Requests with bad signatures, and one with the secret itself in the body.
+	for _, body := range []string{"token=" + secret, "text=" + testBotToken.Reveal()} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/commands", strings.NewReader(body))
+		req.Header.Set("X-Slack-Request-Timestamp", fmt.Sprint(time.Now().Unix()))
+		req.Header.Set("X-Slack-Signature", "v0="+secret)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	// Wait until the warning about the dead endpoint has been refused, with the token in the error.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "invalid_auth") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.stop(t)
+	out := logs.String()
+	if !strings.Contains(out, "warning not delivered") || !strings.Contains(out, "invalid_auth xoxb-[redacted]") {
+		t.Fatalf("the log lacks the refused warning with its error redacted; the test did not reach the paths it means to:\n%s", out)
+	}
+	for _, cred := range []string{testBotToken.Reveal(), secret, "AbCdEfGhIjKl"} {
+		if strings.Contains(out, cred) {
+			t.Errorf("a credential (%.8s…) reached the log:\n%s", cred, out)
+		}
+	}
+	t.Logf("figure: bot serve logging at debug through echoed tokens and bad signatures: %d log lines, 0 credentials", strings.Count(out, "\n"))
+}
