@@ -742,4 +742,13 @@ func TestBotAllowedChannels(t *testing.T) {
 			}
 		})
 	}
+	refused := 0
+	for _, tc := range tests {
+		if tc.refused {
+			refused++
+		}
+	}
+	if !t.Failed() {
+		t.Logf("figure: %d requests from channels and DMs: %d outside the allow-lists refused (ephemeral, naming allowed_channels), %d answered", len(tests), refused, len(tests)-refused)
+	}
 }
