@@ -34,7 +34,8 @@ measure() {
       go test -run XXX -bench . -benchmem -count "$count" -timeout 60m "$pkg" | tee -a "$dir/bench.txt" >&2
     done
     # Five runs allow at most a 93.75% confidence interval; benchstat wants 95% unless told.
-    "${benchstat[@]}" -confidence 0.9 "$dir/bench.txt" > "$dir/benchstat.txt"
+    # Run from $dir so the tables are headed "bench.txt", not a temporary path.
+    (cd "$dir" && "${benchstat[@]}" -confidence 0.9 bench.txt > benchstat.txt)
   fi
 
   # Faults, restart, security, soak.
