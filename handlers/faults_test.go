@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/tmpfs"
 	"runwatch/monitor"
 	"runwatch/probes"
 )
@@ -459,27 +459,11 @@ func TestFaultStatfsNeverReturns(t *testing.T) {
 		slowest.Round(time.Millisecond), timeout)
 }
 
-// faultTmpfs mounts a tmpfs of size on a fresh directory so the state directory can really be
-// full or read-only; it skips when mounting is not allowed (not root, or no CAP_SYS_ADMIN).
-func faultTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("a small tmpfs needs mount privileges (root with CAP_SYS_ADMIN): %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
 // TestFaultStateDirReadOnly makes the state directory read-only under a running bot: answers go
 // on, an admin's snooze holds and says it is not saved, a warning names the state directory; once
 // it is writable again the warning resolves and a restart has the snooze.
 func TestFaultStateDirReadOnly(t *testing.T) {
-	stateDir := faultTmpfs(t, "256k")
+	stateDir := tmpfs.Mount(t, "256k")
 	vllm := vllmMetrics(t)
 	opts := botOpts{metrics: []string{vllm.URL + "/metrics"}, stateDir: stateDir}
 	e := newBotEnv(t, opts)
@@ -488,9 +472,7 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 	ctx := context.Background()
 	s.Tick(ctx)
 
-	if out, err := exec.Command("mount", "-o", "remount,ro", stateDir).CombinedOutput(); err != nil {
-		t.Fatalf("remount ro: %v: %s", err, out)
-	}
+	tmpfs.Remount(t, stateDir, "ro")
 	rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", Source: "console"})
 	if miss, ok := faultContainsAll(rep.Message.Text(), "snoozed for 2 h", "not saved yet", "read-only file system"); !ok {
 		t.Errorf("snooze on a read-only state dir:\n%s\nlacks %q", rep.Message.Text(), miss)
@@ -517,9 +499,7 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 	}
 	e.bot.Ask(ctx, Request{Text: "snooze 3h", Source: "console"})
 
-	if out, err := exec.Command("mount", "-o", "remount,rw", stateDir).CombinedOutput(); err != nil {
-		t.Fatalf("remount rw: %v: %s", err, out)
-	}
+	tmpfs.Remount(t, stateDir, "rw")
 	n = posts.count()
 	s.Tick(ctx)
 	if resolved := posts.since(n, AlertProbe+"_resolved"); len(resolved) != 0 {

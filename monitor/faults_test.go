@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/tmpfs"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
@@ -128,33 +129,10 @@ func TestFaultStatfsNeverReturns(t *testing.T) {
 	t.Logf("figure: statfs never returns: 3 statuses each bounded by the %v timeout, 1 stuck call; capacity back after release", timeout)
 }
 
-// faultTmpfs mounts a tmpfs of size on a fresh directory, so the state directory can really be
-// full or read-only. It skips when mounting is not allowed (not root, or no CAP_SYS_ADMIN).
-func faultTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("a small tmpfs needs mount privileges (root with CAP_SYS_ADMIN): %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-func faultRemount(t *testing.T, dir, how string) {
-	t.Helper()
-	if out, err := exec.Command("mount", "-o", "remount,"+how, dir).CombinedOutput(); err != nil {
-		t.Fatalf("remount %s %s: %v: %s", dir, how, err, out)
-	}
-}
-
 func TestFaultStateDir(t *testing.T) {
 	srv, _ := vllmServer(t, 1386*30)
 	f := newFixture(t, srv.URL+"/metrics")
-	root := faultTmpfs(t, "256k")
+	root := tmpfs.Mount(t, "256k")
 	dir, err := state.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +186,7 @@ func TestFaultStateDir(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "no space left on device"},
-		{"read-only", func(t *testing.T) { faultRemount(t, root, "ro") }, func(t *testing.T) { faultRemount(t, root, "rw") }, "read-only file system"},
+		{"read-only", func(t *testing.T) { tmpfs.Remount(t, root, "ro") }, func(t *testing.T) { tmpfs.Remount(t, root, "rw") }, "read-only file system"},
 	}
 	for _, fc := range faults {
 		t.Run(fc.name, func(t *testing.T) {

@@ -4,37 +4,14 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"runwatch/internal/tmpfs"
 )
-
-// stateTmpfs mounts a tmpfs of size bytes on a fresh directory, so a test can fill it or make it
-// read-only for real. It skips the test when mounting is not allowed (not root, or no
-// CAP_SYS_ADMIN): no other way gives a filesystem that is really full.
-func stateTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("a small tmpfs needs mount privileges (root with CAP_SYS_ADMIN): %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-func stateRemount(t *testing.T, dir, how string) {
-	t.Helper()
-	if out, err := exec.Command("mount", "-o", "remount,"+how, dir).CombinedOutput(); err != nil {
-		t.Fatalf("remount %s %s: %v: %s", dir, how, err, out)
-	}
-}
 
 // stateEntries lists a directory's names.
 func stateEntries(t *testing.T, dir string) []string {
@@ -51,7 +28,7 @@ func stateEntries(t *testing.T, dir string) []string {
 }
 
 func TestSaveOnFullDisk(t *testing.T) {
-	dir := stateTmpfs(t, "64k")
+	dir := tmpfs.Mount(t, "64k")
 	d, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +62,7 @@ func TestSaveOnFullDisk(t *testing.T) {
 }
 
 func TestSaveOnReadOnlyMount(t *testing.T) {
-	dir := stateTmpfs(t, "64k")
+	dir := tmpfs.Mount(t, "64k")
 	d, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +70,7 @@ func TestSaveOnReadOnlyMount(t *testing.T) {
 	if err := d.Save("run-a.json", doc{Points: []int{1}}); err != nil {
 		t.Fatal(err)
 	}
-	stateRemount(t, dir, "ro")
+	tmpfs.Remount(t, dir, "ro")
 	err = d.Save("run-a.json", doc{Points: []int{2}})
 	if !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("Save on a read-only mount = %v; want EROFS", err)
@@ -102,7 +79,7 @@ func TestSaveOnReadOnlyMount(t *testing.T) {
 	if err := d.Load("run-a.json", &got); err != nil || got.Points[0] != 1 {
 		t.Errorf("Load on the read-only mount = %+v, %v; want the saved point 1", got, err)
 	}
-	stateRemount(t, dir, "rw")
+	tmpfs.Remount(t, dir, "rw")
 	if err := d.Save("run-a.json", doc{Points: []int{3}}); err != nil {
 		t.Fatalf("Save after remounting read-write = %v", err)
 	}
