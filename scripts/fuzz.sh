@@ -14,6 +14,8 @@ pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
   pkgs=($(go list -f '{{.Dir}}' ./... | sed "s|^$PWD|.|"))
 fi
+# inputs counts the files in a corpus directory (0 when it does not exist yet).
+inputs() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
 failed=()
 flaked=()
 count=0
@@ -23,13 +25,13 @@ for pkg in "${pkgs[@]}"; do
     count=$((count + 1))
     echo "== $pkg $target ($fuzztime)"
     corpus="$pkg/testdata/fuzz/$target"
-    before=$(ls "$corpus" 2>/dev/null | wc -l)
+    before=$(inputs "$corpus")
     log=$(mktemp)
     if go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" > "$log" 2>&1; then
       tail -n 3 "$log"
     else
       cat "$log"
-      after=$(ls "$corpus" 2>/dev/null | wc -l)
+      after=$(inputs "$corpus")
       # Go 1.26's fuzzing coordinator can end a run at -fuzztime with a bare "context deadline
       # exceeded" and no crashing input (golang/go#75804, fixed in Go 1.27): not a finding. Any
       # other failure, or one that wrote an input to testdata/fuzz, is.
