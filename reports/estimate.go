@@ -516,7 +516,7 @@ func Estimate(hist []Observation, cfg EstimateConfig) (ETA, Throughput) {
 		return e, tp
 	}
 	if len(hist) == 1 {
-		return estRough(last, e), tp
+		return estRough(last, e, "one sample"), tp
 	}
 	if since, ok := s.stalledSince(cfg.StallAfter); ok {
 		e.State, e.StalledSince = StateStalled, &since
@@ -531,8 +531,23 @@ func Estimate(hist []Observation, cfg EstimateConfig) (ETA, Throughput) {
 	// Rates come from the history up to the last progress: a flat stretch still going on is either the start
 	// of a stall or a pause, and counts as neither yet. The finish slides out with it.
 	s.pts = s.pts[:s.lastProgress()+1]
-	return s.model(e, last.T, cfg), tp
+	est := s.model(e, last.T, cfg)
+	if est.State == StateUnknown && est.Reason == estNoRate {
+		// Items are finishing but the history is shorter than one rate block: the latest sample's
+		// own count and elapsed time give a rough figure, as for a single sample.
+		early := fmt.Sprintf("too early to measure a rate (%s of history)", Duration(last.T-hist[0].T))
+		if rough := estRough(last, e, "the latest sample, "+early); rough.State == StateRunning {
+			return rough, tp
+		}
+		if last.Done > 0 {
+			est.Reason = early + " and the progress source gives no elapsed time"
+		}
+	}
+	return est, tp
 }
+
+// estNoRate is model's reason when no rate could be measured yet.
+const estNoRate = "no item has finished yet and the engines report no tokens"
 
 // lastProgress is the index of the last point that moved (0 when none did).
 func (s estSeries) lastProgress() int {
@@ -551,7 +566,7 @@ func (s estSeries) model(e ETA, now float64, cfg EstimateConfig) ETA {
 	blockLen := cfg.Window / 3
 	bs := s.blocks(blockLen)
 	if len(bs) == 0 {
-		e.Reason = "no item has finished yet and the engines report no tokens"
+		e.Reason = estNoRate
 		return e
 	}
 	last := s.pts[len(s.pts)-1]
@@ -853,7 +868,7 @@ func (s estSeries) throughput(window float64) Throughput {
 }
 
 // estRough estimates from a single observation and the job's own elapsed time.
-func estRough(o Observation, e ETA) ETA {
+func estRough(o Observation, e ETA, from string) ETA {
 	e.Rough = true
 	switch {
 	case o.Total <= 0:
@@ -875,8 +890,8 @@ func estRough(o Observation, e ETA) ETA {
 	}
 	finish := estUnix(o.T + sec)
 	e.FinishAt = &finish
-	e.Reason = fmt.Sprintf("rough, from one sample: %s items in %s = %s, %s items left",
-		Count(float64(o.Done)), Duration(*o.Elapsed), Rate(rate, "items/s"), Count(e.ItemsLeft))
+	e.Reason = fmt.Sprintf("rough, from %s: %s items in %s = %s, %s items left",
+		from, Count(float64(o.Done)), Duration(*o.Elapsed), Rate(rate, "items/s"), Count(e.ItemsLeft))
 	return e
 }
 

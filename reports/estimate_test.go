@@ -114,6 +114,31 @@ func TestEstimateRough(t *testing.T) {
 	}
 }
 
+func TestEstimateShortHistory(t *testing.T) {
+	// Two samples a minute apart with the same count (the log has not printed a new line yet): no
+	// rate can be measured, but items have finished, so the latest sample gives a rough figure
+	// rather than "no item has finished".
+	two := []Observation{
+		{T: 1e9, Done: 150, Total: 25000, Elapsed: obsF(120)},
+		{T: 1e9 + 60, Done: 150, Total: 25000, Elapsed: obsF(180)},
+	}
+	e, _ := Estimate(two, EstimateConfig{})
+	want := 24850 / (150.0 / 180)
+	if !e.Rough || e.State != StateRunning || e.Seconds == nil || math.Abs(*e.Seconds-want) > 1 {
+		t.Fatalf("Estimate(two samples a minute apart) = %+v; want rough %v s", e, want)
+	}
+	if !strings.HasPrefix(e.Reason, "rough, from the latest sample, too early to measure a rate (60 s of history): 150 items in 3 min") {
+		t.Errorf("reason = %q; want it to say the history is too short", e.Reason)
+	}
+	for i := range two {
+		two[i].Elapsed = nil
+	}
+	e, _ = Estimate(two, EstimateConfig{})
+	if e.State != StateUnknown || !strings.HasPrefix(e.Reason, "too early to measure a rate (60 s of history)") {
+		t.Errorf("Estimate(two samples without elapsed) = %s %q; want unknown, too early", e.State, e.Reason)
+	}
+}
+
 // estRestarted is a steady run whose server restarts at t=3600: a minute of downtime, then counters from zero
 // (stitched, when the sampler carries them, with a restart count).
 func estRestarted(stitched bool) []Observation {

@@ -163,7 +163,7 @@ func ETALine(e ETA, loc *time.Location) string {
 		s += ", done around " + SlackDateTime(*e.FinishAt, loc)
 	}
 	if e.Rough {
-		s += " _(rough: a single sample)_"
+		s += " _(rough)_"
 	}
 	s += "."
 	if e.Reason != "" {
