@@ -76,9 +76,11 @@ type estPoint struct {
 	done     float64
 	g        float64 // generated tokens since the first point, resets stitched
 	fin      float64 // tokens of finished items since the first point (engine histogram or log average)
+	finN     float64 // items the engine histogram counted since the first point (hasFinN)
 	age      float64 // tokens decoded so far by the requests in flight (g minus fin since server start)
 	hasG     bool    // the engines answered: g and running are known
 	hasFin   bool    // fin is known
+	hasFinN  bool    // finN is known: fin and finN come from the same scrape
 	hasAge   bool    // age is known
 	running  float64 // requests in the batch; 0 when unknown
 	seg      int     // engine counter segment: increments at each server restart
@@ -118,8 +120,8 @@ func estBuild(hist []Observation, cfg EstimateConfig) estSeries {
 			break
 		}
 	}
-	var rawG, rawFin float64
-	var haveRawG, haveRawFin bool
+	var rawG, rawFin, rawFinN float64
+	var haveRawG, haveRawFin, haveRawFinN bool
 	// The batch's age is the tokens decoded since the server started less those of the items finished since:
 	// (g - gBase) - (fin - finBase). For the first server that is its raw generation counter less the
 	// finished tokens it reports (or the log's, if the server started with the job).
@@ -127,7 +129,7 @@ func estBuild(hist []Observation, cfg EstimateConfig) estSeries {
 	for i, o := range hist {
 		p := estPoint{t: o.T, done: float64(o.Done)}
 		if i > 0 {
-			p.g, p.fin, p.seg = s.pts[i-1].g, s.pts[i-1].fin, s.pts[i-1].seg
+			p.g, p.fin, p.finN, p.seg = s.pts[i-1].g, s.pts[i-1].fin, s.pts[i-1].finN, s.pts[i-1].seg
 		}
 		if o.MaxTokens > 0 {
 			s.maxTokens = float64(o.MaxTokens)
@@ -173,6 +175,18 @@ func estBuild(hist []Observation, cfg EstimateConfig) estSeries {
 				finBase = -*o.FinishedLenSum
 			}
 			rawFin, haveRawFin = *o.FinishedLenSum, true
+			if o.FinishedLenCount != nil {
+				// The histogram's count, stitched like its sum: the items whose tokens fin counts, read
+				// in the same scrape, where the log's done may be a line behind.
+				p.hasFinN = true
+				switch {
+				case haveRawFinN && *o.FinishedLenCount < rawFinN:
+					p.finN += *o.FinishedLenCount
+				case haveRawFinN:
+					p.finN += *o.FinishedLenCount - rawFinN
+				}
+				rawFinN, haveRawFinN = *o.FinishedLenCount, true
+			}
 		case !engineFin && o.AvgCompletion != nil:
 			p.hasFin = true
 			p.fin = *o.AvgCompletion * float64(o.Done)
@@ -692,6 +706,9 @@ func blockTokensPerItem(a, z estPoint) (estRatio, bool) {
 	switch {
 	case z.done <= a.done || z.seg != a.seg && !(a.hasFin && z.hasFin):
 		return estRatio{}, false
+	case a.hasFinN && z.hasFinN && z.finN > a.finN && z.fin > a.fin:
+		// Sum and count of the engines' own histogram: the mean length of the items they finished.
+		return estRatio{z.fin - a.fin, z.finN - a.finN}, true
 	case a.hasFin && z.hasFin && z.fin > a.fin:
 		return estRatio{z.fin - a.fin, z.done - a.done}, true
 	case a.hasG && z.hasG && z.g > a.g:

@@ -114,6 +114,34 @@ func TestEstimateRough(t *testing.T) {
 	}
 }
 
+// TestEstimateLogLagsTheEngines is the demo's history: the engines' finished-length histogram is read
+// fresh at each sample while the log's progress line can be up to one write behind (here, every other
+// sample a line written 29 s earlier). Tokens per item must come from the histogram's own sum and count,
+// not from its sum over the log's count, whose lag made block lengths wobble by ±10% and the estimate
+// flip between two levels from one sample to the next.
+func TestEstimateLogLagsTheEngines(t *testing.T) {
+	const rate, tokens = 1.4, 1000.0 // items/s, tokens per item
+	var hist []Observation
+	for i := 0; i <= 480; i++ { // 4 h of 30 s samples
+		ts := float64(30 * i)
+		n := math.Floor(rate * ts)
+		logged := n
+		if i%2 == 1 {
+			logged = math.Floor(rate * (ts - 29))
+		}
+		hist = append(hist, Observation{T: 1e9 + ts, Done: int64(logged), Total: 40000, Elapsed: obsF(ts + 60),
+			GenTokens: obsF(n*tokens + 200*tokens/2), Running: obsF(200), FinishedLenSum: obsF(n * tokens), FinishedLenCount: obsF(n)})
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := 120; i < len(hist); i++ { // from the first hour on
+		e, _ := Estimate(hist[:i+1], EstimateConfig{})
+		lo, hi = math.Min(lo, e.TokensPerItem), math.Max(hi, e.TokensPerItem)
+	}
+	if lo < 0.98*tokens || hi > 1.02*tokens {
+		t.Errorf("tokens per item ranged %.0f to %.0f over hours 1-4; want within 2%% of %.0f", lo, hi, tokens)
+	}
+}
+
 func TestEstimateShortHistory(t *testing.T) {
 	// Two samples a minute apart with the same count (the log has not printed a new line yet): no
 	// rate can be measured, but items have finished, so the latest sample gives a rough figure
