@@ -161,8 +161,12 @@ func (a *app) start(ctx context.Context, demo, longLived bool) (*monitor.Monitor
 	return a.monitor(longLived)
 }
 
-// noArgs refuses positional arguments for commands that take none.
-func noArgs(fs *flag.FlagSet, why string) error {
+// parseNoArgs parses the flags of a command that takes no positional arguments; why says so when
+// some are given.
+func parseNoArgs(fs *flag.FlagSet, args []string, why string) error {
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return usageError{why}
 	}
@@ -173,10 +177,7 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 	fs := a.flags()
 	demo := fs.Bool("demo", false, "watch a simulated vLLM job (metrics endpoint, progress log, output directory) at accelerated time")
 	noSample := fs.Bool("no-sample", false, "do not sample in the background (answers still probe live)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs, "console takes no arguments; type questions on standard input"); err != nil {
+	if err := parseNoArgs(fs, args, "console takes no arguments; type questions on standard input"); err != nil {
 		return err
 	}
 	defer a.close()
@@ -249,10 +250,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	run := fs.String("run", "", "only this run")
 	demo := fs.Bool("demo", false, "the status of a simulated job")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs, "status takes no arguments"); err != nil {
+	if err := parseNoArgs(fs, args, "status takes no arguments"); err != nil {
 		return err
 	}
 	defer a.close()
@@ -285,10 +283,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 func runServe(ctx context.Context, a *app, args []string) error {
 	fs := a.flags()
 	demo := fs.Bool("demo", false, "watch a simulated vLLM job at accelerated time")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs, "serve takes no arguments"); err != nil {
+	if err := parseNoArgs(fs, args, "serve takes no arguments"); err != nil {
 		return err
 	}
 	defer a.close()
@@ -326,10 +321,7 @@ func runExport(ctx context.Context, a *app, args []string) error {
 	fs := a.flags()
 	run := fs.String("run", "", "the run (default: the only run)")
 	out := fs.String("out", "-", "the trace file to write; - for standard output")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs, "export takes no arguments"); err != nil {
+	if err := parseNoArgs(fs, args, "export takes no arguments"); err != nil {
 		return err
 	}
 	if err := a.setup(ctx, false); err != nil {
