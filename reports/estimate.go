@@ -894,6 +894,12 @@ func estRough(o Observation, e ETA, from string) ETA {
 	case o.Elapsed == nil || *o.Elapsed <= 0 || o.Done <= 0:
 		e.Reason = "a single observation without elapsed time or finished items: need a second sample"
 		return e
+	case o.Running != nil && float64(o.Done) < *o.Running:
+		// Fewer items done than are in flight: the first batch has not turned over, and the few that
+		// finished are its shortest. Done ÷ elapsed would put the finish several times too late.
+		e.Reason = fmt.Sprintf("too early: %s items finished while %s are in flight, and the first to finish are the shortest; a rate needs the first batch to turn over",
+			Count(float64(o.Done)), Count(*o.Running))
+		return e
 	}
 	rate := float64(o.Done) / *o.Elapsed
 	sec := e.ItemsLeft / rate

@@ -112,6 +112,12 @@ func TestEstimateRough(t *testing.T) {
 	if e, _ := Estimate(one, EstimateConfig{}); e.State != StateUnknown || e.Seconds != nil || !e.Rough {
 		t.Errorf("Estimate(one sample without elapsed) = %+v; want rough and unknown", e)
 	}
+	// The demo's first sample: 8 of a 200-request batch done after 15 s. Those are the shortest;
+	// 8 items in 15 s would say 13 h for a 5 h job, so it says too early instead.
+	young := []Observation{{T: 1e9, Done: 8, Total: 25000, Elapsed: obsF(15), Running: obsF(200), GenTokens: obsF(21000)}}
+	if e, _ := Estimate(young, EstimateConfig{}); e.State != StateUnknown || e.Seconds != nil || !strings.HasPrefix(e.Reason, "too early: 8 items finished while 200 are in flight") {
+		t.Errorf("Estimate(first batch not turned over) = %s %q; want unknown, too early", e.State, e.Reason)
+	}
 }
 
 // TestEstimateLogLagsTheEngines is the demo's history: the engines' finished-length histogram is read
