@@ -150,12 +150,13 @@ func (a *app) bot(m *monitor.Monitor) *handlers.Bot {
 }
 
 // start loads the configuration (the demo's with demo) and builds the monitor; the caller must
-// call a.close. One-shot commands on the demo wait until the simulated job has logged progress.
+// call a.close. On the demo every command waits until the simulated job has logged progress (a
+// fraction of a second), so that the first answer is about the job, not about its empty log.
 func (a *app) start(ctx context.Context, demo, longLived bool) (*monitor.Monitor, error) {
 	if err := a.setup(ctx, demo); err != nil {
 		return nil, err
 	}
-	if a.demo != nil && !longLived {
+	if a.demo != nil {
 		a.demo.warmUp(ctx)
 	}
 	return a.monitor(longLived)
