@@ -237,13 +237,7 @@ func handleWrites(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return errorReply("check writes", err)
 	}
-	scanErr := ""
-	for _, p := range rs.Problems {
-		if p.Probe == "writers" {
-			scanErr = p.Error
-		}
-	}
-	m := reports.AnswerWrites(rs.Name, rs.Storage, t, scanErr)
+	m := reports.AnswerWrites(rs.Name, rs.Storage, t)
 	m.Context = append(m.Context, context1(rs)...)
 	data := map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}
 	if t.Path != "" {

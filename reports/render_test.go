@@ -50,7 +50,7 @@ func TestRenderGolden(t *testing.T) {
 	st := rs.Storage
 	cases := map[string]Message{
 		"status":      RenderStatus(rs, now, time.UTC),
-		"writes":      AnswerWrites(rs.Name, st, Target{}, ""),
+		"writes":      AnswerWrites(rs.Name, st, Target{}),
 		"where":       AnswerWhere(rs.Name, st),
 		"free":        AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds),
 		"fit":         AnswerFit(rs.Name, rs.Plans),

@@ -256,6 +256,12 @@ func StorageVerdict(st Storage) string {
 			}
 		}
 		parts = append(parts, ":rotating_light: *writing to protected "+strings.Join(mounts, ", ")+"*")
+	case len(st.ProtectedMounts) > 0 && st.ScanError != "":
+		var mounts []string
+		for _, p := range st.ProtectedMounts {
+			mounts = append(mounts, Code(p.Path))
+		}
+		parts = append(parts, ":warning: writes to "+strings.Join(mounts, ", ")+" unknown (the open-files scan failed)")
 	case len(st.ProtectedMounts) > 0:
 		var mounts []string
 		for _, p := range st.ProtectedMounts {

@@ -46,11 +46,13 @@ type StorageInput struct {
 
 // Storage is the storage part of a run's status.
 type Storage struct {
-	Paths           []PathInfo       `json:"paths"`
-	ProtectedMounts []PathInfo       `json:"protected_mounts"`
-	Writers         []WriterInfo     `json:"writers"`
-	WritersOmitted  int              `json:"writers_omitted,omitempty"`
-	Invisible       int              `json:"invisible_processes"`
+	Paths           []PathInfo   `json:"paths"`
+	ProtectedMounts []PathInfo   `json:"protected_mounts"`
+	Writers         []WriterInfo `json:"writers"`
+	WritersOmitted  int          `json:"writers_omitted,omitempty"`
+	Invisible       int          `json:"invisible_processes"`
+	// ScanError is why the open-files scan failed (writers and protected_writes are then unknown).
+	ScanError       string           `json:"scan_error,omitempty"`
 	ProtectedWrites bool             `json:"protected_writes"`
 	WriteRates      []WriteRate      `json:"write_rates"`
 	Warnings        []StorageWarning `json:"warnings,omitempty"`
@@ -216,6 +218,9 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		st.Paths = append(st.Paths, info)
 	}
 
+	if in.ScanErr != nil {
+		st.ScanError = in.ScanErr.Error()
+	}
 	if in.Scan != nil {
 		st.Invisible = in.Scan.Invisible
 		watched := map[int]bool{}

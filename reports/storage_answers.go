@@ -22,7 +22,7 @@ const maxListed = 10
 
 // AnswerWrites answers "are we writing to /shared?". With a zero Target it answers for the run's
 // protected mounts.
-func AnswerWrites(run string, st Storage, t Target, scanErr string) Message {
+func AnswerWrites(run string, st Storage, t Target) Message {
 	subject := "the protected mounts"
 	var hits []WriterInfo
 	if t.Path != "" {
@@ -48,8 +48,8 @@ func AnswerWrites(run string, st Storage, t Target, scanErr string) Message {
 	switch {
 	case t.Path == "" && len(st.ProtectedMounts) == 0:
 		verdict = fmt.Sprintf(":white_large_square: No protected mounts are configured for run %s, so nothing counts as a protected write. Add `protected:` (e.g. `/shared`) to the run file, or ask about a path: _are we writing to /data?_", Esc(run))
-	case scanErr != "":
-		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(scanErr))
+	case st.ScanError != "":
+		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
 	case len(hits) > 0:
 		verdict = fmt.Sprintf(":rotating_light: *Yes* — %s writing to %s:", Plural(countPIDs(hits), "process is", "processes are"), subject)
 	case st.Invisible > 0:

@@ -105,7 +105,7 @@ func TestBuildStorage(t *testing.T) {
 func TestBuildStorageFailures(t *testing.T) {
 	in := storageInput()
 	in.Paths[0].Usage, in.Paths[0].UsageErr = nil, errors.New("statfs /data: not responding after 2s")
-	in.Scan = nil
+	in.Scan, in.ScanErr = nil, errors.New("read /proc: permission denied")
 	st := BuildStorage(in, nil)
 	if st.Paths[0].FreeBytes != nil || !strings.Contains(st.Paths[0].Error, "not responding") {
 		t.Errorf("hung statfs path = %+v", st.Paths[0])
@@ -113,9 +113,13 @@ func TestBuildStorageFailures(t *testing.T) {
 	if st.ProtectedWrites || len(st.Writers) != 0 {
 		t.Errorf("no scan: writers %v", st.Writers)
 	}
-	m := AnswerWrites("synth", st, Target{}, "read /proc: permission denied")
+	m := AnswerWrites("synth", st, Target{})
 	if !strings.Contains(m.Sections[0], "Unknown") {
 		t.Errorf("AnswerWrites without a scan = %q; want an Unknown verdict", m.Sections[0])
+	}
+	// The status line must not give the all-clear either.
+	if v := StorageVerdict(st); strings.Contains(v, "no writes") || !strings.Contains(v, "unknown (the open-files scan failed)") {
+		t.Errorf("StorageVerdict without a scan = %q; want writes unknown, not an all-clear", v)
 	}
 }
 
@@ -133,7 +137,7 @@ func TestAnswerWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			text := AnswerWrites("synth", tt.st, tt.target, "").Mrkdwn()
+			text := AnswerWrites("synth", tt.st, tt.target).Mrkdwn()
 			for _, w := range tt.want {
 				if !strings.Contains(text, w) {
 					t.Errorf("AnswerWrites = %q; want %q", text, w)
@@ -144,7 +148,7 @@ func TestAnswerWrites(t *testing.T) {
 	clean := storageInput()
 	clean.Scan.Writers = clean.Scan.Writers[:1]
 	clean.Scan.Invisible = 0
-	text := AnswerWrites("synth", BuildStorage(clean, nil), Target{}, "").Mrkdwn()
+	text := AnswerWrites("synth", BuildStorage(clean, nil), Target{}).Mrkdwn()
 	if !strings.Contains(text, "*No* — no process is writing to `/shared`") {
 		t.Errorf("clean AnswerWrites = %q", text)
 	}
