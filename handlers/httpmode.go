@@ -152,7 +152,7 @@ func (h *httpMode) commands(w http.ResponseWriter, r *http.Request, body []byte)
 		http.Error(w, "bad slash command", http.StatusBadRequest)
 		return
 	}
-	msg := h.app.slash(slashRequest{Command: sc.Command, Text: sc.Text, Channel: sc.ChannelID, ChannelName: sc.ChannelName,
+	msg, _ := h.app.slash(slashRequest{Command: sc.Command, Text: sc.Text, Channel: sc.ChannelID, ChannelName: sc.ChannelName,
 		User: sc.UserID, ResponseURL: sc.ResponseURL})
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(msg); err != nil {

@@ -499,14 +499,23 @@ func (s *slackApp) slashToRequest(sc slashRequest) Request {
 }
 
 // slash answers a slash command: inline when the answer is ready within the inline budget,
-// otherwise a "working on it" acknowledgement now and the answer through response_url later.
-func (s *slackApp) slash(sc slashRequest) *slack.WebhookMessage {
+// otherwise a "working on it" acknowledgement now and the answer through response_url later. The
+// reply is returned too when it was ready inline, so that a caller who cannot deliver the inline
+// message can follow up with it rather than ask again. The answer takes one of the answer slots,
+// like a mention's.
+func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 	req := s.slashToRequest(sc)
 	start := time.Now()
 	done := make(chan Reply, 1)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		case <-s.base.Done():
+			return
+		}
 		done <- s.bot.Ask(s.base, req)
 	}()
 	t := time.NewTimer(s.inline)
@@ -517,10 +526,11 @@ func (s *slackApp) slash(sc slashRequest) *slack.WebhookMessage {
 		if rep.Attachment != nil {
 			s.background(func(ctx context.Context) { s.upload(ctx, sc.Channel, "", *rep.Attachment) })
 		}
-		return slashMessage(rep)
+		return slashMessage(rep), &rep
 	case <-t.C:
 	}
-	s.background(func(ctx context.Context) {
+	// Waiting for the answer costs nothing: it must not hold a slot the answer itself may need.
+	s.detach(func(ctx context.Context) {
 		var rep Reply
 		select {
 		case rep = <-done:
@@ -531,7 +541,7 @@ func (s *slackApp) slash(sc slashRequest) *slack.WebhookMessage {
 		s.followUp(ctx, sc, rep)
 	})
 	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
-		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}
+		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}, nil
 }
 
 func slashMessage(rep Reply) *slack.WebhookMessage {

@@ -116,13 +116,15 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		sm.app.detach(func(bctx context.Context) {
 			sc := slashRequest{Command: cmd.Command, Text: cmd.Text, Channel: cmd.ChannelID, ChannelName: cmd.ChannelName,
 				User: cmd.UserID, ResponseURL: cmd.ResponseURL}
-			msg := sm.app.slash(sc)
+			msg, rep := sm.app.slash(sc)
 			if err := sm.client.AckCtx(ctx, req.EnvelopeID, msg); err != nil {
-				// Too big for an acknowledgement (20 KB): acknowledge, then answer through response_url.
+				// Too big for an acknowledgement (20 KB): acknowledge, then deliver the same answer
+				// through response_url (a slow answer already follows up by itself).
 				sm.log.Debug("slash answer does not fit the acknowledgement; following up", "err", err)
 				sm.ack(ctx, req.EnvelopeID, nil)
-				rep := sm.app.bot.Ask(bctx, sm.app.slashToRequest(sc))
-				sm.app.followUp(bctx, sc, rep)
+				if rep != nil {
+					sm.app.followUp(bctx, sc, *rep)
+				}
 			}
 		})
 	case socketmode.EventTypeInteractive:
