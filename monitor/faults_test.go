@@ -387,3 +387,15 @@ func faultPermissionChild(log string) {
 	b, _ := json.Marshal(rs)
 	fmt.Printf("STATUS %s\n", b)
 }
+
+// TestFoldEnginesKeepsWhatADeadServerCounted: a server that does not answer adds nothing new but
+// keeps every count it reported, prompt tokens included (they size `tokens: auto` plans).
+func TestFoldEnginesKeepsWhatADeadServerCounted(t *testing.T) {
+	memo := engineMemo{Seen: true, LastTokens: 1000, TokenOffset: 200, LastDone: 3, LastPrompt: 500, PromptOff: 100}
+	var s sample
+	tot := s.foldEngines([]engineReading{{key: "a", url: "http://a/metrics", probe: "metrics a", err: errors.New("connection refused")}},
+		map[string]engineMemo{"a": memo}, time.Second, func(string, error) {})
+	if tot.tokens != 1200 || tot.done != 3 || tot.prompt != 600 {
+		t.Errorf("totals with the server down = tokens %v, done %v, prompt %v; want 1200, 3, 600", tot.tokens, tot.done, tot.prompt)
+	}
+}

@@ -282,6 +282,7 @@ func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMem
 			if memo.Seen {
 				t.tokens += memo.TokenOffset + memo.LastTokens
 				t.done += memo.DoneOffset + memo.LastDone
+				t.prompt += memo.PromptOff + memo.LastPrompt
 				t.finSum += memo.FinSumOff + memo.LastFinSum
 				t.finCount += memo.FinCountOff + memo.LastFinCount
 				t.capped += memo.CappedOff + memo.LastCapped
