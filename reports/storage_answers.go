@@ -29,7 +29,10 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		subject = Code(t.Path)
 		for _, w := range st.Writers {
 			f := strings.TrimSuffix(w.File, " (deleted)")
-			if under(f, t.Resolved) || under(f, t.Path) || (t.MountPoint && w.Mount == t.Mount) {
+			// A protected writer counts for the protected path it lands on, however it got there
+			// (a bind mount, the same export mounted twice): BuildStorage already decided that.
+			landsOn := w.Protected && (w.ProtectedPath == t.Path || w.ProtectedPath == t.Resolved)
+			if landsOn || under(f, t.Resolved) || under(f, t.Path) || (t.MountPoint && w.Mount == t.Mount) {
 				hits = append(hits, w)
 			}
 		}

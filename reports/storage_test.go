@@ -134,6 +134,11 @@ func TestAnswerWrites(t *testing.T) {
 		{"protected yes", st, Target{}, []string{"*Yes*", "2 processes are writing to `/shared`", "`python3` (pid 4242)", "Where the outputs resolve", "/home/ml/samples"}},
 		{"path yes", st, Target{Path: "/data", Resolved: "/data", Exists: true, Mount: "/data", FSType: "xfs", Device: "/dev/nvme1n1", MountPoint: true}, []string{"*Yes*", "writing to `/data`"}},
 		{"path no", st, Target{Path: "/data/empty", Resolved: "/data/empty", Exists: true, Mount: "/data", FSType: "xfs"}, []string{"No writes seen", "12 processes could not be inspected"}},
+		// The job writes to /shared through a bind mount at /mnt/b: the status says it writes to
+		// protected /shared, and so must the answer to "are we writing to /shared?".
+		{"protected path through a bind mount", Storage{ProtectedMounts: []PathInfo{{Path: "/shared", Mount: "/shared"}},
+			Writers: []WriterInfo{{PID: 7, Command: "python3", File: "/mnt/b/out.jsonl", Mount: "/mnt/b", Protected: true, ProtectedPath: "/shared"}}},
+			Target{Path: "/shared", Resolved: "/shared", Exists: true, Mount: "/shared", MountPoint: true}, []string{"*Yes*", "`python3` (pid 7)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
