@@ -270,7 +270,7 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 		// The mount the path is on here, and the same configured path on other hosts.
 		var sel []reports.PathInfo
 		for _, p := range paths {
-			if p.Mount == t.Mount || p.Host != "" && (within(t.Path, p.Path) || within(p.Path, t.Path)) {
+			if p.Mount == t.Mount || p.Host != "" && (reports.Under(t.Path, p.Path) || reports.Under(p.Path, t.Path)) {
 				sel = append(sel, p)
 			}
 		}
@@ -285,11 +285,6 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta)
 	m.Context = append(m.Context, context1(rs)...)
 	return Reply{Message: m, Data: map[string]any{"paths": paths, "write_rates": rs.Storage.WriteRates, "eta": rs.ETA, "problems": problemsData(rs.Problems)}}
-}
-
-// within reports whether path is dir or below it.
-func within(path, dir string) bool {
-	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
 func handleFit(ctx context.Context, b *Bot, q Query) Reply {

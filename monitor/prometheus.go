@@ -641,7 +641,7 @@ func promPathObservations(specs []pathSpec, fss map[string][]promFS) []reports.P
 			var best *promFS
 			for i := range fss[host] {
 				f := &fss[host][i]
-				if within(path, f.mountpoint) && (best == nil || len(f.mountpoint) > len(best.mountpoint)) {
+				if reports.Under(path, f.mountpoint) && (best == nil || len(f.mountpoint) > len(best.mountpoint)) {
 					best = f
 				}
 			}

@@ -145,7 +145,7 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 			continue
 		}
 		for _, base := range []string{cres, filepath.Clean(sp.path)} {
-			if within(res, base) || within(base, res) || within(path, base) {
+			if reports.Under(res, base) || reports.Under(base, res) || reports.Under(path, base) {
 				allowed = true
 			}
 		}
@@ -157,13 +157,6 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 		Path: path, Resolved: res, Exists: exists(c, res), Mount: mt.MountPoint, FSType: mt.FSType,
 		Device: mt.Source, MountPoint: res == mt.MountPoint,
 	}, nil
-}
-
-func within(path, dir string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(path, "/")
-	}
-	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
 // evaluatePlans fills in each plan's model shape and tokens and compares it with free space.

@@ -119,7 +119,7 @@ type protectedSpot struct {
 }
 
 func (p protectedSpot) covers(file string, m probes.Mount, hasMount bool) bool {
-	if under(file, p.resolved) || under(file, p.path) {
+	if Under(file, p.resolved) || Under(file, p.path) {
 		return true
 	}
 	if !hasMount || !p.hasMount {
@@ -133,8 +133,8 @@ func (p protectedSpot) covers(file string, m probes.Mount, hasMount bool) bool {
 	return p.isMountPoint && m.Major == p.mount.Major && m.Minor == p.mount.Minor && m.Source == p.mount.Source
 }
 
-// under reports whether path is dir or inside it, on component boundaries.
-func under(path, dir string) bool {
+// Under reports whether path is dir or inside it, on component boundaries (both clean).
+func Under(path, dir string) bool {
 	if dir == "" || path == "" {
 		return false
 	}
@@ -246,7 +246,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 			info.ProtectedPath = protectedBy(file, m, ok)
 			info.Protected = info.ProtectedPath != ""
 			for i := 0; i < len(outputs); i += 2 {
-				if under(file, outputs[i]) || under(file, outputs[i+1]) {
+				if Under(file, outputs[i]) || Under(file, outputs[i+1]) {
 					info.Output = true
 				}
 			}
@@ -294,7 +294,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 			for _, pp := range paths {
 				ws := byPath[pp]
 				via := ""
-				if ws[0].Mount != "" && !under(strings.TrimSuffix(ws[0].File, " (deleted)"), pp) {
+				if ws[0].Mount != "" && !Under(strings.TrimSuffix(ws[0].File, " (deleted)"), pp) {
 					via = fmt.Sprintf(" through %s (the same filesystem)", Code(ws[0].Mount))
 				}
 				st.Warnings = append(st.Warnings, StorageWarning{

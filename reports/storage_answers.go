@@ -32,7 +32,7 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 			// A protected writer counts for the protected path it lands on, however it got there
 			// (a bind mount, the same export mounted twice): BuildStorage already decided that.
 			landsOn := w.Protected && (w.ProtectedPath == t.Path || w.ProtectedPath == t.Resolved)
-			if landsOn || under(f, t.Resolved) || under(f, t.Path) || (t.MountPoint && w.Mount == t.Mount) {
+			if landsOn || Under(f, t.Resolved) || Under(f, t.Path) || (t.MountPoint && w.Mount == t.Mount) {
 				hits = append(hits, w)
 			}
 		}
