@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/probes"
 	"runwatch/reports"
 )
 
@@ -30,25 +31,6 @@ type growingMemo struct {
 
 func newStageChecker(c *http.Client, now func() time.Time) *stageChecker {
 	return &stageChecker{client: c, now: now}
-}
-
-// metricAliases maps raw engine metric names to the summed values a sample keeps.
-var metricAliases = map[string]string{
-	"vllm:num_requests_running":                 "running",
-	"vllm:num_requests_waiting":                 "waiting",
-	"vllm:kv_cache_usage_perc":                  "kv_cache_usage",
-	"vllm:gpu_cache_usage_perc":                 "kv_cache_usage",
-	"vllm:generation_tokens_total":              "generation_tokens",
-	"vllm:prompt_tokens_total":                  "prompt_tokens",
-	"vllm:request_success_total":                "requests_finished",
-	"vllm:num_preemptions_total":                "preemptions",
-	"vllm:avg_generation_throughput_toks_per_s": "gen_throughput",
-	"sglang:num_running_reqs":                   "running",
-	"sglang:num_queue_reqs":                     "waiting",
-	"sglang:token_usage":                        "kv_cache_usage",
-	"sglang:gen_throughput":                     "gen_throughput",
-	"tgi_batch_current_size":                    "running",
-	"tgi_queue_size":                            "waiting",
 }
 
 // MetricNames lists the names a metric stage check may use.
@@ -133,7 +115,7 @@ func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.S
 			return reports.StageStatus{State: reports.StagePending, Detail: "no metrics yet"}
 		}
 		name := s.Metric
-		if a, ok := metricAliases[name]; ok {
+		if a, ok := probes.MetricAlias(name); ok {
 			name = a
 		}
 		vals := map[string]float64{}

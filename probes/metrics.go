@@ -353,6 +353,28 @@ var metricsSources = []metricsSource{{
 	finished:       []string{"tgi_request_success"},
 }}
 
+// MetricAlias names the summed value a sample keeps (running, waiting, kv_cache_usage,
+// generation_tokens, prompt_tokens, requests_finished, preemptions, gen_throughput) for a raw
+// engine metric name, so a stage check may use either.
+func MetricAlias(name string) (string, bool) {
+	for _, src := range metricsSources {
+		pairs := [][2]string{{src.running, "running"}, {src.waiting, "waiting"}, {src.generation, "generation_tokens"},
+			{src.prompt, "prompt_tokens"}, {src.preemptions, "preemptions"}, {src.genThroughput, "gen_throughput"}}
+		for _, k := range src.kvUsage {
+			pairs = append(pairs, [2]string{k, "kv_cache_usage"})
+		}
+		for _, f := range src.finished {
+			pairs = append(pairs, [2]string{f, "requests_finished"})
+		}
+		for _, p := range pairs {
+			if p[0] != "" && p[0] == name {
+				return p[1], true
+			}
+		}
+	}
+	return "", false
+}
+
 // metricsV0Only are families only vLLM's V0 engine exports.
 var metricsV0Only = []string{
 	"vllm:avg_generation_throughput_toks_per_s",

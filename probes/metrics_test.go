@@ -406,3 +406,23 @@ func TestParseMetricsSkippedLineNumbers(t *testing.T) {
 		t.Errorf("ParseMetrics(bad line 32) = %+v, %v; want Waiting 5 and line 32 skipped", got, err)
 	}
 }
+
+func TestMetricAlias(t *testing.T) {
+	for name, want := range map[string]string{
+		"vllm:num_requests_running":      "running",
+		"vllm:gpu_cache_usage_perc":      "kv_cache_usage",
+		"vllm:request_success_total":     "requests_finished",
+		"sglang:generation_tokens_total": "generation_tokens",
+		"sglang:prompt_tokens_total":     "prompt_tokens",
+		"sglang:num_requests_total":      "requests_finished",
+		"tgi_request_success":            "requests_finished",
+		"tgi_queue_size":                 "waiting",
+	} {
+		if got, ok := MetricAlias(name); !ok || got != want {
+			t.Errorf("MetricAlias(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+	if got, ok := MetricAlias("vllm:request_generation_tokens"); ok {
+		t.Errorf("MetricAlias(a histogram) = %q; want none", got)
+	}
+}
