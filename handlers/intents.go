@@ -3,7 +3,6 @@ package handlers
 import (
 	"regexp"
 	"strings"
-	"unicode"
 )
 
 // Question is a parsed chat question: what is asked, and about what.
@@ -12,7 +11,6 @@ type Question struct {
 	Run    string // a run named in the text, "" when none
 	Path   string // an absolute path named in the text
 	Plan   string // a plan named in the text
-	Words  []string
 }
 
 // Intent rules, tried in order: the first rule with a matching phrase wins. Phrases match on word
@@ -48,7 +46,6 @@ func ParseQuestion(text string, runs, plans []string) Question {
 			q.Path = p
 		}
 	}
-	q.Words = words(lower)
 	for _, r := range runs {
 		if containsPhrase(lower, strings.ToLower(r)) {
 			q.Run = r
@@ -96,12 +93,6 @@ func ParseQuestion(text string, runs, plans []string) Question {
 }
 
 var slackRef = regexp.MustCompile(`<[@#!][^>]*>`)
-
-func words(s string) []string {
-	return strings.FieldsFunc(s, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' && r != '/' && r != '.'
-	})
-}
 
 // containsPhrase reports whether phrase occurs in s with word boundaries at both ends.
 func containsPhrase(s, phrase string) bool {

@@ -68,7 +68,6 @@ type Scheduler struct {
 	memo  scheduleFile
 	specs map[string]cron.Schedule
 	cron  *cron.Cron
-	ctx   context.Context
 }
 
 // NewScheduler prepares the schedules of every run with a channel; dir (nil: memory only) keeps
@@ -113,7 +112,6 @@ func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *M
 
 // Start runs the schedules until Stop.
 func (s *Scheduler) Start(ctx context.Context) {
-	s.ctx = ctx
 	s.cron = cron.New(cron.WithLocation(s.bot.loc))
 	for name, sch := range s.specs {
 		s.cron.Schedule(sch, cron.FuncJob(func() {

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 )
@@ -140,7 +139,7 @@ func ETALine(e ETA, loc *time.Location) string {
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		if e.StalledSince != nil {
-			s += " since " + SlackTime(unixTime(*e.StalledSince), loc)
+			s += " since " + SlackTime(estUnix(*e.StalledSince), loc)
 		}
 		if e.Reason != "" {
 			s += " — " + Esc(e.Reason)
@@ -170,11 +169,6 @@ func ETALine(e ETA, loc *time.Location) string {
 		s += " " + Esc(e.Reason)
 	}
 	return s
-}
-
-func unixTime(t float64) time.Time {
-	sec, frac := math.Modf(t)
-	return time.Unix(int64(sec), int64(frac*1e9))
 }
 
 // EngineLine summarises the engines.

@@ -82,7 +82,6 @@ func StartDemo(ctx context.Context, o DemoOptions) (*Demo, error) {
 	}
 	d.start, d.speed = time.Now(), o.Speed
 	d.job.epoch = float64(d.start.UnixNano()) / 1e9
-	d.job.clock = 1
 	d.job.collect = true
 	if err := os.MkdirAll(d.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start demo: %w", err)

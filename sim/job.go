@@ -52,7 +52,6 @@ type Job struct {
 	engines     []engineCounters
 	serverStart float64 // sim time the current server process started
 	epoch       float64 // unix time of sim second 0, for timestamps in Metrics
-	clock       float64 // sim seconds per wall-clock second, for timestamps and the progress line
 	nextEngine  int
 
 	collect  bool  // keep finished lengths for takeFinished (the demo writes them out)
@@ -125,7 +124,6 @@ func NewJob(s Scenario, seed int64) *Job {
 		slow:    1,
 		nextJit: jitterStep,
 		epoch:   defaultEpoch,
-		clock:   1,
 		engines: make([]engineCounters, s.Engines),
 	}
 	j.a, j.b = engineCurve(float64(s.Concurrency), s.PeakTokensPerS, s.SingleTokensPerS)
@@ -378,9 +376,9 @@ func (j *Job) Observation() reports.Observation {
 	return o
 }
 
-// ProgressLine is the generation script's log line for now, in the job's clock (wall-clock seconds in a demo).
+// ProgressLine is the generation script's log line for now, elapsed in sim seconds.
 func (j *Job) ProgressLine() string {
-	elapsed := j.t / j.clock
+	elapsed := j.t
 	rate := 0.0
 	if elapsed > 0 {
 		rate = float64(j.done) / elapsed

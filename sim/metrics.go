@@ -92,7 +92,7 @@ func (j *Job) kvUsage(e engineCounters) float64 {
 
 // wall converts a sim time to unix seconds.
 func (j *Job) wall(simT float64) float64 {
-	return j.epoch + simT/j.clock
+	return j.epoch + simT
 }
 
 // promFloat formats a sample value the way the Python client does: 12.0, 0.25, 1.750000123e+09.
