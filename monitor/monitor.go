@@ -66,8 +66,10 @@ type Monitor struct {
 	file *config.File
 	opts Options
 
-	mounts  *probes.Mounts
-	statfs  *probes.StatFS
+	mounts *probes.Mounts
+	statfs *probes.StatFS
+	// guard runs the path calls that can hang on a dead mount (resolve, stat, model configs).
+	guard   *probes.Guard
 	writers *probes.Writers
 	diskio  *probes.DiskIO
 	metrics *probes.Metrics
@@ -125,6 +127,7 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 		opts:    o,
 		mounts:  probes.NewMounts(o.ProcRoot),
 		statfs:  o.StatFS,
+		guard:   probes.NewGuard(),
 		writers: probes.NewWriters(o.ProcRoot),
 		diskio:  probes.NewDiskIO(o.ProcRoot),
 		metrics: probes.NewMetrics(o.HTTP, 0),
@@ -134,7 +137,7 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
 	}
 	m.prom = newPromSources(f, o)
-	m.stages = newStageChecker(o.HTTP, o.Now)
+	m.stages = newStageChecker(o.HTTP, o.Now, m.guard)
 	m.stages.promql = m.promQLCheck
 	var problems []reports.Problem
 	for i := range f.Runs {

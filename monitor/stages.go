@@ -18,6 +18,7 @@ import (
 type stageChecker struct {
 	client *http.Client
 	now    func() time.Time
+	guard  *probes.Guard
 	// promql runs promql checks; nil until a Prometheus source is wired in.
 	promql func(ctx context.Context, r *config.Run, query string) (bool, string, error)
 }
@@ -29,8 +30,8 @@ type growingMemo struct {
 	Seen    time.Time `json:"seen"`
 }
 
-func newStageChecker(c *http.Client, now func() time.Time) *stageChecker {
-	return &stageChecker{client: c, now: now}
+func newStageChecker(c *http.Client, now func() time.Time, g *probes.Guard) *stageChecker {
+	return &stageChecker{client: c, now: now, guard: g}
 }
 
 // MetricNames lists the names a metric stage check may use.
@@ -86,7 +87,7 @@ func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.S
 		}
 		return reports.StageStatus{State: reports.StageFailed, Detail: fmt.Sprintf("%s answers %s", s.URL, resp.Status)}
 	case "exists":
-		ok, err := statWithin(ctx, s.Path)
+		ok, err := statWithin(ctx, sc.guard, s.Path)
 		switch {
 		case err != nil:
 			return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
@@ -216,24 +217,17 @@ func (sc *stageChecker) growing(ctx context.Context, s *config.Stage, st *runSta
 	return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s, unchanged since %s", summary, cur.Changed.Format("Jan 2 15:04 UTC"))}
 }
 
-func statWithin(ctx context.Context, path string) (bool, error) {
-	ch := make(chan error, 1)
-	go func() {
-		_, err := os.Stat(path)
-		ch <- err
-	}()
-	select {
-	case err := <-ch:
-		if err == nil {
-			return true, nil
-		}
-		if os.IsNotExist(err) {
-			return false, nil
-		}
-		return false, err
-	case <-ctx.Done():
+func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error) {
+	_, err := g.Stat(ctx, path)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
 		return false, fmt.Errorf("%s did not answer in time", path)
+	case os.IsNotExist(err):
+		return false, nil
 	}
+	return false, err
 }
 
 func compare(v float64, op string, x float64) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -67,12 +66,12 @@ func (m *Monitor) observePath(ctx context.Context, sp pathSpec, table *probes.Mo
 	o := reports.PathObservation{Path: sp.path, Role: sp.role, Resolved: filepath.Clean(sp.path)}
 	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 	defer cancel()
-	res, err := probes.Resolve(c, sp.path)
+	res, err := m.guard.Resolve(c, sp.path)
 	if err != nil {
 		o.ResolveErr = describeErr(err, m.opts.ProbeTimeout)
 	} else {
 		o.Resolved = res
-		o.Exists = exists(c, res)
+		o.Exists = m.exists(c, res)
 	}
 	if table == nil {
 		return o
@@ -88,21 +87,6 @@ func (m *Monitor) observePath(ctx context.Context, sp pathSpec, table *probes.Mo
 	}
 	o.Usage = &u
 	return o
-}
-
-// exists stats path where ctx can abandon the call.
-func exists(ctx context.Context, path string) bool {
-	ch := make(chan bool, 1)
-	go func() {
-		_, err := os.Stat(path)
-		ch <- err == nil
-	}()
-	select {
-	case ok := <-ch:
-		return ok
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // ErrNotAllowed marks a question about a path that no run configures.
@@ -126,7 +110,7 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 	if err != nil {
 		return reports.Target{}, fmt.Errorf("read mount table: %w", err)
 	}
-	res, err := probes.Resolve(c, path)
+	res, err := m.guard.Resolve(c, path)
 	if err != nil {
 		return reports.Target{}, describeErr(err, m.opts.ProbeTimeout)
 	}
@@ -136,7 +120,7 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 	}
 	allowed := false
 	for _, sp := range runPaths(r) {
-		cres, err := probes.Resolve(c, sp.path)
+		cres, err := m.guard.Resolve(c, sp.path)
 		if err != nil {
 			continue
 		}
@@ -154,7 +138,7 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 		return reports.Target{}, fmt.Errorf("%w: %s is not one of run %s's outputs, watched paths or protected mounts", ErrNotAllowed, path, r.Name)
 	}
 	return reports.Target{
-		Path: path, Resolved: res, Exists: exists(c, res), Mount: mt.MountPoint, FSType: mt.FSType,
+		Path: path, Resolved: res, Exists: m.exists(c, res), Mount: mt.MountPoint, FSType: mt.FSType,
 		Device: mt.Source, MountPoint: res == mt.MountPoint,
 	}, nil
 }
@@ -169,7 +153,7 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 		}
 		if p.ModelConfig != "" {
 			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-			shape, err := probes.ReadModelConfig(c, p.ModelConfig)
+			shape, err := m.guard.ReadModelConfig(c, p.ModelConfig)
 			cancel()
 			if err != nil {
 				problem("plan "+p.Name, describeErr(err, m.opts.ProbeTimeout))
@@ -253,4 +237,10 @@ func autoTokens(smp *sample, eta *reports.ETA) (float64, string) {
 		completion = eta.TokensPerItem
 	}
 	return float64(p.Total) * (smp.promptTokens/started + completion), "projected"
+}
+
+// exists reports whether path can be stat'ed before ctx ends.
+func (m *Monitor) exists(ctx context.Context, path string) bool {
+	_, err := m.guard.Stat(ctx, path)
+	return err == nil
 }

@@ -22,30 +22,21 @@ const maxModelConfig = 4 << 20
 // ReadModelConfig reads a Hugging Face config.json. The read runs where ctx can abandon it, since
 // model directories often live on network filesystems.
 func ReadModelConfig(ctx context.Context, path string) (ModelShape, error) {
-	type result struct {
-		s   ModelShape
-		err error
+	return NewGuard().ReadModelConfig(ctx, path)
+}
+
+// readModelConfig is ReadModelConfig without the ctx guard.
+func readModelConfig(path string) (ModelShape, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ModelShape{}, fmt.Errorf("read model config: %w", err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		f, err := os.Open(path)
-		if err != nil {
-			ch <- result{err: fmt.Errorf("read model config: %w", err)}
-			return
-		}
-		defer f.Close()
-		s, err := parseModelConfig(io.LimitReader(f, maxModelConfig))
-		if err != nil {
-			err = fmt.Errorf("read model config %s: %w", path, err)
-		}
-		ch <- result{s, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.s, r.err
-	case <-ctx.Done():
-		return ModelShape{}, fmt.Errorf("read model config %s: %w", path, ctx.Err())
+	defer f.Close()
+	s, err := parseModelConfig(io.LimitReader(f, maxModelConfig))
+	if err != nil {
+		err = fmt.Errorf("read model config %s: %w", path, err)
 	}
+	return s, err
 }
 
 type modelConfigJSON struct {

@@ -292,26 +292,9 @@ func Resolve(ctx context.Context, path string) (string, error) {
 	return mountResolveCtx(ctx, path, mountResolve)
 }
 
-// mountResolveCtx runs resolve(path) in a goroutine that ctx can abandon.
+// mountResolveCtx runs resolve(path) where ctx can abandon it.
 func mountResolveCtx(ctx context.Context, path string, resolve func(string) (string, error)) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", fmt.Errorf("resolve %s: %w", path, err)
-	}
-	type result struct {
-		path string
-		err  error
-	}
-	done := make(chan result, 1) // buffered: an abandoned goroutine must not block
-	go func() {
-		p, err := resolve(path)
-		done <- result{p, err}
-	}()
-	select {
-	case r := <-done:
-		return r.path, r.err
-	case <-ctx.Done():
-		return "", fmt.Errorf("resolve %s: %w", path, ctx.Err())
-	}
+	return NewGuard().resolveWith(ctx, path, resolve)
 }
 
 // mountResolve is Resolve without the ctx guard.

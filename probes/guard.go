@@ -1,0 +1,97 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Guard runs filesystem calls that can hang on a dead mount (an NFS server gone, a stuck FUSE
+// daemon) where the caller's ctx can abandon them, one call per key at a time: while a call on a
+// key is still running, later callers wait for its result instead of starting another goroutine,
+// and another OS thread stuck in the kernel, that would hang as well. Without it a sampler that
+// resolves a path on a hung mount every 30 seconds adds a stuck thread each time, and Go stops a
+// program at 10,000 threads. StatFS keeps the same rule for statfs.
+type Guard struct {
+	mu    sync.Mutex
+	calls map[string]*guardCall
+}
+
+type guardCall struct {
+	done chan struct{}
+	v    any
+	err  error
+}
+
+// NewGuard returns an empty Guard.
+func NewGuard() *Guard {
+	return &Guard{calls: make(map[string]*guardCall)}
+}
+
+// do runs fn for key, or joins the call on key already running, and waits for it or ctx.
+func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	c, running := g.calls[key]
+	if !running {
+		c = &guardCall{done: make(chan struct{})}
+		g.calls[key] = c
+		go func() {
+			c.v, c.err = fn()
+			g.mu.Lock()
+			delete(g.calls, key)
+			g.mu.Unlock()
+			close(c.done)
+		}()
+	}
+	g.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.v, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Resolve is the package's Resolve, one call per path at a time.
+func (g *Guard) Resolve(ctx context.Context, path string) (string, error) {
+	return g.resolveWith(ctx, path, mountResolve)
+}
+
+func (g *Guard) resolveWith(ctx context.Context, path string, resolve func(string) (string, error)) (string, error) {
+	v, err := g.do(ctx, "resolve\x00"+path, func() (any, error) { return resolve(path) })
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("resolve %s: %w", path, err)
+		}
+		return "", err
+	}
+	return v.(string), nil
+}
+
+// ReadModelConfig is the package's ReadModelConfig, one read per file at a time.
+func (g *Guard) ReadModelConfig(ctx context.Context, path string) (ModelShape, error) {
+	v, err := g.do(ctx, "model\x00"+path, func() (any, error) { return readModelConfig(path) })
+	if err != nil {
+		if ctx.Err() != nil {
+			return ModelShape{}, fmt.Errorf("read model config %s: %w", path, err)
+		}
+		return ModelShape{}, err
+	}
+	return v.(ModelShape), nil
+}
+
+// Stat is os.Stat, one call per path at a time.
+func (g *Guard) Stat(ctx context.Context, path string) (os.FileInfo, error) {
+	v, err := g.do(ctx, "stat\x00"+path, func() (any, error) { return os.Stat(path) })
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("stat %s: %w", path, err)
+		}
+		return nil, err
+	}
+	return v.(os.FileInfo), nil
+}

@@ -1,0 +1,61 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A call that hangs (an lstat on a dead NFS server) is started once however often it is asked for:
+// each caller gives up at its own deadline, and the next call after it returns starts afresh.
+func TestGuardOneHungCallPerKey(t *testing.T) {
+	g := NewGuard()
+	release := make(chan struct{})
+	var started atomic.Int32
+	hung := func() (any, error) {
+		started.Add(1)
+		<-release
+		return "/shared/out", nil
+	}
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := g.do(ctx, "resolve /shared/out", hung)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("call %d on a hung key = %v; want DeadlineExceeded", i, err)
+		}
+	}
+	if n := started.Load(); n != 1 {
+		t.Errorf("hung calls started = %d; want 1 for 5 questions", n)
+	}
+	// A caller still waiting when the call returns gets its result.
+	got := make(chan any, 1)
+	go func() {
+		v, _ := g.do(context.Background(), "resolve /shared/out", hung)
+		got <- v
+	}()
+	time.Sleep(10 * time.Millisecond)
+	close(release)
+	if v := <-got; v != "/shared/out" {
+		t.Errorf("joined call = %v; want /shared/out", v)
+	}
+	// Once it has returned, the key is free: the next call runs again.
+	if v, err := g.do(context.Background(), "resolve /shared/out", hung); err != nil || v != "/shared/out" || started.Load() != 2 {
+		t.Errorf("call after recovery = %v, %v (%d started); want a fresh call", v, err, started.Load())
+	}
+	// Another key is not held up by a hung one.
+	if v, err := g.do(context.Background(), "resolve /data", func() (any, error) { return "/data", nil }); err != nil || v != "/data" {
+		t.Errorf("other key = %v, %v", v, err)
+	}
+}
+
+func TestGuardResolveNamesThePath(t *testing.T) {
+	g := NewGuard()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := g.Resolve(ctx, "/shared/out"); !errors.Is(err, context.Canceled) || err.Error() != "resolve /shared/out: context canceled" {
+		t.Errorf("Resolve(cancelled) = %v; want it to name the path", err)
+	}
+}
