@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"runwatch/probes"
 )
 
 // File is a parsed run file.
@@ -393,12 +395,9 @@ func (f *File) validate() error {
 			return fmt.Errorf("%s: %q is not an absolute path", at("log"), r.Log)
 		}
 		if r.LogPattern != "" {
-			re, err := regexp.Compile(r.LogPattern)
-			if err != nil {
-				return fmt.Errorf("%s: %w", at("log_pattern"), err)
-			}
-			if re.SubexpIndex("done") < 0 || re.SubexpIndex("total") < 0 {
-				return fmt.Errorf("%s needs named groups (?P<done>...) and (?P<total>...)", at("log_pattern"))
+			// The probe's own check, so that what loads here also runs there.
+			if _, err := probes.CompileProgressPattern(r.LogPattern); err != nil {
+				return fmt.Errorf("%s: %w (it needs named groups (?P<done>...) and (?P<total>...))", at("log_pattern"), err)
 			}
 		}
 		for _, u := range r.Metrics {

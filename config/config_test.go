@@ -88,6 +88,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad metrics url", "runs:\n  - name: a\n    metrics: [localhost:8000]\n", []string{"metrics", "not an http(s) URL"}},
 		{"bad regex", "runs:\n  - name: a\n    log_pattern: '('\n", []string{"log_pattern"}},
 		{"regex groups", "runs:\n  - name: a\n    log_pattern: 'x (\\d+)'\n", []string{"named groups"}},
+		{"regex unknown group", "runs:\n  - name: a\n    log_pattern: '(?P<done>\\d+)/(?P<total>\\d+) (?P<eta>\\S+)'\n", []string{"log_pattern", "unknown group (?P<eta>)"}},
 		{"bad stage", "runs:\n  - name: a\n    stages:\n      - {name: s, check: vibes}\n", []string{"line 4", "vibes"}},
 		{"wrong type", "runs:\n  - name: a\n    total: many\n", []string{"line 3"}},
 		{"runs not a list", "runs: {name: a}\n", []string{"line 1", "runs must be a list"}},
