@@ -362,7 +362,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pathObs = m.observePaths(ctx, r, shared, addProblem)
+			pathObs = m.observePaths(ctx, r, shared, !need.Storage, addProblem)
 		}()
 	}
 	if ps := m.prom[r.Name]; ps != nil && need.Storage {

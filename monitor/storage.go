@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -34,9 +35,13 @@ func runPaths(r *config.Run) []pathSpec {
 }
 
 // observePaths resolves each configured path, finds its mount and reads the mount's capacity, each
-// under the probe timeout, all concurrently.
-func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *sharedProbes, problem func(string, error)) []reports.PathObservation {
+// under the probe timeout, all concurrently. With plansOnly, only the plans' targets: a "will it
+// fit?" answer must not wait for, or name, a hung mount it does not need.
+func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *sharedProbes, plansOnly bool, problem func(string, error)) []reports.PathObservation {
 	specs := runPaths(r)
+	if plansOnly {
+		specs = slices.DeleteFunc(specs, func(sp pathSpec) bool { return sp.role != "plan" })
+	}
 	obs := make([]reports.PathObservation, len(specs))
 	var wg sync.WaitGroup
 	for i, sp := range specs {
