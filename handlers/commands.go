@@ -87,20 +87,11 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return errorReply("estimate the ETA", err)
 	}
-	m := reports.Message{Title: rs.Name + " · ETA"}
-	var lines []string
-	if rs.ETA != nil {
-		lines = append(lines, reports.ETALine(*rs.ETA, b.loc))
-	} else {
-		lines = append(lines, noProgressLine(q, rs))
+	lead := ""
+	if rs.ETA == nil {
+		lead = noProgressLine(q, rs)
 	}
-	if rs.Progress != nil {
-		lines = append(lines, reports.ProgressLine(*rs.Progress))
-	}
-	if rs.Throughput != nil {
-		lines = append(lines, reports.ThroughputLine(*rs.Throughput))
-	}
-	m.Sections = append(m.Sections, strings.Join(lines, "\n"))
+	m := reports.Message{Title: rs.Name + " · ETA", Sections: etaSections(rs, b.loc, lead)}
 	if l := reports.EngineLine(rs.Engines); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
