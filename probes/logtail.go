@@ -503,11 +503,15 @@ func logTailSeconds(s string) (float64, bool) {
 // logTailLine makes a line fit for a chat message: valid UTF-8, no
 // surrounding blanks, at most logTailLineMax bytes, cut on a rune boundary.
 func logTailLine(b []byte) string {
-	s := strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD"))
-	if len(s) <= logTailLineMax {
+	return clipText(strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD")), logTailLineMax)
+}
+
+// clipText cuts s to at most n bytes without splitting a character.
+func clipText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := logTailLineMax
+	cut := n
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -84,7 +84,7 @@ var ErrPromTooLarge = errors.New("answer too large")
 func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("prometheus url %q is not an http(s) URL", promRedact(o.URL))
+		return nil, fmt.Errorf("prometheus url %q is not an http(s) URL", metricsRedact(o.URL))
 	}
 	if o.BearerToken != "" && (o.Username != "" || o.Password != "") {
 		return nil, errors.New("prometheus: give a bearer token or a username and password, not both")
@@ -119,11 +119,11 @@ func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 	}
 	c, err := api.NewClient(api.Config{Address: o.URL, Client: client})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", promRedact(o.URL), err)
+		return nil, fmt.Errorf("prometheus client for %s: %w", metricsRedact(o.URL), err)
 	}
 	return &Prometheus{
 		api:    promv1.NewAPI(c),
-		where:  promRedact(o.URL),
+		where:  metricsRedact(o.URL),
 		limits: o,
 		slots:  make(chan struct{}, o.MaxConcurrent),
 	}, nil
@@ -217,11 +217,7 @@ func promError(ctx context.Context, where, query string, err error) error {
 		}
 		return fmt.Errorf("query %s: %s", where, apiErr.Msg)
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return fmt.Errorf("query %s: %w", where, err)
+	return fmt.Errorf("query %s: %w", where, metricsUnwrapURL(err))
 }
 
 // PromConvert turns a decoded answer into series, keeping at most maxSeries series and maxSamples
@@ -531,18 +527,10 @@ func (b *promLimitedBody) Read(p []byte) (int, error) {
 
 func (b *promLimitedBody) Close() error { return b.rc.Close() }
 
-func promRedact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
-}
-
 func promClip(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		return s[:200] + "…"
+	if c := clipText(s, 200); len(c) < len(s) {
+		return c + "…"
 	}
 	return s
 }
