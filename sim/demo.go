@@ -14,11 +14,8 @@ import (
 	"time"
 )
 
-// demoTick is how often (real time) the demo advances its job; demoLogEvery is how often it logs progress.
-const (
-	demoTick     = 250 * time.Millisecond
-	demoLogEvery = demoTick // the log is as fresh as the metrics; a lagging log skews tokens per item early
-)
+// demoTick is how often (real time) the demo advances its job and logs its progress.
+const demoTick = 250 * time.Millisecond
 
 // demoBytesPerToken is how many bytes of output a generated token becomes.
 const demoBytesPerToken = 4
@@ -145,7 +142,6 @@ func (d *Demo) run(ctx context.Context, speed float64) {
 	defer close(d.done)
 	tick := time.NewTicker(demoTick)
 	defer tick.Stop()
-	lastLog := time.Time{}
 	for {
 		d.mu.Lock()
 		wasDone := d.job.Done()
@@ -153,12 +149,12 @@ func (d *Demo) run(ctx context.Context, speed float64) {
 			d.job.Advance(demoTick.Seconds() * speed)
 		}
 		d.writeOutput()
-		now := time.Now()
-		if d.err == nil && (now.Sub(lastLog) >= demoLogEvery || d.job.Done() && !wasDone) {
+		// The log is as fresh as the metrics (a lagging log skews tokens per item early); it ends
+		// with the line of the tick the job finished on.
+		if d.err == nil && !wasDone {
 			if _, err := fmt.Fprintln(d.log, d.job.ProgressLine()); err != nil {
 				d.err = fmt.Errorf("write %s: %w", d.LogPath, err)
 			}
-			lastLog = now
 		}
 		d.mu.Unlock()
 		select {
