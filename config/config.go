@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -421,6 +422,9 @@ func (f *File) validate() error {
 			if s := r.Prometheus.Selector; s != "" && (!strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}")) {
 				return fmt.Errorf("%s %q must be label matchers in braces, like {job=\"vllm\"}", at("prometheus.selector"), s)
 			}
+			if p := r.Prometheus; p.BearerTokenEnv != "" && (p.UsernameEnv != "" || p.PasswordEnv != "") {
+				return fmt.Errorf("%s: give bearer_token_env or username_env and password_env, not both", at("prometheus"))
+			}
 		}
 		names := map[string]bool{}
 		for j := range r.Plans {
@@ -447,8 +451,9 @@ func (f *File) validate() error {
 }
 
 func checkURL(u string) error {
-	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return fmt.Errorf("%q is not an http(s) URL", u)
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL with a host", u)
 	}
 	return nil
 }

@@ -93,6 +93,8 @@ func TestParseErrors(t *testing.T) {
 		{"wrong type", "runs:\n  - name: a\n    total: many\n", []string{"line 3"}},
 		{"runs not a list", "runs: {name: a}\n", []string{"line 1", "runs must be a list"}},
 		{"unset var", "runs:\n  - name: a\n    outputs:\n      - ${NOPE}/x\n", []string{"line 4", "${NOPE} is not set"}},
+		{"prometheus url without a host", "runs:\n  - name: a\n    prometheus: {url: 'http://'}\n", []string{"prometheus.url", "with a host"}},
+		{"prometheus token and password", "runs:\n  - name: a\n    prometheus: {url: 'http://p:9090', bearer_token_env: T, username_env: U, password_env: P}\n", []string{"prometheus", "not both"}},
 		{"bad selector", "runs:\n  - name: a\n    prometheus: {url: 'http://p:9090', selector: 'job=x'}\n", []string{"selector", "braces"}},
 	}
 	for _, tt := range tests {
