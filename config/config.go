@@ -453,7 +453,7 @@ func (f *File) validate() error {
 func checkURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL with a host", u)
+		return fmt.Errorf("%q is not an http(s) URL with a host", probes.RedactURL(u))
 	}
 	return nil
 }

@@ -154,7 +154,9 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Ti
 	}
 	wg.Wait()
 	for i, u := range r.Metrics {
-		readings = append(readings, engineReading{key: u, url: u, probe: "metrics " + u, engine: engines[i], err: errs[i]})
+		// The URL becomes a memo key, a shown address and a probe name: redacted, once.
+		name := probes.RedactURL(u)
+		readings = append(readings, engineReading{key: name, url: name, probe: "metrics " + name, engine: engines[i], err: errs[i]})
 	}
 
 	// The engines: accumulate counters across restarts, sum over servers.

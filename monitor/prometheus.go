@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/url"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -85,10 +84,7 @@ func newPromSources(f *config.File, o Options) map[string]*promSource {
 			continue
 		}
 		pc := r.Prometheus
-		ps := &promSource{sel: promInner(pc.Selector), where: "(unparseable URL)"}
-		if u, err := url.Parse(pc.URL); err == nil {
-			ps.where = u.Redacted()
-		}
+		ps := &promSource{sel: promInner(pc.Selector), where: probes.RedactURL(pc.URL)}
 		out[r.Name] = ps
 		get := func(key, name string) string {
 			if name == "" || ps.err != nil {

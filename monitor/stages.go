@@ -31,6 +31,7 @@ type growingMemo struct {
 }
 
 func newStageChecker(c *http.Client, now func() time.Time, g *probes.Guard) *stageChecker {
+	c = probes.WithProbeRedirects(c)
 	return &stageChecker{client: c, now: now, guard: g}
 }
 
@@ -72,20 +73,21 @@ func (sc *stageChecker) check(ctx context.Context, r *config.Run, st *runState, 
 func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, st *runState, smp *sample) reports.StageStatus {
 	switch s.Check {
 	case "http":
+		where := probes.RedactURL(s.URL)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
 		if err != nil {
-			return reports.StageStatus{State: reports.StageFailed, Detail: err.Error()}
+			return reports.StageStatus{State: reports.StageFailed, Detail: where + ": " + probes.UnwrapURLError(err).Error()}
 		}
 		start := time.Now()
 		resp, err := sc.client.Do(req)
 		if err != nil {
-			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(err)}
+			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(probes.UnwrapURLError(err))}
 		}
 		resp.Body.Close()
 		if resp.StatusCode/100 == 2 {
-			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s answers %d in %d ms", s.URL, resp.StatusCode, time.Since(start).Milliseconds())}
+			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s answers %d in %d ms", where, resp.StatusCode, time.Since(start).Milliseconds())}
 		}
-		return reports.StageStatus{State: reports.StageFailed, Detail: fmt.Sprintf("%s answers %s", s.URL, resp.Status)}
+		return reports.StageStatus{State: reports.StageFailed, Detail: fmt.Sprintf("%s answers %s", where, resp.Status)}
 	case "exists":
 		ok, err := statWithin(ctx, sc.guard, s.Path)
 		switch {

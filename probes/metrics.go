@@ -60,17 +60,14 @@ const (
 	metricsAccept         = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 )
 
-// NewMetrics returns a scraper that uses client (http.DefaultClient when nil)
-// and refuses bodies larger than maxBody bytes (0 means 8 MiB). Deadlines
-// come from the ctx given to Scrape.
+// NewMetrics returns a scraper that uses client (http.DefaultClient when nil),
+// never following a redirect to another host, and refuses bodies larger than
+// maxBody bytes (0 means 8 MiB). Deadlines come from the ctx given to Scrape.
 func NewMetrics(client *http.Client, maxBody int64) *Metrics {
-	if client == nil {
-		client = http.DefaultClient
-	}
 	if maxBody <= 0 {
 		maxBody = metricsDefaultMaxBody
 	}
-	return &Metrics{client: client, maxBody: maxBody}
+	return &Metrics{client: WithProbeRedirects(client), maxBody: maxBody}
 }
 
 // Scrape fetches url and parses it with ParseMetrics. Errors name the
@@ -78,7 +75,7 @@ func NewMetrics(client *http.Client, maxBody int64) *Metrics {
 // unexpected content type, an oversized body, or a body that is not
 // Prometheus text.
 func (m *Metrics) Scrape(ctx context.Context, rawURL string) (Engine, error) {
-	where := metricsRedact(rawURL)
+	where := RedactURL(rawURL)
 	failed := metricsEmpty()
 	failed.URL = where
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
@@ -146,15 +143,16 @@ func metricsParse(kept []byte, orig []int) (Engine, error) {
 // (by its number in the original body), dropped, and the parse rerun.
 func metricsDecode(kept []byte, orig []int) (map[string]*dto.MetricFamily, []string, error) {
 	var (
-		removed []int // 1-based line numbers in kept, ascending
-		skipped []string
+		removed  []int // 1-based line numbers in kept, ascending
+		skipped  []string
+		firstBad int // the first invalid line's number in the body
 	)
 	for {
 		p := expfmt.NewTextParser(model.LegacyValidation)
 		fams, err := p.TextToMetricFamilies(metricsWithout(kept, removed))
 		if err == nil {
 			if len(fams) == 0 && len(skipped) > 0 {
-				return nil, skipped, fmt.Errorf("not Prometheus text: no valid metric (%s)", skipped[0])
+				return nil, nil, metricsNotExposition(firstBad, len(skipped))
 			}
 			return fams, skipped, nil
 		}
@@ -172,9 +170,12 @@ func metricsDecode(kept []byte, orig []int) (map[string]*dto.MetricFamily, []str
 		if !ok || line > len(orig) {
 			return nil, skipped, fmt.Errorf("parse metrics: %w", err)
 		}
+		if len(skipped) == 0 {
+			firstBad = orig[line-1]
+		}
 		skipped = append(skipped, fmt.Sprintf("line %d: %s: %q", orig[line-1], pe.Msg, logTailLine(metricsClip(text))))
 		if len(skipped) > metricsMaxSkipped {
-			return nil, skipped, fmt.Errorf("not Prometheus text: more than %d invalid lines, the first %s", metricsMaxSkipped, skipped[0])
+			return nil, nil, metricsNotExposition(firstBad, len(skipped))
 		}
 		i, _ := slices.BinarySearch(removed, line)
 		removed = slices.Insert(removed, i, line)
@@ -273,6 +274,23 @@ func metricsWithout(body []byte, removed []int) io.Reader {
 	}
 	parts = append(parts, bytes.NewReader(body[start:]))
 	return io.MultiReader(parts...)
+}
+
+// metricsNotExposition is the error for a body that is not a metrics exposition. It quotes
+// nothing of the body: what answered may be another service (a redirect, a proxy's login page, a
+// cloud metadata endpoint) whose text must not reach Slack.
+func metricsNotExposition(firstBad, bad int) error {
+	if bad > metricsMaxSkipped {
+		return fmt.Errorf("not Prometheus text: more than %d invalid lines, the first at line %d (is this the metrics endpoint?)", metricsMaxSkipped, firstBad)
+	}
+	return fmt.Errorf("not Prometheus text: no valid metric (%s invalid, the first at line %d; is this the metrics endpoint?)", metricsPlural(bad, "line"), firstBad)
+}
+
+func metricsPlural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // metricsLine returns line n (1-based) of body.
@@ -620,16 +638,6 @@ func metricsLabel(mt *dto.Metric, name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// metricsRedact drops the password from a URL so errors and reports can
-// show it.
-func metricsRedact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }
 
 // metricsUnwrapURL drops net/http's *url.Error layer, which would repeat the

@@ -84,7 +84,7 @@ var ErrPromTooLarge = errors.New("answer too large")
 func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("prometheus url %q is not an http(s) URL", metricsRedact(o.URL))
+		return nil, fmt.Errorf("prometheus url %q is not an http(s) URL", RedactURL(o.URL))
 	}
 	if o.BearerToken != "" && (o.Username != "" || o.Password != "") {
 		return nil, errors.New("prometheus: give a bearer token or a username and password, not both")
@@ -114,16 +114,16 @@ func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 			base: rt, host: u.Host, maxBody: o.MaxBody,
 			bearer: o.BearerToken, user: o.Username, pass: o.Password,
 		},
-		CheckRedirect: base.CheckRedirect,
+		CheckRedirect: SameHostRedirects,
 		Jar:           base.Jar,
 	}
 	c, err := api.NewClient(api.Config{Address: o.URL, Client: client})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", metricsRedact(o.URL), err)
+		return nil, fmt.Errorf("prometheus client for %s: %w", RedactURL(o.URL), err)
 	}
 	return &Prometheus{
 		api:    promv1.NewAPI(c),
-		where:  metricsRedact(o.URL),
+		where:  RedactURL(o.URL),
 		limits: o,
 		slots:  make(chan struct{}, o.MaxConcurrent),
 	}, nil

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// secBinary builds the bot once for the tests that run it as a process.
+var secBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "runwatch-bot-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "bot")
+	args := []string{"build", "-o", bin}
+	if restartRace {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		return "", &exec.ExitError{Stderr: out}
+	}
+	return bin, nil
+})
+
+func secBuild(t *testing.T) string {
+	t.Helper()
+	bin, err := secBinary()
+	if err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	return bin
+}
+
+// TestServeLeaksNoURLCredentials is the red team's finding 1 through the real binary: metrics
+// endpoints with a password and an api_key that fail, one that redirects to another host (a
+// stand-in for a cloud metadata service), a stage http check with a token. The password, the key,
+// the token and the other host's answer appear nowhere: not in Slack posts, the bot's /metrics,
+// alerts.json, the run state files, `bot status --json`, the checklist, or the bot's log.
+func TestServeLeaksNoURLCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	const (
+		password = "Pa55w0rdLeak"
+		apiKey   = "K3yLeakValue"
+		token    = "T0kenLeakValue"
+		cloudKey = "ASIALEAKEDKEY"
+	)
+	secrets := []string{password, apiKey, token, cloudKey}
+	bin := secBuild(t)
+	dir := t.TempDir()
+	var cloudHits atomic.Int32
+	cloud := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cloudHits.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, `{"AccessKeyId":"`+cloudKey+`"}`+"\n")
+	}))
+	defer cloud.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, cloud.URL+"/latest/meta-data", http.StatusFound)
+			return
+		}
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	// A port nothing listens on: the password-bearing URL fails with a connection error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	host := strings.TrimPrefix(failing.URL, "http://")
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := `runs:
+  - name: leak
+    channel: "#leak"
+    metrics:
+      - "http://admin:` + password + `@` + closed + `/metrics"
+      - "http://` + host + `/metrics?api_key=` + apiKey + `"
+      - "http://deploy:` + password + `@` + host + `/redirect"
+    stages:
+      - {name: server up, check: http, url: "http://` + host + `/ready?token=` + token + `"}
+`
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := newRestartSlack(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	bot := startRestartBot(t, bin, dir, env)
+	restartWait(t, "a source-down warning for each of the three endpoints", func() bool {
+		n := 0
+		for _, c := range slack.snapshot() {
+			if c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("text"), "source down") {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	metrics := func() string {
+		resp, err := http.Get("http://" + bot.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}()
+	if !strings.Contains(metrics, `runwatch_probe_failures_total{probe="metrics http://`+closed+`/metrics"`) {
+		t.Errorf("/metrics lacks the failing probe under its redacted name:\n%s", grepLines(metrics, "probe_failures"))
+	}
+
+	places := map[string]string{"/metrics": metrics, "bot output": bot.stderr.String()}
+	for i, c := range slack.snapshot() {
+		places[fmt.Sprintf("Slack call %d (%s)", i, c.Method)] = c.Form.Encode()
+	}
+	ents, _ := os.ReadDir(stateDir)
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(stateDir, e.Name()))
+		places["state "+e.Name()] = string(b)
+	}
+	if _, ok := places["state alerts.json"]; !ok {
+		t.Errorf("no alerts.json in the state dir: %v", ents)
+	}
+	for _, args := range [][]string{{"status", "--json"}, {"status"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("bot %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		places["bot "+strings.Join(args, " ")] = string(out)
+	}
+	if !strings.Contains(places["bot status"], "/ready?token=[redacted]") {
+		t.Errorf("the checklist does not show the stage's URL redacted:\n%s", places["bot status"])
+	}
+	leaks := 0
+	for where, text := range places {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				leaks++
+				t.Errorf("%s holds %q:\n%s", where, s, grepLines(text, s))
+			}
+		}
+	}
+	if n := cloudHits.Load(); n != 0 {
+		t.Errorf("the host a metrics URL redirected to was asked %d times; want 0", n)
+	}
+	t.Logf("figure: password, api_key, stage token and a redirect target's answer in %d places (Slack posts, /metrics, %d state files, status --json, checklist, log): %d leaks; the other host asked %d times",
+		len(places), len(ents), leaks, cloudHits.Load())
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
