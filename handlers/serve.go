@@ -151,6 +151,9 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		var hm *httpMode
 		if modes.events {
 			hm = newHTTPMode(app, o.Env.SlackSigningSecret, metrics, log)
+			if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
+				log.Warn("seen Slack signatures not restored: a request replayed across this restart is refused only by its timestamp", "err", err)
+			}
 		} else {
 			hm = newHTTPMode(nil, config.Secret{}, metrics, log)
 		}

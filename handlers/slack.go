@@ -622,7 +622,7 @@ type chatRequest struct {
 // event handles one Events API callback: it decides at once whether to answer (never twice for
 // one event id, never to a bot or to itself, never to edits or joins) and answers in the background.
 func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
-	if !s.seen.first("event:" + eventID) {
+	if !s.seen.first(eventKey(eventID, ev)) {
 		s.metrics.event("duplicate")
 		return
 	}
