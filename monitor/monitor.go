@@ -73,7 +73,9 @@ type Monitor struct {
 	writers *probes.Writers
 	diskio  *probes.DiskIO
 	metrics *probes.Metrics
-	logs    map[string]*probes.Log
+	// runMetrics holds the scrapers of runs with their own metrics_max_body.
+	runMetrics map[string]*probes.Metrics
+	logs       map[string]*probes.Log
 	// prom holds the Prometheus source of each run that has one; see prometheus.go.
 	prom map[string]*promSource
 	// stages checks stage conditions; see stages.go.
@@ -89,6 +91,14 @@ type Monitor struct {
 type diskSample struct {
 	at       time.Time
 	counters probes.DiskCounters
+}
+
+// scraper is the metrics scraper for run: its own when it sets metrics_max_body.
+func (m *Monitor) scraper(run string) *probes.Metrics {
+	if s := m.runMetrics[run]; s != nil {
+		return s
+	}
+	return m.metrics
 }
 
 // New builds a monitor for the runs in f and loads their persisted history.
@@ -142,6 +152,12 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	var problems []reports.Problem
 	for i := range f.Runs {
 		r := &f.Runs[i]
+		if r.MetricsMaxBody > 0 {
+			if m.runMetrics == nil {
+				m.runMetrics = map[string]*probes.Metrics{}
+			}
+			m.runMetrics[r.Name] = probes.NewMetrics(o.HTTP, int64(r.MetricsMaxBody))
+		}
 		if r.Log != "" {
 			var pat *regexp.Regexp
 			if r.LogPattern != "" {

@@ -136,7 +136,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Ti
 			defer wg.Done()
 			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 			defer cancel()
-			engines[i], errs[i] = m.metrics.Scrape(c, u)
+			engines[i], errs[i] = m.scraper(r.Name).Scrape(c, u)
 		}(i, u)
 	}
 	if ps != nil {

@@ -98,13 +98,17 @@ func (m *Metrics) Scrape(ctx context.Context, rawURL string) (Engine, error) {
 		}
 	}
 	kept, orig, n, err := metricsFilter(io.LimitReader(resp.Body, m.maxBody+1))
+	if errors.Is(err, ErrAbsurdSeries) {
+		return failed, fmt.Errorf("scrape %s: %w", where, err)
+	}
 	if err != nil {
 		return failed, fmt.Errorf("scrape %s: read body: %w", where, metricsUnwrapURL(err))
 	}
 	if n > m.maxBody {
 		return failed, fmt.Errorf("scrape %s: body larger than %s", where, logTailSize(m.maxBody))
 	}
-	e, err := metricsParse(kept, orig)
+	// Parsing runs under the probe's deadline too: each pass checks ctx.
+	e, err := metricsParse(ctx, kept, orig)
 	e.URL = where
 	if err != nil {
 		return e, fmt.Errorf("scrape %s: %w", where, err)
@@ -123,11 +127,11 @@ func ParseMetrics(r io.Reader) (Engine, error) {
 	if err != nil {
 		return metricsEmpty(), fmt.Errorf("read metrics: %w", err)
 	}
-	return metricsParse(kept, orig)
+	return metricsParse(context.Background(), kept, orig)
 }
 
-func metricsParse(kept []byte, orig []int) (Engine, error) {
-	fams, skipped, err := metricsDecode(kept, orig)
+func metricsParse(ctx context.Context, kept []byte, orig []int) (Engine, error) {
+	fams, skipped, err := metricsDecode(ctx, kept, orig)
 	if err != nil {
 		e := metricsEmpty()
 		e.Skipped = skipped
@@ -141,13 +145,16 @@ func metricsParse(kept []byte, orig []int) (Engine, error) {
 // metricsDecode runs expfmt's text parser over the lines metricsFilter
 // keeps. The parser stops at the first bad line; each bad line is reported
 // (by its number in the original body), dropped, and the parse rerun.
-func metricsDecode(kept []byte, orig []int) (map[string]*dto.MetricFamily, []string, error) {
+func metricsDecode(ctx context.Context, kept []byte, orig []int) (map[string]*dto.MetricFamily, []string, error) {
 	var (
 		removed  []int // 1-based line numbers in kept, ascending
 		skipped  []string
 		firstBad int // the first invalid line's number in the body
 	)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, skipped, fmt.Errorf("parse metrics: %w", err)
+		}
 		p := expfmt.NewTextParser(model.LegacyValidation)
 		fams, err := p.TextToMetricFamilies(metricsWithout(kept, removed))
 		if err == nil {
@@ -200,9 +207,18 @@ func metricsFilter(r io.Reader) (kept []byte, orig []int, n int64, err error) {
 			long = append(long[:0], line...)
 			line, err = br.ReadSlice('\n')
 			line = append(long, line...)
+			if len(line) > MetricsMaxLineBytes {
+				return nil, nil, n + int64(len(line)), metricsLineTooLong(num, len(line))
+			}
 		}
 		n += int64(len(line))
+		if len(line) > MetricsMaxLineBytes {
+			return nil, nil, n, metricsLineTooLong(num, len(line))
+		}
 		if len(line) > 0 && (num <= metricsHeadLines || metricsWanted(line)) {
+			if err := metricsCheckLabels(num, line); err != nil {
+				return nil, nil, n, err
+			}
 			kept = append(kept, line...)
 			if line[len(line)-1] != '\n' {
 				kept = append(kept, '\n') // the parser wants a final newline
