@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -261,5 +262,23 @@ func TestStatusDigest(t *testing.T) {
 		if got := statusDigest(tc.m) == statusDigest(base); got != tc.same {
 			t.Errorf("%s: same digest = %v; want %v", tc.name, got, tc.same)
 		}
+	}
+}
+
+// TestScheduleStatusNamesFailedLog is the red team's finding 8: with the job's log gone, the
+// scheduled status said "No progress source configured"; it names the log that failed.
+func TestScheduleStatusNamesFailedLog(t *testing.T) {
+	e := newSchedEnv(t, "new", "@hourly", "")
+	if err := os.Remove(e.log); err != nil {
+		t.Fatal(err)
+	}
+	e.fireAt(t, schedT0)
+	posts := e.fake.Calls("chat.postMessage")
+	if len(posts) != 1 {
+		t.Fatalf("posts = %d; want 1 status", len(posts))
+	}
+	text := posts[0].Form.Get("text")
+	if strings.Contains(text, "No progress source configured") || !strings.Contains(text, "No progress reading: `log "+e.log+"` failed") {
+		t.Errorf("status with its log deleted:\n%s\nwant it to name the failed log, not say no source is configured", text)
 	}
 }

@@ -145,6 +145,9 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 		}
 		places["bot "+strings.Join(args, " ")] = string(out)
 	}
+	if strings.Contains(places["bot status"], "No progress source configured") || !strings.Contains(places["bot status"], "No progress reading: ") {
+		t.Errorf("the status with every metrics endpoint failing does not name them as failed:\n%s", places["bot status"])
+	}
 	if !strings.Contains(places["bot status"], "/ready?token=[redacted]") {
 		t.Errorf("the checklist does not show the stage's URL redacted:\n%s", places["bot status"])
 	}
