@@ -67,8 +67,14 @@ func TestAlerterLifecycle(t *testing.T) {
 	if !strings.Contains(posts[0].Message.Mrkdwn(), "making progress again") {
 		t.Errorf("recovery text = %q", posts[0].Message.Mrkdwn())
 	}
+	// Resolved, the warning is kept with its thread for its cooldown (a recurrence goes there), then
+	// forgotten. (Before the flapping fix it was forgotten at once.)
+	if al := a.State.Active["synth/stall"]; len(a.State.Active) != 1 || al == nil || !al.Cleared || al.Ref != "1700000000.000100" {
+		t.Errorf("active after recovery = %v; want the stall kept, cleared, with its thread", a.State.Active)
+	}
+	a.Process([]monitor.Evaluation{ev("synth", nil)}, t0.Add(131*time.Minute), never)
 	if len(a.State.Active) != 0 {
-		t.Errorf("active after recovery = %v", a.State.Active)
+		t.Errorf("active a cooldown after recovery = %v; want it forgotten", a.State.Active)
 	}
 }
 

@@ -29,6 +29,9 @@ type Sampler struct {
 	OnSample func(ctx context.Context)
 	// OnEvaluate sees every tick's evaluations (the bot's own metrics count probe failures).
 	OnEvaluate func(evs []monitor.Evaluation)
+	// Find asks the transport whether a post whose delivery a crash interrupted landed, and
+	// returns its reference ("" when it did not). Nil: such posts are delivered again.
+	Find func(ctx context.Context, p PendingPost) (string, error)
 }
 
 const alertStateFile = "alerts.json"
@@ -88,14 +91,20 @@ func (s *Sampler) Tick(ctx context.Context) {
 	if s.OnEvaluate != nil {
 		s.OnEvaluate(evs)
 	}
+	redo := s.recoverPending(ctx, now)
 	posts := s.Alerter.Process(evs, now, func(run string) bool {
 		_, snoozed := s.bot.mon.SnoozedUntil(run)
 		return snoozed
 	})
+	posts = append(redo, posts...)
+	if s.Deliver != nil && len(posts) > 0 {
+		s.recordIntents(posts, now)
+	}
 	for _, p := range posts {
 		switch {
 		case s.Deliver != nil:
 			ref, err := s.Deliver(ctx, p)
+			delete(s.Alerter.State.Pending, p.ID)
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
 				s.Alerter.Undelivered(p)

@@ -302,7 +302,7 @@ func TestManifest(t *testing.T) {
 		got, want []string
 	}{
 		{"slash commands", cmds, want},
-		{"bot scopes", m.OAuth.Scopes.Bot, []string{"app_mentions:read", "chat:write", "commands", "files:write", "im:history"}},
+		{"bot scopes", m.OAuth.Scopes.Bot, []string{"app_mentions:read", "channels:history", "chat:write", "commands", "files:write", "groups:history", "im:history"}},
 		{"bot events", m.Settings.Events.BotEvents, []string{"app_mention", "message.im"}},
 	}
 	for _, c := range checks {
