@@ -253,7 +253,7 @@ func (f *slackFake) historyLocked(q url.Values) []map[string]any {
 		}
 		m := map[string]any{"type": "message", "ts": c.TS, "text": c.Form.Get("text"), "bot_id": "B111"}
 		var md map[string]any
-		if json.Unmarshal([]byte(c.Form.Get("metadata")), &md) == nil && q.Get("include_all_metadata") == "true" {
+		if json.Unmarshal([]byte(c.Form.Get("metadata")), &md) == nil && q.Get("include_all_metadata") == "1" {
 			m["metadata"] = md
 		}
 		out = append(out, m)

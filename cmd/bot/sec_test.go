@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -9,10 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // secBinary builds the bot once for the tests that run it as a process.
@@ -176,4 +180,132 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// secAlerts is what the test reads back from alerts.json.
+type secAlerts struct {
+	Active map[string]struct {
+		Ref string `json:"ref"`
+	} `json:"active"`
+	Pending map[string]json.RawMessage `json:"pending"`
+}
+
+func secReadAlerts(stateDir string) secAlerts {
+	var a secAlerts
+	b, err := os.ReadFile(filepath.Join(stateDir, "alerts.json"))
+	if err == nil {
+		json.Unmarshal(b, &a)
+	}
+	return a
+}
+
+// secSamples is runwatch_samples_total on a bot's /metrics (0 when it cannot be read).
+func secSamples(addr string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "runwatch_samples_total "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// TestServeKill9MidPostPostsOnce is the red team's finding 7 with the real binary: Slack takes 4 s
+// to answer chat.postMessage and conversations.history, and `bot serve` is killed with SIGKILL
+// three times: the first time while its warning is in flight (Slack has it, the bot has no
+// answer), then while it asks Slack whether that post landed. The intent recorded before the post and the message
+// metadata read back through conversations.history leave exactly one copy of the warning.
+func TestServeKill9MidPostPostsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	bin := secBuild(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := "runs:\n  - name: down\n    channel: CWARN\n    metrics: [\"http://" + closed + "/metrics\"]\n    schedule: \"@every 24h\"\n"
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := newRestartSlack(t)
+	slack.postDelay.Store(int64(4 * time.Second))
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	copies := func(from int) int {
+		n := 0
+		for _, c := range slack.snapshot()[from:] {
+			if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" && strings.Contains(c.Form.Get("text"), "source down") {
+				n++
+			}
+		}
+		return n
+	}
+	settled := func() bool {
+		a := secReadAlerts(stateDir)
+		for _, al := range a.Active {
+			if al.Ref != "" && len(a.Pending) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	lookups := func(from int) int {
+		n := 0
+		for _, c := range slack.snapshot()[from:] {
+			if c.Method == "conversations.history" {
+				n++
+			}
+		}
+		return n
+	}
+	kills, midPost, midLookup := 0, 0, 0
+	for kills < 3 {
+		from := len(slack.snapshot())
+		bot := startRestartBot(t, bin, dir, env)
+		restartWait(t, "a warning or a look-up in flight", func() bool {
+			return copies(from) > 0 || lookups(from) > 0 || settled()
+		})
+		if copies(from) > 0 {
+			midPost++
+		}
+		if lookups(from) > 0 {
+			midLookup++
+		}
+		if err := bot.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-bot.exited
+		kills++
+	}
+	final := startRestartBot(t, bin, dir, env)
+	restartWait(t, "the warning settled and 4 samples after the last restart", func() bool {
+		return settled() && secSamples(final.addr) >= 4
+	})
+	history := 0
+	for _, c := range slack.snapshot() {
+		if c.Method == "conversations.history" {
+			history++
+		}
+	}
+	if n := copies(0); n != 1 {
+		t.Errorf("copies of the warning after %d kills (%d mid-post) = %d; want exactly 1", kills, midPost, n)
+	}
+	if midPost == 0 {
+		t.Errorf("no kill landed mid-post; the test proves nothing")
+	}
+	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d mid conversations.history; Slack answering both in 4 s): %d copy of the warning; %d look-ups",
+		midPost, midLookup, copies(0), history)
 }
