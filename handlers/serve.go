@@ -31,7 +31,7 @@ type ServeOptions struct {
 	// HTTP is the client for Slack's API; nil gets one with a 30 s timeout.
 	HTTP *http.Client
 	// InlineBudget is how long a slash command may take before it is acknowledged and answered
-	// through its response_url (default 2.5 s; Slack allows 3 s).
+	// through its response_url (default 2 s; Slack allows 3 s).
 	InlineBudget time.Duration
 }
 
