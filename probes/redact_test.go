@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -100,5 +101,29 @@ func TestSameOrigin(t *testing.T) {
 		if (err == nil) != tt.want {
 			t.Errorf("SameHostRedirects(%s -> %s) = %v; want allowed %v", tt.from, tt.to, err, tt.want)
 		}
+	}
+}
+
+// TestPrometheusRefusesCrossHostRedirects: the Prometheus client, which carries credentials, must
+// not follow a redirect to another host either.
+func TestPrometheusRefusesCrossHostRedirects(t *testing.T) {
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
+	}))
+	defer other.Close()
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer prom.Close()
+	p, err := NewPrometheus(PrometheusOptions{URL: prom.URL, BearerToken: "PROMTOKEN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(context.Background(), "up", time.Now())
+	if err == nil || !strings.Contains(err.Error(), "redirected to "+other.URL) || otherHits.Load() != 0 {
+		t.Errorf("Query through a cross-host redirect = %v, other host asked %d times; want refused, naming it, 0 asks", err, otherHits.Load())
 	}
 }
