@@ -97,6 +97,7 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
       - "http://deploy:` + password + `@` + host + `/redirect"
     stages:
       - {name: server up, check: http, url: "http://` + host + `/ready?token=` + token + `"}
+      - {name: moved, check: http, url: "http://` + host + `/redirect"}
 `
 	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
 		t.Fatal(err)
@@ -151,6 +152,9 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 	}
 	if strings.Contains(places["bot status"], "No progress source configured") || !strings.Contains(places["bot status"], "No progress reading: ") {
 		t.Errorf("the status with every metrics endpoint failing does not name them as failed:\n%s", places["bot status"])
+	}
+	if !strings.Contains(places["bot status"], "redirected to "+cloud.URL+"/latest/meta-data") {
+		t.Errorf("the checklist does not say where the stage's URL redirected:\n%s", places["bot status"])
 	}
 	if !strings.Contains(places["bot status"], "/ready?token=[redacted]") {
 		t.Errorf("the checklist does not show the stage's URL redacted:\n%s", places["bot status"])
