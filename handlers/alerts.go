@@ -67,6 +67,7 @@ type ActiveAlert struct {
 	// window; from flapDowns of them on it is flapping, and its changes are summarised once it
 	// holds steady instead of posted one by one.
 	Confirmed bool        `json:"confirmed,omitempty"` // this episode reached Confirm
+	Recurring bool        `json:"recurring,omitempty"` // came back after it cleared; not yet said
 	ClearedAt time.Time   `json:"cleared_at,omitzero"` // when it last went away
 	Changed   time.Time   `json:"changed,omitzero"`    // last confirmed down or clear
 	Downs     []time.Time `json:"downs,omitempty"`
@@ -228,15 +229,13 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 		for _, c := range a.conditions(ev) {
 			current[c.key] = true
 			al := a.State.Active[c.key]
-			recurred := false
 			switch {
 			case al == nil || (al.Cleared && al.Posted.IsZero()):
 				al = &ActiveAlert{Kind: c.kind, Run: run, Since: now}
 				a.State.Active[c.key] = al
 			case al.Cleared:
 				// Back within its cooldown: the same warning, in the same thread.
-				al.Cleared, al.Confirmed, al.Since, al.Seen = false, false, now, 0
-				recurred = true
+				al.Cleared, al.Confirmed, al.Recurring, al.Since, al.Seen = false, false, true, now, 0
 			}
 			al.Seen++
 			if al.Seen < max(1, a.Policy.Confirm[c.kind]) {
@@ -247,7 +246,6 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 				if c.kind != AlertShift && c.kind != AlertFinished {
 					al.recordDown(now)
 				}
-				recurred = recurred || (al.Ref != "" && !al.Posted.IsZero())
 			}
 			if snoozed(run) {
 				if al.Posted.IsZero() || now.Sub(al.Posted) >= a.Policy.Cooldown[c.kind] {
@@ -255,7 +253,9 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 				}
 				continue
 			}
-			if recurred && al.Ref != "" {
+			recurred := al.Recurring && al.Ref != ""
+			al.Recurring = false
+			if recurred {
 				n := al.recentDowns(now)
 				switch {
 				case al.Flapping:
