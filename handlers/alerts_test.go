@@ -151,3 +151,15 @@ func TestAlerterFinishedOnceAndUndelivered(t *testing.T) {
 		}
 	}
 }
+
+// TestAlerterStateFromBeforeFlapping: an alerts.json written before recurrences and flapping were
+// tracked (no confirmed, recurring or downs fields) does not make a held condition post again.
+func TestAlerterStateFromBeforeFlapping(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	a := NewAlerter(time.UTC, func(string) string { return "#synth" })
+	a.State.Active["synth/stall"] = &ActiveAlert{Kind: AlertStall, Run: "synth", Since: t0, Seen: 5, Posted: t0, Ref: "ts1", Summary: "no progress"}
+	never := func(string) bool { return false }
+	if posts := a.Process([]monitor.Evaluation{ev("synth", stalled)}, t0.Add(10*time.Minute), never); len(posts) != 0 {
+		t.Errorf("held stall from an old state file = %+v; want nothing within its cooldown", posts)
+	}
+}
