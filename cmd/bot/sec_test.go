@@ -19,12 +19,24 @@ import (
 	"time"
 )
 
+// secBinDir holds the bot secBinary builds; TestMain removes it.
+var secBinDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if secBinDir != "" {
+		os.RemoveAll(secBinDir)
+	}
+	os.Exit(code)
+}
+
 // secBinary builds the bot once for the tests that run it as a process.
 var secBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "runwatch-bot-")
 	if err != nil {
 		return "", err
 	}
+	secBinDir = dir
 	bin := filepath.Join(dir, "bot")
 	args := []string{"build", "-o", bin}
 	if restartRace {
