@@ -1,0 +1,227 @@
+// Command recordpeer records a job run against the third-party vLLM simulator (llm-d-inference-sim) as a
+// runwatch replay trace: the ground truth for the estimator's accuracy on jobs nobody here designed.
+//
+// It unpacks the simulator, starts it on 127.0.0.1 with the scenario's flags, waits for /health/ready, sends
+// the scenario's prompts with a fixed number of client workers (retrying failures), logs progress as a batch
+// job does ("Progress: N/M ..." on stderr), samples every server's /metrics at the scenario's interval, and
+// writes one JSON line per sample in the format `bot replay --trace` reads. The last line is taken when the last
+// item finished: the trace's finish is the true finish. Counters are the servers' own (summed over servers,
+// as runwatch sums engines), so they start at 0 again after a restart; this simulator counts generated tokens
+// only when a request finishes.
+//
+// Run it from the repository root:
+//
+//	go run ./scripts/recordpeer -list
+//	go run ./scripts/recordpeer -scenario steady -out reports/testdata/peer/steady.jsonl
+//
+// The committed traces and how each was recorded are listed in reports/testdata/peer/SOURCES.md;
+// scripts/recordpeer.sh records them all.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"runwatch/reports"
+	"runwatch/sim"
+)
+
+func main() {
+	name := flag.String("scenario", "", "scenario to record (see -list)")
+	out := flag.String("out", "", "trace file to write")
+	gz := flag.String("sim", "../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz", "the gzipped simulator binary")
+	list := flag.Bool("list", false, "list the scenarios and exit")
+	flag.Parse()
+	if *list {
+		for _, s := range scenarios() {
+			fmt.Printf("%-16s %5d items, %3d clients: %s\n", s.Name, s.Items, s.Concurrency, s.About)
+		}
+		return
+	}
+	sc, ok := find(*name)
+	if !ok || *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: recordpeer -scenario NAME -out FILE (recordpeer -list names the scenarios)")
+		os.Exit(2)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := record(ctx, sc, *gz, *out, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "recordpeer:", err)
+		cancel()
+		os.Exit(1)
+	}
+}
+
+// record runs sc to its end and writes its trace to out.
+func record(ctx context.Context, sc scenario, gz, out string, log io.Writer) error {
+	dir, err := os.MkdirTemp("", "recordpeer-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := unpack(gz, dir)
+	if err != nil {
+		return err
+	}
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	var urls []string
+	for i, spec := range sc.Servers {
+		port, err := freePorts(spec.Ranks)
+		if err != nil {
+			return err
+		}
+		s := &server{bin: bin, args: spec.Flags, port: port, ranks: spec.Ranks, seed: spec.Seed,
+			log: filepath.Join(dir, fmt.Sprintf("server%d.log", i))}
+		if err := s.start(); err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+		err = s.ready(rctx, http.DefaultClient)
+		rcancel()
+		if err != nil {
+			return err
+		}
+		urls = append(urls, s.urls()...)
+	}
+	client := &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: sc.Concurrency + 8},
+		Timeout:   5 * time.Minute,
+	}
+	j := newJob(sc, urls, client)
+	jctx, jcancel := context.WithCancel(ctx)
+	defer jcancel()
+	j.start = time.Now()
+	ran := make(chan struct{})
+	go func() { j.run(jctx); close(ran) }()
+	var wg sync.WaitGroup
+	if sc.RestartAt > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if !j.waitDone(jctx, int64(sc.RestartAt*float64(sc.Items))) {
+				return
+			}
+			s := servers[0]
+			fmt.Fprintf(log, "restart: killing the server at %.1fs\n", time.Since(j.start).Seconds())
+			s.stop()
+			select {
+			case <-time.After(sc.Downtime):
+			case <-jctx.Done():
+				return
+			}
+			s.seed += 1000
+			if err := s.start(); err != nil {
+				fmt.Fprintln(log, "restart:", err)
+				jcancel()
+				return
+			}
+			fmt.Fprintf(log, "restart: started again at %.1fs\n", time.Since(j.start).Seconds())
+		}()
+	}
+	obs := sample(jctx, j, urls, sc.Every, ran, log)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if last := obs[len(obs)-1]; last.Done != last.Total {
+		return fmt.Errorf("job ended at %d/%d", last.Done, last.Total)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	tmp := out + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteTrace(f, obs); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "wrote %s: %d lines, finish at %.1fs\n", out, len(obs), obs[len(obs)-1].T)
+	return os.Rename(tmp, out)
+}
+
+// sample takes a trace line every `every` until the job has run, then one at the moment the last item
+// finished.
+func sample(ctx context.Context, j *job, urls []string, every time.Duration, ran <-chan struct{}, log io.Writer) []reports.Observation {
+	m := &http.Client{Timeout: 2 * time.Second}
+	take := func(at time.Time) reports.Observation {
+		st := j.state(at)
+		o := observe(at.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls))
+		fmt.Fprintln(log, progressLine(st))
+		return o
+	}
+	var obs []reports.Observation
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	obs = append(obs, take(j.start))
+	for {
+		select {
+		case <-ran:
+			fin := j.finished()
+			if fin.IsZero() {
+				return obs
+			}
+			// The counters move when a request finishes; give the servers a moment to count the last one.
+			time.Sleep(300 * time.Millisecond)
+			st := j.state(fin)
+			return append(obs, observe(fin.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls)))
+		case now := <-tick.C:
+			obs = append(obs, take(now))
+		}
+	}
+}
+
+// scrapeAll reads every server's /metrics.
+func scrapeAll(ctx context.Context, c *http.Client, urls []string) []scrape {
+	out := make([]scrape, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() { out[i] = scrapeOne(ctx, c, u+"/metrics") })
+	}
+	wg.Wait()
+	return out
+}
+
+func scrapeOne(ctx context.Context, c *http.Client, url string) scrape {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return scrape{Err: err}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return scrape{Err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return scrape{Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return scrape{Err: fmt.Errorf("HTTP %s", resp.Status)}
+	}
+	s, err := parseScrape(body)
+	if err != nil {
+		return scrape{Err: err}
+	}
+	return s
+}
