@@ -79,6 +79,11 @@ func scenarios() []scenario {
 			Servers: one(1, 13, simFlags(16, 30*ms, 3*ms, 1.5)), Every: 500 * ms, Seed: 3,
 		},
 		{
+			Name: "queued-deep", About: "128 clients against 8 batch slots with a 3x slowdown when full: a queue of 120",
+			Items: 1500, Concurrency: 128, MaxTokens: fixed(256),
+			Servers: one(1, 27, simFlags(8, 20*ms, 2*ms, 3)), Every: 500 * ms, Seed: 16,
+		},
+		{
 			Name: "length-drift", About: "max_tokens 256 for the first 30% of items, growing to 1024 by 70%",
 			Items: 3000, Concurrency: 32, MaxTokens: drift(256, 1024, 0.3, 0.7),
 			Servers: one(1, 14, simFlags(32, 40*ms, 3*ms, 1.2)), Every: 750 * ms, Seed: 4,
@@ -140,6 +145,11 @@ func scenarios() []scenario {
 			Name: "seed-moment", About: "the seed's shape scaled down: 200 clients over 2 data-parallel ranks, max_tokens 3400",
 			Items: 12000, Concurrency: 200, MaxTokens: fixed(3400),
 			Servers: one(2, 25, simFlags(128, 60*ms, 1*ms, 1.3)), Every: time.Second, Seed: 14,
+		},
+		{
+			Name: "seed-moment-25k", About: "the seed's own size: 25,000 items, 200 clients, 2 ranks, max_tokens 3940 (~1,130-token mean)",
+			Items: 25000, Concurrency: 200, MaxTokens: fixed(3940),
+			Servers: one(2, 26, simFlags(128, 60*ms, 1*ms, 1.3)), Every: time.Second, Seed: 15,
 		},
 	}
 }
