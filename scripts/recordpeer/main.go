@@ -62,7 +62,8 @@ func main() {
 }
 
 // record runs sc to its end and writes its trace to out.
-func record(ctx context.Context, sc scenario, gz, out string, log io.Writer) error {
+func record(ctx context.Context, sc scenario, gz, out string, w io.Writer) error {
+	log := &lockedWriter{w: w} // the sampler and the restart both log
 	dir, err := os.MkdirTemp("", "recordpeer-")
 	if err != nil {
 		return err
@@ -90,10 +91,8 @@ func record(ctx context.Context, sc scenario, gz, out string, log io.Writer) err
 			return err
 		}
 		servers = append(servers, s)
-		rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
-		err = s.ready(rctx, http.DefaultClient)
-		rcancel()
-		if err != nil {
+		// No deadline of its own: a process that cannot start exits, and ^C ends the wait.
+		if err := s.ready(ctx, http.DefaultClient); err != nil {
 			return err
 		}
 		urls = append(urls, s.urls()...)
@@ -184,6 +183,7 @@ func sample(ctx context.Context, j *job, urls []string, every time.Duration, ran
 			// The counters move when a request finishes; give the servers a moment to count the last one.
 			time.Sleep(300 * time.Millisecond)
 			st := j.state(fin)
+			fmt.Fprintln(log, progressLine(st))
 			return append(obs, observe(fin.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls)))
 		case now := <-tick.C:
 			obs = append(obs, take(now))
@@ -224,4 +224,16 @@ func scrapeOne(ctx context.Context, c *http.Client, url string) scrape {
 		return scrape{Err: err}
 	}
 	return s
+}
+
+// lockedWriter serialises writes from goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

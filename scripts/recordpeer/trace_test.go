@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"math"
 	"math/rand"
@@ -221,4 +222,85 @@ func deref(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// TestRecordAgainstSimulator records a tiny job against the real simulator: two data-parallel ranks and a
+// restart half way, so unpacking, start, readiness, the kill and the restart, sampling and writing all run.
+func TestRecordAgainstSimulator(t *testing.T) {
+	gz := "../../../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz"
+	if _, err := os.Stat(gz); err != nil {
+		t.Skipf("no simulator beside the repository: %v", err)
+	}
+	sc := scenario{
+		Name: "tiny", Items: 60, Concurrency: 8, MaxTokens: fixed(64),
+		Servers:   one(2, 3, simFlags(4, 5*ms, 1*ms, 1.2)),
+		RestartAt: 0.5, Downtime: 200 * ms, Every: 100 * ms, Seed: 1,
+	}
+	out := filepath.Join(t.TempDir(), "tiny.jsonl")
+	var log bytes.Buffer
+	if err := record(t.Context(), sc, gz, out, &log); err != nil {
+		t.Fatalf("record: %v\n%s", err, log.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	obs, err := sim.ReadTrace(f)
+	if err != nil {
+		t.Fatalf("ReadTrace: %v", err)
+	}
+	last := obs[len(obs)-1]
+	if last.Done != 60 || last.Total != 60 || last.Running == nil || *last.Running != 0 {
+		t.Errorf("last line %+v; want 60/60 done and nothing running", last)
+	}
+	high, dropped := 0.0, false
+	for _, o := range obs {
+		if o.GenTokens == nil {
+			continue
+		}
+		if *o.GenTokens < high {
+			dropped = true
+		}
+		high = max(high, *o.GenTokens)
+	}
+	t.Logf("log:\n%s", log.String())
+	if !dropped {
+		t.Errorf("gen_tokens never went down; want the restarted rank's counter to start again at 0\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "Progress: 60/60") || !strings.Contains(log.String(), "restart: started again") {
+		t.Errorf("log has no restart or progress lines:\n%s", log.String())
+	}
+}
+
+func TestUnpack(t *testing.T) {
+	want := bytes.Repeat([]byte("#!/bin/sh\necho simulator\n"), 1000)
+	gz := filepath.Join(t.TempDir(), "sim.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(want)
+	zw.Close()
+	if err := os.WriteFile(gz, buf.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, path string }{{"gzip(1)", os.Getenv("PATH")}, {"compress/gzip", ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("PATH", c.path)
+			bin, err := unpack(gz, t.TempDir())
+			if err != nil {
+				t.Fatalf("unpack: %v", err)
+			}
+			got, err := os.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, _ := os.Stat(bin)
+			if !bytes.Equal(got, want) || fi.Mode().Perm()&0o100 == 0 {
+				t.Errorf("unpack wrote %d bytes, mode %v; want %d bytes, executable", len(got), fi.Mode(), len(want))
+			}
+		})
+	}
+	if _, err := unpack(filepath.Join(t.TempDir(), "missing.gz"), t.TempDir()); err == nil {
+		t.Error("unpack(missing file) succeeded; want an error")
+	}
 }
