@@ -97,6 +97,14 @@ func record(ctx context.Context, sc scenario, gz, out string, w io.Writer) error
 		}
 		urls = append(urls, s.urls()...)
 	}
+	if sc.OneURL {
+		addr, stop, err := startProxy(urls)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		urls = []string{addr}
+	}
 	client := &http.Client{
 		Transport: &http.Transport{MaxIdleConnsPerHost: sc.Concurrency + 8},
 		Timeout:   5 * time.Minute,
@@ -108,30 +116,7 @@ func record(ctx context.Context, sc scenario, gz, out string, w io.Writer) error
 	ran := make(chan struct{})
 	go func() { j.run(jctx); close(ran) }()
 	var wg sync.WaitGroup
-	if sc.RestartAt > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if !j.waitDone(jctx, int64(sc.RestartAt*float64(sc.Items))) {
-				return
-			}
-			s := servers[0]
-			fmt.Fprintf(log, "restart: killing the server at %.1fs\n", time.Since(j.start).Seconds())
-			s.stop()
-			select {
-			case <-time.After(sc.Downtime):
-			case <-jctx.Done():
-				return
-			}
-			s.seed += 1000
-			if err := s.start(); err != nil {
-				fmt.Fprintln(log, "restart:", err)
-				jcancel()
-				return
-			}
-			fmt.Fprintf(log, "restart: started again at %.1fs\n", time.Since(j.start).Seconds())
-		}()
-	}
+	wg.Go(func() { disrupt(jctx, j, servers[0], sc, log, jcancel) })
 	obs := sample(jctx, j, urls, sc.Every, ran, log)
 	wg.Wait()
 	if ctx.Err() != nil {
@@ -159,20 +144,63 @@ func record(ctx context.Context, sc scenario, gz, out string, w io.Writer) error
 	return os.Rename(tmp, out)
 }
 
+// disrupt does to the first server what the scenario says: kill it and start it again (RestartAt), or stop
+// it answering for a while (PauseAt: SIGSTOP, then SIGCONT).
+func disrupt(ctx context.Context, j *job, s *server, sc scenario, log io.Writer, fail func()) {
+	at, what := sc.RestartAt, "restart"
+	if sc.PauseAt > 0 {
+		at, what = sc.PauseAt, "pause"
+	}
+	if at == 0 || !j.waitDone(ctx, int64(at*float64(sc.Items))) {
+		return
+	}
+	wait := func(d time.Duration) bool {
+		select {
+		case <-time.After(d):
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if what == "pause" {
+		fmt.Fprintf(log, "pause: stopping the server (SIGSTOP) at %.1fs\n", time.Since(j.start).Seconds())
+		s.cmd.Process.Signal(syscall.SIGSTOP)
+		wait(sc.Pause)
+		s.cmd.Process.Signal(syscall.SIGCONT)
+		fmt.Fprintf(log, "pause: continued (SIGCONT) at %.1fs\n", time.Since(j.start).Seconds())
+		return
+	}
+	fmt.Fprintf(log, "restart: killing the server at %.1fs\n", time.Since(j.start).Seconds())
+	s.stop()
+	if !wait(sc.Downtime) {
+		return
+	}
+	s.seed += 1000
+	if err := s.start(); err != nil {
+		fmt.Fprintln(log, "restart:", err)
+		fail()
+		return
+	}
+	fmt.Fprintf(log, "restart: started again at %.1fs\n", time.Since(j.start).Seconds())
+}
+
 // sample takes a trace line every `every` until the job has run, then one at the moment the last item
 // finished.
 func sample(ctx context.Context, j *job, urls []string, every time.Duration, ran <-chan struct{}, log io.Writer) []reports.Observation {
 	m := &http.Client{Timeout: 2 * time.Second}
-	take := func(at time.Time) reports.Observation {
+	// The job's state is read after the scrape returns, so that a scrape a stopped server holds up to its
+	// timeout is stamped with the time it was answered, not the tick it began on.
+	take := func() reports.Observation {
+		sc := scrapeAll(ctx, m, urls)
+		at := time.Now()
 		st := j.state(at)
-		o := observe(at.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls))
 		fmt.Fprintln(log, progressLine(st))
-		return o
+		return observe(at.Sub(j.start).Seconds(), st, sc)
 	}
 	var obs []reports.Observation
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	obs = append(obs, take(j.start))
+	obs = append(obs, observe(0, j.state(j.start), scrapeAll(ctx, m, urls)))
 	for {
 		select {
 		case <-ran:
@@ -184,9 +212,14 @@ func sample(ctx context.Context, j *job, urls []string, every time.Duration, ran
 			time.Sleep(300 * time.Millisecond)
 			st := j.state(fin)
 			fmt.Fprintln(log, progressLine(st))
-			return append(obs, observe(fin.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls)))
-		case now := <-tick.C:
-			obs = append(obs, take(now))
+			last := observe(fin.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls))
+			// A line taken while the last item finished is stamped after the finish: the finish line replaces it.
+			for len(obs) > 0 && obs[len(obs)-1].T >= last.T {
+				obs = obs[:len(obs)-1]
+			}
+			return append(obs, last)
+		case <-tick.C:
+			obs = append(obs, take())
 		}
 	}
 }

@@ -25,8 +25,14 @@ type scenario struct {
 	// after Downtime; 0 never.
 	RestartAt float64
 	Downtime  time.Duration
-	Every     time.Duration // sampling interval
-	Seed      int64         // the client's seed (prompts, max_tokens); servers have their own
+	// PauseAt is the fraction of items done when the first server is stopped (SIGSTOP) for Pause, then
+	// continued: it neither answers nor forgets; 0 never.
+	PauseAt float64
+	Pause   time.Duration
+	// OneURL puts every server behind one round-robin proxy address, for the job and the scraper alike.
+	OneURL bool
+	Every  time.Duration // sampling interval
+	Seed   int64         // the client's seed (prompts, max_tokens); servers have their own
 }
 
 // serverSpec is one simulator process.
@@ -102,6 +108,20 @@ func scenarios() []scenario {
 			Name: "restart", About: "the server is killed at 45% and started again 5 s later: its counters start at 0",
 			Items: 3000, Concurrency: 32, MaxTokens: fixed(512), RestartAt: 0.45, Downtime: 5 * time.Second,
 			Servers: one(1, 17, simFlags(32, 40*ms, 4*ms, 1.2)), Every: 500 * ms, Seed: 7,
+		},
+		{
+			Name: "stall", About: "the server stops answering (SIGSTOP) at 40% for 10 s, then carries on where it was",
+			Items: 3000, Concurrency: 32, MaxTokens: fixed(512), PauseAt: 0.4, Pause: 10 * time.Second,
+			Servers: one(1, 30, simFlags(32, 40*ms, 4*ms, 1.2)), Every: 500 * ms, Seed: 17,
+		},
+		{
+			Name: "replicas-one-url", About: "two simulator processes behind one round-robin address: each scrape reads one replica's counters",
+			Items: 3000, Concurrency: 48, MaxTokens: fixed(512), OneURL: true,
+			Servers: []serverSpec{
+				{Ranks: 1, Seed: 28, Flags: simFlags(24, 40*ms, 4*ms, 1.3)},
+				{Ranks: 1, Seed: 29, Flags: simFlags(24, 40*ms, 4*ms, 1.3)},
+			},
+			Every: 500 * ms, Seed: 18,
 		},
 		{
 			Name: "dp2", About: "one simulator with --data-parallel-size 2 (a port per rank), requests alternate",

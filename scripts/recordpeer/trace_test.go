@@ -5,8 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"math"
 	"math/rand"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -302,5 +305,34 @@ func TestUnpack(t *testing.T) {
 	}
 	if _, err := unpack(filepath.Join(t.TempDir(), "missing.gz"), t.TempDir()); err == nil {
 		t.Error("unpack(missing file) succeeded; want an error")
+	}
+}
+
+func TestProxyAlternatesReplicas(t *testing.T) {
+	var backends []string
+	for _, name := range []string{"a", "b"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, name+r.URL.Path)
+		}))
+		defer srv.Close()
+		backends = append(backends, srv.URL)
+	}
+	addr, stop, err := startProxy(backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var got []string
+	for range 4 {
+		resp, err := http.Get(addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got = append(got, string(b))
+	}
+	if got[0] == got[1] || got[0] != got[2] || got[1] != got[3] || !strings.HasSuffix(got[0], "/metrics") {
+		t.Errorf("replies through the proxy = %q; want the two replicas in turn, path kept", got)
 	}
 }
