@@ -169,6 +169,9 @@ func (f *slackFake) handler(method string) http.HandlerFunc {
 				}
 			}
 		}
+		if method == "response_url" {
+			call.Form.Set("_path", r.URL.Path) // which response_url was answered
+		}
 		for k, vs := range r.URL.Query() {
 			if _, set := call.Form[k]; !set {
 				call.Form[k] = vs
