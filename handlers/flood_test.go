@@ -29,7 +29,7 @@ type floodRequest struct {
 
 // TestHTTPFloodAcksNeverWait is the red team's finding 5: 1,000 concurrent signed requests of every
 // command kind (each slash command, admin mutations, mentions and DMs) from 100 users, then one
-// user flooding 30 more. Every request is acknowledged with 200; a slash command is answered
+// user flooding 30 more slash commands and another 15 mentions. Every request is acknowledged with 200; a slash command is answered
 // inline, or told "working on it" and answered through its response_url, or (the flooder past
 // its burst of 10) politely told to wait; every mention and DM within the limit is answered.
 // Identical questions share one evaluation. Ack times are logged, not asserted (house rule).
@@ -85,6 +85,9 @@ func TestHTTPFloodAcksNeverWait(t *testing.T) {
 	}
 	for i := range 30 {
 		add("UFLOOD", i*kinds) // the flooder asks /eta 30 times
+	}
+	for range 15 {
+		add("UFLOODM", len(slash)) // and another mentions the bot 15 times
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1100}}
 	var wg sync.WaitGroup
@@ -165,8 +168,18 @@ func TestHTTPFloodAcksNeverWait(t *testing.T) {
 	// Every mention and DM within the limit is answered where it was asked.
 	e.app.wait(60 * time.Second)
 	answered := len(e.fake.Calls("chat.postMessage")) + len(e.fake.Calls("chat.postEphemeral"))
-	if answered != len(events) {
-		t.Errorf("mention and DM answers = %d; want %d, one per event", answered, len(events))
+	// The mention flooder: 10 answered, told once to wait, 4 left unanswered.
+	if answered != len(events)-4 {
+		t.Errorf("mention and DM answers = %d; want %d, one per event within the limit and one 'ask again' to the flooder", answered, len(events)-4)
+	}
+	told := 0
+	for _, c := range e.fake.Calls("") {
+		if (c.Method == "chat.postMessage" || c.Method == "chat.postEphemeral") && strings.Contains(c.Form.Get("text"), "Ask again in") {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("the mention flooder was told to wait %d times; want once", told)
 	}
 	if n := len(e.fake.Calls("response_url")); n != len(working) {
 		t.Errorf("response_url follow-ups = %d; want %d, one per 'working on it'", n, len(working))
@@ -183,6 +196,6 @@ func TestHTTPFloodAcksNeverWait(t *testing.T) {
 			scraping++
 		}
 	}
-	t.Logf("figure: %d concurrent signed requests (%d kinds: %d slash, %d events; 100 users + 1 flooder): all 200; slash %d inline, %d 'working on it' then answered via response_url, %d rate limited (flooder: 30 asked, burst 10); %d mention/DM answers; %d metrics scrapes for %d questions that read them; ack p50 %v, p99 %v, max %v",
+	t.Logf("figure: %d concurrent signed requests (%d kinds: %d slash, %d events; 100 users + 2 flooders): all 200; slash %d inline, %d 'working on it' then answered via response_url, %d rate limited (flooder: 30 asked, burst 10); %d mention/DM answers (a mention flooder: 15 asked, 10 answered, told once to wait); %d metrics scrapes for %d questions that read them; ack p50 %v, p99 %v, max %v",
 		len(reqs), kinds, len(reqs)-len(events), len(events), len(inline), len(working), len(limited), answered, scrapes.Load(), scraping, pct(0.5), pct(0.99), durs[len(durs)-1].Round(time.Millisecond))
 }
