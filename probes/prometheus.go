@@ -212,8 +212,13 @@ func promError(ctx context.Context, where, query string, err error) error {
 			return fmt.Errorf("query %s: %s: check the credentials the run names (bearer_token_env, username_env, password_env)", where, apiErr.Msg)
 		case strings.Contains(apiErr.Msg, ": 404"):
 			return fmt.Errorf("query %s: %s: is this the Prometheus base URL (without /api/v1)?", where, apiErr.Msg)
+		case promPlainWords(detail):
+			return fmt.Errorf("query %s: %s: %s", where, apiErr.Msg, detail)
 		case detail != "":
-			return fmt.Errorf("query %s: %s: %s", where, apiErr.Msg, promClip(detail))
+			// Any other body that is not an API answer (a proxy's error page, a login page, JSON
+			// from something else) is never quoted: it may hold anything.
+			return fmt.Errorf("query %s: %s, with %d bytes of body that are not a Prometheus API answer (is a proxy or a login page in front of it?)",
+				where, apiErr.Msg, len(detail))
 		}
 		return fmt.Errorf("query %s: %s", where, apiErr.Msg)
 	}
@@ -533,4 +538,21 @@ func promClip(s string) string {
 		return c + "…"
 	}
 	return s
+}
+
+// promPlainWords reports whether an error body is a short phrase such as Prometheus's own
+// "Unauthorized": one line of at most 64 bytes of letters, digits, spaces and sentence
+// punctuation. Markup, JSON, key=value pairs and paths are not, and are never quoted.
+func promPlainWords(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(" .,:;!?'()-", r):
+		default:
+			return false
+		}
+	}
+	return true
 }

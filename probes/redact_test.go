@@ -127,3 +127,24 @@ func TestPrometheusRefusesCrossHostRedirects(t *testing.T) {
 		t.Errorf("Query through a cross-host redirect = %v, other host asked %d times; want refused, naming it, 0 asks", err, otherHits.Load())
 	}
 }
+
+// TestPrometheusNeverQuotesOtherBodies: what a proxy or login page in front of Prometheus says is
+// not quoted in the error, whether it comes with an error status or 200.
+func TestPrometheusNeverQuotesOtherBodies(t *testing.T) {
+	for _, code := range []int{http.StatusBadGateway, http.StatusOK} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(code)
+			w.Write([]byte(`<html>session=SECRETCOOKIE AccessKeyId=ASIALEAK</html>`))
+		}))
+		p, err := NewPrometheus(PrometheusOptions{URL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Query(context.Background(), "up", time.Now())
+		srv.Close()
+		if err == nil || strings.Contains(err.Error(), "SECRETCOOKIE") || strings.Contains(err.Error(), "ASIALEAK") {
+			t.Errorf("Query against an HTML page (HTTP %d) = %v; want an error quoting none of it", code, err)
+		}
+	}
+}
