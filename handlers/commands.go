@@ -95,9 +95,13 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	if l := reports.EngineLine(rs.Engines); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
+	if l := etaSignalLines(rs); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
 	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{
 		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
+		"quality": rs.Quality, "drafter": rs.Drafter,
 	}}
 }
 

@@ -80,6 +80,8 @@ type Monitor struct {
 	stages *stageChecker
 	// runSlots bounds the runs probed at once.
 	runSlots chan struct{}
+	// signals keeps the engines' finish and drafter counters; see signals.go.
+	signals signalBook
 
 	mu   sync.Mutex
 	runs map[string]*runState
@@ -385,6 +387,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 			rs.Progress = &p
 		}
 		rs.Engines = smp.engines
+		rs.Quality, rs.Drafter = m.assessSignals(r, smp)
 		rs.Notices = append(rs.Notices, smp.notices...)
 	}
 	if need.Storage {
