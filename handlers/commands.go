@@ -298,8 +298,15 @@ func handleFit(ctx context.Context, b *Bot, q Query) Reply {
 		plans = sel
 	}
 	m := reports.AnswerFit(rs.Name, plans)
+	var measured []reports.MeasuredPlan
+	for _, p := range plans {
+		if mp := reports.MeasuredFor(rs.Measured, p.Name); mp != nil {
+			m.Sections = append(m.Sections, mp.Sentence)
+			measured = append(measured, *mp)
+		}
+	}
 	m.Context = append(m.Context, context1(rs)...)
-	return Reply{Message: m, Data: map[string]any{"plans": plans, "problems": problemsData(rs.Problems)}}
+	return Reply{Message: m, Data: map[string]any{"plans": plans, "measured": measured, "problems": problemsData(rs.Problems)}}
 }
 
 // handleStorage is /storage [run|path|plan]: a path asks about space there, a plan name about the

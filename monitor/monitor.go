@@ -426,6 +426,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 	}
 	if need.Plans && len(r.Plans) > 0 {
 		rs.Plans = m.evaluatePlans(ctx, r, pathObs, smp, eta, addProblem)
+		rs.Measured = m.measurePlans(ctx, r, rs.Plans, rs.Progress, addProblem)
 	}
 	if need.Stages && len(r.Stages) > 0 {
 		rs.Stages = m.stages.check(ctx, r, st, smp, m.opts.ProbeTimeout, addProblem)

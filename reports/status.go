@@ -31,6 +31,8 @@ type RunStatus struct {
 	// Drafter is how speculative decoding does. Nil when the engines do not say.
 	Quality *Quality `json:"quality,omitempty"`
 	Drafter *Drafter `json:"drafter,omitempty"`
+	// Measured checks each plan against the files its target holds so far.
+	Measured []MeasuredPlan `json:"measured,omitempty"`
 }
 
 // Problem is a probe that failed or timed out; the rest of the answer still stands.
@@ -346,6 +348,9 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 		var lines []string
 		for _, p := range r.Plans {
 			lines = append(lines, p.Sentence)
+			if mp := MeasuredFor(r.Measured, p.Name); mp != nil {
+				lines = append(lines, mp.Sentence)
+			}
 		}
 		m.Sections = append(m.Sections, strings.Join(lines, "\n"))
 	}
