@@ -347,6 +347,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		smp     *sample
 		pathObs []reports.PathObservation
 		remote  promStorage
+		writers promWriters
 	)
 	addProblem := func(probe string, err error) {
 		mu.Lock()
@@ -368,10 +369,14 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		}()
 	}
 	if ps := m.prom[r.Name]; ps != nil && need.Storage {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			remote = m.promObserveStorage(ctx, r, ps, now, addProblem)
+		}()
+		go func() {
+			defer wg.Done()
+			writers = m.promObserveWriters(ctx, r, ps, now, addProblem)
 		}()
 	}
 	wg.Wait()
@@ -412,6 +417,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		}
 		rs.Storage = reports.BuildStorage(in, ttf)
 		rs.Storage = promMergeStorage(rs.Storage, remote, ttf)
+		rs.Storage = promMergeWriters(rs.Storage, writers)
 		if shared.tableErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "mounts", Error: shared.tableErr.Error()})
 		}
