@@ -148,7 +148,7 @@ func TestExporterThroughPrometheus(t *testing.T) {
 	runs := func() *config.File {
 		return &config.File{Source: "node", Runs: []config.Run{{Name: "hs", Protected: []string{"/dev/shm"}, Outputs: []string{dir}}}}
 	}
-	busy := itNode(t, "127.0.0.1", "", runs())              // sees the writer
+	busy := itNode(t, "127.0.0.1", "", runs())             // sees the writer
 	idle := itNode(t, "127.0.0.2", itEmptyProc(t), runs()) // sees no process at all
 	promURL := itPrometheus(t, dir, busy, idle)
 
