@@ -233,3 +233,42 @@ func TestMetricAliasNewEngines(t *testing.T) {
 		}
 	}
 }
+
+func TestPromEnginesNewEngines(t *testing.T) {
+	s := func(name string, v float64, labels ...string) PromSeries {
+		l := map[string]string{"__name__": name, "instance": "gpu-node-1:8000"}
+		for i := 0; i+1 < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		return PromSeries{Labels: l, Samples: []PromSample{{T: 1, V: v}}}
+	}
+	got := PromEngines([]PromSeries{
+		s("nv_trt_llm_request_metrics", 7, "request_type", "active"),
+		s("nv_trt_llm_request_metrics", 512, "request_type", "max"),
+		s("nv_trt_llm_kv_cache_block_metrics", 100, "kv_cache_block_type", "used"),
+		s("nv_trt_llm_kv_cache_block_metrics", 400, "kv_cache_block_type", "max"),
+		s("nv_inference_request_success", 90),
+		s("nv_inference_request_failure", 10),
+	})["gpu-node-1:8000"]
+	if got.Kind != "trtllm-triton" || got.Running != 7 || got.KVCacheUsage != 0.25 || got.Signals.Finished["error"] != 10 {
+		t.Errorf("Triton through Prometheus = %+v; want 7 active, KV 25%%, 10 failed", got)
+	}
+	got = PromEngines([]PromSeries{
+		s("vllm:request_success_total", 38, "finish_reason", "stop"),
+		s("vllm:request_success_total", 2, "finish_reason", "length"),
+		s("vllm:spec_decode_num_drafts_total", 59),
+		s("vllm:spec_decode_num_draft_tokens_total", 295),
+		s("vllm:spec_decode_num_accepted_tokens_total", 262),
+		s("vllm:spec_decode_num_accepted_tokens_per_pos_total", 58, "position", "0"),
+		s("vllm:spec_decode_num_accepted_tokens_per_pos_total", 56, "position", "1"),
+	})["gpu-node-1:8000"]
+	if !mapsEqual(got.Signals.Finished, map[string]float64{"stop": 38, "length": 2}) || !slices.Equal(got.Signals.AcceptedPerPos, []float64{58, 56}) {
+		t.Errorf("vLLM signals through Prometheus = %+v", got.Signals)
+	}
+	names := PromEngineNames()
+	for _, want := range []string{"llamacpp:tokens_predicted_total", "sglang_num_running_reqs", "trtllm_request_success_total", "vllm:spec_decode_num_drafts_total", "nv_trt_llm_request_metrics"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("PromEngineNames lacks %s", want)
+		}
+	}
+}
