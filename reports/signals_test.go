@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"runwatch/probes"
 )
@@ -211,5 +213,34 @@ func TestAssessDrafterGauges(t *testing.T) {
 	}
 	if d := AssessDrafter(signalsTestSim(t, 1), DrafterConfig{}); d != nil {
 		t.Errorf("AssessDrafter without a drafter = %+v; want nil", d)
+	}
+}
+
+// TestRenderSignalsGolden renders a status with every engine signal, and a writes answer with a
+// writer another host's exporter reported, in text and Block Kit.
+func TestRenderSignalsGolden(t *testing.T) {
+	rs, now := sampleStatus()
+	rs.Quality = AssessQuality(signalsTestSim(t, 1, 2, 3, 4, 5), 64, QualityConfig{})
+	rs.Drafter = AssessDrafter(SignalSeries{"a": {drafterTestScrape(t, 1, 1, 1)}}, DrafterConfig{})
+	perTok := int64(3*7168*2 + 8)
+	rs.Measured = []MeasuredPlan{MeasurePlan(rs.Plans[0], probes.Written{Dir: "/data/hs", Files: 41, Safetensors: 40,
+		SafetensorsBytes: 51200 * perTok, Bytes: 51200*perTok + 4096, TokensInFiles: 51200, HeadersRead: 32}, 0.49)}
+	rs.Engines = append(rs.Engines, EngineStatus{URL: "http://gpu-3:8000/metrics", Kind: "vllm", OK: true, Engines: 1, Running: fp(3), Waiting: fp(0),
+		Missing: []string{"no vllm:kv_cache_usage_perc (KV cache usage); it exports vllm:gpu_cache_usage_perc instead (vLLM's V1 engine renamed it)"}})
+	st := rs.Storage
+	st.Writers = append(st.Writers, WriterInfo{Command: "python3", File: "/shared", Mount: "/shared", Protected: true, ProtectedPath: "/shared", Host: "gpu-node-7", Processes: 2})
+	cases := map[string]Message{
+		"status_signals": RenderStatus(rs, now, time.UTC),
+		"writes_remote":  AnswerWrites(rs.Name, st, Target{}),
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			golden(t, name+".txt.golden", []byte(m.Text()+"\n"))
+			blocks, err := json.MarshalIndent(m.Blocks(), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			goldenJSON(t, name+".blocks.golden.json", blocks)
+		})
 	}
 }
