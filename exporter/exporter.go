@@ -221,6 +221,12 @@ func Summarize(st reports.Status, o Options) Facts {
 		a.procs[i][w.PID] = true
 		a.files[i]++
 	}
+	// The configured paths' mounts are there with zeros too: "nobody writes to /shared" is a fact.
+	for _, p := range f.Paths {
+		if p.Mount != "" && byMount[p.Mount] == nil {
+			byMount[p.Mount] = &agg{procs: [2]map[int]bool{{}, {}}}
+		}
+	}
 	mounts := make([]string, 0, len(byMount))
 	for m := range byMount {
 		mounts = append(mounts, m)

@@ -147,6 +147,10 @@ func TestExporterOnThisNode(t *testing.T) {
 	if v, ok := value(fams, "runwatch_run_path_info", map[string]string{"run": "synth", "role": "output", "path": out, "protected": "false"}); !ok || v != 1 {
 		t.Errorf("runwatch_run_path_info for the output = %v, %v; want 1", v, ok)
 	}
+	// The output's mount has its series even when nothing protected is written there.
+	if _, ok := value(fams, "runwatch_writer_processes", map[string]string{"protected": "true"}); !ok {
+		t.Error("no runwatch_writer_processes{protected=\"true\"} series")
+	}
 	if _, ok := value(fams, "runwatch_invisible_processes", nil); !ok {
 		t.Error("no runwatch_invisible_processes")
 	}
