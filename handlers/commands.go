@@ -95,9 +95,13 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	if l := reports.EngineLine(rs.Engines); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
+	if l := etaSignalLines(rs); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
 	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{
 		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
+		"quality": rs.Quality, "drafter": rs.Drafter,
 	}}
 }
 
@@ -294,8 +298,15 @@ func handleFit(ctx context.Context, b *Bot, q Query) Reply {
 		plans = sel
 	}
 	m := reports.AnswerFit(rs.Name, plans)
+	var measured []reports.MeasuredPlan
+	for _, p := range plans {
+		if mp := reports.MeasuredFor(rs.Measured, p.Name); mp != nil {
+			m.Sections = append(m.Sections, mp.Sentence)
+			measured = append(measured, *mp)
+		}
+	}
 	m.Context = append(m.Context, context1(rs)...)
-	return Reply{Message: m, Data: map[string]any{"plans": plans, "problems": problemsData(rs.Problems)}}
+	return Reply{Message: m, Data: map[string]any{"plans": plans, "measured": measured, "problems": problemsData(rs.Problems)}}
 }
 
 // handleStorage is /storage [run|path|plan]: a path asks about space there, a plan name about the

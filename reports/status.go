@@ -26,6 +26,13 @@ type RunStatus struct {
 	Problems   []Problem      `json:"problems"`
 	// Notices are events worth a line that are not failures: a rotated log, a restarted server.
 	Notices []string `json:"notices,omitempty"`
+
+	// Quality is why the engines' requests finished (truncated at max_tokens, aborted, failed);
+	// Drafter is how speculative decoding does. Nil when the engines do not say.
+	Quality *Quality `json:"quality,omitempty"`
+	Drafter *Drafter `json:"drafter,omitempty"`
+	// Measured checks each plan against the files its target holds so far.
+	Measured []MeasuredPlan `json:"measured,omitempty"`
 }
 
 // Problem is a probe that failed or timed out; the rest of the answer still stands.
@@ -55,6 +62,8 @@ type EngineStatus struct {
 	KVCacheUsage     *float64 `json:"kv_cache_usage"`
 	GenerationTokens *float64 `json:"generation_tokens"`
 	Error            string   `json:"error,omitempty"`
+	// Missing names what an engine that answered lacks, and what it exports instead.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Stage states.
@@ -207,7 +216,24 @@ func EngineLine(es []EngineStatus) string {
 			s += fmt.Sprintf("\n:red_circle: %s%s: %s", Code(e.URL), onHost(e.Host), Esc(e.Error))
 		}
 	}
+	for _, e := range es {
+		if e.OK && len(e.Missing) > 0 {
+			s += fmt.Sprintf("\n:grey_question: %s%s (%s): %s", Code(e.URL), onHost(e.Host), Esc(e.Kind), Esc(truncate(strings.Join(e.Missing, "; "), 600)))
+		}
+	}
 	return s
+}
+
+// SignalLines renders the finish shares and the drafter of a run, for a status.
+func SignalLines(r RunStatus) []string {
+	var out []string
+	if r.Quality != nil {
+		out = append(out, QualityLine(*r.Quality))
+	}
+	if r.Drafter != nil {
+		out = append(out, DrafterLine(*r.Drafter))
+	}
+	return out
 }
 
 // StageEmoji is the checklist mark for a stage state.
@@ -311,6 +337,9 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	if l := EngineLine(r.Engines); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
+	if l := SignalLines(r); len(l) > 0 {
+		m.Sections = append(m.Sections, strings.Join(l, "\n"))
+	}
 	m.Sections = append(m.Sections, StorageVerdict(r.Storage))
 	for _, w := range r.Storage.Warnings {
 		m.Sections = append(m.Sections, ":warning: "+w.Message)
@@ -319,6 +348,9 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 		var lines []string
 		for _, p := range r.Plans {
 			lines = append(lines, p.Sentence)
+			if mp := MeasuredFor(r.Measured, p.Name); mp != nil {
+				lines = append(lines, mp.Sentence)
+			}
 		}
 		m.Sections = append(m.Sections, strings.Join(lines, "\n"))
 	}

@@ -88,6 +88,12 @@ type WriterInfo struct {
 	// ProtectedPath is the configured protected path the file lands on.
 	ProtectedPath string `json:"protected_path,omitempty"`
 	Output        bool   `json:"output"`
+
+	// Host is set for writers another node's `bot exporter` reported through Prometheus; such an
+	// entry stands for Processes processes of one command (no pid or file: the exporter keeps
+	// label values bounded), and File is the protected path.
+	Host      string `json:"host,omitempty"`
+	Processes int    `json:"processes,omitempty"`
 }
 
 // WriteRate is measured write activity on a mount.

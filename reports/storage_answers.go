@@ -81,10 +81,15 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 
 func countPIDs(ws []WriterInfo) int {
 	seen := map[int]bool{}
+	remote := 0
 	for _, w := range ws {
+		if w.Host != "" {
+			remote += w.Processes
+			continue
+		}
 		seen[w.PID] = true
 	}
-	return len(seen)
+	return len(seen) + remote
 }
 
 func writerLines(ws []WriterInfo) string {
@@ -97,6 +102,10 @@ func writerLines(ws []WriterInfo) string {
 		mark := ""
 		if w.Protected {
 			mark = " :warning: protected"
+		}
+		if w.Host != "" {
+			fmt.Fprintf(&b, "• on host %s: %s (%s) → %s on %s%s\n", Code(w.Host), Code(w.Command), Plural(w.Processes, "process", "processes"), Code(w.File), Code(w.Mount), mark)
+			continue
 		}
 		fmt.Fprintf(&b, "• %s (pid %d) → %s on %s%s\n", Code(w.Command), w.PID, Code(w.File), Code(w.Mount), mark)
 	}
