@@ -183,13 +183,17 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 // command name first, then its arguments.
 func (b *Bot) commandSyntax(text string) (string, []string) {
 	f := strings.Fields(slackRef.ReplaceAllString(text, " "))
+	named := false
 	if len(f) > 0 && strings.TrimPrefix(strings.ToLower(f[0]), "/") == "runwatch" {
-		f = f[1:]
+		f, named = f[1:], true
 	}
 	if len(f) == 0 {
 		return "", nil
 	}
 	first := strings.TrimPrefix(strings.ToLower(f[0]), "/")
+	if sentenceWords[first] && len(f) > 1 && !strings.HasPrefix(f[0], "/") && !named {
+		return "", nil // "why is it stuck?" is a sentence, not the why command with arguments
+	}
 	if _, ok := b.command(first); ok {
 		return first, f[1:]
 	}

@@ -39,6 +39,8 @@ type persisted struct {
 	Stages  map[string]StageMark   `json:"stage_marks,omitempty"`
 	Growing map[string]growingMemo `json:"growing,omitempty"`
 	Last    *reports.ETA           `json:"last_eta,omitempty"`
+	// Moves is the first and announced estimates and the last shifts, for "why" and "on track" answers.
+	Moves reports.MoveLog `json:"moves"`
 }
 
 // StageMark is a stage state set by hand from Slack.
@@ -280,9 +282,25 @@ func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now t
 	st.Last = &e
 	sh, fired := st.Shift.Update(e, t, reports.ShiftConfig{})
 	if !fired {
+		st.Moves.Record(st.Shift, nil)
 		return nil, true
 	}
+	st.Moves.Record(st.Shift, &sh)
 	return &sh, true
+}
+
+// moveLog is a copy of the run's move log with the drift of e (the estimate at T t) from the announced
+// estimate filled in.
+func (rs *runState) moveLog(e *reports.ETA, t float64) *reports.MoveLog {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	l := rs.Moves.Clone()
+	if e != nil {
+		if d, ok := rs.Shift.Drift(*e, t); ok {
+			l.Drift = &d
+		}
+	}
+	return &l
 }
 
 // save persists a run's state; errors leave the in-memory state intact for the next try.

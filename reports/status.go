@@ -26,6 +26,10 @@ type RunStatus struct {
 	Problems   []Problem      `json:"problems"`
 	// Notices are events worth a line that are not failures: a rotated log, a restarted server.
 	Notices []string `json:"notices,omitempty"`
+	// Moves is how the ETA moved: the first and announced estimates and the last sharp moves.
+	Moves *MoveLog `json:"moves,omitempty"`
+	// Finish summarises the run once it has finished.
+	Finish *FinishSummary `json:"finish,omitempty"`
 }
 
 // Problem is a probe that failed or timed out; the rest of the answer still stands.
@@ -111,10 +115,14 @@ func ThroughputLine(t Throughput) string {
 	if t.ItemsPerS > 0 {
 		parts = append(parts, Rate(t.ItemsPerS, "items/s"))
 	}
-	if len(parts) == 0 {
+	if len(parts) == 0 && t.RunTokensPerS <= 0 && t.RunItemsPerS <= 0 {
 		return "Throughput: not measured yet"
 	}
 	s := strings.Join(parts, " · ")
+	if len(parts) == 0 {
+		// Nothing recent (the run finished or paused): the run average is what is left to say.
+		t.WindowS = 0
+	}
 	if t.WindowS > 0 {
 		s += fmt.Sprintf(" over the last %s", Duration(t.WindowS))
 	}
@@ -125,7 +133,10 @@ func ThroughputLine(t Throughput) string {
 	if t.RunItemsPerS > 0 {
 		run = append(run, Rate(t.RunItemsPerS, "items/s"))
 	}
-	if len(run) > 0 {
+	switch {
+	case len(run) > 0 && len(parts) == 0:
+		s = "Run average " + strings.Join(run, " · ")
+	case len(run) > 0:
 		s += "; run average " + strings.Join(run, " · ")
 	}
 	return s
@@ -262,8 +273,19 @@ func StorageVerdict(st Storage) string {
 			mounts = append(mounts, Code(p.Path))
 		}
 		s := ":large_green_circle: no writes to " + strings.Join(mounts, ", ")
+		landing := 0
+		for _, p := range st.Paths {
+			if p.Role == RoleOutput && p.Protected {
+				landing++
+			}
+		}
+		if landing > 0 {
+			// "No writes" is not the news when an output already resolves there: lead with the risk.
+			s = fmt.Sprintf(":warning: *%s inside protected %s* (no writes there yet)",
+				Plural(landing, "output resolves", "outputs resolve"), strings.Join(mounts, ", "))
+		}
 		if st.Invisible > 0 {
-			s += fmt.Sprintf(" (%s not visible)", Plural(st.Invisible, "process", "processes"))
+			s += fmt.Sprintf(" (%s not visible%s)", Plural(st.Invisible, "process", "processes"), hiddenNames(st))
 		}
 		parts = append(parts, s)
 	}
@@ -304,6 +326,11 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	if r.ETA != nil {
 		head = append(head, ETALine(*r.ETA, loc))
 	}
+	if r.Finish != nil {
+		head = append(head, FinishLine(*r.Finish, loc))
+	} else if l := LastMoveLine(r.Moves, loc); l != "" {
+		head = append(head, l)
+	}
 	if len(head) == 0 {
 		head = append(head, "No progress source configured (add `log:` or `metrics:` to the run file).")
 	}
@@ -334,4 +361,20 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	}
 	m.Context = append(m.Context, "as of "+SlackTime(now, loc))
 	return m
+}
+
+// hiddenNames is ": `tini` (pid 1)" for the first invisible process, "" when none is named.
+func hiddenNames(st Storage) string {
+	if len(st.Hidden) == 0 {
+		return ""
+	}
+	h := st.Hidden[0]
+	s := fmt.Sprintf("pid %d", h.PID)
+	if h.Command != "" {
+		s = Code(h.Command) + " " + s
+	}
+	if len(st.Hidden) > 1 || st.Invisible > 1 {
+		s += ", …"
+	}
+	return ": " + s
 }
