@@ -154,6 +154,19 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 		rest = append(rest, a)
 	}
 	query := Query{Req: req, Question: q, Args: rest}
+	if cmd.NeedsRun && !cmd.Mutating && req.Run == "" && q.Run == "" {
+		// A run the question names but the run file does not: say so, never answer about another run.
+		unknown := UnknownRun(req.Text, runs, plans)
+		// "/eta synth-99k", "eta synth-99k": the one argument of a command is its run.
+		if unknown == "" && len(rest) == 1 && q.Path == "" && q.Plan == "" && runNameLike.MatchString(rest[0]) &&
+			(req.Command != "" || strings.ContainsAny(rest[0], "-_.0123456789")) {
+			unknown = rest[0]
+		}
+		if unknown != "" {
+			return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+				fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(unknown), runList(b.mon.Config()))}}}
+		}
+	}
 	if cmd.NeedsRun {
 		run, reply, ok := b.pickRun(req, q)
 		if !ok {

@@ -118,3 +118,23 @@ func TestFinishedPostSummarises(t *testing.T) {
 		}
 	}
 }
+
+func TestAskUnknownRunSaysSo(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	ctx := context.Background()
+	for _, req := range []Request{
+		{Text: "ETA for synth-99k?", Source: "console"},
+		{Text: "how is synth-99k doing? status of synth-99k", Source: "mention", Channel: "C1"},
+		{Command: "eta", Text: "synth-99k", Source: "slash", Channel: "C1"},
+		{Text: "/runwatch why synth-99k", Source: "mention", Channel: "C1"},
+	} {
+		rep := e.bot.Ask(ctx, req)
+		text := rep.Message.Text()
+		if !rep.Refused || !strings.Contains(text, "I don't watch a run called synth-99k") || !strings.Contains(text, "synth") {
+			t.Errorf("Ask(%+v) = %q (refused %v); want a refusal naming synth-99k and the runs", req, text, rep.Refused)
+		}
+	}
+	if rep := e.bot.Ask(ctx, Request{Text: "ETA for synth?", Source: "console"}); rep.Refused {
+		t.Errorf("ETA for the configured run was refused: %q", rep.Message.Text())
+	}
+}

@@ -164,3 +164,53 @@ func boundary(s string, i int, edge byte) bool {
 func isWordByte(c byte) bool {
 	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
+
+// runNameLike is a run name as the run file allows it.
+var runNameLike = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// nameToken is a word that could be a run's name: letters, digits, '.', '_' and '-'.
+var nameToken = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]`)
+
+// quantity is a number with a short unit ("25k", "2h", "1.5x", "8xH100"): never a run's name.
+var quantity = regexp.MustCompile(`^[0-9][0-9.,]*[a-z]{0,3}$|^[0-9]+x[a-z0-9]+$`)
+
+// runPrepositions come before a run's name: "ETA for synth-99k?", "status of extract-2".
+var runPrepositions = map[string]bool{"for": true, "of": true, "about": true, "run": true, "job": true}
+
+// UnknownRun finds a run the question names that is not configured ("ETA for synth-99k?" when only
+// synth-25k runs), so the answer can say so instead of answering about another run. A candidate is a
+// name-like word with a '-', '_' or a digit that is neither a configured run nor a plan, and that follows
+// "for", "of", "about" or "run", or shares its first part with a configured run's name.
+func UnknownRun(text string, runs, plans []string) string {
+	text = slackRef.ReplaceAllString(text, " ")
+	text = pathRE.ReplaceAllString(text, " ")
+	known := map[string]bool{}
+	prefixes := map[string]bool{}
+	for _, r := range runs {
+		known[strings.ToLower(r)] = true
+		if p, _, ok := strings.Cut(strings.ToLower(r), "-"); ok && len(p) >= 3 {
+			prefixes[p] = true
+		}
+	}
+	for _, p := range plans {
+		known[strings.ToLower(p)] = true
+	}
+	words := strings.Fields(strings.ToLower(text))
+	prev := ""
+	for _, w := range words {
+		tok := nameToken.FindString(w)
+		if tok == "" || known[tok] || quantity.MatchString(tok) || len(tok) > 64 {
+			prev = strings.Trim(w, "?.,!:;\"'()")
+			continue
+		}
+		hasDigit := strings.ContainsAny(tok, "0123456789")
+		hasLetter := strings.ContainsAny(tok, "abcdefghijklmnopqrstuvwxyz")
+		marked := strings.ContainsAny(tok, "-_") || hasDigit && hasLetter
+		first, _, _ := strings.Cut(tok, "-")
+		if marked && hasLetter && (runPrepositions[prev] || prefixes[first]) {
+			return tok
+		}
+		prev = strings.Trim(w, "?.,!:;\"'()")
+	}
+	return ""
+}

@@ -125,3 +125,28 @@ func TestIntentPhrasings(t *testing.T) {
 		}
 	}
 }
+
+func TestUnknownRun(t *testing.T) {
+	runs := []string{"synth-25k", "extract"}
+	plans := []string{"hidden-states", "all-layers"}
+	tests := []struct{ text, want string }{
+		{"ETA for synth-99k?", "synth-99k"},
+		{"status of extract-2", "extract-2"},
+		{"how is synth-100k doing?", "synth-100k"},
+		{"what's the ETA of run7?", "run7"},
+		{"ETA for synth-25k?", ""},
+		{"ETA?", ""},
+		{"will all-layers fit?", ""},
+		{"are we writing to /shared/synth-99k?", ""},
+		{"snooze for 2h", ""},
+		{"is it on 8xh100?", ""},
+		{"how fast is the to-do list moving", ""},
+		{"what's left to do?", ""},
+		{"eta for <@U0123ABC>", ""},
+	}
+	for _, tt := range tests {
+		if got := UnknownRun(tt.text, runs, plans); got != tt.want {
+			t.Errorf("UnknownRun(%q) = %q; want %q", tt.text, got, tt.want)
+		}
+	}
+}
