@@ -175,6 +175,12 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 		}
 		query.Run = run
 	}
+	if query.Run != nil && q.Path == "" && pathIntents[cmd.Name] {
+		// "is shared safe?": a protected mount or output named by its last component.
+		if p, ok := bareWordPath(query.Run, req.Text); ok {
+			query.Question.Path = p
+		}
+	}
 	if req.Channel != "" && query.Run != nil && !b.allowedRequest(req, query.Run) {
 		rep := notAllowed()
 		rep.Intent = cmd.Name

@@ -216,6 +216,14 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 	}
 	t, err := b.mon.ResolveTarget(ctx, q.Run.Name, q.Question.Path)
 	if errors.Is(err, monitor.ErrNotAllowed) {
+		// "/shared" for /mnt/nfs/shared: the way people say a configured path, when only one fits.
+		if alias, ok := pathAlias(q.Run, q.Question.Path); ok {
+			if at, aerr := b.mon.ResolveTarget(ctx, q.Run.Name, alias); aerr == nil {
+				return at, nil
+			}
+		}
+	}
+	if errors.Is(err, monitor.ErrNotAllowed) {
 		var known []string
 		for _, list := range []struct {
 			name  string
