@@ -114,7 +114,7 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	if l := reports.EngineLine(rs.Engines); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	m.Context = context1(rs)
+	m.Context = contextBesideEngines(rs)
 	return Reply{Message: m, Data: map[string]any{
 		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
 		"moves": rs.Moves, "finish": rs.Finish,
@@ -129,6 +129,13 @@ func noProgressLine(q Query, rs reports.RunStatus) string {
 		return "ETA: unknown — the progress sources failed (below)."
 	}
 	return "ETA: unknown — no progress reported yet."
+}
+
+// contextBesideEngines is context1 for answers that carry the engine line, which already names a failing
+// metrics endpoint: each failure is printed once.
+func contextBesideEngines(rs reports.RunStatus) []string {
+	rs.Problems = reports.ProblemsBesideEngines(rs.Problems, rs.Engines)
+	return context1(rs)
 }
 
 func context1(rs reports.RunStatus) []string {
@@ -156,7 +163,7 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	if l := reports.EngineLine(rs.Engines); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	m.Context = context1(rs)
+	m.Context = contextBesideEngines(rs)
 	return Reply{Message: m, Data: map[string]any{"throughput": rs.Throughput, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
 }
 
@@ -192,7 +199,7 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	if l := reports.EngineLine(rs.Engines); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	m.Context = context1(rs)
+	m.Context = contextBesideEngines(rs)
 	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
 }
 

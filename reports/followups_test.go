@@ -137,3 +137,18 @@ func TestReplayedFinishSummary(t *testing.T) {
 		t.Errorf("throughput after the finish = %q; want a rate", got)
 	}
 }
+
+// A metrics endpoint that fails is named once in an answer that carries the engine line, not again as a
+// problem below it.
+func TestMetricsErrorOnce(t *testing.T) {
+	rs, now := sampleStatus()
+	text := RenderStatus(rs, now, time.UTC).Text()
+	if n := strings.Count(text, "connection refused"); n != 1 {
+		t.Errorf("status names the failing endpoint %d times; want once:\n%s", n, text)
+	}
+	// A problem the engine line does not show (another error) stays.
+	rs.Problems = append(rs.Problems, Problem{Probe: "log /data/gen.log", Error: "permission denied"})
+	if text := RenderStatus(rs, now, time.UTC).Text(); !strings.Contains(text, "permission denied") {
+		t.Errorf("status lost an unrelated problem:\n%s", text)
+	}
+}

@@ -355,7 +355,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	for _, n := range r.Notices {
 		m.Context = append(m.Context, Esc(n))
 	}
-	m.Context = append(m.Context, ProblemContext(r.Problems)...)
+	m.Context = append(m.Context, ProblemContext(ProblemsBesideEngines(r.Problems, r.Engines))...)
 	if r.Snoozed != nil && r.Snoozed.After(now) {
 		m.Context = append(m.Context, ":zzz: warnings snoozed until "+SlackTime(*r.Snoozed, loc))
 	}
@@ -377,4 +377,23 @@ func hiddenNames(st Storage) string {
 		s += ", …"
 	}
 	return ": " + s
+}
+
+// ProblemsBesideEngines drops the problems that EngineLine already shows (a metrics endpoint that failed,
+// with the same error), so an answer that carries the engine line names each failure once.
+func ProblemsBesideEngines(ps []Problem, es []EngineStatus) []Problem {
+	shown := map[string]string{}
+	for _, e := range es {
+		if !e.OK {
+			shown["metrics "+e.URL] = e.Error
+		}
+	}
+	var out []Problem
+	for _, p := range ps {
+		if msg, ok := shown[p.Probe]; ok && msg == p.Error {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
