@@ -111,10 +111,10 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	} else if l := reports.LastMoveLine(rs.Moves, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	if l := reports.EngineLine(rs.Engines); l != "" {
+	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	m.Context = contextBesideEngines(rs)
+	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{
 		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
 		"moves": rs.Moves, "finish": rs.Finish,
@@ -129,13 +129,6 @@ func noProgressLine(q Query, rs reports.RunStatus) string {
 		return "ETA: unknown — the progress sources failed (below)."
 	}
 	return "ETA: unknown — no progress reported yet."
-}
-
-// contextBesideEngines is context1 for answers that carry the engine line, which already names a failing
-// metrics endpoint: each failure is printed once.
-func contextBesideEngines(rs reports.RunStatus) []string {
-	rs.Problems = reports.ProblemsBesideEngines(rs.Problems, rs.Engines)
-	return context1(rs)
 }
 
 func context1(rs reports.RunStatus) []string {
@@ -160,10 +153,10 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Finish != nil {
 		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
 	}
-	if l := reports.EngineLine(rs.Engines); l != "" {
+	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	m.Context = contextBesideEngines(rs)
+	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{"throughput": rs.Throughput, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
 }
 
@@ -196,10 +189,10 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Progress != nil {
 		m.Sections = append(m.Sections, reports.ProgressLine(*rs.Progress))
 	}
-	if l := reports.EngineLine(rs.Engines); l != "" {
+	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	m.Context = contextBesideEngines(rs)
+	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
 }
 

@@ -183,7 +183,16 @@ func ETALine(e ETA, loc *time.Location) string {
 }
 
 // EngineLine summarises the engines.
-func EngineLine(es []EngineStatus) string {
+func EngineLine(es []EngineStatus) string { return EngineLineBeside(es, nil) }
+
+// EngineLineBeside summarises the engines in an answer whose context lists the problems ps: a failing
+// endpoint whose error is among them is marked down without repeating the error, so each failure is
+// printed once.
+func EngineLineBeside(es []EngineStatus, ps []Problem) string {
+	listed := map[string]bool{}
+	for _, p := range ps {
+		listed[p.Probe+"\x00"+p.Error] = true
+	}
 	if len(es) == 0 {
 		return ""
 	}
@@ -214,7 +223,11 @@ func EngineLine(es []EngineStatus) string {
 		}
 	}
 	for _, e := range es {
-		if !e.OK {
+		switch {
+		case e.OK:
+		case listed["metrics "+e.URL+"\x00"+e.Error]:
+			s += fmt.Sprintf("\n:red_circle: %s%s is down (below)", Code(e.URL), onHost(e.Host))
+		default:
 			s += fmt.Sprintf("\n:red_circle: %s%s: %s", Code(e.URL), onHost(e.Host), Esc(e.Error))
 		}
 	}
@@ -335,7 +348,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 		head = append(head, "No progress source configured (add `log:` or `metrics:` to the run file).")
 	}
 	m.Sections = append(m.Sections, strings.Join(head, "\n"))
-	if l := EngineLine(r.Engines); l != "" {
+	if l := EngineLineBeside(r.Engines, r.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Sections = append(m.Sections, StorageVerdict(r.Storage))
@@ -355,7 +368,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	for _, n := range r.Notices {
 		m.Context = append(m.Context, Esc(n))
 	}
-	m.Context = append(m.Context, ProblemContext(ProblemsBesideEngines(r.Problems, r.Engines))...)
+	m.Context = append(m.Context, ProblemContext(r.Problems)...)
 	if r.Snoozed != nil && r.Snoozed.After(now) {
 		m.Context = append(m.Context, ":zzz: warnings snoozed until "+SlackTime(*r.Snoozed, loc))
 	}
@@ -377,23 +390,4 @@ func hiddenNames(st Storage) string {
 		s += ", …"
 	}
 	return ": " + s
-}
-
-// ProblemsBesideEngines drops the problems that EngineLine already shows (a metrics endpoint that failed,
-// with the same error), so an answer that carries the engine line names each failure once.
-func ProblemsBesideEngines(ps []Problem, es []EngineStatus) []Problem {
-	shown := map[string]string{}
-	for _, e := range es {
-		if !e.OK {
-			shown["metrics "+e.URL] = e.Error
-		}
-	}
-	var out []Problem
-	for _, p := range ps {
-		if msg, ok := shown[p.Probe]; ok && msg == p.Error {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }
