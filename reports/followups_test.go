@@ -152,3 +152,25 @@ func TestMetricsErrorOnce(t *testing.T) {
 		t.Errorf("status lost an unrelated problem:\n%s", text)
 	}
 }
+
+// The storage headline leads with an output inside a protected mount, not with "no writes" above it.
+func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
+	in := storageInput()
+	in.Scan = &probes.WriterScan{Processes: 3}
+	st := BuildStorage(in, func(string) (float64, bool) { return 11400, true })
+	v := StorageVerdict(st)
+	if strings.Contains(v, "no writes to") || !strings.Contains(v, "1 output resolves inside protected `/shared`") {
+		t.Errorf("StorageVerdict = %q; want the output inside /shared first, no all-clear", v)
+	}
+	w := AnswerWrites("demo", st, Target{}).Text()
+	if !strings.Contains(w, "Not yet, but 1 output resolves inside it") {
+		t.Errorf("AnswerWrites = %q; want the output that will land there", w)
+	}
+	// Root is not told to run as root; the hidden process is named.
+	in.Scan = &probes.WriterScan{Processes: 3, Invisible: 1, AsRoot: true, Hidden: []probes.HiddenProcess{{PID: 1, Command: "tini"}}}
+	st = BuildStorage(in, func(string) (float64, bool) { return 11400, true })
+	w = AnswerWrites("demo", st, Target{}).Text()
+	if strings.Contains(w, "or as root") || !strings.Contains(w, "tini pid 1") {
+		t.Errorf("AnswerWrites as root = %q; want the hidden process named and no advice to run as root", w)
+	}
+}

@@ -65,6 +65,20 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	} else if t.Path != "" && t.Mount != "" {
 		verdict += fmt.Sprintf(" It is on %s (%s %s).", Code(t.Mount), Esc(t.FSType), Code(t.Device))
 	}
+	if len(hits) == 0 && st.ScanError == "" {
+		// No writes yet is half the story when an output already resolves there.
+		landing := 0
+		for _, p := range st.Paths {
+			if p.Role == RoleOutput && p.Protected && (t.Path == "" || p.ProtectedPath == t.Path || p.ProtectedPath == t.Resolved ||
+				Under(p.Resolved, t.Resolved)) {
+				landing++
+			}
+		}
+		if landing > 0 {
+			verdict += fmt.Sprintf(" :warning: *Not yet, but %s inside it* (below): the job's writes will land there.",
+				Plural(landing, "output resolves", "outputs resolve"))
+		}
+	}
 	m.Sections = append(m.Sections, verdict)
 	if len(hits) > 0 {
 		m.Sections = append(m.Sections, writerLines(hits))
