@@ -385,7 +385,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 			rs.Progress = &p
 			rs.Moves = st.moveLog(eta, float64(now.UnixNano())/1e9)
 			if e.State == reports.StateDone {
-				rs.Finish = reports.SummarizeFinish(hist, estimateConfig(r), rs.Moves.First)
+				rs.Finish = st.finishSummary(hist, estimateConfig(r), rs.Moves.First)
 				if rs.Finish != nil && tp.TokensPerS <= 0 && tp.ItemsPerS <= 0 {
 					ft := rs.Finish.Throughput()
 					rs.Throughput = &ft

@@ -89,8 +89,8 @@ func signedDuration(s float64) string {
 }
 
 // LastMoveLine is the one line every ETA answer carries about how the estimate moved: the last sharp move
-// with its cause, or how far the estimate is from the first one when it never moved sharply. It is "" when
-// there is nothing to say (no estimate announced yet and none running).
+// with its cause, how far the estimate is from the first one when it never moved sharply, or that none has
+// been announced yet. It is "" without a move log.
 func LastMoveLine(l *MoveLog, loc *time.Location) string {
 	if l == nil {
 		return ""
@@ -105,7 +105,7 @@ func LastMoveLine(l *MoveLog, loc *time.Location) string {
 		return s + ". Ask _why did the ETA move?_ for the breakdown."
 	}
 	if l.First == nil {
-		return ""
+		return "No estimate announced yet, so none has moved: one is announced once 5% of the items are done and its range is narrow."
 	}
 	s := fmt.Sprintf("No sharp move since the first estimate at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
