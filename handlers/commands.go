@@ -46,7 +46,7 @@ func commandTable() []Command {
 		{Name: "stuck", Usage: "stuck [run]", NeedsRun: true, Handler: handleStuck,
 			Description: "Whether the run is still making progress.",
 			Examples:    []string{"is it stuck?", "is it still moving?"}},
-		{Name: "status", Slash: "/status", Usage: "/status [run]", NeedsRun: true, Handler: handleStatus,
+		{Name: "status", Usage: "/runwatch status [run]", NeedsRun: true, Handler: handleStatus,
 			Description: "Progress, throughput, ETA, engines, storage, plans and checklist in one answer.",
 			Examples:    []string{"status", "how is it going?"}},
 		{Name: "storage", Slash: "/storage", Usage: "/storage [run|path|plan]", NeedsRun: true, Handler: handleStorage,
@@ -411,7 +411,8 @@ func Help(cmds []Command) reports.Message {
 			do = append(do, fmt.Sprintf("• `/runwatch %s` — %s", c.Usage, c.Description))
 			continue
 		}
-		if c.Slash != "" {
+		if strings.HasPrefix(c.Usage, "/") {
+			// A slash command of its own, or a /runwatch subcommand (status is one: /status is Slack's).
 			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, c.Usage, c.Description, ex)
 		}
 		ask = append(ask, line)
