@@ -121,6 +121,10 @@ func TestIntentPhrasings(t *testing.T) {
 				if q := ParseQuestion(text, runs, plans); q.Intent != want {
 					t.Errorf("ParseQuestion(%q).Intent = %q; want %q", text, q.Intent, want)
 				}
+				// None of these names a run the run file lacks: none may be refused as one.
+				if u := UnknownRun(text, runs, plans); u != "" {
+					t.Errorf("UnknownRun(%q) = %q; want none", text, u)
+				}
 			})
 		}
 	}
