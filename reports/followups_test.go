@@ -55,8 +55,8 @@ func replayTrace(t *testing.T, path string, until float64) (ETA, Throughput, Mov
 func TestFollowupGolden(t *testing.T) {
 	const trace = "testdata/trace_length_drift.jsonl"
 	e, tp, moves, hist := replayTrace(t, trace, 3600)
-	if len(moves.Moves) != 1 || moves.First == nil {
-		t.Fatalf("replay to t=3600: moves %+v; want one shift and a first estimate", moves)
+	if len(moves.Moves) == 0 || moves.First == nil {
+		t.Fatalf("replay to t=3600: moves %+v; want a shift (the completions grow) and a first estimate", moves)
 	}
 	last := hist[len(hist)-1]
 	rs, _ := sampleStatus()
