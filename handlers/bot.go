@@ -129,7 +129,11 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 	q := ParseQuestion(req.Text, runs, plans)
 	name, args := req.Command, []string(nil)
 	if name == "" {
-		name, args = b.commandSyntax(req.Text)
+		text := req.Text
+		if req.Source == "slash" {
+			text = "runwatch " + text // "/runwatch left synth": the first word is the subcommand
+		}
+		name, args = b.commandSyntax(text)
 		if name != "" {
 			// "/storage /data": the command word is not a path; the arguments are the question.
 			q = ParseQuestion(strings.Join(args, " "), runs, plans)

@@ -182,3 +182,20 @@ func TestPathAliasAmbiguous(t *testing.T) {
 		t.Error("bareWordPath(shared) with two shared mounts answered; want ambiguity refused")
 	}
 }
+
+// A /runwatch subcommand is a command even when its name starts sentences ("left", "why", "safe").
+func TestSlashSubcommandsThatStartSentences(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	ctx := context.Background()
+	for _, tc := range []struct{ text, intent string }{
+		{"left synth", "left"}, {"why", "why"}, {"safe", "safe"}, {"ontrack synth", "ontrack"},
+	} {
+		if rep := e.bot.Ask(ctx, Request{Text: tc.text, Source: "slash", Channel: "C1"}); rep.Intent != tc.intent {
+			t.Errorf("/runwatch %s: intent %q; want %q (%q)", tc.text, rep.Intent, tc.intent, rep.Message.Text())
+		}
+	}
+	// In a mention the same words start a sentence.
+	if rep := e.bot.Ask(ctx, Request{Text: "why is it stuck?", Source: "mention", Channel: "C1"}); rep.Intent != "stuck" {
+		t.Errorf("mention 'why is it stuck?': intent %q; want stuck", rep.Intent)
+	}
+}
