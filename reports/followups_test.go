@@ -3,7 +3,9 @@ package reports
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +174,45 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 	w = AnswerWrites("demo", st, Target{}).Text()
 	if strings.Contains(w, "or as root") || !strings.Contains(w, "tini pid 1") {
 		t.Errorf("AnswerWrites as root = %q; want the hidden process named and no advice to run as root", w)
+	}
+}
+
+// TestFinishSummaryPeerCorpus summarises every job of the peer corpus (recorded against a third-party vLLM
+// simulator) and checks the summary against the trace's own numbers: items and errors at the end, the
+// job's elapsed time, and tokens from the log's mean completion agreeing with the engine's counter where
+// the counter saw every request (one server, no restart).
+func TestFinishSummaryPeerCorpus(t *testing.T) {
+	paths, err := filepath.Glob("testdata/peer/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("peer corpus: %v, %d traces", err, len(paths))
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			_, _, moves, hist := replayTrace(t, p, 0)
+			last := hist[len(hist)-1]
+			if last.Total == 0 || last.Done < last.Total {
+				t.Skipf("the job did not finish (%d/%d)", last.Done, last.Total)
+			}
+			f := SummarizeFinish(hist, EstimateConfig{Window: 900, StallAfter: 600}, moves.First)
+			if f == nil {
+				t.Fatal("SummarizeFinish = nil for a finished job")
+			}
+			if f.Items != last.Total || f.Errors != last.Errors {
+				t.Errorf("items %d errors %d; want %d and %d", f.Items, f.Errors, last.Total, last.Errors)
+			}
+			if last.Elapsed != nil && math.Abs(f.DurationS-*last.Elapsed) > 1e-6 {
+				t.Errorf("duration %v s; want the job's elapsed %v s", f.DurationS, *last.Elapsed)
+			}
+			if f.Tokens <= 0 || f.AvgTokensPerS <= 0 || f.PeakTokensPerS <= 0 {
+				t.Errorf("tokens %v, avg %v, peak %v tok/s; want all measured", f.Tokens, f.AvgTokensPerS, f.PeakTokensPerS)
+			}
+			counted := last.GenTokens != nil && last.FinishedLenCount != nil && *last.FinishedLenCount == float64(last.Done) && last.Restarts == 0
+			if counted && math.Abs(f.Tokens-*last.GenTokens) > 0.01**last.GenTokens {
+				t.Errorf("tokens %v from the log's mean completion; the engine counted %v", f.Tokens, *last.GenTokens)
+			}
+			if line := FinishLine(*f, time.UTC); !strings.Contains(line, "after "+Duration(f.DurationS)) || !strings.Contains(line, Rate(f.AvgTokensPerS, "tok/s")) {
+				t.Errorf("FinishLine = %q; want the duration and the average rate", line)
+			}
+		})
 	}
 }
