@@ -114,6 +114,9 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 		if rs.Progress != nil {
 			line += " " + reports.ProgressLine(*rs.Progress)
 		}
+		if rs.Finish != nil {
+			line += "\n" + reports.FinishLine(*rs.Finish, a.loc)
+		}
 		out = append(out, condition{kind: AlertFinished, key: rs.Name + "/" + AlertFinished, summary: "finished",
 			msg: reports.Message{Title: rs.Name + " · finished", Sections: []string{line}}})
 	}

@@ -390,6 +390,14 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 			eta, rs.ETA, rs.Throughput = &e, &e, &tp
 			p := smp.progress
 			rs.Progress = &p
+			rs.Moves = st.moveLog(eta, float64(now.UnixNano())/1e9)
+			if e.State == reports.StateDone {
+				rs.Finish = st.finishSummary(hist, estimateConfig(r), rs.Moves.First)
+				if rs.Finish != nil && tp.TokensPerS <= 0 && tp.ItemsPerS <= 0 {
+					ft := rs.Finish.Throughput()
+					rs.Throughput = &ft
+				}
+			}
 		}
 		rs.Engines = smp.engines
 		rs.Quality, rs.Drafter = m.assessSignals(r, smp)
