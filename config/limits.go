@@ -1,9 +1,6 @@
 package config
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,27 +69,6 @@ func checkSizes(n *yaml.Node, where string) error {
 		}
 	}
 	return nil
-}
-
-// unquotedVarInFlow finds "[${VAR}..." or ", ${VAR}..." unquoted: "{" opens a flow mapping in
-// YAML, so the parser fails, and it reports the line before the one at fault.
-var unquotedVarInFlow = regexp.MustCompile(`^\s*(?:-\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*:\s*\[(?:.*,)?\s*\$\{`)
-
-// explainParseError turns a YAML syntax error caused by an unquoted ${VAR} inside [ ] into one
-// that names the key, its own line and the fix; other errors are returned as they are.
-func explainParseError(b []byte, err error) error {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), MaxRunFileBytes+1)
-	for line := 1; sc.Scan(); line++ {
-		if m := unquotedVarInFlow.FindStringSubmatch(sc.Text()); m != nil {
-			return fmt.Errorf("line %d: %s: a ${VAR} inside [ ] must be quoted, like [\"${VAR}/out\"] (YAML reads an unquoted { as the start of a mapping)", line, m[1])
-		}
-	}
-	return err
 }
 
 // ByteSize is a size in bytes, written 8388608, 8MiB, 16 MB or 512KiB.

@@ -28,10 +28,10 @@ func TestRunFileLimits(t *testing.T) {
 		{"a 60 MB channel through ${VAR}", "runs:\n  - name: a\n    channel: ${CH}\n", map[string]string{"CH": strings.Repeat("x", 60<<20)}, []string{"line 3", "runs[0].channel", "62914560 bytes", "limit for one value is 4096"}},
 		{"1,000 runs", many.String(), nil, []string{"line 2", "runs lists 1000 runs", "limit is 100", "line 102"}},
 		{"101 metrics endpoints", manyItems, nil, []string{"line 4", "runs[0].metrics lists 101 items", "limit is 100"}},
-		{"metrics_max_body too small", "runs:\n  - name: a\n    metrics_max_body: 1KiB\n", nil, []string{"line 2", "metrics_max_body", "64KiB..256MiB"}},
+		{"metrics_max_body too small", "runs:\n  - name: a\n    metrics_max_body: 1KiB\n", nil, []string{"line 3", "metrics_max_body", "64KiB..256MiB"}},
 		{"metrics_max_body not a size", "runs:\n  - name: a\n    metrics_max_body: lots\n", nil, []string{"line 3", "not a size"}},
-		{"unquoted ${VAR} in a flow list", "runs:\n  - name: a\n    channel: '#a'\n\n    outputs: [${T}/out]\n", map[string]string{"T": "/data"}, []string{"line 5: outputs:", "must be quoted"}},
-		{"unquoted ${VAR} after a comma", "runs:\n  - name: a\n    watch: [/x, ${T}/y]\n", map[string]string{"T": "/data"}, []string{"line 3: watch:", "must be quoted"}},
+		{"unquoted ${VAR} in a flow list", "runs:\n  - name: a\n    channel: '#a'\n\n    outputs: [${T}/out]\n", map[string]string{"T": "/data"}, []string{"line 5:", "quote values that start with ${"}},
+		{"unquoted ${VAR} after a comma", "runs:\n  - name: a\n    watch: [/x, ${T}/y]\n", map[string]string{"T": "/data"}, []string{"line 3:", "quote values that start with ${"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -143,15 +143,7 @@ func metricsWanted(line []byte) bool {
 	if bytes.HasSuffix(name, []byte("_bucket")) {
 		return false
 	}
-	if metricsUsed[string(name)] {
-		return true
-	}
-	for _, suffix := range []string{"_sum", "_count", "_total", "_created"} {
-		if base, ok := bytes.CutSuffix(name, []byte(suffix)); ok && metricsUsed[string(base)] {
-			return true
-		}
-	}
-	return false
+	return metricsKnownName(name)
 }
 
 // metricsNameByte reports whether c may appear in a legacy metric name.
