@@ -57,6 +57,9 @@ func commandTable() []Command {
 		{Name: "chart", Usage: "/runwatch chart [run]", NeedsRun: true, Handler: handleChart,
 			Description: "A PNG chart of throughput and ETA over the run's history (uploaded in Slack).",
 			Examples:    []string{"/runwatch chart"}},
+		{Name: "logs", Usage: "/runwatch logs [run]", NeedsRun: true, Handler: handleLogs,
+			Description: "The last lines of the run's job log, escaped, shown only to you.",
+			Examples:    []string{"/runwatch logs"}},
 		{Name: "runs", Usage: "runs", Handler: handleRuns,
 			Description: "The runs I watch and their channels.",
 			Examples:    []string{"which runs do you watch?"}},
@@ -174,7 +177,7 @@ func handleStatus(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return errorReply("get the status", err)
 	}
-	return Reply{Message: reports.RenderStatus(rs, b.mon.Now(), b.loc), Data: map[string]any{"status": rs}}
+	return Reply{Message: b.statusMessage(rs, false), Data: map[string]any{"status": rs}}
 }
 
 func storageStatus(ctx context.Context, b *Bot, q Query, need monitor.Need) (reports.RunStatus, error) {
@@ -467,9 +470,11 @@ func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
 
 func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	if len(q.Args) < 2 {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch stage <name> done|todo|failed [run]`."}}}
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch stage <name> done|todo|failed [run]`; quote a name with spaces: `/runwatch stage \"Training script updated\" done`."}}}
 	}
-	name, word := q.Args[0], strings.ToLower(q.Args[1])
+	// The state is the last word; the name is everything before it, so a name with spaces works
+	// quoted or not.
+	name, word := strings.Join(q.Args[:len(q.Args)-1], " "), strings.ToLower(q.Args[len(q.Args)-1])
 	state := map[string]string{"done": reports.StageDone, "todo": "", "failed": reports.StageFailed, "in_progress": reports.StageInProgress}
 	s, ok := state[word]
 	if !ok {

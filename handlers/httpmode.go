@@ -160,14 +160,15 @@ func (h *httpMode) commands(w http.ResponseWriter, r *http.Request, body []byte)
 	}
 }
 
-// interactions acknowledges interactivity payloads; runwatch's messages have no buttons yet.
+// interactions hands a verified interactivity payload (a button press) to the app and
+// acknowledges at once; the app answers in the background.
 func (h *httpMode) interactions(w http.ResponseWriter, r *http.Request, body []byte) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err := r.ParseForm(); err == nil {
-		var cb slack.InteractionCallback
-		if err := json.Unmarshal([]byte(r.PostForm.Get("payload")), &cb); err == nil {
-			h.log.Debug("Slack interaction acknowledged", "type", string(cb.Type), "callback_id", cb.CallbackID)
-		}
+	cb, err := slack.InteractionCallbackParse(r)
+	if err != nil {
+		http.Error(w, "bad interaction payload", http.StatusBadRequest)
+		return
 	}
+	h.app.interaction(cb)
 	w.WriteHeader(http.StatusOK)
 }

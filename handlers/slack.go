@@ -458,6 +458,8 @@ type slackApp struct {
 	base  context.Context
 	slots chan struct{} // bounds concurrent answers on a small shared machine
 	wg    sync.WaitGroup
+	// claims is "I'm on it" and the open warnings (nil: no sampler, nothing to take).
+	claims *Claims
 }
 
 const defaultInlineBudget = 2500 * time.Millisecond
@@ -644,6 +646,14 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
 			return
 		}
 		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "dm"}, thread: in.ThreadTimeStamp}
+	case *slackevents.AppHomeOpenedEvent:
+		if in.Tab != "home" || !slackUserID.MatchString(in.User) {
+			s.metrics.event("ignored")
+			return
+		}
+		s.metrics.event("answered")
+		s.background(func(ctx context.Context) { s.home(ctx, in.User, in.Channel) })
+		return
 	default:
 		s.metrics.event("ignored")
 		return

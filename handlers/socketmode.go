@@ -128,9 +128,14 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 			}
 		})
 	case socketmode.EventTypeInteractive:
-		if evt.Request != nil {
-			sm.ack(ctx, evt.Request.EnvelopeID, nil)
+		req := evt.Request
+		if req == nil {
+			return
 		}
+		if cb, ok := evt.Data.(slack.InteractionCallback); ok && sm.app.seen.first("envelope:"+req.EnvelopeID) {
+			sm.app.interaction(cb)
+		}
+		sm.ack(ctx, req.EnvelopeID, nil)
 	case socketmode.EventTypeHello, socketmode.EventTypeDisconnect:
 		sm.log.Debug("Socket Mode", "type", string(evt.Type))
 	}
