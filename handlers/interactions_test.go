@@ -27,7 +27,7 @@ type slackBlock struct {
 		Type     string `json:"type"`
 		ActionID string `json:"action_id"`
 		Value    string `json:"value"`
-		Options []struct {
+		Options  []struct {
 			Value string `json:"value"`
 		} `json:"options"`
 	} `json:"elements"`
