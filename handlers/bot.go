@@ -44,6 +44,8 @@ type Reply struct {
 	// Attachment is a file that goes with the answer (a chart); Slack uploads it, text transports
 	// only describe it.
 	Attachment *Attachment
+	// Fallback is uploaded instead of the message's charts where Slack refuses to draw them.
+	Fallback *Attachment
 }
 
 // Attachment is a file carried by a reply.

@@ -154,6 +154,10 @@ func (h *httpMode) commands(w http.ResponseWriter, r *http.Request, body []byte)
 	}
 	msg, _ := h.app.slash(slashRequest{Command: sc.Command, Text: sc.Text, Channel: sc.ChannelID, ChannelName: sc.ChannelName,
 		User: sc.UserID, ResponseURL: sc.ResponseURL})
+	if msg == nil {
+		w.WriteHeader(http.StatusOK) // acknowledged; the answer follows through the response_url
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(msg); err != nil {
 		h.log.Warn("slash command answer not written", "err", err)

@@ -331,6 +331,8 @@ func TestPressLastLogLines(t *testing.T) {
 	}
 }
 
+func urlEscape(s string) string { return url.QueryEscape(s) }
+
 func (e *botEnv) writeLogText(t testing.TB, text string) {
 	t.Helper()
 	if err := os.WriteFile(e.log, []byte(text), 0o644); err != nil {
@@ -346,9 +348,11 @@ type warningEnv struct {
 	dir     *state.Dir
 }
 
-func newWarningEnv(t *testing.T) *warningEnv {
+func newWarningEnv(t *testing.T) *warningEnv { return newWarningEnvWith(t, botOpts{}) }
+
+func newWarningEnvWith(t *testing.T, o botOpts) *warningEnv {
 	t.Helper()
-	e := newHTTPEnv(t, botOpts{})
+	e := newHTTPEnv(t, o)
 	dir, err := state.Open(e.stateDir)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/slack-go/slack"
+
+	"runwatch/reports"
 )
 
 // This file holds the Web API calls of buttons and the App Home: editing a message from its own
@@ -40,6 +42,22 @@ func (a *SlackAPI) PublishHome(ctx context.Context, user, metadata string, block
 			Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}, PrivateMetadata: metadata, CallbackID: "runwatch_home"}})
 		return err
 	})
+}
+
+// charted sends rep's message with send; where Slack refuses its charts, it sends the message
+// again without them and uploads the reply's PNG chart (in channel, thread) instead.
+func (s *slackApp) charted(ctx context.Context, rep Reply, channel, thread string, send func(m reports.Message) error) error {
+	err := send(rep.Message)
+	if err == nil || len(rep.Message.Charts) == 0 || !chartRefused(err) {
+		return err
+	}
+	s.log.Info("Slack refused the chart blocks; sending without them, with the chart as a PNG", "err", err)
+	m := rep.Message
+	m.Charts = nil
+	if err = send(m); err == nil && rep.Fallback != nil {
+		s.upload(ctx, channel, thread, *rep.Fallback)
+	}
+	return err
 }
 
 // chartRefused reports whether Slack refused a message because of its blocks: a workspace or
