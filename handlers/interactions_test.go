@@ -102,7 +102,7 @@ func pressPayload(t testing.TB, f *slackFake, msg slackCall, ts, user, action, v
 	return []byte(url.Values{"payload": {string(b)}}.Encode())
 }
 
-// postStatus fires the scheduled status of e's run once and returns the post and its ts.
+// postStatus fires the scheduled status of e's first run once and returns the post and its ts.
 func postStatus(t *testing.T, e *httpEnv) (slackCall, string) {
 	t.Helper()
 	dir, err := state.Open(e.stateDir)
@@ -114,7 +114,7 @@ func postStatus(t *testing.T, e *httpEnv) (slackCall, string) {
 		t.Fatal(err)
 	}
 	from := len(e.fake.Calls(""))
-	if err := sched.fire(context.Background(), "synth", e.mon.Now(), false); err != nil {
+	if err := sched.fire(context.Background(), e.file.Runs[0].Name, e.mon.Now(), false); err != nil {
 		t.Fatalf("scheduled status: %v", err)
 	}
 	i, c := e.fake.waitMatch(t, from, "the status post", func(c slackCall) bool { return c.Method == "chat.postMessage" })
