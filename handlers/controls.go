@@ -61,7 +61,9 @@ func parseRef(blockID string) (controlRef, bool) {
 	return controlRef{Run: v.Get("r"), Key: v.Get("k")}, true
 }
 
-// controls returns the buttons for v: two or three visible, the rest in the menu.
+// controls returns the buttons for v: at most two buttons and the menu, in order of use — I'm on
+// it (an open warning nobody took), Snooze 1 h or Unsnooze, Mark <stage> done (a status with a
+// manual stage pending), Last log lines; what does not fit goes in the menu.
 func controls(v controlView) *reports.Controls {
 	c := &reports.Controls{Ref: controlRef{Run: v.Run, Key: v.Key}.encode()}
 	if len(c.Ref) > 255 {
@@ -77,21 +79,24 @@ func controls(v controlView) *reports.Controls {
 	} else {
 		c.Buttons = append(c.Buttons, reports.Button{ID: actSnooze, Text: "Snooze 1 h", Value: "1h"})
 	}
-	logButton := v.HasLog && (v.Key != "" || v.Stage == "")
 	if v.Key == "" && v.Stage != "" {
 		c.Buttons = append(c.Buttons, reports.Button{ID: actStage, Text: "Mark “" + v.Stage + "” done", Value: v.Stage, Style: "primary"})
 	}
-	if logButton {
+	logsShown := v.HasLog && len(c.Buttons) < maxButtons
+	if logsShown {
 		c.Buttons = append(c.Buttons, reports.Button{ID: actLogs, Text: "Last log lines"})
 	}
 	for _, s := range snoozeChoices {
 		c.Menu = append(c.Menu, reports.Choice{Text: s.text, Value: actSnooze + ":" + s.dur})
 	}
-	if v.HasLog && !logButton {
+	if v.HasLog && !logsShown {
 		c.Menu = append(c.Menu, reports.Choice{Text: "Last log lines", Value: actLogs})
 	}
 	return c
 }
+
+// maxButtons is how many buttons a message shows beside its menu: enough to act, not a wall.
+const maxButtons = 2
 
 // pendingManualStage is the first stage of r checked by hand ("manual") that is not done yet.
 func pendingManualStage(r *config.Run, stages []reports.StageStatus) string {

@@ -300,6 +300,7 @@ func TestPressLastLogLines(t *testing.T) {
 	for i := range 40 {
 		lines = append(lines, fmt.Sprintf("step %d <!channel> `tick` <https://evil.example|click> %s", i, strings.Repeat("é", 400)))
 	}
+	lines = append(lines, "export SLACK_BOT_TOKEN="+testBotToken.Reveal())
 	e.writeLogText(t, strings.Join(lines, "\n")+"\n")
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "U222", reports.MenuID, "logs"), nil)
 	eph := e.fake.wait(t, "chat.postEphemeral", 1)[0]
@@ -312,6 +313,9 @@ func TestPressLastLogLines(t *testing.T) {
 		if strings.Contains(text, bad) {
 			t.Errorf("log lines carry live markup %q:\n%s", bad, text)
 		}
+	}
+	if strings.Contains(text, testBotToken.Reveal()) || !strings.Contains(text, "SLACK_BOT_TOKEN=xoxb-[redacted]") {
+		t.Errorf("a token in the log reached Slack:\n%s", text)
 	}
 	if !strings.Contains(text, "step 39 &lt;!channel&gt;") || strings.Contains(text, "step 9 ") {
 		t.Errorf("log lines = %s; want the newest lines, escaped", text)
@@ -386,8 +390,8 @@ func TestPressTakeWarning(t *testing.T) {
 	}
 	i, warning := w.fake.waitMatch(t, 0, "the warning", func(c slackCall) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
-	if _, btns := controlsOf(t, warning.Form.Get("blocks")); !slices.Equal(btns, []string{"take=", "snooze=1h", "logs=", "menu=snooze:30m", "menu=snooze:4h", "menu=snooze:1d"}) {
-		t.Errorf("warning buttons = %v; want I'm on it, Snooze 1 h, Last log lines and the menu", btns)
+	if _, btns := controlsOf(t, warning.Form.Get("blocks")); !slices.Equal(btns, []string{"take=", "snooze=1h", "menu=snooze:30m", "menu=snooze:4h", "menu=snooze:1d", "menu=logs"}) {
+		t.Errorf("warning buttons = %v; want I'm on it, Snooze 1 h and the menu with Last log lines", btns)
 	}
 
 	// Not an admin: refused, nothing taken.
@@ -405,8 +409,8 @@ func TestPressTakeWarning(t *testing.T) {
 	if upd.Form.Get("ts") != ts || !strings.Contains(upd.blocksText(t), ":eyes: <@UADMIN> is on it since") || !strings.Contains(upd.blocksText(t), "synth · stalled") {
 		t.Errorf("updated warning = %s; want the warning with who is on it", upd.blocksText(t))
 	}
-	if _, btns := controlsOf(t, upd.Form.Get("blocks")); slices.Contains(btns, "take=") {
-		t.Errorf("buttons of a taken warning = %v; want no I'm on it", btns)
+	if _, btns := controlsOf(t, upd.Form.Get("blocks")); !slices.Equal(btns[:2], []string{"snooze=1h", "logs="}) {
+		t.Errorf("buttons of a taken warning = %v; want Snooze 1 h and Last log lines, no I'm on it", btns)
 	}
 	// The claim survives a restart.
 	if cl, ok := NewClaims(w.dir, nil).Get("synth/" + AlertStall); !ok || cl.User != "UADMIN" {

@@ -50,6 +50,9 @@ func logBlock(lines []string, max int) (string, int) {
 	for i, l := range lines {
 		// Inside a code block mrkdwn still turns <!channel> into a ping: escape, and keep the
 		// fence from being closed early.
+		// A job that printed a Slack token must not have it shown: the same shapes as the log
+		// redaction.
+		l = redactToken.ReplaceAllString(l, "$1-[redacted]")
 		esc[i] = strings.ReplaceAll(reports.Esc(l), "```", "'''")
 	}
 	size := len("```\n```")
