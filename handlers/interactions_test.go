@@ -156,6 +156,7 @@ func TestPressSnoozeAsAdmin(t *testing.T) {
 	if upd.Form.Get("channel") != "CSYNTH" || upd.Form.Get("ts") != ts {
 		t.Errorf("chat.update of %s/%s; want the pressed message CSYNTH/%s", upd.Form.Get("channel"), upd.Form.Get("ts"), ts)
 	}
+	checkBlockKitLimits(t, "status after a press", []byte(upd.Form.Get("blocks")), 50)
 	if !strings.Contains(upd.Form.Get("text"), "warnings snoozed until") {
 		t.Errorf("updated status = %q; want it to say the warnings are snoozed", upd.Form.Get("text"))
 	}
@@ -409,8 +410,28 @@ func TestPressTakeWarning(t *testing.T) {
 	if upd.Form.Get("ts") != ts || !strings.Contains(upd.blocksText(t), ":eyes: <@UADMIN> is on it since") || !strings.Contains(upd.blocksText(t), "synth · stalled") {
 		t.Errorf("updated warning = %s; want the warning with who is on it", upd.blocksText(t))
 	}
+	checkBlockKitLimits(t, "taken warning", []byte(upd.Form.Get("blocks")), 50)
 	if _, btns := controlsOf(t, upd.Form.Get("blocks")); !slices.Equal(btns[:2], []string{"snooze=1h", "logs="}) {
 		t.Errorf("buttons of a taken warning = %v; want Snooze 1 h and Last log lines, no I'm on it", btns)
+	}
+	// Snooze from the warning: the run is snoozed, the warning says so and offers Unsnooze.
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, upd, ts, "UADMIN", reports.MenuID, "snooze:30m"), nil)
+	snoozedMsg := w.fake.wait(t, "chat.update", 2)[1]
+	w.waitIdle()
+	if txt := snoozedMsg.blocksText(t); !strings.Contains(txt, ":zzz: synth's warnings snoozed until") || !strings.Contains(txt, ":eyes: <@UADMIN> is on it") {
+		t.Errorf("warning after Snooze 30 min = %s; want who is on it and the snooze", txt)
+	}
+	if _, btns := controlsOf(t, snoozedMsg.Form.Get("blocks")); btns[0] != "unsnooze=" {
+		t.Errorf("buttons of a snoozed warning = %v; want Unsnooze first", btns)
+	}
+	if strings.Count(snoozedMsg.blocksText(t), "is on it") != 1 {
+		t.Errorf("the state line was repeated instead of replaced: %s", snoozedMsg.blocksText(t))
+	}
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, snoozedMsg, ts, "UADMIN", actUnsnooze, ""), nil)
+	w.fake.wait(t, "chat.update", 3)
+	w.waitIdle()
+	if _, ok := w.mon.SnoozedUntil("synth"); ok {
+		t.Fatalf("Unsnooze from the warning left the run snoozed")
 	}
 	// The claim survives a restart.
 	if cl, ok := NewClaims(w.dir, nil).Get("synth/" + AlertStall); !ok || cl.User != "UADMIN" {
