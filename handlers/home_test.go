@@ -135,4 +135,6 @@ func TestAppHomeManyRunsWithin100Blocks(t *testing.T) {
 		t.Errorf("App Home for 150 runs does not say some are shown in brief")
 	}
 	checkBlockKitLimits(t, "App Home (150 runs)", raw, homeMaxBlocks)
+	full := strings.Count(string(raw), `"type":"divider"`)
+	t.Logf("figure: App Home for 150 runs: %d blocks, %d runs in full, the rest in brief, %d bytes of blocks", len(blocks), full, len(raw))
 }

@@ -92,3 +92,14 @@ func TestMessageBlocksWithChartsAndControls(t *testing.T) {
 		t.Errorf("plain text carries buttons or charts: %q", txt)
 	}
 }
+
+// BenchmarkTrendCharts measures the charts of a status post over a long history (2,000 samples):
+// the estimator re-run at Slack's 20 points, then the chart data.
+func BenchmarkTrendCharts(b *testing.B) {
+	hist := chartHistory(2000, 30, 0.7, 1066, 20000)
+	for b.Loop() {
+		if c := TrendCharts(ChartSeries(hist, EstimateConfig{}, MaxChartPoints), time.UTC); len(c) != 2 {
+			b.Fatalf("charts = %d", len(c))
+		}
+	}
+}
