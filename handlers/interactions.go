@@ -124,7 +124,11 @@ func (s *slackApp) press(ctx context.Context, p press) {
 		return
 	}
 	if err := s.refresh(ctx, p); err != nil {
+		// The change holds; say so to the presser, since the message cannot show it.
 		s.log.Warn("message not updated after a button press", "action", p.action, "run", p.ref.Run, "err", err)
+		rep.Message.Sections = append(rep.Message.Sections, "_The message could not be updated to show it; the change holds all the same._")
+		s.tell(ctx, p, rep.Message)
+		return
 	}
 	if strings.Contains(rep.Message.Mrkdwn(), "not saved yet") {
 		s.tell(ctx, p, rep.Message)

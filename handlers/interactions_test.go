@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,6 +69,8 @@ func controlsOf(t testing.TB, raw string) (string, []string) {
 	return "", nil
 }
 
+var pressSeq atomic.Int64
+
 // pressPayload is a block_actions payload as Slack sends it for a press on msg, a chat call the
 // fake recorded whose message ts is ts: container, channel, user, the message with its blocks, and
 // one action of the message's runwatch actions block (action "menu" picks value from the menu).
@@ -77,10 +80,11 @@ func pressPayload(t testing.TB, f *slackFake, msg slackCall, ts, user, action, v
 	if blockID == "" {
 		t.Fatalf("the message has no runwatch buttons: %s", msg.Form.Get("blocks"))
 	}
-	a := map[string]any{"type": "button", "action_id": action, "block_id": blockID, "value": value, "action_ts": "1700000100.000001",
+	actionTS := fmt.Sprintf("1700000100.%06d", pressSeq.Add(1)) // each press is a new one
+	a := map[string]any{"type": "button", "action_id": action, "block_id": blockID, "value": value, "action_ts": actionTS,
 		"text": map[string]any{"type": "plain_text", "text": action}}
 	if action == reports.MenuID {
-		a = map[string]any{"type": "overflow", "action_id": action, "block_id": blockID, "action_ts": "1700000100.000001",
+		a = map[string]any{"type": "overflow", "action_id": action, "block_id": blockID, "action_ts": actionTS,
 			"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": value}, "value": value}}
 	}
 	channel := channelID(msg.Form.Get("channel"))
@@ -167,6 +171,25 @@ func TestPressSnoozeAsAdmin(t *testing.T) {
 		t.Errorf("ephemeral messages after a press that worked = %d; want none (the message shows it)", n)
 	}
 
+	// A message Slack will not let runwatch edit: the presser is told the change holds.
+	w := e.fake
+	w.failNext("chat.update", fakeFailure{status: http.StatusOK, body: `{"ok":false,"error":"cant_update_message"}`})
+	w.respCode.Store(http.StatusNotFound)
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actUnsnooze, ""), nil)
+	eph := e.fake.wait(t, "chat.postEphemeral", 1)[0]
+	e.waitIdle()
+	w.respCode.Store(0)
+	if txt := eph.Form.Get("text"); !strings.Contains(txt, "back on") || !strings.Contains(txt, "could not be updated") {
+		t.Errorf("after a failed update the presser got %q; want the change confirmed", txt)
+	}
+	if _, ok := e.mon.SnoozedUntil("synth"); ok {
+		t.Errorf("Unsnooze did not hold when the message could not be updated")
+	}
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	e.fake.wait(t, "chat.update", 3)
+	e.waitIdle()
+	until, _ = e.mon.SnoozedUntil("synth")
+
 	// A restart: a new process over the same state directory still has the snooze.
 	again := newBotEnv(t, botOpts{stateDir: e.stateDir})
 	if u, ok := again.mon.SnoozedUntil("synth"); !ok || !u.Equal(until) {
@@ -231,6 +254,12 @@ func TestPressForgedOrReplayedRefused(t *testing.T) {
 	}
 	if resp := e.post(t, "/slack/interactions", body, h); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the same press replayed = %d; want 401", resp.StatusCode)
+	}
+	// Slack's own retry of the press: signed afresh, the same action; acknowledged, done once.
+	retry := strconv.FormatInt(time.Now().Unix()-1, 10)
+	if resp := e.post(t, "/slack/interactions", body, http.Header{"X-Slack-Request-Timestamp": {retry},
+		"X-Slack-Signature": {slackSign(e.secret, retry, body)}}); resp.StatusCode != http.StatusOK {
+		t.Errorf("Slack's retry of the press = %d; want 200", resp.StatusCode)
 	}
 	e.waitIdle()
 	if n := len(e.fake.Calls("chat.update")); n != 1 {
