@@ -66,7 +66,7 @@ func parseRef(blockID string) (controlRef, bool) {
 // manual stage pending), Last log lines; what does not fit goes in the menu.
 func controls(v controlView) *reports.Controls {
 	c := &reports.Controls{Ref: controlRef{Run: v.Run, Key: v.Key}.encode()}
-	if len(c.Ref) > 255 {
+	if len(c.Ref) > reports.MaxBlockID {
 		// A key this long (a deep mount path) does not fit a block_id: keep the run's buttons.
 		c.Ref = controlRef{Run: v.Run}.encode()
 		v.Key = ""

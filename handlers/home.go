@@ -103,11 +103,12 @@ func (s *slackApp) homeBlocks(runs []reports.RunStatus, now time.Time) []slack.B
 		for _, h := range rest {
 			lines = append(lines, homeLine(h))
 		}
-		for _, chunk := range chunkLines(lines, homeSectionMax) {
+		// A message's own rendering splits the list into sections on line boundaries.
+		for _, b := range (reports.Message{Sections: []string{strings.Join(lines, "\n")}}).Blocks() {
 			if len(blocks) == homeMaxBlocks {
 				break
 			}
-			blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, chunk, false, false), nil, nil))
+			blocks = append(blocks, b)
 		}
 	}
 	return blocks
@@ -146,7 +147,7 @@ func (s *slackApp) homeRunBlocks(h homeRun) []slack.Block {
 			acc = slack.NewAccessory(slack.NewButtonBlockElement(actTake, "", slack.NewTextBlockObject(slack.PlainTextType, "I'm on it", false, false)))
 		}
 		ref := controlRef{Run: rs.Name, Key: w.Key}.encode()
-		if len(ref) > 255 {
+		if len(ref) > reports.MaxBlockID {
 			ref, acc = "", nil
 		}
 		out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, truncateRunes(text, homeSectionMax), false, false), nil, acc,
@@ -183,24 +184,4 @@ func homeLine(h homeRun) string {
 		line += " · :warning: " + reports.Plural(n, "open warning", "open warnings")
 	}
 	return line
-}
-
-// chunkLines joins lines into texts of at most max bytes each.
-func chunkLines(lines []string, max int) []string {
-	var out []string
-	var cur strings.Builder
-	for _, l := range lines {
-		if cur.Len() > 0 && cur.Len()+1+len(l) > max {
-			out = append(out, cur.String())
-			cur.Reset()
-		}
-		if cur.Len() > 0 {
-			cur.WriteString("\n")
-		}
-		cur.WriteString(truncateRunes(l, max/2))
-	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
-	}
-	return out
 }

@@ -37,13 +37,15 @@ type Choice struct {
 // MenuID is the action_id of a message's overflow menu.
 const MenuID = "menu"
 
+// MaxBlockID is the longest block_id Slack takes, so the longest Controls.Ref.
+const MaxBlockID = 255
+
 // Block Kit limits of the elements used here (blockkit-limits.json in handlers/testdata).
 const (
 	maxButtonText  = 75
 	maxButtonValue = 2000
 	maxOptionValue = 150
 	maxOverflow    = 5
-	maxBlockID     = 255
 	maxChartTitle  = 50
 	maxChartLabel  = 20
 	maxChartAxis   = 50
@@ -55,7 +57,7 @@ const (
 // Block renders the controls as an actions block (nil when there is nothing to show), dropping
 // what Slack would refuse (a value or ref too long) instead of having the whole message refused.
 func (c *Controls) Block() slack.Block {
-	if c == nil || len(c.Ref) > maxBlockID {
+	if c == nil || len(c.Ref) > MaxBlockID {
 		return nil
 	}
 	var els []slack.BlockElement
