@@ -57,15 +57,15 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) {
 		if a.ActionID == reports.MenuID {
 			action, arg, _ = strings.Cut(a.SelectedOption.Value, ":")
 		}
+		if !ok || !pressActions[action] {
+			s.log.Debug("Slack interaction ignored", "action_id", a.ActionID, "block_id", a.BlockID)
+			s.metrics.event("ignored")
+			continue
+		}
 		// Slack may deliver a press twice (a retry after a slow acknowledgement, a second
 		// envelope): the same user, action and time is one press.
 		if a.ActionTs != "" && !s.seen.first("press:"+cb.User.ID+"\x00"+a.ActionTs+"\x00"+a.BlockID+"\x00"+a.ActionID) {
 			s.metrics.event("duplicate")
-			continue
-		}
-		if !ok || !pressActions[action] {
-			s.log.Debug("Slack interaction ignored", "action_id", a.ActionID, "block_id", a.BlockID)
-			s.metrics.event("ignored")
 			continue
 		}
 		p := press{action: action, arg: arg, ref: ref, user: cb.User.ID, channelName: cb.Channel.Name,
