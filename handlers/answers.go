@@ -204,6 +204,12 @@ func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 			}
 			rep := f.rep
 			s.metrics.answered("slash", time.Since(start))
+			if len(rep.Message.Charts) > 0 {
+				// Whether Slack draws the charts is known only from a call's answer, so they go through
+				// the response_url (PNG fallback included); the acknowledgement stays empty.
+				s.detach(func(ctx context.Context) { s.followUp(ctx, sc, rep) })
+				return nil, nil
+			}
 			if rep.Attachment != nil {
 				s.background(func(ctx context.Context) { s.upload(ctx, sc.Channel, "", *rep.Attachment) })
 			}
@@ -262,7 +268,7 @@ func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
 	defer cancel()
 	err := errors.New("no response_url")
 	if sc.ResponseURL != "" {
-		err = s.api.Respond(ctx, sc.ResponseURL, rep.Message, rep.Ephemeral)
+		err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { return s.api.Respond(ctx, sc.ResponseURL, m, rep.Ephemeral) })
 		s.metrics.posted("response", err)
 	}
 	if err != nil {
@@ -271,7 +277,7 @@ func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
 			err = s.api.Ephemeral(ctx, sc.Channel, sc.User, "", rep.Message)
 			s.metrics.posted("ephemeral", err)
 		} else {
-			_, _, err = s.api.Post(ctx, sc.Channel, "", rep.Message)
+			err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { _, _, err := s.api.Post(ctx, sc.Channel, "", m); return err })
 			s.metrics.posted("answer", err)
 		}
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"time"
 
 	"runwatch/monitor"
@@ -32,6 +33,8 @@ type Sampler struct {
 	// Find asks the transport whether a post whose delivery a crash interrupted landed, and
 	// returns its reference ("" when it did not). Nil: such posts are delivered again.
 	Find func(ctx context.Context, p PendingPost) (string, error)
+	// Claims, when set, holds "I'm on it" and the open warnings the App Home shows.
+	Claims *Claims
 }
 
 const alertStateFile = "alerts.json"
@@ -92,10 +95,14 @@ func (s *Sampler) Tick(ctx context.Context) {
 		s.OnEvaluate(evs)
 	}
 	redo := s.recoverPending(ctx, now)
-	posts := s.Alerter.Process(evs, now, func(run string) bool {
+	snoozed := func(run string) bool {
 		_, snoozed := s.bot.mon.SnoozedUntil(run)
 		return snoozed
-	})
+	}
+	posts := s.Alerter.Process(evs, now, snoozed)
+	if s.Claims != nil {
+		posts = s.Claims.apply(s.Alerter, posts, now, snoozed)
+	}
 	posts = append(redo, posts...)
 	if s.Deliver != nil && len(posts) > 0 {
 		s.recordIntents(posts, now)
@@ -107,7 +114,11 @@ func (s *Sampler) Tick(ctx context.Context) {
 			delete(s.Alerter.State.Pending, p.ID)
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
-				s.Alerter.Undelivered(p)
+				if strings.HasSuffix(p.Kind, "_reminder") {
+					s.Claims.undelivered(p, now)
+				} else {
+					s.Alerter.Undelivered(p)
+				}
 				continue
 			}
 			s.Alerter.Delivered(p, ref)

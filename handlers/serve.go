@@ -132,6 +132,8 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	sampler := NewSampler(b, every, log)
 	sampler.State = dir
 	sampler.LoadState()
+	sampler.Claims = NewClaims(dir, log)
+	app.claims = sampler.Claims
 	sampler.OnEvaluate = metrics.ObserveEvaluations
 	sampler.OnSample = sched.RetryPending
 	sampler.Deliver = slackDeliver(b, api, metrics)
@@ -227,6 +229,9 @@ func slackDeliver(b *Bot, api *SlackAPI, metrics *Metrics) func(ctx context.Cont
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		channel := b.ChannelID(p.Channel)
+		if p.ThreadRef == "" && isWarning(p.Kind) {
+			p.Message.Controls = b.warningControls(p.Run, p.Key, "")
+		}
 		if p.ThreadRef != "" {
 			if link := links.get(ctx, api, channel, p.ThreadRef); link != "" {
 				p.Message.Context = append(p.Message.Context, "<"+link+"|↑ the first warning>")
