@@ -404,9 +404,10 @@ func recoveredText(al *ActiveAlert) string {
 	return al.Summary + " no longer holds"
 }
 
-// followUp reports whether a post kind follows up a warning rather than being one.
+// followUp reports whether a post kind follows up a warning rather than being one: a resolution,
+// a flapping notice, a claim's reminder.
 func followUp(kind string) bool {
-	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping")
+	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder")
 }
 
 // Delivered records where a posted warning landed, so follow-ups can thread under it.
