@@ -204,6 +204,8 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.queries.Add(1)
+	// Read the form first: the server notices a client that hung up only once the body is read.
+	r.ParseForm()
 	if f.latency > 0 {
 		select {
 		case <-time.After(f.latency):
@@ -211,7 +213,6 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r.ParseForm()
 	q := r.Form.Get("query")
 	at := float64(time.Now().UnixNano()) / 1e9
 	if s := r.Form.Get("time"); s != "" {
@@ -563,8 +564,8 @@ func TestPrometheusNamedProblems(t *testing.T) {
 		probe string
 		want  string
 	}{
-		{"slow", func(fp *promFake, run *config.Run, env map[string]string) { fp.latency = 3 * time.Second },
-			"prometheus ", "no answer within 200ms"},
+		{"slow", func(fp *promFake, run *config.Run, env map[string]string) { fp.latency = time.Minute },
+			"prometheus ", "no answer within 1s"},
 		{"too many series", func(fp *promFake, run *config.Run, env map[string]string) { fp.series = probes.PromDefaultMaxSeries },
 			"prometheus ", "engine series not used: kept 2000 of"},
 		{"credential variable not set", func(fp *promFake, run *config.Run, env map[string]string) {
@@ -579,7 +580,13 @@ func TestPrometheusNamedProblems(t *testing.T) {
 			run := promTestRun("synth", fp.URL, 1e6)
 			env := map[string]string{}
 			tt.setup(fp, &run, env)
-			m, _, err := New(&config.File{Runs: []config.Run{run}}, Options{ProbeTimeout: 200 * time.Millisecond, Now: func() time.Time { return now },
+			// Only the slow server meets the timeout; the others do real work (2,000 series) and get
+			// a timeout that work cannot reach.
+			timeout := time.Minute
+			if tt.name == "slow" {
+				timeout = time.Second
+			}
+			m, _, err := New(&config.File{Runs: []config.Run{run}}, Options{ProbeTimeout: timeout, Now: func() time.Time { return now },
 				LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 			if err != nil {
 				t.Fatal(err)

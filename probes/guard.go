@@ -16,6 +16,8 @@ import (
 type Guard struct {
 	mu    sync.Mutex
 	calls map[string]*guardCall
+	// joined, when set (tests), is told each time a caller joins a call already running.
+	joined func(key string)
 }
 
 type guardCall struct {
@@ -36,6 +38,9 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 	}
 	g.mu.Lock()
 	c, running := g.calls[key]
+	if running && g.joined != nil {
+		g.joined(key)
+	}
 	if !running {
 		c = &guardCall{done: make(chan struct{})}
 		g.calls[key] = c
