@@ -42,8 +42,10 @@ type Options struct {
 	// LookupEnv reads the environment variables a run names for its Prometheus credentials; nil
 	// means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// RateWindow is how long to wait for a second disk-counter reading when there is no recent
-	// one to measure write rates against (default 1 s; negative: do not wait, report no rate).
+	// RateWindow, when positive, is how long to wait for a second disk-counter reading when
+	// neither this monitor nor a running `bot serve` (through the state directory) has a recent
+	// one to measure write rates against. Zero or negative: do not wait; the status says the
+	// write rate needs a second sample.
 	RateWindow time.Duration
 	// StatFS reads mount capacity; nil gets probes.NewStatFS(ProbeTimeout). Tests pass
 	// probes.NewStatFSFunc to stand in for a mount whose statfs never returns.
@@ -83,12 +85,7 @@ type Monitor struct {
 
 	mu   sync.Mutex
 	runs map[string]*runState
-	disk *diskSample // last disk counters, for write rates
-}
-
-type diskSample struct {
-	at       time.Time
-	counters probes.DiskCounters
+	disk *diskSample // last disk counters, for write rates; see shared.go
 }
 
 // New builds a monitor for the runs in f and loads their persisted history.
@@ -172,14 +169,14 @@ func (m *Monitor) Now() time.Time { return m.opts.Now() }
 func (m *Monitor) Status(ctx context.Context, need Need) reports.Status {
 	now := m.opts.Now()
 	st := reports.Status{GeneratedAt: now.UTC()}
-	shared := m.probeShared(ctx, need)
+	shared := m.startShared(ctx, need)
 	out := make([]reports.RunStatus, len(m.file.Runs))
 	var wg sync.WaitGroup
 	for i := range m.file.Runs {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			out[i], _ = m.runStatus(ctx, &m.file.Runs[i], need, &shared, now)
+			out[i], _ = m.runStatus(ctx, &m.file.Runs[i], need, shared, now)
 		}(i)
 	}
 	wg.Wait()
@@ -214,8 +211,8 @@ func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (report
 	if !ok {
 		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, m.RunNames())
 	}
-	shared := m.probeShared(ctx, need)
-	rs, _ := m.runStatus(ctx, r, need, &shared, m.opts.Now())
+	shared := m.startShared(ctx, need)
+	rs, _ := m.runStatus(ctx, r, need, shared, m.opts.Now())
 	return rs, nil
 }
 
@@ -228,112 +225,9 @@ func (m *Monitor) RunNames() []string {
 	return names
 }
 
-// sharedProbes are read once per status for every run: the mount table, open files and disk counters.
-type sharedProbes struct {
-	table    *probes.MountTable
-	tableErr error
-	scan     *probes.WriterScan
-	scanErr  error
-	rates    map[string]float64 // by mount point
-	rateErr  error
-}
-
-// probeShared reads what every run shares: the mount table (for storage and plans), and for
-// storage also the open files and the disk counters.
-func (m *Monitor) probeShared(ctx context.Context, need Need) sharedProbes {
-	var s sharedProbes
-	if !need.Storage && !need.Plans {
-		return s
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-		defer cancel()
-		s.table, s.tableErr = m.mounts.Read(c)
-	}()
-	if !need.Storage {
-		wg.Wait()
-		return s
-	}
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
-		defer cancel()
-		scan, err := m.writers.Scan(c)
-		if err != nil {
-			s.scanErr = err
-			return
-		}
-		s.scan = &scan
-	}()
-	var cur probes.DiskCounters
-	var curErr error
-	go func() {
-		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-		defer cancel()
-		cur, curErr = m.diskio.Read(c)
-	}()
-	wg.Wait()
-	if curErr != nil {
-		s.rateErr = curErr
-		return s
-	}
-	now := m.opts.Now()
-	m.mu.Lock()
-	prev := m.disk
-	m.disk = &diskSample{at: now, counters: cur}
-	m.mu.Unlock()
-	if prev == nil || now.Sub(prev.at) > 10*time.Minute || now.Sub(prev.at) < time.Second {
-		// No recent reading to compare with: take a short second one, bounded by the deadline.
-		wait := m.opts.RateWindow
-		if wait == 0 {
-			wait = time.Second
-		}
-		if wait < 0 {
-			return s
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*wait {
-			return s
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return s
-		}
-		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-		next, err := m.diskio.Read(c)
-		cancel()
-		if err != nil {
-			s.rateErr = err
-			return s
-		}
-		prev = &diskSample{at: now, counters: cur}
-		now = m.opts.Now()
-		cur = next
-		m.mu.Lock()
-		m.disk = &diskSample{at: now, counters: cur}
-		m.mu.Unlock()
-	}
-	if s.table != nil {
-		dt := now.Sub(prev.at).Seconds()
-		s.rates = map[string]float64{}
-		for _, mt := range s.table.Visible() {
-			if probes.IsPseudoFS(mt.FSType) {
-				continue
-			}
-			if r, ok := probes.WriteRate(prev.counters, cur, mt, dt); ok {
-				s.rates[mt.MountPoint] = r
-			}
-		}
-	}
-	return s
-}
-
-func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, shared *sharedProbes, now time.Time) (reports.RunStatus, *sample) {
+// runStatus probes one run. Its own sources (log, engines) start at once; the parts that need the
+// shared probes wait for them.
+func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pending *sharedFuture, now time.Time) (reports.RunStatus, *sample) {
 	if !m.acquireRun(ctx) {
 		return notProbed(r.Name, ctx.Err()), nil
 	}
@@ -362,7 +256,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pathObs = m.observePaths(ctx, r, shared, !need.Storage, addProblem)
+			pathObs = m.observePaths(ctx, r, pending.wait(), !need.Storage, addProblem)
 		}()
 	}
 	if ps := m.prom[r.Name]; ps != nil && need.Storage {
@@ -373,6 +267,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		}()
 	}
 	wg.Wait()
+	shared := pending.wait()
 
 	st := m.runState(r.Name)
 	var eta *reports.ETA
@@ -417,6 +312,9 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		}
 		if shared.rateErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "disk activity", Error: shared.rateErr.Error()})
+		}
+		if shared.rateNote != "" {
+			rs.Notices = append(rs.Notices, shared.rateNote)
 		}
 	} else {
 		rs.Storage = reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}}
