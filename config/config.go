@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"runwatch/probes"
 )
 
 // File is a parsed run file.
@@ -396,8 +394,7 @@ func (f *File) validate() error {
 			return fmt.Errorf("%s: %q is not an absolute path", at("log"), r.Log)
 		}
 		if r.LogPattern != "" {
-			// The probe's own check, so that what loads here also runs there.
-			if _, err := probes.CompileProgressPattern(r.LogPattern); err != nil {
+			if _, err := CompileProgressPattern(r.LogPattern); err != nil {
 				return fmt.Errorf("%s: %w (it needs named groups (?P<done>...) and (?P<total>...))", at("log_pattern"), err)
 			}
 		}

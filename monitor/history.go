@@ -148,7 +148,7 @@ func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	out := map[string]float64{}
-	t := float64(now.UnixNano()) / 1e9
+	t := probes.UnixSeconds(now)
 	for _, o := range obs {
 		if o.Usage == nil || !o.HasMount {
 			continue
@@ -239,7 +239,7 @@ func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now t
 	st := m.runState(r.Name)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	t := float64(now.UnixNano()) / 1e9
+	t := probes.UnixSeconds(now)
 	for _, p := range rs.Storage.Paths {
 		if p.FreeBytes == nil || p.Mount == "" || p.Host != "" {
 			continue // remote paths keep no local free-space history

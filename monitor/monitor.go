@@ -142,7 +142,7 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 		if r.Log != "" {
 			var pat *regexp.Regexp
 			if r.LogPattern != "" {
-				p, err := probes.CompileProgressPattern(r.LogPattern)
+				p, err := config.CompileProgressPattern(r.LogPattern)
 				if err != nil {
 					return nil, nil, fmt.Errorf("run %s: log_pattern: %w", r.Name, err)
 				}

@@ -105,7 +105,7 @@ func ptr(v float64) *float64 { return &v }
 // engines are the run's `metrics:` endpoints, or, without them, what its Prometheus server holds
 // (see prometheus.go for how the sources combine).
 func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Time, problem func(string, error)) *sample {
-	s := &sample{obs: reports.Observation{T: float64(now.UnixNano()) / 1e9}, metrics: map[string]float64{}}
+	s := &sample{obs: reports.Observation{T: probes.UnixSeconds(now)}, metrics: map[string]float64{}}
 	st := m.runState(r.Name)
 	ps := m.promEngineSource(r)
 	if ps != nil && m.logs[r.Name] == nil {

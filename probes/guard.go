@@ -2,10 +2,21 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"time"
 )
+
+// NoAnswer names a call that ran out of time in words a person can act on: "no answer within 2s".
+// Other errors are returned as they are.
+func NoAnswer(err error, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %s", timeout)
+	}
+	return err
+}
 
 // Guard runs filesystem calls that can hang on a dead mount (an NFS server gone, a stuck FUSE
 // daemon) where the caller's ctx can abandon them, one call per key at a time: while a call on a

@@ -76,7 +76,8 @@ type Log struct {
 }
 
 // NewLog returns a probe for the log at path. custom, when not nil, is tried
-// before the built-in formats; build it with CompileProgressPattern.
+// before the built-in formats; build it with config.CompileProgressPattern, which checks its
+// named groups.
 func NewLog(path string, custom *regexp.Regexp) *Log {
 	return &Log{path: path, custom: custom}
 }
@@ -357,7 +358,7 @@ func logTailParseTqdm(line []byte) (Progress, bool) {
 	return p, true
 }
 
-// logTailParseCustom applies a user pattern checked by CompileProgressPattern.
+// logTailParseCustom applies a user pattern checked by config.CompileProgressPattern.
 func logTailParseCustom(line []byte, re *regexp.Regexp) (Progress, bool) {
 	m := re.FindSubmatchIndex(line)
 	if m == nil {
@@ -389,43 +390,6 @@ func logTailParseCustom(line []byte, re *regexp.Regexp) (Progress, bool) {
 		}
 	}
 	return p, haveDone && haveTotal
-}
-
-// logTailGroups are the named groups a custom pattern may use.
-var logTailGroups = []string{"done", "total", "errors", "elapsed", "avg_tokens", "rate"}
-
-// CompileProgressPattern compiles a user regex and checks it has named groups
-// done and total (others optional: errors, elapsed, avg_tokens, rate); a
-// clear error names what is missing or unknown.
-func CompileProgressPattern(expr string) (*regexp.Regexp, error) {
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, fmt.Errorf("compile progress pattern: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, name := range re.SubexpNames() {
-		if name == "" {
-			continue
-		}
-		known := false
-		for _, k := range logTailGroups {
-			known = known || name == k
-		}
-		if !known {
-			return nil, fmt.Errorf("compile progress pattern: unknown group (?P<%s>); use %s", name, strings.Join(logTailGroups, ", "))
-		}
-		seen[name] = true
-	}
-	var missing []string
-	for _, name := range logTailGroups[:2] {
-		if !seen[name] {
-			missing = append(missing, "(?P<"+name+">...)")
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("compile progress pattern: missing named group %s", strings.Join(missing, " and "))
-	}
-	return re, nil
 }
 
 // logTailInt parses a count that may carry thousands separators.

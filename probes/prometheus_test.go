@@ -416,7 +416,7 @@ func TestPromEngines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := PromEngines(r.Series)
+	got := PromEnginesByInstance(r.Series)
 	nan := math.NaN()
 	// The sums of the fixture's series per instance (two data-parallel engines each).
 	want := map[string]Engine{
@@ -540,6 +540,6 @@ func FuzzPrometheusAnswer(f *testing.F) {
 		if len(r.Series) > 5 || samples > 20 {
 			t.Errorf("answer of %d series, %d samples exceeds the limits", len(r.Series), samples)
 		}
-		PromEngines(r.Series)
+		PromEnginesByInstance(r.Series)
 	})
 }
