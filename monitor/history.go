@@ -211,7 +211,7 @@ type Evaluation struct {
 // is set) and returns each run's status with any ETA shift.
 func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 	now := m.opts.Now()
-	shared := m.startShared(ctx, All)
+	pass := m.newPass(ctx, All, true)
 	out := make([]Evaluation, len(m.file.Runs))
 	var wg sync.WaitGroup
 	for i := range m.file.Runs {
@@ -219,7 +219,7 @@ func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 		go func(i int) {
 			defer wg.Done()
 			r := &m.file.Runs[i]
-			rs, smp := m.runStatus(ctx, r, All, shared, now)
+			rs, smp := m.runStatus(ctx, r, All, pass, now)
 			ev := Evaluation{Run: rs}
 			ev.Shift, ev.Sample = m.record(r, rs, smp, now)
 			// The status named the state as it was before this sample; name it as it is now.

@@ -47,6 +47,9 @@ type Options struct {
 	// one to measure write rates against. Zero or negative: do not wait; the status says the
 	// write rate needs a second sample.
 	RateWindow time.Duration
+	// ScanEvery is how many samples one scan of open files in /proc serves (default 1: every
+	// sample scans). Answers that need storage always scan; samples in between reuse the last scan.
+	ScanEvery int
 	// StatFS reads mount capacity; nil gets probes.NewStatFS(ProbeTimeout). Tests pass
 	// probes.NewStatFSFunc to stand in for a mount whose statfs never returns.
 	StatFS *probes.StatFS
@@ -86,6 +89,8 @@ type Monitor struct {
 	mu   sync.Mutex
 	runs map[string]*runState
 	disk *diskSample // last disk counters, for write rates; see shared.go
+	// lastScan is the last scan of open files, which samples reuse for ScanEvery samples.
+	lastScan *writerScan
 }
 
 // New builds a monitor for the runs in f and loads their persisted history.
@@ -109,6 +114,9 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	}
 	if o.MaxHistory <= 0 {
 		o.MaxHistory = 2000
+	}
+	if o.ScanEvery <= 0 {
+		o.ScanEvery = 1
 	}
 	if o.MaxConcurrentRuns <= 0 {
 		o.MaxConcurrentRuns = 16
@@ -169,14 +177,14 @@ func (m *Monitor) Now() time.Time { return m.opts.Now() }
 func (m *Monitor) Status(ctx context.Context, need Need) reports.Status {
 	now := m.opts.Now()
 	st := reports.Status{GeneratedAt: now.UTC()}
-	shared := m.startShared(ctx, need)
+	pass := m.newPass(ctx, need, false)
 	out := make([]reports.RunStatus, len(m.file.Runs))
 	var wg sync.WaitGroup
 	for i := range m.file.Runs {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			out[i], _ = m.runStatus(ctx, &m.file.Runs[i], need, shared, now)
+			out[i], _ = m.runStatus(ctx, &m.file.Runs[i], need, pass, now)
 		}(i)
 	}
 	wg.Wait()
@@ -211,8 +219,7 @@ func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (report
 	if !ok {
 		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, m.RunNames())
 	}
-	shared := m.startShared(ctx, need)
-	rs, _ := m.runStatus(ctx, r, need, shared, m.opts.Now())
+	rs, _ := m.runStatus(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now())
 	return rs, nil
 }
 
@@ -227,7 +234,7 @@ func (m *Monitor) RunNames() []string {
 
 // runStatus probes one run. Its own sources (log, engines) start at once; the parts that need the
 // shared probes wait for them.
-func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pending *sharedFuture, now time.Time) (reports.RunStatus, *sample) {
+func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass *pass, now time.Time) (reports.RunStatus, *sample) {
 	if !m.acquireRun(ctx) {
 		return notProbed(r.Name, ctx.Err()), nil
 	}
@@ -249,14 +256,14 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pendi
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			smp = m.sampleProgress(ctx, r, now, addProblem)
+			smp = m.sampleProgress(ctx, r, pass, now, addProblem)
 		}()
 	}
 	if need.Storage || need.Plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pathObs = m.observePaths(ctx, r, pending.wait(), !need.Storage, addProblem)
+			pathObs = m.observePaths(ctx, r, pass, !need.Storage, addProblem)
 		}()
 	}
 	if ps := m.prom[r.Name]; ps != nil && need.Storage {
@@ -267,7 +274,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pendi
 		}()
 	}
 	wg.Wait()
-	shared := pending.wait()
+	shared := pass.wait()
 
 	st := m.runState(r.Name)
 	var eta *reports.ETA

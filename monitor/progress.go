@@ -104,7 +104,7 @@ func ptr(v float64) *float64 { return &v }
 // sampleProgress reads the run's log and engines concurrently and builds an observation. The
 // engines are the run's `metrics:` endpoints, or, without them, what its Prometheus server holds
 // (see prometheus.go for how the sources combine).
-func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Time, problem func(string, error)) *sample {
+func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass, now time.Time, problem func(string, error)) *sample {
 	s := &sample{obs: reports.Observation{T: probes.UnixSeconds(now)}, metrics: map[string]float64{}}
 	st := m.runState(r.Name)
 	ps := m.promEngineSource(r)
@@ -134,9 +134,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Ti
 		wg.Add(1)
 		go func(i int, u string) {
 			defer wg.Done()
-			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-			defer cancel()
-			engines[i], errs[i] = m.metrics.Scrape(c, u)
+			engines[i], errs[i] = m.scrape(ctx, pass, u) // once per pass, however many runs list it
 		}(i, u)
 	}
 	if ps != nil {

@@ -451,16 +451,9 @@ func (m *Monitor) itSampleProgress(ctx context.Context) {
 	now := m.opts.Now()
 	for i := range m.file.Runs {
 		r := &m.file.Runs[i]
-		rs, smp := m.runStatus(ctx, r, Need{Progress: true}, readyShared(sharedProbes{}), now)
+		rs, smp := m.runStatus(ctx, r, Need{Progress: true}, m.newPass(ctx, Need{Progress: true}, true), now)
 		m.record(r, rs, smp, now)
 	}
-}
-
-// readyShared is a future that already holds s.
-func readyShared(s sharedProbes) *sharedFuture {
-	f := &sharedFuture{done: make(chan struct{}), v: s}
-	close(f.done)
-	return f
 }
 
 // itSummary is the figures the test compares, for the log.

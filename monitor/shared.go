@@ -20,26 +20,119 @@ type sharedProbes struct {
 	rateNote string
 }
 
-// sharedFuture is the shared probes of one status, read while each run's own sources are read.
-type sharedFuture struct {
-	done chan struct{}
-	v    sharedProbes
+// pass is one reading of the world that every run of a status or a sample shares: the shared
+// probes (mount table, open files, disk counters), read while each run reads its own sources;
+// each metrics URL scraped once and each mount statted once, however many runs list them.
+type pass struct {
+	done    chan struct{}
+	shared  sharedProbes
+	scrapes memo[probes.Engine]
+	usage   memo[probes.Usage]
 }
 
 // wait returns the shared probes once they are read.
-func (f *sharedFuture) wait() *sharedProbes {
-	<-f.done
-	return &f.v
+func (p *pass) wait() *sharedProbes {
+	<-p.done
+	return &p.shared
 }
 
-// startShared starts reading what every run shares; the runs' own probes need not wait for it.
-func (m *Monitor) startShared(ctx context.Context, need Need) *sharedFuture {
-	f := &sharedFuture{done: make(chan struct{})}
+// newPass starts reading what every run shares. A sampler's pass (sampling) scans open files only
+// every ScanEvery samples and reuses the last scan in between; answers always scan.
+func (m *Monitor) newPass(ctx context.Context, need Need, sampling bool) *pass {
+	p := &pass{done: make(chan struct{})}
 	go func() {
-		defer close(f.done)
-		f.v = m.probeShared(ctx, need)
+		defer close(p.done)
+		p.shared = m.probeShared(ctx, need, sampling)
 	}()
-	return f
+	return p
+}
+
+// writerScan is the last scan of open files, kept for the samples that reuse it.
+type writerScan struct {
+	scan    *probes.WriterScan
+	err     error
+	samples int // samples that reused it
+}
+
+// scanWriters scans /proc for open files, or, for a sample within ScanEvery samples of the last
+// scan, returns that one.
+func (m *Monitor) scanWriters(ctx context.Context, sampling bool) (*probes.WriterScan, error) {
+	m.mu.Lock()
+	last := m.lastScan
+	if sampling && last != nil && last.samples+1 < m.opts.ScanEvery {
+		last.samples++
+		m.mu.Unlock()
+		return last.scan, last.err
+	}
+	m.mu.Unlock()
+	c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
+	defer cancel()
+	ws := &writerScan{}
+	if scan, err := m.writers.Scan(c); err != nil {
+		ws.err = err
+	} else {
+		ws.scan = &scan
+	}
+	m.mu.Lock()
+	m.lastScan = ws
+	m.mu.Unlock()
+	return ws.scan, ws.err
+}
+
+// scrape reads a metrics endpoint once per pass.
+func (m *Monitor) scrape(ctx context.Context, p *pass, url string) (probes.Engine, error) {
+	return p.scrapes.do(ctx, url, func() (probes.Engine, error) {
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		return m.metrics.Scrape(c, url)
+	})
+}
+
+// usage reads a mount's capacity once per pass.
+func (m *Monitor) usage(ctx context.Context, p *pass, mountPoint string) (probes.Usage, error) {
+	return p.usage.do(ctx, mountPoint, func() (probes.Usage, error) {
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		return m.statfs.Usage(c, mountPoint)
+	})
+}
+
+// memo runs one call per key and gives its result to every caller of the key. The first caller
+// runs it under its own deadline; the others wait for it or for their own ctx.
+type memo[T any] struct {
+	mu    sync.Mutex
+	calls map[string]*memoCall[T]
+}
+
+type memoCall[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+func (mm *memo[T]) do(ctx context.Context, key string, fn func() (T, error)) (T, error) {
+	mm.mu.Lock()
+	if mm.calls == nil {
+		mm.calls = map[string]*memoCall[T]{}
+	}
+	c, running := mm.calls[key]
+	if !running {
+		c = &memoCall[T]{done: make(chan struct{})}
+		mm.calls[key] = c
+	}
+	mm.mu.Unlock()
+	if !running {
+		c.v, c.err = fn()
+		close(c.done)
+		return c.v, c.err
+	}
+	select {
+	case <-c.done:
+		return c.v, c.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // diskSample is a reading of the disk counters and when it was taken; the long-lived monitor
@@ -94,7 +187,7 @@ func (m *Monitor) keepDisk(cur *diskSample) {
 
 // probeShared reads what every run shares: the mount table (for storage and plans), and for
 // storage also the open files and the disk counters.
-func (m *Monitor) probeShared(ctx context.Context, need Need) sharedProbes {
+func (m *Monitor) probeShared(ctx context.Context, need Need, sampling bool) sharedProbes {
 	var s sharedProbes
 	if !need.Storage && !need.Plans {
 		return s
@@ -114,14 +207,7 @@ func (m *Monitor) probeShared(ctx context.Context, need Need) sharedProbes {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
-		defer cancel()
-		scan, err := m.writers.Scan(c)
-		if err != nil {
-			s.scanErr = err
-			return
-		}
-		s.scan = &scan
+		s.scan, s.scanErr = m.scanWriters(ctx, sampling)
 	}()
 	var cur probes.DiskCounters
 	var curErr error

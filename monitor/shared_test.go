@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"runwatch/config"
+	"runwatch/probes"
 	"runwatch/state"
 )
 
@@ -83,5 +86,83 @@ func TestWriteRateFromTheRunningBot(t *testing.T) {
 	notices, rates = status(t0.Add(11*time.Minute), true)
 	if len(rates) != 0 || len(notices) != 1 {
 		t.Errorf("one-shot status 11 minutes after the bot's reading: rates %v, notices %q; want none and the note", rates, notices)
+	}
+}
+
+// Ten runs that list one metrics endpoint and write to one mount: each sample scrapes the endpoint
+// once and stats the mount once, and every run gets the reading.
+func TestOnePassPerSample(t *testing.T) {
+	srv, scrapes := vllmServer(t, 1386*30)
+	dir := t.TempDir()
+	var statfs atomic.Int32
+	usage := func(string) (probes.Usage, error) {
+		statfs.Add(1)
+		return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
+	}
+	f := &config.File{Source: "test"}
+	for i := range 10 {
+		out := filepath.Join(dir, fmt.Sprintf("out-%d", i))
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f.Runs = append(f.Runs, config.Run{Name: fmt.Sprintf("r%d", i), Metrics: []string{srv.URL + "/metrics"}, Outputs: []string{out}})
+	}
+	m, _, err := New(f, Options{StatFS: probes.NewStatFSFunc(time.Minute, usage)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sample := 1; sample <= 3; sample++ {
+		evs := m.Sample(context.Background())
+		if got := scrapes.Load(); got != int64(sample) {
+			t.Errorf("after sample %d the endpoint served %d scrapes; want %d (one per sample for 10 runs)", sample, got, sample)
+		}
+		if got := statfs.Load(); got != int32(sample) {
+			t.Errorf("after sample %d statfs ran %d times; want %d (one per mount per sample)", sample, got, sample)
+		}
+		for _, ev := range evs {
+			if len(ev.Run.Engines) != 1 || !ev.Run.Engines[0].OK || len(ev.Run.Storage.Paths) != 1 || ev.Run.Storage.Paths[0].FreeBytes == nil {
+				t.Errorf("sample %d run %s: engines %+v, paths %+v; want the shared reading", sample, ev.Run.Name, ev.Run.Engines, ev.Run.Storage.Paths)
+			}
+		}
+	}
+}
+
+// With ScanEvery 3, samples scan /proc once in three and reuse the scan between; an answer scans
+// when it is asked.
+func TestSamplesShareTheWriterScan(t *testing.T) {
+	proc := filepath.Join(t.TempDir(), "proc")
+	if out, err := exec.Command("cp", "-a", "../probes/testdata/proc", proc).CombinedOutput(); err != nil {
+		t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
+	}
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth"}}}
+	m, _, err := New(f, Options{ProcRoot: proc, ScanEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writers := func(sampling bool) int {
+		t.Helper()
+		scan, err := m.scanWriters(context.Background(), sampling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(scan.Writers)
+	}
+	if n := writers(true); n != 10 {
+		t.Fatalf("first sample's scan = %d writers; want the fixture's 10", n)
+	}
+	// Process 1002 (two writers) exits.
+	if err := os.RemoveAll(filepath.Join(proc, "1002")); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{10, 10, 8, 8, 8, 8} {
+		if i == 3 {
+			// An answer between samples sees what is there now.
+			if n := writers(false); n != 8 {
+				t.Errorf("answer's scan = %d writers; want 8", n)
+			}
+		}
+		if n := writers(true); n != want {
+			t.Errorf("sample %d's scan = %d writers; want %d", i+2, n, want)
+		}
 	}
 }
