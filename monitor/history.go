@@ -227,6 +227,7 @@ func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 			if err := m.save(r.Name); err != nil {
 				ev.Run.Problems = append(ev.Run.Problems, reports.Problem{Probe: "state", Error: err.Error()})
 			}
+			m.keepLatest(r.Name, All, now, ev.Run)
 			out[i] = ev
 		}(i)
 	}

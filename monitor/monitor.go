@@ -47,6 +47,10 @@ type Options struct {
 	// one to measure write rates against. Zero or negative: do not wait; the status says the
 	// write rate needs a second sample.
 	RateWindow time.Duration
+	// Fresh is how old the latest evaluation of a run (a sample's, or an earlier answer's) may be
+	// for an answer or a scheduled post to read it instead of probing again; 0 (the default)
+	// probes for every answer.
+	Fresh time.Duration
 	// ScanEvery is how many samples one scan of open files in /proc serves (default 1: every
 	// sample scans). Answers that need storage always scan; samples in between reuse the last scan.
 	ScanEvery int
@@ -91,6 +95,9 @@ type Monitor struct {
 	disk *diskSample // last disk counters, for write rates; see shared.go
 	// lastScan is the last scan of open files, which samples reuse for ScanEvery samples.
 	lastScan *writerScan
+	// latest is each run's latest evaluation; inflight shares evaluations in progress (latest.go).
+	latest   map[string]latestEval
+	inflight flights
 }
 
 // New builds a monitor for the runs in f and loads their persisted history.
@@ -138,6 +145,7 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 		metrics: probes.NewMetrics(o.HTTP, 0),
 		logs:    map[string]*probes.Log{},
 		runs:    map[string]*runState{},
+		latest:  map[string]latestEval{},
 
 		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
 	}
@@ -177,14 +185,21 @@ func (m *Monitor) Now() time.Time { return m.opts.Now() }
 func (m *Monitor) Status(ctx context.Context, need Need) reports.Status {
 	now := m.opts.Now()
 	st := reports.Status{GeneratedAt: now.UTC()}
-	pass := m.newPass(ctx, need, false)
+	// The shared probes start only if some run is not answered from its latest evaluation.
+	var pass *pass
+	var passOnce sync.Once
 	out := make([]reports.RunStatus, len(m.file.Runs))
 	var wg sync.WaitGroup
 	for i := range m.file.Runs {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			out[i], _ = m.runStatus(ctx, &m.file.Runs[i], need, pass, now)
+			r := &m.file.Runs[i]
+			out[i] = m.evaluate(ctx, r.Name, need, func() reports.RunStatus {
+				passOnce.Do(func() { pass = m.newPass(ctx, need, false) })
+				rs, _ := m.runStatus(ctx, r, need, pass, now)
+				return rs
+			})
 		}(i)
 	}
 	wg.Wait()
@@ -219,7 +234,10 @@ func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (report
 	if !ok {
 		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, m.RunNames())
 	}
-	rs, _ := m.runStatus(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now())
+	rs := m.evaluate(ctx, name, need, func() reports.RunStatus {
+		rs, _ := m.runStatus(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now())
+		return rs
+	})
 	return rs, nil
 }
 

@@ -3,16 +3,20 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"runwatch/config"
 	"runwatch/probes"
+	"runwatch/reports"
 	"runwatch/state"
 )
 
@@ -163,6 +167,80 @@ func TestSamplesShareTheWriterScan(t *testing.T) {
 		}
 		if n := writers(true); n != want {
 			t.Errorf("sample %d's scan = %d writers; want %d", i+2, n, want)
+		}
+	}
+}
+
+// An answer within Options.Fresh of the last sample reads that sample's evaluation; an older one
+// probes again; identical answers asked at once share one probe.
+func TestAnswersShareEvaluations(t *testing.T) {
+	release := make(chan struct{})
+	var scrapes atomic.Int64
+	var block atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := scrapes.Add(1)
+		if block.Load() {
+			<-release
+		}
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n# TYPE vllm:request_success_total counter\nvllm:request_success_total %d\n", n)
+	}))
+	t.Cleanup(srv.Close)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Metrics: []string{srv.URL + "/metrics"}, Total: 100}}}
+	m, _, err := New(f, Options{Now: clock, Fresh: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	progress := Need{Progress: true}
+	m.Sample(ctx)
+	advance(5 * time.Second)
+	rs, _ := m.RunStatus(ctx, "synth", progress)
+	if scrapes.Load() != 1 || rs.Progress == nil || rs.Progress.Done != 1 {
+		t.Errorf("answer 5 s after a sample: %d scrapes, progress %+v; want the sample's evaluation (1 scrape, 1 done)", scrapes.Load(), rs.Progress)
+	}
+	advance(6 * time.Second)
+	rs, _ = m.RunStatus(ctx, "synth", progress)
+	if scrapes.Load() != 2 || rs.Progress == nil || rs.Progress.Done != 2 {
+		t.Errorf("answer 11 s after a sample: %d scrapes, progress %+v; want a fresh probe (2 scrapes, 2 done)", scrapes.Load(), rs.Progress)
+	}
+
+	// Five identical questions at once, 20 s later: one probe.
+	advance(20 * time.Second)
+	block.Store(true)
+	joined := make(chan struct{}, 8)
+	m.inflight.joined = func(string) { joined <- struct{}{} }
+	var wg sync.WaitGroup
+	answers := make([]reports.RunStatus, 5)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], _ = m.RunStatus(ctx, "synth", progress)
+		}()
+	}
+	for range 4 {
+		<-joined
+	}
+	close(release)
+	wg.Wait()
+	if got := scrapes.Load(); got != 3 {
+		t.Errorf("5 identical questions at once: %d scrapes in all; want 3 (one for the five)", got)
+	}
+	for i, a := range answers {
+		if a.Progress == nil || a.Progress.Done != 3 {
+			t.Errorf("answer %d of the five = %+v; want 3 done", i, a.Progress)
 		}
 	}
 }
