@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -72,20 +73,16 @@ func (sc *stageChecker) check(ctx context.Context, r *config.Run, st *runState, 
 func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, st *runState, smp *sample) reports.StageStatus {
 	switch s.Check {
 	case "http":
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
-		if err != nil {
+		a, err := probes.CheckHTTP(ctx, sc.client, s.URL)
+		switch {
+		case errors.Is(err, probes.ErrBadRequest):
 			return reports.StageStatus{State: reports.StageFailed, Detail: err.Error()}
-		}
-		start := time.Now()
-		resp, err := sc.client.Do(req)
-		if err != nil {
+		case err != nil:
 			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(err)}
+		case a.Code/100 == 2:
+			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s answers %d in %d ms", s.URL, a.Code, a.Took.Milliseconds())}
 		}
-		resp.Body.Close()
-		if resp.StatusCode/100 == 2 {
-			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s answers %d in %d ms", s.URL, resp.StatusCode, time.Since(start).Milliseconds())}
-		}
-		return reports.StageStatus{State: reports.StageFailed, Detail: fmt.Sprintf("%s answers %s", s.URL, resp.Status)}
+		return reports.StageStatus{State: reports.StageFailed, Detail: fmt.Sprintf("%s answers %s", s.URL, a.Status)}
 	case "exists":
 		ok, err := statWithin(ctx, sc.guard, s.Path)
 		switch {
@@ -97,18 +94,9 @@ func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.S
 		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
 	case "progress":
 		if smp == nil || !smp.hasProgress {
-			return reports.StageStatus{State: reports.StagePending, Detail: "no progress reported yet"}
+			return reports.StageFromProgress(nil)
 		}
-		p := smp.progress
-		switch {
-		case p.Total > 0 && p.Done >= p.Total:
-			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s items done", reports.Count(float64(p.Done)))}
-		case p.Done > 0 && p.Total > 0:
-			return reports.StageStatus{State: reports.StageInProgress, Detail: fmt.Sprintf("%s / %s (%s)", reports.Count(float64(p.Done)), reports.Count(float64(p.Total)), reports.Percent(float64(p.Done)/float64(p.Total)))}
-		case p.Done > 0:
-			return reports.StageStatus{State: reports.StageInProgress, Detail: fmt.Sprintf("%s done", reports.Count(float64(p.Done)))}
-		}
-		return reports.StageStatus{State: reports.StagePending, Detail: "not started"}
+		return reports.StageFromProgress(&smp.progress)
 	case "growing":
 		return sc.growing(ctx, s, st)
 	case "metric":
@@ -129,14 +117,7 @@ func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.S
 				vals["percent"] = 100 * float64(smp.progress.Done) / float64(smp.progress.Total)
 			}
 		}
-		v, ok := vals[name]
-		if !ok {
-			return reports.StageStatus{State: reports.StagePending, Detail: fmt.Sprintf("metric %s not scraped (known: %s)", s.Metric, strings.Join(MetricNames(), ", "))}
-		}
-		if compare(v, s.Op, s.Value) {
-			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s = %g %s %g", s.Metric, v, s.Op, s.Value)}
-		}
-		return reports.StageStatus{State: reports.StagePending, Detail: fmt.Sprintf("%s = %g, waiting for %s %g", s.Metric, v, s.Op, s.Value)}
+		return reports.StageFromMetric(s.Metric, name, s.Op, s.Value, vals, MetricNames())
 	case "promql":
 		if sc.promql == nil {
 			return reports.StageStatus{State: reports.StagePending, Detail: "promql checks need prometheus: in the run"}
@@ -157,41 +138,14 @@ func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.S
 
 // growing compares a directory's top-level size and file count with the last look.
 func (sc *stageChecker) growing(ctx context.Context, s *config.Stage, st *runState) reports.StageStatus {
-	type res struct {
-		size  int64
-		files int
-		err   error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		ents, err := os.ReadDir(s.Path)
-		if err != nil {
-			ch <- res{err: err}
-			return
-		}
-		var r res
-		for i, e := range ents {
-			if i >= 100000 {
-				break
-			}
-			if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
-				r.size += info.Size()
-				r.files++
-			}
-		}
-		ch <- r
-	}()
-	var r res
-	select {
-	case r = <-ch:
-	case <-ctx.Done():
+	size, files, err := sc.guard.DirSize(ctx, s.Path)
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " did not answer in time"}
-	}
-	if r.err != nil {
-		if os.IsNotExist(r.err) {
-			return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
-		}
-		return reports.StageStatus{State: reports.StagePending, Detail: shortErr(r.err)}
+	case os.IsNotExist(err):
+		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
+	case err != nil:
+		return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
 	}
 	now := sc.now().UTC()
 	st.mu.Lock()
@@ -199,22 +153,13 @@ func (sc *stageChecker) growing(ctx context.Context, s *config.Stage, st *runSta
 		st.Growing = map[string]growingMemo{}
 	}
 	prev, seen := st.Growing[s.Name]
-	cur := growingMemo{Size: r.size, Files: r.files, Seen: now, Changed: prev.Changed}
-	if !seen || r.size != prev.Size || r.files != prev.Files {
+	cur := growingMemo{Size: size, Files: files, Seen: now, Changed: prev.Changed}
+	if !seen || size != prev.Size || files != prev.Files {
 		cur.Changed = now
 	}
 	st.Growing[s.Name] = cur
 	st.mu.Unlock()
-	summary := fmt.Sprintf("%s in %s", reports.Bytes(float64(r.size)), reports.Plural(r.files, "file", "files"))
-	switch {
-	case r.files == 0:
-		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " is empty"}
-	case seen && r.size > prev.Size:
-		return reports.StageStatus{State: reports.StageInProgress, Detail: fmt.Sprintf("%s, +%s since %s", summary, reports.Bytes(float64(r.size-prev.Size)), prev.Seen.Format("15:04 UTC"))}
-	case !seen || now.Sub(cur.Changed) < 10*time.Minute:
-		return reports.StageStatus{State: reports.StageInProgress, Detail: summary}
-	}
-	return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s, unchanged since %s", summary, cur.Changed.Format("Jan 2 15:04 UTC"))}
+	return reports.StageFromGrowth(s.Path, reports.Growth(prev), seen, reports.Growth(cur), now)
 }
 
 func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error) {
@@ -228,24 +173,6 @@ func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error)
 		return false, nil
 	}
 	return false, err
-}
-
-func compare(v float64, op string, x float64) bool {
-	switch op {
-	case ">":
-		return v > x
-	case ">=":
-		return v >= x
-	case "<":
-		return v < x
-	case "<=":
-		return v <= x
-	case "==":
-		return v == x
-	case "!=":
-		return v != x
-	}
-	return false
 }
 
 func shortErr(err error) string {
