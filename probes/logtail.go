@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -70,52 +69,36 @@ const (
 type Log struct {
 	path   string
 	custom *regexp.Regexp
-
-	mu   sync.Mutex
-	busy bool // a read is running (possibly stuck on a dead filesystem)
+	guard  *Guard
 }
 
 // NewLog returns a probe for the log at path. custom, when not nil, is tried
 // before the built-in formats; build it with config.CompileProgressPattern, which checks its
 // named groups.
 func NewLog(path string, custom *regexp.Regexp) *Log {
-	return &Log{path: path, custom: custom}
+	return &Log{path: path, custom: custom, guard: newFailFastGuard()}
 }
 
 // Read returns the newest progress line of the log and the identity of the
-// file it came from. The read happens in its own goroutine so that ctx can
-// abandon it when the filesystem hangs; while an abandoned read is still
-// blocked, further reads fail at once instead of piling up.
+// file it came from. The read goes through a fail-fast Guard so that ctx can
+// abandon it when the filesystem hangs; readers at the same moment share one
+// read, and while an abandoned read is still blocked, further reads fail at
+// once instead of piling up.
 func (l *Log) Read(ctx context.Context) (LogReading, error) {
 	if err := ctx.Err(); err != nil {
 		return LogReading{}, fmt.Errorf("read %s: %w", l.path, err)
 	}
-	l.mu.Lock()
-	if l.busy {
-		l.mu.Unlock()
+	// The read itself runs on: ctx only abandons the wait for it.
+	v, err := l.guard.do(ctx, "read", func() (any, error) { return l.read(context.WithoutCancel(ctx)) })
+	switch {
+	case err == nil:
+		return v.(LogReading), nil
+	case errors.Is(err, errStillHung):
 		return LogReading{}, fmt.Errorf("read %s: an earlier read has not returned yet (is the filesystem hung?)", l.path)
-	}
-	l.busy = true
-	l.mu.Unlock()
-
-	type result struct {
-		r   LogReading
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := l.read(ctx)
-		l.mu.Lock()
-		l.busy = false
-		l.mu.Unlock()
-		done <- result{r, err}
-	}()
-	select {
-	case res := <-done:
-		return res.r, res.err
-	case <-ctx.Done():
+	case ctx.Err() != nil:
 		return LogReading{}, fmt.Errorf("read %s: %w", l.path, ctx.Err())
 	}
+	return LogReading{}, err
 }
 
 func (l *Log) read(ctx context.Context) (LogReading, error) {
