@@ -35,11 +35,13 @@ func (f *fakeRuns) RunNames() []string   { return []string{f.file.Runs[0].Name} 
 func (f *fakeRuns) RunStatus(context.Context, string, monitor.Need) (reports.RunStatus, error) {
 	return f.rs, nil
 }
-func (f *fakeRuns) History(string) []reports.Observation         { return f.hist }
-func (f *fakeRuns) EstimateConfig(string) reports.EstimateConfig { return reports.EstimateConfig{Window: 900, StallAfter: 600} }
-func (f *fakeRuns) SnoozedUntil(string) (time.Time, bool)        { return time.Time{}, false }
-func (f *fakeRuns) Snooze(string, time.Time) error               { return nil }
-func (f *fakeRuns) MarkStage(_, _, _, _ string) error            { return nil }
+func (f *fakeRuns) History(string) []reports.Observation { return f.hist }
+func (f *fakeRuns) EstimateConfig(string) reports.EstimateConfig {
+	return reports.EstimateConfig{Window: 900, StallAfter: 600}
+}
+func (f *fakeRuns) SnoozedUntil(string) (time.Time, bool) { return time.Time{}, false }
+func (f *fakeRuns) Snooze(string, time.Time) error        { return nil }
+func (f *fakeRuns) MarkStage(_, _, _, _ string) error     { return nil }
 func (f *fakeRuns) ResolveTarget(_ context.Context, _, path string) (reports.Target, error) {
 	if reports.Under(path, "/shared") {
 		return reports.Target{Path: path, Resolved: path, Exists: true, Mount: "/shared", FSType: "nfs4", Device: "nas:/export", MountPoint: path == "/shared"}, nil
