@@ -48,10 +48,8 @@ type StageMark struct {
 	At    time.Time `json:"at"`
 }
 
-type freePoint struct {
-	T    float64 `json:"t"`
-	Free uint64  `json:"free"`
-}
+// freePoint is one free-space reading of a mount, kept in the run's state for the trend.
+type freePoint = reports.FreePoint
 
 // maxFreePoints bounds the free-space history per mount: two hours at the default interval.
 const maxFreePoints = 240
@@ -158,46 +156,11 @@ func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[
 			continue
 		}
 		pts := append(append([]freePoint(nil), rs.Free[mp]...), freePoint{T: t, Free: o.Usage.Free})
-		if rate, ok := shrinkRate(pts, t-1800); ok {
+		if rate, ok := reports.ShrinkRate(pts, t-1800); ok {
 			out[mp] = rate
 		}
 	}
 	return out
-}
-
-// shrinkRate fits free space against time over points after since; ok when the fit spans at least
-// two minutes and free space is falling.
-func shrinkRate(pts []freePoint, since float64) (float64, bool) {
-	var n, st, sf, stt, stf float64
-	var t0, t1 float64
-	first := true
-	for _, p := range pts {
-		if p.T < since {
-			continue
-		}
-		if first {
-			t0, first = p.T, false
-		}
-		t1 = p.T
-		x, y := p.T-t0, float64(p.Free)
-		n++
-		st += x
-		sf += y
-		stt += x * x
-		stf += x * y
-	}
-	if n < 3 || t1-t0 < 120 {
-		return 0, false
-	}
-	den := n*stt - st*st
-	if den == 0 {
-		return 0, false
-	}
-	slope := (n*stf - st*sf) / den
-	if slope >= 0 {
-		return 0, false
-	}
-	return -slope, true
 }
 
 // Evaluation is the outcome of one sampler tick for one run.

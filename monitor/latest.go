@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"runwatch/reports"
@@ -54,53 +53,6 @@ func (m *Monitor) reuseLatest(name string, need Need, now time.Time) (reports.Ru
 	return rs, true
 }
 
-// flights shares one evaluation among identical questions asked at once.
-type flights struct {
-	mu    sync.Mutex
-	calls map[string]*flight
-	// joined, when set (tests), is told each time a question joins one in flight.
-	joined func(key string)
-}
-
-type flight struct {
-	done chan struct{}
-	rs   reports.RunStatus
-}
-
-// do runs fn for key, or waits for the run already in flight for key (or for ctx: the status of
-// the run named name then says it was not probed).
-func (f *flights) do(ctx context.Context, key, name string, fn func() reports.RunStatus) reports.RunStatus {
-	f.mu.Lock()
-	if f.calls == nil {
-		f.calls = map[string]*flight{}
-	}
-	c, running := f.calls[key]
-	if running && f.joined != nil {
-		f.joined(key)
-	}
-	if !running {
-		c = &flight{done: make(chan struct{})}
-		f.calls[key] = c
-	}
-	f.mu.Unlock()
-	if !running {
-		c.rs = fn()
-		f.mu.Lock()
-		delete(f.calls, key)
-		f.mu.Unlock()
-		close(c.done)
-		return c.rs
-	}
-	select {
-	case <-c.done:
-		rs := c.rs
-		rs.Problems, rs.Notices = slices.Clone(rs.Problems), slices.Clone(rs.Notices)
-		return rs
-	case <-ctx.Done():
-		return notProbed(name, ctx.Err())
-	}
-}
-
 // evaluate answers one run's status: the latest evaluation when fresh enough, else one probe,
 // shared with identical questions in flight, that becomes the latest.
 func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe func() reports.RunStatus) reports.RunStatus {
@@ -108,10 +60,20 @@ func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe fu
 		return rs
 	}
 	key := fmt.Sprintf("%s\x00%v", name, need)
-	return m.inflight.do(ctx, key, name, func() reports.RunStatus {
+	first := false
+	rs, err := m.inflight.Do(ctx, key, func() (reports.RunStatus, error) {
+		first = true
 		at := m.opts.Now()
 		rs := probe()
 		m.keepLatest(name, need, at, rs)
-		return rs
+		return rs, nil
 	})
+	if err != nil {
+		return notProbed(name, err)
+	}
+	if !first {
+		// Joined another question's evaluation: its own copy of the lists it might append to.
+		rs.Problems, rs.Notices = slices.Clone(rs.Problems), slices.Clone(rs.Notices)
+	}
+	return rs
 }

@@ -4,7 +4,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/flight"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
@@ -97,7 +97,7 @@ type Monitor struct {
 	lastScan *writerScan
 	// latest is each run's latest evaluation; inflight shares evaluations in progress (latest.go).
 	latest   map[string]latestEval
-	inflight flights
+	inflight flight.Group[reports.RunStatus]
 }
 
 // New builds a monitor for the runs in f and loads their persisted history.
@@ -376,12 +376,4 @@ func estimateConfig(r *config.Run) reports.EstimateConfig {
 		c.StallAfter = r.StallAfter.Seconds()
 	}
 	return c
-}
-
-// errTimeout names a probe that ran out of time in words a person can act on.
-func describeErr(err error, timeout time.Duration) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer within %s", timeout)
-	}
-	return err
 }

@@ -275,7 +275,7 @@ func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMem
 		memo := prev[rd.key]
 		es := reports.EngineStatus{URL: rd.url, Host: rd.host, OK: rd.err == nil}
 		if rd.err != nil {
-			es.Error = describeErr(rd.err, timeout).Error()
+			es.Error = probes.NoAnswer(rd.err, timeout).Error()
 			problem(rd.probe, errors.New(es.Error))
 			if memo.Seen {
 				t.tokens += memo.TokenOffset + memo.LastTokens
@@ -374,5 +374,5 @@ func describeLogErr(err error, timeout time.Duration) error {
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("permission denied: run as the job's user: %w", err)
 	}
-	return describeErr(err, timeout)
+	return probes.NoAnswer(err, timeout)
 }

@@ -175,7 +175,7 @@ func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[str
 	defer cancel()
 	rd, err := ps.engines.Read(c, now)
 	if err != nil {
-		problem(ps.probe(), describeErr(err, m.opts.ProbeTimeout))
+		problem(ps.probe(), probes.NoAnswer(err, m.opts.ProbeTimeout))
 		return nil, nil
 	}
 	readings, down := promReadingsOf(rd.Instances, ps.where, known)
@@ -226,7 +226,7 @@ func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSourc
 	defer cancel()
 	steps, err := ps.engines.History(c, from, now)
 	if err != nil {
-		problem(ps.probe(), fmt.Errorf("history: %w", describeErr(err, 2*m.opts.ProbeTimeout)))
+		problem(ps.probe(), fmt.Errorf("history: %w", probes.NoAnswer(err, 2*m.opts.ProbeTimeout)))
 		return
 	}
 	if len(steps) == 0 {
@@ -364,7 +364,7 @@ func promFillRates(free map[string]map[string][]probes.PromSample, now float64) 
 					pts = append(pts, freePoint{T: smp.T, Free: uint64(smp.V)})
 				}
 			}
-			rate, ok := shrinkRate(pts, now-probes.PromFreeWindow.Seconds())
+			rate, ok := reports.ShrinkRate(pts, now-probes.PromFreeWindow.Seconds())
 			if !ok {
 				continue
 			}
@@ -409,7 +409,7 @@ func (m *Monitor) promQLCheck(ctx context.Context, r *config.Run, query string) 
 	}
 	done, detail, err := ps.client.Check(ctx, query, m.opts.Now())
 	if err != nil {
-		return false, "", describeErr(err, m.opts.ProbeTimeout)
+		return false, "", probes.NoAnswer(err, m.opts.ProbeTimeout)
 	}
 	return done, detail, nil
 }

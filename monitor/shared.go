@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"runwatch/internal/flight"
 	"runwatch/probes"
 )
 
@@ -26,8 +27,8 @@ type sharedProbes struct {
 type pass struct {
 	done    chan struct{}
 	shared  sharedProbes
-	scrapes memo[probes.Engine]
-	usage   memo[probes.Usage]
+	scrapes flight.Group[probes.Engine]
+	usage   flight.Group[probes.Usage]
 }
 
 // wait returns the shared probes once they are read.
@@ -40,6 +41,7 @@ func (p *pass) wait() *sharedProbes {
 // every ScanEvery samples and reuses the last scan in between; answers always scan.
 func (m *Monitor) newPass(ctx context.Context, need Need, sampling bool) *pass {
 	p := &pass{done: make(chan struct{})}
+	p.scrapes.Keep, p.usage.Keep = true, true
 	go func() {
 		defer close(p.done)
 		p.shared = m.probeShared(ctx, need, sampling)
@@ -81,7 +83,7 @@ func (m *Monitor) scanWriters(ctx context.Context, sampling bool) (*probes.Write
 
 // scrape reads a metrics endpoint once per pass.
 func (m *Monitor) scrape(ctx context.Context, p *pass, url string) (probes.Engine, error) {
-	return p.scrapes.do(ctx, url, func() (probes.Engine, error) {
+	return p.scrapes.Do(ctx, url, func() (probes.Engine, error) {
 		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 		defer cancel()
 		return m.metrics.Scrape(c, url)
@@ -90,49 +92,11 @@ func (m *Monitor) scrape(ctx context.Context, p *pass, url string) (probes.Engin
 
 // usage reads a mount's capacity once per pass.
 func (m *Monitor) usage(ctx context.Context, p *pass, mountPoint string) (probes.Usage, error) {
-	return p.usage.do(ctx, mountPoint, func() (probes.Usage, error) {
+	return p.usage.Do(ctx, mountPoint, func() (probes.Usage, error) {
 		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 		defer cancel()
 		return m.statfs.Usage(c, mountPoint)
 	})
-}
-
-// memo runs one call per key and gives its result to every caller of the key. The first caller
-// runs it under its own deadline; the others wait for it or for their own ctx.
-type memo[T any] struct {
-	mu    sync.Mutex
-	calls map[string]*memoCall[T]
-}
-
-type memoCall[T any] struct {
-	done chan struct{}
-	v    T
-	err  error
-}
-
-func (mm *memo[T]) do(ctx context.Context, key string, fn func() (T, error)) (T, error) {
-	mm.mu.Lock()
-	if mm.calls == nil {
-		mm.calls = map[string]*memoCall[T]{}
-	}
-	c, running := mm.calls[key]
-	if !running {
-		c = &memoCall[T]{done: make(chan struct{})}
-		mm.calls[key] = c
-	}
-	mm.mu.Unlock()
-	if !running {
-		c.v, c.err = fn()
-		close(c.done)
-		return c.v, c.err
-	}
-	select {
-	case <-c.done:
-		return c.v, c.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
 }
 
 // diskSample is a reading of the disk counters and when it was taken; the long-lived monitor
@@ -254,16 +218,7 @@ func (m *Monitor) probeShared(ctx context.Context, need Need, sampling bool) sha
 		m.keepDisk(&diskSample{At: now, Counters: cur})
 	}
 	if s.table != nil {
-		dt := now.Sub(prev.At).Seconds()
-		s.rates = map[string]float64{}
-		for _, mt := range s.table.Visible() {
-			if probes.IsPseudoFS(mt.FSType) {
-				continue
-			}
-			if r, ok := probes.WriteRate(prev.Counters, cur, mt, dt); ok {
-				s.rates[mt.MountPoint] = r
-			}
-		}
+		s.rates = probes.WriteRates(prev.Counters, cur, s.table, now.Sub(prev.At).Seconds())
 	}
 	return s
 }

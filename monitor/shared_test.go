@@ -220,7 +220,7 @@ func TestAnswersShareEvaluations(t *testing.T) {
 	advance(20 * time.Second)
 	block.Store(true)
 	joined := make(chan struct{}, 8)
-	m.inflight.joined = func(string) { joined <- struct{}{} }
+	m.inflight.Joined = func(string) { joined <- struct{}{} }
 	var wg sync.WaitGroup
 	answers := make([]reports.RunStatus, 5)
 	for i := range answers {

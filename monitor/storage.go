@@ -74,7 +74,7 @@ func (m *Monitor) observePath(ctx context.Context, pass *pass, sp pathSpec, tabl
 	defer cancel()
 	res, err := m.guard.Resolve(c, sp.path)
 	if err != nil {
-		o.ResolveErr = describeErr(err, m.opts.ProbeTimeout)
+		o.ResolveErr = probes.NoAnswer(err, m.opts.ProbeTimeout)
 	} else {
 		o.Resolved = res
 		o.Exists = m.exists(c, res)
@@ -88,7 +88,7 @@ func (m *Monitor) observePath(ctx context.Context, pass *pass, sp pathSpec, tabl
 	}
 	u, err := m.usage(c, pass, o.Mount.MountPoint) // once per pass, however many paths are on it
 	if err != nil {
-		o.UsageErr = describeErr(err, m.opts.ProbeTimeout)
+		o.UsageErr = probes.NoAnswer(err, m.opts.ProbeTimeout)
 		return o
 	}
 	o.Usage = &u
@@ -118,7 +118,7 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 	}
 	res, err := m.guard.Resolve(c, path)
 	if err != nil {
-		return reports.Target{}, describeErr(err, m.opts.ProbeTimeout)
+		return reports.Target{}, probes.NoAnswer(err, m.opts.ProbeTimeout)
 	}
 	mt, ok := table.Lookup(res)
 	if !ok {
@@ -162,7 +162,7 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			shape, err := m.guard.ReadModelConfig(c, p.ModelConfig)
 			cancel()
 			if err != nil {
-				problem("plan "+p.Name, describeErr(err, m.opts.ProbeTimeout))
+				problem("plan "+p.Name, probes.NoAnswer(err, m.opts.ProbeTimeout))
 				out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 					Sentence: fmt.Sprintf("*%s*: cannot read the model config: %s", reports.Esc(p.Name), reports.Esc(err.Error()))})
 				continue

@@ -65,3 +65,23 @@ func TestStageFromGrowth(t *testing.T) {
 		}
 	}
 }
+
+func TestShrinkRate(t *testing.T) {
+	var falling, rising []FreePoint
+	for i := range 11 {
+		falling = append(falling, FreePoint{T: float64(1000 + 30*i), Free: uint64(1e9 - 1e6*30*i)})
+		rising = append(rising, FreePoint{T: float64(1000 + 30*i), Free: uint64(1e9 + 1e6*30*i)})
+	}
+	if r, ok := ShrinkRate(falling, 0); !ok || r < 0.999e6 || r > 1.001e6 {
+		t.Errorf("ShrinkRate(falling 1 MB/s) = %g, %v; want 1e6", r, ok)
+	}
+	if _, ok := ShrinkRate(rising, 0); ok {
+		t.Error("ShrinkRate(rising) = ok; want no rate")
+	}
+	if _, ok := ShrinkRate(falling[:3], 0); ok {
+		t.Error("ShrinkRate(one minute) = ok; want no rate under two minutes")
+	}
+	if _, ok := ShrinkRate(falling, 1250); ok {
+		t.Error("ShrinkRate(since the last 2 points) = ok; want no rate from too few points")
+	}
+}
