@@ -300,7 +300,12 @@ func TestPrometheusDeadOrSlow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := newTestPrometheus(t, PrometheusOptions{URL: tt.url})
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			// Only the slow server meets the deadline; a refused connection must not race it.
+			deadline := time.Minute
+			if tt.deadline {
+				deadline = 200 * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
 			_, err := p.Query(ctx, "up", time.Time{})
 			if err == nil || !strings.Contains(err.Error(), tt.url) {
