@@ -110,6 +110,11 @@ func TestRepliesGolden(t *testing.T) {
 	b := NewBot(runs, time.UTC, config.Env{Admins: []string{"UADMIN"}})
 	questions := []struct{ name, text, user string }{
 		{"eta", "ETA?", ""},
+		{"why", "why did the ETA move?", ""},
+		{"ontrack", "are we on track?", ""},
+		{"left", "what's left to do?", ""},
+		{"safe", "is /shared safe?", ""},
+		{"logs", "logs", ""},
 		{"throughput", "how fast are we going?", ""},
 		{"stuck", "is it stuck?", ""},
 		{"status", "status", ""},

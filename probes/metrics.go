@@ -23,14 +23,14 @@ import (
 // data-parallel `engine` labels.
 type Engine struct {
 	URL              string             // the scraped address, any password removed
-	Kind             string             // "vllm", "vllm-v0", "sglang", "tgi" or "" when no known metric was found
+	Kind             string             // "vllm", "vllm-v0", "sglang", "tgi", "llamacpp", "trtllm", "trtllm-triton" or "" when no known metric was found
 	Engines          int                // number of distinct `engine` label values (1 when unlabelled, 0 when Kind is "")
 	Running, Waiting float64            // requests; 0 when absent
 	KVCacheUsage     float64            // fraction 0..1 (mean over engines); vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc, sglang:token_usage; NaN when absent
 	GenerationTokens float64            // cumulative generated tokens (counter); for TGI, which has no counter, the sum of its per-request histogram; NaN when absent
 	PromptTokens     float64            // cumulative prompt tokens, same sources as GenerationTokens; NaN when absent
 	RequestsFinished float64            // sum of vllm:request_success_total over finished_reason (sglang:num_requests_total or the e2e latency histogram count, tgi_request_success); NaN when absent
-	FinishedByReason map[string]float64 // finished_reason -> count ("stop", "length", "abort"); vLLM only, nil otherwise
+	FinishedByReason map[string]float64 // finished_reason (or finish_reason) -> count ("stop", "length", "abort"); vLLM and TensorRT-LLM, nil otherwise
 
 	// FinishedLenSum and FinishedLenCount are the histogram of generated
 	// tokens per finished request (vllm:request_generation_tokens,
@@ -40,6 +40,12 @@ type Engine struct {
 	Preemptions   float64 // cumulative; 0 when absent
 	GenThroughput float64 // a gauge of tokens/s where the engine exports one (vllm:avg_generation_throughput_toks_per_s, sglang:gen_throughput); NaN when absent
 	StartTime     float64 // unix seconds: max of process_start_time_seconds and the generation counter's _created sample; 0 when unknown (a change means the server restarted)
+
+	// Signals are the data-quality and drafter counters (signals.go).
+	Signals Signals
+	// Missing says, when the endpoint answered, which names runwatch reads it lacks and what it
+	// exports instead (drift.go); nil when nothing expected is missing.
+	Missing []string
 
 	// Skipped lists exposition lines that were not valid and were left out,
 	// as "line N: reason: text". A scrape with a few bad lines still yields
@@ -238,15 +244,7 @@ func metricsWanted(line []byte) bool {
 	if bytes.HasSuffix(name, []byte("_bucket")) {
 		return false
 	}
-	if metricsUsed[string(name)] {
-		return true
-	}
-	for _, suffix := range []string{"_sum", "_count", "_total", "_created"} {
-		if base, ok := bytes.CutSuffix(name, []byte(suffix)); ok && metricsUsed[string(base)] {
-			return true
-		}
-	}
-	return false
+	return metricsKnownName(name)
 }
 
 // metricsNameByte reports whether c may appear in a legacy metric name.
@@ -300,116 +298,11 @@ func metricsClip(b []byte) []byte {
 	return b
 }
 
-// metricsSource names the families one engine kind exports.
-type metricsSource struct {
-	kind, prefix       string // prefix: every family of this engine has it
-	running, waiting   string
-	kvUsage            []string // first present wins
-	generation, prompt string   // counters
-	generationHist     string   // per-request histograms, fallback for the counters
-	promptHist         string
-	finished           []string // counters; first present wins
-	finishedHist       string   // a histogram observed once per finished request, last resort
-	finishedReason     string   // label of the finished counter that gives FinishedByReason
-	preemptions        string
-	genThroughput      string
-	created            string // the generation counter's creation time
-}
-
-var metricsSources = []metricsSource{{
-	kind:           "vllm",
-	prefix:         "vllm:",
-	running:        "vllm:num_requests_running",
-	waiting:        "vllm:num_requests_waiting",
-	kvUsage:        []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
-	generation:     "vllm:generation_tokens_total",
-	prompt:         "vllm:prompt_tokens_total",
-	generationHist: "vllm:request_generation_tokens",
-	promptHist:     "vllm:request_prompt_tokens",
-	finished:       []string{"vllm:request_success_total"},
-	finishedReason: "finished_reason",
-	preemptions:    "vllm:num_preemptions_total",
-	genThroughput:  "vllm:avg_generation_throughput_toks_per_s",
-	created:        "vllm:generation_tokens_created",
-}, {
-	kind:          "sglang",
-	prefix:        "sglang:",
-	running:       "sglang:num_running_reqs",
-	waiting:       "sglang:num_queue_reqs",
-	kvUsage:       []string{"sglang:token_usage"},
-	generation:    "sglang:generation_tokens_total",
-	prompt:        "sglang:prompt_tokens_total",
-	finished:      []string{"sglang:num_requests_total"},
-	finishedHist:  "sglang:e2e_request_latency_seconds",
-	genThroughput: "sglang:gen_throughput",
-	created:       "sglang:generation_tokens_created",
-}, {
-	kind:           "tgi",
-	prefix:         "tgi_",
-	running:        "tgi_batch_current_size",
-	waiting:        "tgi_queue_size",
-	generationHist: "tgi_request_generated_tokens",
-	promptHist:     "tgi_request_input_length",
-	finished:       []string{"tgi_request_success"},
-}}
-
-// MetricAlias names the summed value a sample keeps (running, waiting, kv_cache_usage,
-// generation_tokens, prompt_tokens, requests_finished, preemptions, gen_throughput) for a raw
-// engine metric name, so a stage check may use either.
-func MetricAlias(name string) (string, bool) {
-	for _, src := range metricsSources {
-		pairs := [][2]string{{src.running, "running"}, {src.waiting, "waiting"}, {src.generation, "generation_tokens"},
-			{src.prompt, "prompt_tokens"}, {src.preemptions, "preemptions"}, {src.genThroughput, "gen_throughput"}}
-		for _, k := range src.kvUsage {
-			pairs = append(pairs, [2]string{k, "kv_cache_usage"})
-		}
-		for _, f := range src.finished {
-			pairs = append(pairs, [2]string{f, "requests_finished"})
-		}
-		for _, p := range pairs {
-			if p[0] != "" && p[0] == name {
-				return p[1], true
-			}
-		}
-	}
-	return "", false
-}
-
-// metricsV0Only are families only vLLM's V0 engine exports.
-var metricsV0Only = []string{
-	"vllm:avg_generation_throughput_toks_per_s",
-	"vllm:avg_prompt_throughput_toks_per_s",
-	"vllm:num_requests_swapped",
-	"vllm:cpu_cache_usage_perc",
-}
-
-// metricsUsed holds every family name metricsEngine may read, in both the
-// text-format spelling ("x_total") and the OpenMetrics one ("x").
-var metricsUsed = func() map[string]bool {
-	used := map[string]bool{"process_start_time_seconds": true}
-	add := func(names ...string) {
-		for _, n := range names {
-			if n != "" {
-				used[n] = true
-				used[strings.TrimSuffix(n, "_total")] = true
-			}
-		}
-	}
-	for _, s := range metricsSources {
-		add(s.running, s.waiting, s.generation, s.prompt, s.generationHist, s.promptHist,
-			s.finishedHist, s.preemptions, s.genThroughput, s.created)
-		add(s.kvUsage...)
-		add(s.finished...)
-	}
-	add(metricsV0Only...)
-	return used
-}()
-
 func metricsEmpty() Engine {
 	nan := math.NaN()
 	return Engine{
 		KVCacheUsage: nan, GenerationTokens: nan, PromptTokens: nan, RequestsFinished: nan,
-		FinishedLenSum: nan, FinishedLenCount: nan, GenThroughput: nan,
+		FinishedLenSum: nan, FinishedLenCount: nan, GenThroughput: nan, Signals: metricsNoSignals(),
 	}
 }
 
@@ -428,10 +321,11 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 			break
 		}
 	}
+	m := metricsFamilies(fams)
 	if src == nil {
+		e.Missing = metricsDiagnose(m, nil)
 		return e
 	}
-	m := metricsFamilies(fams)
 	e.Kind = src.kind
 	if src.kind == "vllm" {
 		for _, name := range metricsV0Only {
@@ -462,13 +356,21 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 			break
 		}
 	}
+	if used, ok := m.sum(src.kvUsed); ok && math.IsNaN(e.KVCacheUsage) {
+		if total, ok := m.sum(src.kvMax); ok && total > 0 {
+			e.KVCacheUsage = used / total
+		}
+	}
 	e.GenerationTokens = m.counterOrHist(src.generation, src.generationHist)
 	e.PromptTokens = m.counterOrHist(src.prompt, src.promptHist)
 	for _, name := range src.finished {
 		if v, ok := m.sum(name); ok {
 			e.RequestsFinished = v
-			if src.finishedReason != "" {
-				e.FinishedByReason = m.byLabel(name, src.finishedReason)
+			for _, label := range src.finishedReason {
+				if by := m.byLabel(name, label); len(by) > 0 {
+					e.FinishedByReason = by
+					break
+				}
 			}
 			break
 		}
@@ -490,7 +392,145 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 			e.StartTime = v
 		}
 	}
+	e.Signals = metricsSignals(m, src, e)
+	e.Missing = metricsDiagnose(m, src)
 	return e
+}
+
+// metricsFamilies looks families up by the sample name an engine emits,
+// whichever way the exposition spelled counters: text format names the
+// family "x_total", OpenMetrics names it "x" with "x_total" samples, and some
+// exporters drop the suffix altogether.
+type metricsFamilies map[string]*dto.MetricFamily
+
+func (m metricsFamilies) family(name string) *dto.MetricFamily {
+	if name == "" {
+		return nil
+	}
+	if f := m[name]; f != nil {
+		return f
+	}
+	if base, ok := strings.CutSuffix(name, "_total"); ok {
+		if f := m[base]; f != nil && f.GetType() == dto.MetricType_COUNTER {
+			return f
+		}
+		return nil
+	}
+	return m[name+"_total"]
+}
+
+// metricsValue is a sample's value for the scalar types.
+func metricsValue(mt *dto.Metric) (float64, bool) {
+	switch {
+	case mt.GetCounter() != nil:
+		return mt.GetCounter().GetValue(), true
+	case mt.GetGauge() != nil:
+		return mt.GetGauge().GetValue(), true
+	case mt.GetUntyped() != nil:
+		return mt.GetUntyped().GetValue(), true
+	}
+	return 0, false
+}
+
+// each calls fn for every scalar sample of the family name, which may end in one label
+// selector: `family{label="value"}`.
+func (m metricsFamilies) each(name string, fn func(mt *dto.Metric, v float64)) bool {
+	name, label, want := metricsSelector(name)
+	f := m.family(name)
+	found := false
+	for _, mt := range f.GetMetric() {
+		if label != "" {
+			if got, _ := metricsLabel(mt, label); got != want {
+				continue
+			}
+		}
+		if v, ok := metricsValue(mt); ok {
+			fn(mt, v)
+			found = true
+		}
+	}
+	return found
+}
+
+func (m metricsFamilies) sum(name string) (float64, bool) {
+	var s float64
+	ok := m.each(name, func(_ *dto.Metric, v float64) { s += v })
+	return s, ok
+}
+
+func (m metricsFamilies) mean(name string) (float64, bool) {
+	var s float64
+	n := 0
+	m.each(name, func(_ *dto.Metric, v float64) { s += v; n++ })
+	if n == 0 {
+		return math.NaN(), false
+	}
+	return s / float64(n), true
+}
+
+func (m metricsFamilies) max(name string) (float64, bool) {
+	best := math.Inf(-1)
+	ok := m.each(name, func(_ *dto.Metric, v float64) { best = math.Max(best, v) })
+	return best, ok
+}
+
+func (m metricsFamilies) byLabel(name, label string) map[string]float64 {
+	out := map[string]float64{}
+	m.each(name, func(mt *dto.Metric, v float64) {
+		if l, ok := metricsLabel(mt, label); ok {
+			out[l] += v
+		}
+	})
+	return out
+}
+
+// hist sums a histogram (or summary) over its series. Without a TYPE line
+// the parser leaves name_sum and name_count as plain samples; those count too.
+func (m metricsFamilies) hist(name string) (sum, count float64, ok bool) {
+	if name == "" {
+		return 0, 0, false
+	}
+	for _, mt := range m[name].GetMetric() {
+		switch {
+		case mt.GetHistogram() != nil:
+			h := mt.GetHistogram()
+			sum += h.GetSampleSum()
+			count += float64(h.GetSampleCount()) + h.GetSampleCountFloat()
+			ok = true
+		case mt.GetSummary() != nil:
+			sum += mt.GetSummary().GetSampleSum()
+			count += float64(mt.GetSummary().GetSampleCount())
+			ok = true
+		}
+	}
+	if ok {
+		return sum, count, true
+	}
+	s, ok1 := m.sum(name + "_sum")
+	c, ok2 := m.sum(name + "_count")
+	if ok1 && ok2 {
+		return s, c, true
+	}
+	return 0, 0, false
+}
+
+func (m metricsFamilies) counterOrHist(counter, hist string) float64 {
+	if v, ok := m.sum(counter); ok {
+		return v
+	}
+	if sum, _, ok := m.hist(hist); ok {
+		return sum
+	}
+	return math.NaN()
+}
+
+func metricsLabel(mt *dto.Metric, name string) (string, bool) {
+	for _, lp := range mt.GetLabel() {
+		if lp.GetName() == name {
+			return lp.GetValue(), true
+		}
+	}
+	return "", false
 }
 
 // metricsRedact drops the password from a URL so errors and reports can

@@ -129,3 +129,10 @@ func promDiskQuery(instances, disks []string, window time.Duration) string {
 	return fmt.Sprintf(`node_disk_written_bytes_total{instance=~%s,device=~%s}[%ds]`,
 		promAlternation(instances), promAlternation(disks), int(window.Seconds()))
 }
+
+// promWriterQuery reads, per exporting host, the processes writing under the protected paths and
+// the processes the exporter could not inspect. The exporters' own series carry no run label: a
+// protected path means the same on every node.
+func promWriterQuery(protected []string) string {
+	return fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected))
+}
