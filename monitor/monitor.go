@@ -265,7 +265,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		wg      sync.WaitGroup
 		smp     *sample
 		pathObs []reports.PathObservation
-		remote  promStorage
+		remote  reports.RemoteInput
 		writers promWriters
 	)
 	addProblem := func(probe string, err error) {
@@ -344,8 +344,8 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 			return 0, false
 		}
 		rs.Storage = reports.BuildStorage(in, ttf)
-		rs.Storage = promMergeStorage(rs.Storage, remote, ttf)
-		rs.Storage = promMergeWriters(rs.Storage, writers)
+		remote.Writers, remote.Invisible = writers.writers, writers.invisible
+		rs.Storage = reports.MergeRemote(rs.Storage, remote, ttf)
 		if shared.tableErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "mounts", Error: shared.tableErr.Error()})
 		}

@@ -29,9 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/url"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -292,110 +290,36 @@ func promHistory(steps []probes.PromStep, where string, prev map[string]engineMe
 	return out, memos
 }
 
-// promStorage is what node_exporter says about the run's paths, by host.
-type promStorage struct {
-	obs        []reports.PathObservation
-	writeRates map[string]map[string]float64 // host -> mount point -> bytes/s
-	fillRates  map[string]map[string]float64 // host -> mount point -> bytes/s of shrinking free space
-}
-
 // promObserveStorage reads the run's paths on every host from node_exporter: capacity now, the
 // free-space trend over the last 30 minutes, and disk writes over the last five.
-func (m *Monitor) promObserveStorage(ctx context.Context, r *config.Run, ps *promSource, now time.Time, problem func(string, error)) promStorage {
-	var specs []pathSpec
+func (m *Monitor) promObserveStorage(ctx context.Context, r *config.Run, ps *promSource, now time.Time, problem func(string, error)) reports.RemoteInput {
+	var specs []reports.PathObservation
 	var paths []string
 	for _, sp := range runPaths(r) {
 		if sp.role != "plan" {
-			specs = append(specs, sp)
+			specs = append(specs, reports.PathObservation{Path: sp.path, Role: sp.role})
 			paths = append(paths, sp.path)
 		}
 	}
 	if len(specs) == 0 {
-		return promStorage{}
+		return reports.RemoteInput{}
 	}
 	if ps.err != nil {
 		problem(ps.probe(), ps.err)
-		return promStorage{}
+		return reports.RemoteInput{}
 	}
 	rem, errs := ps.fs.Read(ctx, now, paths, m.opts.ProbeTimeout)
 	for _, err := range errs {
 		problem(ps.probe(), err)
 	}
 	if len(rem.Hosts) == 0 {
-		return promStorage{}
+		return reports.RemoteInput{}
 	}
-	return promStorage{
-		obs:        promPathObservations(specs, rem.Hosts),
-		writeRates: rem.WriteRates,
-		fillRates:  promFillRates(rem.Free, probes.UnixSeconds(now)),
+	return reports.RemoteInput{
+		Paths:      reports.PlaceOnHosts(specs, rem.Hosts),
+		WriteRates: rem.WriteRates,
+		FillRates:  reports.FillRatesByHost(rem.Free, probes.UnixSeconds(now), probes.PromFreeWindow.Seconds()),
 	}
-}
-
-// promPathObservations places each configured path on the filesystem of each host that holds it,
-// as observePath does on the local mount table. Exists is left true (node_exporter cannot say, and
-// an answer should not claim "not created yet" on that) and Resolved is the path as configured
-// (symlinks on the host cannot be followed from here).
-func promPathObservations(specs []pathSpec, hosts []probes.RemoteHost) []reports.PathObservation {
-	var out []reports.PathObservation
-	for _, h := range hosts {
-		for _, sp := range specs {
-			o := reports.PathObservation{Path: sp.path, Role: sp.role, Resolved: filepath.Clean(sp.path), Exists: true, Host: h.Name}
-			f, ok := h.Lookup(sp.path)
-			if !ok {
-				o.UsageErr = probes.ErrNoRemoteFS
-				out = append(out, o)
-				continue
-			}
-			o.HasMount, o.Mount, o.Usage, o.UsageErr = true, f.Mount, f.Usage, f.Err
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// promFillRates fits free space against time per host and mount point, as for local disks.
-func promFillRates(free map[string]map[string][]probes.PromSample, now float64) map[string]map[string]float64 {
-	out := map[string]map[string]float64{}
-	for host, mounts := range free {
-		for mp, samples := range mounts {
-			pts := make([]freePoint, 0, len(samples))
-			for _, smp := range samples {
-				if smp.V >= 0 && !math.IsNaN(smp.V) {
-					pts = append(pts, freePoint{T: smp.T, Free: uint64(smp.V)})
-				}
-			}
-			rate, ok := reports.ShrinkRate(pts, now-probes.PromFreeWindow.Seconds())
-			if !ok {
-				continue
-			}
-			if out[host] == nil {
-				out[host] = map[string]float64{}
-			}
-			out[host][mp] = rate
-		}
-	}
-	return out
-}
-
-// promMergeStorage adds the hosts' entries to the local storage report: each host's paths are
-// built like local ones (capacity, time to full, warnings), then appended with their host. A
-// host's protected paths are used to flag outputs that land on them but are not listed as
-// protected mounts: the answer "no writes to /shared" speaks for this machine's processes only.
-func promMergeStorage(local reports.Storage, ps promStorage, ttf func(string) (float64, bool)) reports.Storage {
-	byHost := map[string][]reports.PathObservation{}
-	for _, o := range ps.obs {
-		byHost[o.Host] = append(byHost[o.Host], o)
-	}
-	for _, host := range sortedKeys(byHost) {
-		st := reports.BuildStorage(reports.StorageInput{Paths: byHost[host], WriteRates: ps.writeRates[host], FillRates: ps.fillRates[host]}, ttf)
-		local.Paths = append(local.Paths, st.Paths...)
-		for _, w := range st.WriteRates {
-			w.Host, w.FromSource = host, "node_exporter"
-			local.WriteRates = append(local.WriteRates, w)
-		}
-		local.Warnings = append(local.Warnings, st.Warnings...)
-	}
-	return local
 }
 
 // promQLCheck runs a promql stage check: done when the query returns a non-zero value.

@@ -3,8 +3,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"runwatch/config"
@@ -39,29 +37,4 @@ func (m *Monitor) promObserveWriters(ctx context.Context, r *config.Run, ps *pro
 		})
 	}
 	return out
-}
-
-// promMergeWriters adds other hosts' protected writers to the storage report, with a warning per
-// host and path, so "are we writing to /shared?" answers for every node that exports.
-func promMergeWriters(st reports.Storage, pw promWriters) reports.Storage {
-	st.Invisible += pw.invisible
-	warned := map[string]int{}
-	for _, w := range pw.writers {
-		st.Writers = append(st.Writers, w)
-		st.ProtectedWrites = true
-		warned[w.Host+"\x00"+w.ProtectedPath] += w.Processes
-	}
-	keys := make([]string, 0, len(warned))
-	for k := range warned {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		host, path, _ := strings.Cut(k, "\x00")
-		st.Warnings = append(st.Warnings, reports.StorageWarning{
-			Kind: "protected_write", Mount: host + ":" + path,
-			Message: fmt.Sprintf("On host %s, %s writing to protected %s.", reports.Code(host), reports.Plural(warned[k], "process is", "processes are"), reports.Code(path)),
-		})
-	}
-	return st
 }
