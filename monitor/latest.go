@@ -65,7 +65,10 @@ func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe fu
 		first = true
 		at := m.opts.Now()
 		rs := probe()
-		m.keepLatest(name, need, at, rs)
+		if ctx.Err() == nil {
+			// An evaluation cut short by its asker's deadline is not one to hand to the next.
+			m.keepLatest(name, need, at, rs)
+		}
 		return rs, nil
 	})
 	if err != nil {
