@@ -188,3 +188,49 @@ func replyGoldenJSON(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs from the golden file (-update rewrites it):\n--- got\n%s", name, strings.TrimSpace(string(got)))
 	}
 }
+
+// TestWarningsGolden runs the alerter over the same fake status, sampled twice (a failing source
+// is worth a warning the second time), and compares every warning it posts with
+// testdata/replies/warning_<kind>.{txt,blocks.json}.golden.
+func TestWarningsGolden(t *testing.T) {
+	runs := replyRuns(t)
+	a := NewAlerter(time.UTC, func(string) string { return "#synth" })
+	ev := monitor.Evaluation{Run: runs.rs, Sample: true,
+		Shift: &reports.Shift{Reason: "completions got longer: 650 -> 1,066 tokens per item (+64%) while throughput held"}}
+	notSnoozed := func(string) bool { return false }
+	posts := a.Process([]monitor.Evaluation{ev}, runs.now, notSnoozed)
+	posts = append(posts, a.Process([]monitor.Evaluation{ev}, runs.now.Add(30*time.Second), notSnoozed)...)
+	// Later the job stalls, and later still it finishes.
+	stalled := runs.rs
+	since := float64(runs.now.Unix()) - 900
+	stalled.ETA = &reports.ETA{State: reports.StateStalled, StalledSince: &since, Reason: "no progress for 15 min (stall_after 10 min)"}
+	posts = append(posts, a.Process([]monitor.Evaluation{{Run: stalled, Sample: true}}, runs.now.Add(time.Hour), notSnoozed)...)
+	done := runs.rs
+	done.Progress = &reports.Progress{Done: 25000, Total: 25000, Source: "log"}
+	done.ETA = &reports.ETA{State: reports.StateDone, Reason: "all 25,000 items done"}
+	posts = append(posts, a.Process([]monitor.Evaluation{{Run: done, Sample: true}}, runs.now.Add(5*time.Hour), notSnoozed)...)
+	kinds := map[string]bool{}
+	for _, p := range posts {
+		kinds[p.Kind] = true
+	}
+	for _, k := range []string{AlertShift, AlertProtected, AlertProbe, AlertStall, AlertFinished} {
+		if !kinds[k] {
+			t.Errorf("warnings = %v; want one of kind %s", kinds, k)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range posts {
+		// A reminder repeats its warning word for word: one golden file per kind.
+		if seen[p.Kind] {
+			continue
+		}
+		seen[p.Kind] = true
+		name := "warning_" + p.Kind
+		replyGolden(t, filepath.Join("replies", name+".txt.golden"), []byte(p.Message.Text()+"\n"))
+		blocks, err := json.MarshalIndent(p.Message.Blocks(), "", "  ")
+		if err != nil {
+			t.Fatalf("marshal blocks: %v", err)
+		}
+		replyGoldenJSON(t, filepath.Join("replies", name+".blocks.json.golden"), blocks)
+	}
+}
