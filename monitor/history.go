@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"runwatch/checklist"
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
@@ -34,26 +35,22 @@ type runState struct {
 var ErrNotSaved = errors.New("kept in memory, not saved")
 
 type persisted struct {
-	Version int                    `json:"version"`
-	History []reports.Observation  `json:"history"`
-	Shift   reports.ShiftDetector  `json:"shift"`
-	LogFile *probes.LogFile        `json:"log_file,omitempty"`
-	Engines map[string]engineMemo  `json:"engines,omitempty"`
-	Free    map[string][]freePoint `json:"free,omitempty"`
-	Snooze  *time.Time             `json:"snooze_until,omitempty"`
-	Stages  map[string]StageMark   `json:"stage_marks,omitempty"`
-	Growing map[string]growingMemo `json:"growing,omitempty"`
-	Last    *reports.ETA           `json:"last_eta,omitempty"`
+	Version int                       `json:"version"`
+	History []reports.Observation     `json:"history"`
+	Shift   reports.ShiftDetector     `json:"shift"`
+	LogFile *probes.LogFile           `json:"log_file,omitempty"`
+	Engines map[string]engineMemo     `json:"engines,omitempty"`
+	Free    map[string][]freePoint    `json:"free,omitempty"`
+	Snooze  *time.Time                `json:"snooze_until,omitempty"`
+	Stages  map[string]StageMark      `json:"stage_marks,omitempty"`
+	Growing map[string]reports.Growth `json:"growing,omitempty"`
+	Last    *reports.ETA              `json:"last_eta,omitempty"`
 	// Moves is the first and announced estimates and the last shifts, for "why" and "on track" answers.
 	Moves reports.MoveLog `json:"moves"`
 }
 
 // StageMark is a stage state set by hand from Slack.
-type StageMark struct {
-	State string    `json:"state"`
-	By    string    `json:"by"`
-	At    time.Time `json:"at"`
-}
+type StageMark = checklist.Mark
 
 // freePoint is one free-space reading of a mount, kept in the run's state for the trend.
 type freePoint = reports.FreePoint

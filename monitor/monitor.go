@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"runwatch/checklist"
 	"runwatch/config"
 	"runwatch/internal/flight"
 	"runwatch/probes"
@@ -85,8 +86,8 @@ type Monitor struct {
 	logs    map[string]*probes.Log
 	// prom holds the Prometheus source of each run that has one; see prometheus.go.
 	prom map[string]*promSource
-	// stages checks stage conditions; see stages.go.
-	stages *stageChecker
+	// stages checks the runs' checklists; see stages.go.
+	stages *checklist.Checker
 	// runSlots bounds the runs probed at once.
 	runSlots chan struct{}
 	// signals keeps the engines' finish and drafter counters; see signals.go.
@@ -152,8 +153,7 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
 	}
 	m.prom = newPromSources(f, o)
-	m.stages = newStageChecker(o.HTTP, o.Now, m.guard)
-	m.stages.promql = m.promQLCheck
+	m.stages = &checklist.Checker{HTTP: o.HTTP, Guard: m.guard, PromQL: m.promQLCheck}
 	var problems []reports.Problem
 	for i := range f.Runs {
 		r := &f.Runs[i]
@@ -366,7 +366,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		rs.Measured = m.measurePlans(ctx, r, rs.Plans, rs.Progress, addProblem)
 	}
 	if need.Stages && len(r.Stages) > 0 {
-		rs.Stages = m.stages.check(ctx, r, st, smp, m.opts.ProbeTimeout, addProblem)
+		rs.Stages = m.checkStages(ctx, r, st, smp)
 	}
 	if until := st.snoozedUntil(); until != nil && until.After(now) {
 		rs.Snoozed = until

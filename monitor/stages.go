@@ -2,187 +2,35 @@ package monitor
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"os"
-	"strings"
-	"sync"
-	"time"
+	"maps"
 
+	"runwatch/checklist"
 	"runwatch/config"
-	"runwatch/probes"
 	"runwatch/reports"
 )
 
-// stageChecker sets each stage's state from its check.
-type stageChecker struct {
-	client *http.Client
-	now    func() time.Time
-	guard  *probes.Guard
-	// promql runs promql checks; nil until a Prometheus source is wired in.
-	promql func(ctx context.Context, r *config.Run, query string) (bool, string, error)
-}
-
-type growingMemo struct {
-	Size    int64     `json:"size"`
-	Files   int       `json:"files"`
-	Changed time.Time `json:"changed"`
-	Seen    time.Time `json:"seen"`
-}
-
-func newStageChecker(c *http.Client, now func() time.Time, g *probes.Guard) *stageChecker {
-	return &stageChecker{client: c, now: now, guard: g}
-}
-
-// MetricNames lists the names a metric stage check may use.
-func MetricNames() []string {
-	return []string{"running", "waiting", "kv_cache_usage", "generation_tokens", "prompt_tokens",
-		"requests_finished", "preemptions", "gen_throughput", "done", "total", "errors", "percent"}
-}
-
-func (sc *stageChecker) check(ctx context.Context, r *config.Run, st *runState, smp *sample, timeout time.Duration, problem func(string, error)) []reports.StageStatus {
-	out := make([]reports.StageStatus, len(r.Stages))
+// checkStages evaluates the run's checklist (package checklist) from this sample and the marks and
+// directory looks kept in the run's state, and keeps the new looks.
+func (m *Monitor) checkStages(ctx context.Context, r *config.Run, st *runState, smp *sample) []reports.StageStatus {
+	in := checklist.Input{Now: m.opts.Now()}
 	st.mu.Lock()
-	marks := make(map[string]StageMark, len(st.Stages))
-	for k, v := range st.Stages {
-		marks[k] = v
-	}
+	in.Marks, in.Growing = maps.Clone(st.Stages), maps.Clone(st.Growing)
 	st.mu.Unlock()
-	var wg sync.WaitGroup
-	for i := range r.Stages {
-		s := &r.Stages[i]
-		if mk, ok := marks[s.Name]; ok {
-			out[i] = reports.StageStatus{Name: s.Name, State: mk.State, Manual: true,
-				Detail: fmt.Sprintf("marked %s by %s at %s", strings.ReplaceAll(mk.State, "_", " "), mk.By, mk.At.Format("Jan 2 15:04 UTC"))}
-			continue
-		}
-		wg.Add(1)
-		go func(i int, s *config.Stage) {
-			defer wg.Done()
-			c, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			out[i] = sc.checkOne(c, r, s, st, smp)
-			out[i].Name = s.Name
-		}(i, s)
-	}
-	wg.Wait()
-	return out
-}
-
-func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, st *runState, smp *sample) reports.StageStatus {
-	switch s.Check {
-	case "http":
-		a, err := probes.CheckHTTP(ctx, sc.client, s.URL)
-		switch {
-		case errors.Is(err, probes.ErrBadRequest):
-			return reports.StageStatus{State: reports.StageFailed, Detail: err.Error()}
-		case err != nil:
-			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(err)}
-		case a.Code/100 == 2:
-			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s answers %d in %d ms", s.URL, a.Code, a.Took.Milliseconds())}
-		}
-		return reports.StageStatus{State: reports.StageFailed, Detail: fmt.Sprintf("%s answers %s", s.URL, a.Status)}
-	case "exists":
-		ok, err := statWithin(ctx, sc.guard, s.Path)
-		switch {
-		case err != nil:
-			return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
-		case ok:
-			return reports.StageStatus{State: reports.StageDone, Detail: s.Path + " is there"}
-		}
-		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
-	case "progress":
-		if smp == nil || !smp.hasProgress {
-			return reports.StageFromProgress(nil)
-		}
-		return reports.StageFromProgress(&smp.progress)
-	case "growing":
-		return sc.growing(ctx, s, st)
-	case "metric":
-		if smp == nil {
-			return reports.StageStatus{State: reports.StagePending, Detail: "no metrics yet"}
-		}
-		name := s.Metric
-		if a, ok := probes.MetricAlias(name); ok {
-			name = a
-		}
-		vals := map[string]float64{}
-		for k, v := range smp.metrics {
-			vals[k] = v
-		}
+	if smp != nil {
+		in.Metrics = smp.metrics
 		if smp.hasProgress {
-			vals["done"], vals["total"], vals["errors"] = float64(smp.progress.Done), float64(smp.progress.Total), float64(smp.progress.Errors)
-			if smp.progress.Total > 0 {
-				vals["percent"] = 100 * float64(smp.progress.Done) / float64(smp.progress.Total)
-			}
+			p := smp.progress
+			in.Progress = &p
 		}
-		return reports.StageFromMetric(s.Metric, name, s.Op, s.Value, vals, MetricNames())
-	case "promql":
-		if sc.promql == nil {
-			return reports.StageStatus{State: reports.StagePending, Detail: "promql checks need prometheus: in the run"}
+	}
+	out, looks := m.stages.Check(ctx, r, in, m.opts.ProbeTimeout)
+	if len(looks) > 0 {
+		st.mu.Lock()
+		if st.Growing == nil {
+			st.Growing = map[string]reports.Growth{}
 		}
-		ok, detail, err := sc.promql(ctx, r, s.Query)
-		if err != nil {
-			return reports.StageStatus{State: reports.StagePending, Detail: "query failed: " + shortErr(err)}
-		}
-		if ok {
-			return reports.StageStatus{State: reports.StageDone, Detail: detail}
-		}
-		return reports.StageStatus{State: reports.StagePending, Detail: detail}
-	case "manual":
-		name := s.Name
-		if strings.ContainsAny(name, " \t") {
-			name = `"` + name + `"`
-		}
-		return reports.StageStatus{State: reports.StagePending, Detail: "set it with /runwatch stage " + name + " done"}
+		maps.Copy(st.Growing, looks)
+		st.mu.Unlock()
 	}
-	return reports.StageStatus{State: reports.StagePending, Detail: "unknown check " + s.Check}
-}
-
-// growing compares a directory's top-level size and file count with the last look.
-func (sc *stageChecker) growing(ctx context.Context, s *config.Stage, st *runState) reports.StageStatus {
-	size, files, err := sc.guard.DirSize(ctx, s.Path)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " did not answer in time"}
-	case os.IsNotExist(err):
-		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
-	case err != nil:
-		return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
-	}
-	now := sc.now().UTC()
-	st.mu.Lock()
-	if st.Growing == nil {
-		st.Growing = map[string]growingMemo{}
-	}
-	prev, seen := st.Growing[s.Name]
-	cur := growingMemo{Size: size, Files: files, Seen: now, Changed: prev.Changed}
-	if !seen || size != prev.Size || files != prev.Files {
-		cur.Changed = now
-	}
-	st.Growing[s.Name] = cur
-	st.mu.Unlock()
-	return reports.StageFromGrowth(s.Path, reports.Growth(prev), seen, reports.Growth(cur), now)
-}
-
-func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error) {
-	_, err := g.Stat(ctx, path)
-	switch {
-	case err == nil:
-		return true, nil
-	case ctx.Err() != nil:
-		return false, fmt.Errorf("%s did not answer in time", path)
-	case os.IsNotExist(err):
-		return false, nil
-	}
-	return false, err
-}
-
-func shortErr(err error) string {
-	s := err.Error()
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	return out
 }

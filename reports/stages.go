@@ -57,11 +57,11 @@ func compare(v float64, op string, x float64) bool {
 
 // Growth is a directory's top-level regular files at one look.
 type Growth struct {
-	Size  int64
-	Files int
+	Size  int64 `json:"size"`
+	Files int   `json:"files"`
 	// Changed is when size or count last changed.
-	Changed time.Time
-	Seen    time.Time
+	Changed time.Time `json:"changed"`
+	Seen    time.Time `json:"seen"`
 }
 
 // growthQuiet is how long a directory must stay unchanged to count as done.
