@@ -42,31 +42,25 @@ type RemoteHost struct {
 	Filesystems []RemoteFS
 }
 
-// Lookup is the filesystem that holds path on the host: the longest mount point above it.
-// node_exporter cannot say whether the path itself exists, only where it would land.
+// Lookup is the filesystem that holds path on the host: the longest mount point that is path or
+// one of its ancestors, walked up the way MountTable.Lookup walks. node_exporter cannot say
+// whether the path itself exists, only where it would land.
 func (h RemoteHost) Lookup(path string) (RemoteFS, bool) {
-	path = filepath.Clean(path)
-	best := -1
-	for i, f := range h.Filesystems {
-		if under(path, f.Mount.MountPoint) && (best < 0 || len(f.Mount.MountPoint) > len(h.Filesystems[best].Mount.MountPoint)) {
-			best = i
-		}
-	}
-	if best < 0 {
+	if !strings.HasPrefix(path, "/") {
 		return RemoteFS{}, false
 	}
-	return h.Filesystems[best], true
-}
-
-// under reports whether path is dir or inside it, on component boundaries (both clean).
-func under(path, dir string) bool {
-	if dir == "" || path == "" {
-		return false
+	for p := filepath.Clean(path); ; {
+		for _, f := range h.Filesystems {
+			if f.Mount.MountPoint == p {
+				return f, true
+			}
+		}
+		next, ok := mountParentDir(p)
+		if !ok {
+			return RemoteFS{}, false
+		}
+		p = next
 	}
-	if dir == "/" {
-		return strings.HasPrefix(path, "/")
-	}
-	return path == dir || strings.HasPrefix(path, dir+"/")
 }
 
 // RemoteStorage is what node_exporter says about the filesystems that hold a run's paths.
