@@ -29,7 +29,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -178,7 +180,7 @@ func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[str
 	}
 	readings, down := promReadingsOf(rd.Instances, ps.where, known)
 	var notices []string
-	for _, inst := range sortedKeys(rd.Restarts) {
+	for _, inst := range slices.Sorted(maps.Keys(rd.Restarts)) {
 		notices = append(notices, fmt.Sprintf("%s restarted %s in the last hour (resets() of its token counter).",
 			inst, reports.Plural(rd.Restarts[inst], "time", "times")))
 	}
@@ -189,15 +191,6 @@ func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[str
 		problem(ps.probe(), fmt.Errorf("no vLLM, SGLang or TGI series match %s", ps.engines.Selector()))
 	}
 	return readings, notices
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // promBackfill fills the run's history from Prometheus once per monitor (retrying a failure after a

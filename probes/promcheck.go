@@ -3,7 +3,9 @@ package probes
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,7 +60,7 @@ func promGrouped(n int) string {
 
 func promLabelString(l map[string]string) string {
 	var parts []string
-	for _, k := range sortedKeys(l) {
+	for _, k := range slices.Sorted(maps.Keys(l)) {
 		if k != "__name__" {
 			parts = append(parts, k+"="+strconv.Quote(l[k]))
 		}

@@ -3,7 +3,9 @@ package probes
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -87,7 +89,7 @@ func promEngineReading(series []PromSeries) PromEngineReading {
 	for inst, e := range PromEnginesByInstance(engineSeries) {
 		get(inst).Engine = e
 	}
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		out.Instances = append(out.Instances, *byName[name])
 	}
 	return out
@@ -187,7 +189,7 @@ func promSteps(series []PromSeries) []PromStep {
 		}
 	}
 	list := make([]*instData, 0, len(byName))
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		d := byName[name]
 		d.replay = NewPromEngineReplay(d.eng)
 		d.upCur, d.engCur, d.values = make([]int, len(d.ups)), make([]int, len(d.eng)), make([]float64, len(d.eng))
@@ -236,14 +238,4 @@ func promSteps(series []PromSeries) []PromStep {
 		out = append(out, PromStep{T: t, Instances: insts})
 	}
 	return out
-}
-
-// sortedKeys is m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -239,7 +241,7 @@ func promHosts(series []PromSeries) []RemoteHost {
 		byHost[k.host] = append(byHost[k.host], r)
 	}
 	out := make([]RemoteHost, 0, len(byHost))
-	for _, name := range sortedKeys(byHost) {
+	for _, name := range slices.Sorted(maps.Keys(byHost)) {
 		fss := byHost[name]
 		sort.Slice(fss, func(i, j int) bool { return fss[i].Mount.MountPoint < fss[j].Mount.MountPoint })
 		out = append(out, RemoteHost{Name: name, Filesystems: fss})

@@ -2,6 +2,8 @@ package probes
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -60,6 +62,6 @@ func promWritersOf(series []PromSeries) RemoteWriters {
 		}
 		return a.Command < b.Command
 	})
-	out.Hosts = sortedKeys(hosts)
+	out.Hosts = slices.Sorted(maps.Keys(hosts))
 	return out
 }
