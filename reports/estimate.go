@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"runwatch/reports/estimate"
 	"sort"
 	"time"
 )
@@ -120,76 +121,38 @@ func estBuild(hist []Observation, cfg EstimateConfig) estSeries {
 			break
 		}
 	}
-	var rawG, rawFin, rawFinN float64
-	var haveRawG, haveRawFin, haveRawFinN bool
-	// The batch's age is the tokens decoded since the server started less those of the items finished since:
-	// (g - gBase) - (fin - finBase). For the first server that is its raw generation counter less the
-	// finished tokens it reports (or the log's, if the server started with the job).
-	var gBase, finBase float64
+	folded := estimate.FoldSeries(hist)
+	logFinBase := 0.0 // the log's finished tokens when the current server lifetime began
 	for i, o := range hist {
-		p := estPoint{t: o.T, done: float64(o.Done)}
-		if i > 0 {
-			p.g, p.fin, p.finN, p.seg = s.pts[i-1].g, s.pts[i-1].fin, s.pts[i-1].finN, s.pts[i-1].seg
-		}
+		f := folded[i]
+		p := estPoint{t: o.T, done: float64(o.Done), g: f.Gen, seg: f.Seg}
 		if o.MaxTokens > 0 {
 			s.maxTokens = float64(o.MaxTokens)
 		}
-		// A restart the sampler reports: its counters carry on, the batch starts afresh.
-		marked := i > 0 && o.Restarts > hist[i-1].Restarts
-		if marked {
-			p.seg++
+		if f.Restart {
 			s.resets = append(s.resets, o.T)
-			gBase, finBase = p.g, p.fin
 		}
-		if o.GenTokens != nil {
+		gBase, finBase := f.GenBase, f.FinBase
+		if f.HasGen {
 			p.hasG = true
-			switch {
-			case haveRawG && *o.GenTokens < rawG:
-				// The counter went down: the server restarted and its new value is all increase.
-				if !marked {
-					p.seg++
-					s.resets = append(s.resets, o.T)
-				}
-				gBase, finBase = p.g, p.fin
-				p.g += *o.GenTokens
-			case haveRawG:
-				p.g += *o.GenTokens - rawG
-			default:
-				gBase = -*o.GenTokens
-			}
-			rawG, haveRawG = *o.GenTokens, true
 			if o.Running != nil {
 				p.running = *o.Running
 				s.slots = math.Max(s.slots, p.running)
 			}
 		}
 		switch {
-		case engineFin && o.FinishedLenSum != nil:
-			p.hasFin = true
-			switch {
-			case haveRawFin && *o.FinishedLenSum < rawFin:
-				p.fin += *o.FinishedLenSum
-			case haveRawFin:
-				p.fin += *o.FinishedLenSum - rawFin
-			default:
-				finBase = -*o.FinishedLenSum
-			}
-			rawFin, haveRawFin = *o.FinishedLenSum, true
-			if o.FinishedLenCount != nil {
-				// The histogram's count, stitched like its sum: the items whose tokens fin counts, read
-				// in the same scrape, where the log's done may be a line behind.
-				p.hasFinN = true
-				switch {
-				case haveRawFinN && *o.FinishedLenCount < rawFinN:
-					p.finN += *o.FinishedLenCount
-				case haveRawFinN:
-					p.finN += *o.FinishedLenCount - rawFinN
-				}
-				rawFinN, haveRawFinN = *o.FinishedLenCount, true
-			}
-		case !engineFin && o.AvgCompletion != nil:
+		case engineFin:
+			p.fin, p.finN = f.Fin, f.FinN
+			p.hasFin, p.hasFinN = f.HasFin, f.HasFinN
+		case o.AvgCompletion != nil:
 			p.hasFin = true
 			p.fin = *o.AvgCompletion * float64(o.Done)
+			// The log's finished tokens are the whole job's: the current lifetime's base is where it began.
+			finBase = logFinBase
+			if f.Restart && i > 0 {
+				finBase = s.pts[i-1].fin
+				logFinBase = finBase
+			}
 		}
 		// The age means something only with the batch it belongs to.
 		if p.hasG && p.hasFin && o.Running != nil {
