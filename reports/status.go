@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"runwatch/reports/estimate"
 	"strings"
 	"time"
 )
@@ -139,7 +140,7 @@ func ETALine(e ETA, loc *time.Location) string {
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		if e.StalledSince != nil {
-			s += " since " + SlackTime(estUnix(*e.StalledSince), loc)
+			s += " since " + SlackTime(estimate.Unix(*e.StalledSince), loc)
 		}
 		if e.Reason != "" {
 			s += " — " + Esc(e.Reason)
