@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,10 +41,15 @@ const (
 	accLogOnly
 )
 
-// accCase is one row of the accuracy table.
+// accCase is one row of the accuracy table: a sim scenario observed in a mode, or a recorded peer trace.
 type accCase struct {
 	s    sim.Scenario
 	mode accMode
+	// peer is a recorded trace of a job run against the third-party simulator (testdata/peer): its last line
+	// is the finish. Empty for sim scenarios.
+	peer    string
+	trace   []reports.Observation
+	stretch float64 // the trace's times multiplied by this (0 = 1)
 }
 
 func (m accMode) String() string {
@@ -57,6 +63,12 @@ func (m accMode) String() string {
 }
 
 func (c accCase) name() string {
+	if c.peer != "" {
+		if c.stretch > 1 {
+			return fmt.Sprintf("peer %s (x%g)", c.peer, c.stretch)
+		}
+		return "peer " + c.peer
+	}
 	if c.mode == accFull {
 		return c.s.Name
 	}
@@ -137,10 +149,28 @@ type accResult struct {
 	absurd          int // points (any) with a negative, NaN or > 10x-the-job figure
 }
 
-// runAccuracy replays one simulated run through a Replayer and scores every point after 5% progress.
+// run is the case's observations and the true finish: the sim run on a seed, or the peer trace (stretched).
+func (c accCase) run(seed int64, every float64) ([]reports.Observation, float64) {
+	if c.peer == "" {
+		obs, finish := sim.Trace(c.s, seed, every)
+		return c.observe(obs), finish
+	}
+	k := math.Max(1, c.stretch)
+	obs := make([]reports.Observation, len(c.trace))
+	for i, o := range c.trace {
+		o.T *= k
+		if o.Elapsed != nil {
+			e := *o.Elapsed * k
+			o.Elapsed = &e
+		}
+		obs[i] = o
+	}
+	return obs, obs[len(obs)-1].T
+}
+
+// runAccuracy replays one run through a Replayer and scores every point after 5% progress.
 func runAccuracy(c accCase, seed int64, every float64) accResult {
-	obs, finish := sim.Trace(c.s, seed, every)
-	obs = c.observe(obs)
+	obs, finish := c.run(seed, every)
 	var res accResult
 	rp := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{})
 	var tq accTQDM
@@ -209,6 +239,9 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 	for _, c := range cases {
 		row := accRow{c: c}
 		var covered, points, settled, settledCovered int
+		if c.peer != "" {
+			seeds = []int64{0} // a recorded trace is one run
+		}
 		for _, seed := range seeds {
 			r := runAccuracy(c, seed, every)
 			n := float64(r.points) * float64(len(seeds))
@@ -246,6 +279,30 @@ func accCases() []accCase {
 	return cases
 }
 
+// accPeerCases are the recorded peer traces, each at its own pace and stretched 10x and 100x in time.
+func accPeerCases(tb testing.TB, stretches ...float64) []accCase {
+	files, err := filepath.Glob("testdata/peer/*.jsonl")
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("no peer traces in testdata/peer (%v)", err)
+	}
+	var cases []accCase
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		trace, err := sim.ReadTrace(bytes.NewReader(b))
+		if err != nil {
+			tb.Fatalf("%s: %v", f, err)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
+		for _, k := range stretches {
+			cases = append(cases, accCase{peer: name, trace: trace, stretch: k})
+		}
+	}
+	return cases
+}
+
 // accSummary is the mean error of the estimator and of the better baseline over some rows.
 func accSummary(rows []accRow, keep func(accRow) bool) (est, better float64) {
 	n := 0
@@ -271,10 +328,21 @@ func formatAccTable(rows []accRow) string {
 		fmt.Fprintf(&b, "%-32s %6.2f%% %6.2f%% %6.2f%% %+7.0f%% %5.0f%% %7s %6d %6d %7d\n", r.c.name(), 100*r.est,
 			100*r.naive, 100*r.ema, 100*(r.est/r.better()-1), 100*r.cover, settled, r.shifts, r.absurd, r.stalled)
 	}
-	for _, m := range []accMode{accFull, accMonitor, accLogOnly} {
-		est, better := accSummary(rows, func(r accRow) bool { return r.c.mode == m })
-		fmt.Fprintf(&b, "mean error (%s): estimator %.2f%%, better baseline %.2f%% (%+.0f%%)\n", m, 100*est,
-			100*better, 100*(est/better-1))
+	groups := []struct {
+		name string
+		keep func(accRow) bool
+	}{
+		{"sim, full", func(r accRow) bool { return r.c.peer == "" && r.c.mode == accFull }},
+		{"sim, monitor", func(r accRow) bool { return r.c.peer == "" && r.c.mode == accMonitor }},
+		{"sim, log only", func(r accRow) bool { return r.c.peer == "" && r.c.mode == accLogOnly }},
+		{"peer", func(r accRow) bool { return r.c.peer != "" }},
+		{"overall", func(accRow) bool { return true }},
+	}
+	for _, g := range groups {
+		if est, better := accSummary(rows, g.keep); !math.IsNaN(est) {
+			fmt.Fprintf(&b, "mean error (%s): estimator %.2f%%, better baseline %.2f%% (%.2fx)\n", g.name, 100*est,
+				100*better, est/better)
+		}
 	}
 	for _, r := range rows {
 		if r.stalled > 0 {
@@ -371,7 +439,7 @@ func TestAccuracy(t *testing.T) {
 func BenchmarkAccuracy(b *testing.B) {
 	var rows []accRow
 	for i := 0; i < b.N; i++ {
-		rows = accTable([]int64{1, 2, 3, 4}, 30, accCases())
+		rows = accTable([]int64{1, 2, 3, 4}, 30, append(accCases(), accPeerCases(b, 1, 10, 100)...))
 	}
 	est, better := accSummary(rows, func(accRow) bool { return true })
 	b.ReportMetric(100*est, "est_err_%")
@@ -379,7 +447,7 @@ func BenchmarkAccuracy(b *testing.B) {
 	var cover float64
 	for _, r := range rows {
 		cover += r.cover / float64(len(rows))
-		if r.c.mode == accFull {
+		if r.c.mode == accFull && r.c.peer == "" {
 			b.ReportMetric(100*r.est, strings.ReplaceAll(r.c.s.Name, "-", "_")+"_err_%")
 		}
 	}
@@ -440,7 +508,7 @@ func TestDriftTrace(t *testing.T) {
 func TestTimeScale(t *testing.T) {
 	const speed = 60.0
 	obs, _ := sim.Trace(sim.DemoScenario(), 1, 30)
-	simTime := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{})
+	simTime := reports.NewReplayer(reports.EstimateConfig{Window: 900}, reports.ShiftConfig{})
 	wall := reports.NewReplayer(reports.EstimateConfig{Window: 900 / speed, StallAfter: 600 / speed},
 		reports.ShiftConfig{MinSeconds: 1200 / speed, Cooldown: 1800 / speed})
 	shifts := 0

@@ -15,6 +15,9 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		return ETA{State: StateUnknown, Reason: "no observations yet"}, Throughput{}
 	}
 	hist = currentRun(hist)
+	if cfg.Window <= 0 {
+		cfg.Window = PaceWindow(hist)
+	}
 	s := build(hist, cfg)
 	tp := s.throughput(cfg.Window)
 	last := hist[len(hist)-1]

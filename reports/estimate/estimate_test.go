@@ -84,7 +84,7 @@ func TestEstimateStates(t *testing.T) {
 func TestEstimateSteadyFigures(t *testing.T) {
 	// 1 item/s of 1,400 tokens at 1,400 tok/s: 21,400 items left take 21,400 s, plus the drain.
 	for _, tokens := range []bool{false, true} {
-		e, tp := Compute(estHist(3600, 30, 1, 25000, tokens), Config{})
+		e, tp := Compute(estHist(3600, 30, 1, 25000, tokens), Config{Window: 900})
 		if e.Seconds == nil || *e.Seconds < 21400*0.99 || *e.Seconds > 21400+900 {
 			t.Errorf("Compute(steady, tokens %v) = %v s; want 21,400 s and a drain of at most 15 min", tokens, e.Seconds)
 		}

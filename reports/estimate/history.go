@@ -36,6 +36,7 @@ type series struct {
 	restarts  []float64 // T the batch started afresh: resets, and pauses in completions when there are no counters
 	slots     float64   // largest batch seen: the engine's concurrency
 	maxTokens float64
+	kind      CounterKind // what the engines' token counter means
 }
 
 // currentRun drops the history before the job last started over (done went backwards).
@@ -108,6 +109,12 @@ func build(hist []Observation, cfg Config) series {
 			p.progress = p.done > prev.done || p.hasG && p.g > prev.g
 		}
 		s.pts[i] = p
+	}
+	// A counter that moves only when requests finish says nothing of the batch's age.
+	if s.kind = DetectKind(hist, folded); s.kind == OnFinish {
+		for i := range s.pts {
+			s.pts[i].hasAge = false
+		}
 	}
 	// Active time: leave out idle stretches.
 	engines := false

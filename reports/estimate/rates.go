@@ -1,5 +1,7 @@
 package estimate
 
+import "math"
+
 // throughput measures the rates over the last window seconds of wall time and over the whole history.
 func (s series) throughput(window float64) Throughput {
 	var tp Throughput
@@ -51,4 +53,58 @@ func (s series) throughput(window float64) Throughput {
 		}
 	}
 	return tp
+}
+
+// paceRequests is how many request durations the pace window spans: six, 900 s for the job the estimator was
+// first tuned on (200 requests in flight, 1.4 items/s, so a request takes about 143 s).
+const paceRequests = 6.3
+
+// paceShare is the share of the job's items the pace window spans when the batch size is unknown.
+const paceShare = 0.05
+
+// paceSamples is the fewest samples the pace window spans, so that its blocks hold a few each.
+const paceSamples = 9
+
+// PaceWindow is the estimator's window for a history when the configuration does not set one: about six
+// request durations, a request's duration being the requests in flight over the item rate (Little's law), and
+// at least nine sampling intervals. Without a batch size it is the time a twentieth of the items take, and
+// without a total a sixth of the history's span. A history that says nothing gets 900 s.
+func PaceWindow(hist []Observation) float64 {
+	n := len(hist)
+	if n < 2 {
+		return 900
+	}
+	span := hist[n-1].T - hist[0].T
+	if span <= 0 {
+		return 900
+	}
+	var slots float64
+	for _, o := range hist {
+		if o.Running != nil {
+			slots = math.Max(slots, *o.Running)
+		}
+	}
+	// The sampler's interval: the median gap, so that a pause does not stretch it.
+	gaps := make([]float64, 0, n-1)
+	for i := 1; i < n; i++ {
+		gaps = append(gaps, hist[i].T-hist[i-1].T)
+	}
+	floor := paceSamples * median(gaps)
+	// The item rate over the history from its first finished item.
+	first := 0
+	for first < n-1 && hist[first].Done == hist[0].Done {
+		first++
+	}
+	items := float64(hist[n-1].Done - hist[0].Done)
+	d := hist[n-1].T - hist[max(0, first-1)].T
+	switch {
+	case items <= 0 || d <= 0:
+	case slots > 0:
+		return math.Max(floor, paceRequests*slots/(items/d))
+	case hist[n-1].Total > 0:
+		// Without a batch size, the time the run takes for a twentieth of its items (the same 900 s for
+		// that job).
+		return math.Max(floor, paceShare*float64(hist[n-1].Total)/(items/d))
+	}
+	return math.Max(floor, span/6)
 }

@@ -14,14 +14,14 @@ const (
 
 // Config tunes Estimate. Zero fields take their defaults.
 type Config struct {
-	Window     float64 // seconds of recent history for the "recent" rate (default 900)
+	// Window is the estimator's unit of time: seconds of recent history for the "recent" rate, a third of it
+	// a block of rates. 0 follows the job's own pace (see PaceWindow), so that a job replayed 10x slower gets
+	// the same relative figures.
+	Window     float64
 	StallAfter float64 // no progress (done and tokens flat) for this long -> stalled (default 600)
 }
 
 func (c Config) withDefaults() Config {
-	if c.Window <= 0 {
-		c.Window = 900
-	}
 	if c.StallAfter <= 0 {
 		c.StallAfter = 600
 	}
