@@ -52,7 +52,10 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	// Rates come from the history up to the last progress: a flat stretch still going on is either the start
 	// of a stall or a pause, and counts as neither yet. The finish slides out with it.
 	s.pts = s.pts[:s.lastProgress()+1]
-	est := s.model(e, last.T, cfg)
+	est, pr := s.model(e, last.T, cfg)
+	if pr.ok {
+		est = s.choose(est, pr, last.T)
+	}
 	if est.State == StateUnknown && est.Reason == noRate {
 		// Items are finishing but the history is shorter than one rate block: the latest sample's
 		// own count and elapsed time give a rough figure, as for a single sample.

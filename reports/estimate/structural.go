@@ -12,12 +12,12 @@ const noRate = "no item has finished yet and the engines report no tokens"
 // model fills a running estimate. With token counts: the items not started yet take items × tokens per item ÷
 // the full-batch token rate, then the batch drains (see tokenSeconds). With the job log only: items left ÷
 // items/s, or items left × tokens per item ÷ finished tokens/s once the log shows the lengths changing.
-func (s series) model(e ETA, now float64, cfg Config) ETA {
+func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	blockLen := cfg.Window / 3
 	bs := s.blocks(blockLen)
 	if len(bs) == 0 {
 		e.Reason = noRate
-		return e
+		return e, parts{}
 	}
 	last := s.pts[len(s.pts)-1]
 	// spi is seconds per item, not items per second: the items that finish in a block of a busy batch are a
@@ -107,11 +107,11 @@ func (s series) model(e ETA, now float64, cfg Config) ETA {
 		e.Reason = fmt.Sprintf("%s items left at %s", format.Count(e.ItemsLeft), format.Rate(lam, "items/s"))
 	default:
 		e.Reason = "no item has finished yet and the engines give no token counts"
-		return e
+		return e, parts{}
 	}
 	if math.IsNaN(sec) || math.IsInf(sec, 0) || sec < 0 {
 		e.Reason = "the measured rate is zero"
-		return e
+		return e, parts{}
 	}
 	used = max(1, min(used, len(bs)))
 	e.Reason += fmt.Sprintf(" (rates of the last %s)", format.Duration(last.active-s.pts[bs[len(bs)-used].from].active))
@@ -133,5 +133,18 @@ func (s series) model(e ETA, now float64, cfg Config) ETA {
 	e.Seconds, e.LowS, e.HighS = &sec, &low, &high
 	finish := Unix(now + sec)
 	e.FinishAt = &finish
-	return e
+	return e, parts{ok: true, blocks: bs, blockLen: blockLen, busy: busy, drain: drain, drainLow: drainLow,
+		drainHigh: drainHigh, rel: rel, rate: e.ItemsPerS}
+}
+
+// parts is how the structural model priced the remaining work, for the choice between estimators and the
+// range: the busy part (items not started yet, at the full-batch rate) and the drain at the end.
+type parts struct {
+	ok                  bool
+	blocks              []block
+	blockLen            float64
+	busy, drain         float64
+	drainLow, drainHigh float64
+	rel                 float64 // the model's own relative half-width of the busy part (about 80%)
+	rate                float64 // items/s of the busy part
 }

@@ -59,4 +59,6 @@ type ETA struct {
 	TokensPerItem float64 `json:"tokens_per_item"` // 0 when tokens unknown
 	TokensPerS    float64 `json:"tokens_per_s"`
 	ItemsPerS     float64 `json:"items_per_s"`
+	// Estimator names the estimator that the run's own history weighed most for the busy part.
+	Estimator string `json:"estimator,omitempty"`
 }
