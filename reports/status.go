@@ -116,7 +116,10 @@ func ThroughputLine(t Throughput) string {
 		return "Throughput: not measured yet"
 	}
 	s := strings.Join(parts, " · ")
-	if t.WindowS > 0 {
+	switch {
+	case t.Basis != "":
+		s += " (" + t.Basis + ")"
+	case t.WindowS > 0:
 		s += fmt.Sprintf(" over the last %s", Duration(t.WindowS))
 	}
 	var run []string
@@ -126,7 +129,7 @@ func ThroughputLine(t Throughput) string {
 	if t.RunItemsPerS > 0 {
 		run = append(run, Rate(t.RunItemsPerS, "items/s"))
 	}
-	if len(run) > 0 {
+	if len(run) > 0 && (t.RunTokensPerS != t.TokensPerS || t.RunItemsPerS != t.ItemsPerS) {
 		s += "; run average " + strings.Join(run, " · ")
 	}
 	return s

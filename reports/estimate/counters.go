@@ -143,7 +143,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 	case len(c.Lanes) == 0:
 	case start > 0 && c.LastRead > 0 && start > c.LastRead:
 		step.Restart = true
-	case valid(v) && v < restartShare*c.above(v) && start >= c.maxStart():
+	case valid(v) && v <= restartShare*c.above(v) && start >= c.maxStart():
 		// Far below the lane it fell from, and (with start times) no older than any server seen: a restart
 		// whose server clock is behind ours, or a server that gives no start time.
 		step.Restart = true

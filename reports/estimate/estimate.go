@@ -19,7 +19,7 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		cfg.Window = PaceWindow(hist)
 	}
 	s := build(hist, cfg)
-	tp := s.throughput(cfg.Window)
+	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1])
 	last := hist[len(hist)-1]
 	e := ETA{State: StateUnknown, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
 	if last.Total > 0 {
@@ -87,20 +87,37 @@ func roughETA(o Observation, e ETA, from string) ETA {
 			format.Count(float64(o.Done)), format.Count(*o.Running))
 		return e
 	}
-	rate := float64(o.Done) / *o.Elapsed
+	el := *o.Elapsed
+	if l, ok := CensoredMean(o, KindUnknown); ok && o.Running != nil {
+		// The engines' tokens: the work left is the items left at the censored mean length, less what the
+		// requests in flight have decoded, at tokens ÷ elapsed. The range is the censored mean's, and a
+		// tenth either way for the rate of one sample.
+		r := *o.GenTokens / el
+		left := func(m float64) float64 {
+			return math.Max(e.ItemsLeft*m-math.Min(l.Age, *o.Running*m), 0.05*e.ItemsLeft*m) / r
+		}
+		sec, low, high := left(l.Point), left(l.Low)/1.1, left(l.High)*1.1
+		e.State = StateRunning
+		e.Seconds, e.LowS, e.HighS = &sec, &low, &high
+		e.TokensPerS, e.TokensPerItem, e.ItemsPerS = r, l.Point, r/l.Point
+		e.Lengths = &l
+		finish := Unix(o.T + sec)
+		e.FinishAt = &finish
+		e.Reason = fmt.Sprintf("rough, from %s: %s tokens in %s = %s; completions %s-%s tokens (%s finished, %s in flight), %s items left",
+			from, format.Tokens(*o.GenTokens), format.Span(el), format.Rate(r, "tok/s"), format.Count(l.Low),
+			format.Count(l.High), format.Count(l.Finished), format.Count(l.InFlight), format.Count(e.ItemsLeft))
+		return e
+	}
+	rate := float64(o.Done) / el
 	sec := e.ItemsLeft / rate
 	low, high := sec/2, sec*2
 	e.State = StateRunning
 	e.Seconds, e.LowS, e.HighS = &sec, &low, &high
 	e.ItemsPerS = rate
-	if o.GenTokens != nil && *o.GenTokens > 0 {
-		e.TokensPerS = *o.GenTokens / *o.Elapsed
-		e.TokensPerItem = *o.GenTokens / float64(o.Done)
-	}
 	finish := Unix(o.T + sec)
 	e.FinishAt = &finish
 	e.Reason = fmt.Sprintf("rough, from %s: %s items in %s = %s, %s items left",
-		from, format.Count(float64(o.Done)), format.Duration(*o.Elapsed), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
+		from, format.Count(float64(o.Done)), format.Duration(el), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
 	return e
 }
 

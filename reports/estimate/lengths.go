@@ -140,3 +140,61 @@ func (s series) meanAge(z int, warm float64) float64 {
 	}
 	return sum / float64(n) * s.pts[z].running
 }
+
+// Lengths is the mean completion length of a job's items so far, with the items in flight as censored
+// observations: each has decoded some tokens and will decode more. Low counts them as finishing now (a floor:
+// in-flight requests only grow), High as halfway through (in a busy batch a request's age and what it has left
+// have the same distribution), Point in between.
+type Lengths struct {
+	Low, Point, High float64
+	Finished         float64 // items finished
+	InFlight         float64 // items in flight
+	// Age is the tokens the requests in flight have decoded so far (0 when nothing says).
+	Age float64
+}
+
+// CensoredMean estimates the mean completion length from one observation: the items finished with their
+// lengths (the engines' finished-length sum, or the log's mean × done) and the requests in flight with the
+// tokens they have decoded so far (generated tokens less the finished ones'). Without the finished lengths the
+// in-flight share is unknown: Low takes every generated token over every started item, High every token over
+// the finished items only (the exposure estimate of censored data), Point their geometric mean. With a counter
+// that grows only when a request finishes, nothing is known of the requests in flight but that they are still
+// going: they are at least as long as the mean finished one, and the finished mean is a floor.
+func CensoredMean(o Observation, kind CounterKind) (Lengths, bool) {
+	if o.GenTokens == nil || *o.GenTokens <= 0 || o.Done <= 0 {
+		return Lengths{}, false
+	}
+	g, done := *o.GenTokens, float64(o.Done)
+	running := 0.0
+	if o.Running != nil {
+		running = *o.Running
+	}
+	l := Lengths{Finished: done, InFlight: running}
+	fin, known := 0.0, false
+	switch {
+	case o.FinishedLenSum != nil && o.FinishedLenCount != nil && *o.FinishedLenCount > 0 &&
+		math.Abs(*o.FinishedLenCount-done) <= 0.02*done+1:
+		fin, known = *o.FinishedLenSum, true
+	case o.AvgCompletion != nil && *o.AvgCompletion > 0:
+		fin, known = *o.AvgCompletion*done, true
+	}
+	n := done + running
+	switch {
+	case kind == OnFinish || known && fin >= g:
+		// The counter holds finished requests only: the in-flight ones are at least as long as the mean.
+		m := g / done
+		if known {
+			m = fin / done
+		}
+		share := running / n
+		l.Low, l.Point, l.High = m, m*(1+0.5*share), m*(1+share)
+	case known:
+		l.Age = g - fin
+		l.Low, l.Point, l.High = (fin+l.Age)/n, (fin+1.5*l.Age)/n, (fin+2*l.Age)/n
+	default:
+		l.Low, l.High = g/n, g/done
+		l.Point = math.Sqrt(l.Low * l.High)
+		l.Age = g * running / n // as if every started item were as long
+	}
+	return l, true
+}

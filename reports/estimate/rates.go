@@ -1,6 +1,11 @@
 package estimate
 
-import "math"
+import (
+	"fmt"
+	"math"
+
+	"runwatch/reports/format"
+)
 
 // throughput measures the rates over the last window seconds of wall time and over the whole history.
 func (s series) throughput(window float64) Throughput {
@@ -52,6 +57,36 @@ func (s series) throughput(window float64) Throughput {
 			break
 		}
 	}
+	for i := from; i < lastG; i++ {
+		if s.pts[i].hasG {
+			if d := s.pts[lastG].t - s.pts[i].t; d > 0 && s.pts[lastG].g > s.pts[i].g {
+				tp.Basis = fmt.Sprintf("%s tokens in %s", format.Tokens(s.pts[lastG].g-s.pts[i].g), format.Span(d))
+			}
+			break
+		}
+	}
+	return tp
+}
+
+// firstSample fills in the rates a history too short for counter deltas leaves at zero from the latest
+// observation's own elapsed time: tokens ÷ elapsed and items ÷ elapsed, as a person with a calculator would.
+func firstSample(tp Throughput, o Observation) Throughput {
+	if o.Elapsed == nil || *o.Elapsed <= 0 {
+		return tp
+	}
+	el := *o.Elapsed
+	if tp.TokensPerS == 0 && o.GenTokens != nil && *o.GenTokens > 0 {
+		tp.TokensPerS, tp.RunTokensPerS = *o.GenTokens/el, *o.GenTokens/el
+		tp.WindowS = el
+		tp.Basis = fmt.Sprintf("%s tokens in %s", format.Tokens(*o.GenTokens), format.Span(el))
+	}
+	if tp.ItemsPerS == 0 && o.Done > 0 {
+		tp.ItemsPerS, tp.RunItemsPerS = float64(o.Done)/el, float64(o.Done)/el
+		tp.WindowS = el
+		if tp.Basis == "" {
+			tp.Basis = fmt.Sprintf("%s items in %s", format.Count(float64(o.Done)), format.Span(el))
+		}
+	}
 	return tp
 }
 
@@ -69,14 +104,27 @@ const paceSamples = 9
 // request durations, a request's duration being the requests in flight over the item rate (Little's law), and
 // at least nine sampling intervals. Without a batch size it is the time a twentieth of the items take, and
 // without a total a sixth of the history's span. A history that says nothing gets 900 s.
+//
+// The window is rounded to a grid of quarter powers of two of the sampling interval (steps of 19%), so that
+// it, and the blocks cut from it, stay put from one sample to the next while the measured pace wobbles (a grid
+// that moved by a fraction of a percent each sample turned a different block into a change of level each
+// time); the grid's unit is the sampler's own, so a job replayed slower gets the same grid.
 func PaceWindow(hist []Observation) float64 {
+	w, unit := paceWindow(hist)
+	if unit <= 0 {
+		return w
+	}
+	return unit * math.Exp2(math.Round(4*math.Log2(w/unit))/4)
+}
+
+func paceWindow(hist []Observation) (w, unit float64) {
 	n := len(hist)
 	if n < 2 {
-		return 900
+		return 900, 0
 	}
 	span := hist[n-1].T - hist[0].T
 	if span <= 0 {
-		return 900
+		return 900, 0
 	}
 	var slots float64
 	for _, o := range hist {
@@ -89,7 +137,8 @@ func PaceWindow(hist []Observation) float64 {
 	for i := 1; i < n; i++ {
 		gaps = append(gaps, hist[i].T-hist[i-1].T)
 	}
-	floor := paceSamples * median(gaps)
+	unit = median(gaps)
+	floor := paceSamples * unit
 	// The item rate over the history from its first finished item.
 	first := 0
 	for first < n-1 && hist[first].Done == hist[0].Done {
@@ -100,11 +149,11 @@ func PaceWindow(hist []Observation) float64 {
 	switch {
 	case items <= 0 || d <= 0:
 	case slots > 0:
-		return math.Max(floor, paceRequests*slots/(items/d))
+		return math.Max(floor, paceRequests*slots/(items/d)), unit
 	case hist[n-1].Total > 0:
 		// Without a batch size, the time the run takes for a twentieth of its items (the same 900 s for
 		// that job).
-		return math.Max(floor, paceShare*float64(hist[n-1].Total)/(items/d))
+		return math.Max(floor, paceShare*float64(hist[n-1].Total)/(items/d)), unit
 	}
-	return math.Max(floor, span/6)
+	return math.Max(floor, span/6), unit
 }

@@ -35,6 +35,9 @@ type Throughput struct {
 	WindowS       float64 `json:"window_s"`         // the window actually used
 	RunTokensPerS float64 `json:"run_tokens_per_s"` // over the whole run
 	RunItemsPerS  float64 `json:"run_items_per_s"`
+	// Basis says how the figures were derived: "565K tokens in 6 min 48 s" (the log's elapsed time, from one
+	// sample) or "1.2M tokens in 15 min" (counter deltas over the window).
+	Basis string `json:"basis,omitempty"`
 }
 
 // ETA is a finish estimate with its range.
@@ -59,6 +62,8 @@ type ETA struct {
 	TokensPerItem float64 `json:"tokens_per_item"` // 0 when tokens unknown
 	TokensPerS    float64 `json:"tokens_per_s"`
 	ItemsPerS     float64 `json:"items_per_s"`
+	// Lengths is the censored mean completion length the estimate used, when it comes from one sample.
+	Lengths *Lengths `json:"lengths,omitempty"`
 	// Estimator names the estimator that the run's own history weighed most for the busy part.
 	Estimator string `json:"estimator,omitempty"`
 }

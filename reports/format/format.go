@@ -87,6 +87,22 @@ func Duration(s float64) string {
 	}
 }
 
+// Span formats a measured stretch of time to the second below an hour: 6 min 48 s, 45 s; from an hour on as
+// Duration does.
+func Span(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || s >= 3600 {
+		return Duration(s)
+	}
+	m, sec := int(s)/60, int(math.Round(s))%60
+	switch {
+	case m == 0:
+		return fmt.Sprintf("%d s", sec)
+	case sec == 0:
+		return fmt.Sprintf("%d min", m)
+	}
+	return fmt.Sprintf("%d min %d s", m, sec)
+}
+
 // Rate formats a per-second figure with a sensible precision: 1,386 tok/s, 0.71 items/s.
 func Rate(v float64, unit string) string {
 	switch {
