@@ -492,8 +492,8 @@ func TestDriftTrace(t *testing.T) {
 			shifts = append(shifts, last)
 		}
 	}
-	if len(shifts) == 0 || !strings.Contains(shifts[0].Reason, "longer completions") {
-		t.Errorf("replaying %s: shifts %+v; want a warning that names longer completions", traceFile, shifts)
+	if len(shifts) == 0 || !strings.Contains(shifts[0].Reason, "completions grew") {
+		t.Errorf("replaying %s: shifts %+v; want a warning that says the completions grew", traceFile, shifts)
 	}
 	if len(shifts) > 2 {
 		t.Errorf("replaying %s: %d shift warnings; want one or two", traceFile, len(shifts))

@@ -58,6 +58,10 @@ type Lane struct {
 	Start float64 `json:"start,omitempty"` // the server's start time (unix seconds), 0 when it does not say
 	Last  Counts  `json:"last"`
 	Read  int64   `json:"read"` // the Counter's read number when this lane last matched
+	// At is when the lane last matched (0 when unknown) and Rate how fast its key counter grew (per second),
+	// so that a reading joins the lane it continues rather than whichever it is closest above.
+	At   float64 `json:"at,omitempty"`
+	Rate float64 `json:"rate,omitempty"`
 }
 
 // Counter folds the readings of one address into totals that only grow. The zero value is ready to use; it is
@@ -112,10 +116,19 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		}
 	}
 	if match < 0 && start <= 0 {
-		best := math.Inf(-1)
+		// The lane the reading continues: of those it is at or above in every counter, the one whose value
+		// by now (its last value and rate) is closest.
+		best := math.Inf(1)
 		for i, l := range c.Lanes {
-			if k := l.Last.key(); l.Start <= 0 && valid(v) && k > best && l.Last.below(r) {
-				match, best = i, k
+			if l.Start > 0 || !valid(v) || !l.Last.below(r) {
+				continue
+			}
+			expect := l.Last.key()
+			if l.Rate > 0 && now > l.At && l.At > 0 {
+				expect += l.Rate * (now - l.At)
+			}
+			if d := math.Abs(v - expect); d < best {
+				match, best = i, d
 			}
 		}
 		if match < 0 && !valid(v) && len(c.Lanes) > 0 {
@@ -124,6 +137,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 	}
 	if match >= 0 {
 		l := &c.Lanes[match]
+		prev := l.Last.key()
 		last := l.Last.fields()
 		tot := c.Total.fields()
 		for i, f := range r.fields() {
@@ -131,6 +145,16 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 				*tot[i] += *f - *last[i]
 				*last[i] = *f
 			}
+		}
+		if now > 0 && l.At > 0 && now > l.At && valid(v) && v >= prev {
+			inst := (v - prev) / (now - l.At)
+			if l.Rate > 0 {
+				inst = (l.Rate + inst) / 2
+			}
+			l.Rate = inst
+		}
+		if now > 0 {
+			l.At = now
 		}
 		l.Read = c.Reads
 		if now > 0 {
@@ -150,7 +174,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 	default:
 		step.Replica = true
 	}
-	nl := Lane{Start: math.Max(0, start), Read: c.Reads}
+	nl := Lane{Start: math.Max(0, start), Read: c.Reads, At: math.Max(0, now)}
 	last := nl.Last.fields()
 	tot := c.Total.fields()
 	for i, f := range r.fields() {

@@ -255,7 +255,7 @@ func TestEstimateLogRate(t *testing.T) {
 				}
 				hist = append(hist, Observation{T: now, Done: int64(done), Total: 25000, AvgCompletion: obsF(1000)})
 			}
-			e, _ := Compute(hist, Config{})
+			e, _ := Compute(hist, Config{Window: 900})
 			if math.Abs(e.ItemsPerS/tt.want-1) > 0.01 {
 				t.Errorf("Compute(log only, the last 10 min %s) = %.3f items/s (%s); want %.3f", tt.name, e.ItemsPerS,
 					e.Reason, tt.want)

@@ -9,6 +9,8 @@ type Folded struct {
 	GenBase, FinBase float64
 	Seg              int  // server lifetime: increments at each restart
 	Restart          bool // a restart happened between the previous observation and this one
+	// Unreliable: the counters kept stepping back (replicas too close to tell apart) and are left out.
+	Unreliable bool
 }
 
 // FoldSeries folds the engine counters of a history (sorted by T) with one Counter, as if the observations'
@@ -18,6 +20,7 @@ type Folded struct {
 func FoldSeries(hist []Observation) []Folded {
 	out := make([]Folded, len(hist))
 	var c Counter
+	var reads, replicas int
 	var first Counts
 	firstSet := [3]bool{}
 	for i, o := range hist {
@@ -39,7 +42,11 @@ func FoldSeries(hist []Observation) []Folded {
 		before := c.Total
 		var st Step
 		if o.GenTokens != nil || o.FinishedLenSum != nil {
-			c, st = c.Add(r, 0, 0)
+			c, st = c.Add(r, 0, o.T)
+			reads++
+			if st.Replica {
+				replicas++
+			}
 		}
 		marked := i > 0 && o.Restarts > hist[i-1].Restarts
 		if st.Restart || marked {
@@ -78,6 +85,14 @@ func FoldSeries(hist []Observation) []Folded {
 			}
 		}
 		out[i] = f
+	}
+	// Counters that keep stepping back are several servers answering in turn with values too close to tell
+	// apart (replicas behind a proxy): their sum is not known, and a rate from them is wrong either way. The
+	// history then has no engine counters at all; the job's own progress says how fast it goes.
+	if replicas > max(2, reads/20) {
+		for i := range out {
+			out[i] = Folded{Seg: out[i].Seg, Restart: out[i].Restart, Unreliable: true}
+		}
 	}
 	return out
 }
