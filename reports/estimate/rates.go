@@ -95,14 +95,14 @@ func firstSample(tp Throughput, o Observation) Throughput {
 const paceRequests = 6.3
 
 // paceShare is the share of the job's items the pace window spans when the batch size is unknown.
-const paceShare = 0.05
+const paceShare = 0.055
 
 // paceSamples is the fewest samples the pace window spans, so that its blocks hold a few each.
 const paceSamples = 9
 
 // PaceWindow is the estimator's window for a history when the configuration does not set one: about six
 // request durations, a request's duration being the requests in flight over the item rate (Little's law), and
-// at least nine sampling intervals. Without a batch size it is the time a twentieth of the items take, and
+// at least nine sampling intervals. Without a batch size it is the time an eighteenth of the items take, and
 // without a total a sixth of the history's span. A history that says nothing gets 900 s.
 //
 // The window is rounded to a grid of quarter powers of two of the sampling interval (steps of 19%), so that
@@ -151,7 +151,7 @@ func paceWindow(hist []Observation) (w, unit float64) {
 	case slots > 0:
 		return math.Max(floor, paceRequests*slots/(items/d)), unit
 	case hist[n-1].Total > 0:
-		// Without a batch size, the time the run takes for a twentieth of its items (the same 900 s for
+		// Without a batch size, the time the run takes for an eighteenth of its items (about 960 s for
 		// that job).
 		return math.Max(floor, paceShare*float64(hist[n-1].Total)/(items/d)), unit
 	}
