@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -17,8 +15,6 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"runwatch/probes"
 )
 
 // File is a parsed run file.
@@ -158,12 +154,13 @@ func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("the run file is empty: it needs a runs: list")
 		}
-		return nil, fmt.Errorf("parse: %w", err)
+		return nil, syntaxError(b, err)
 	}
 	if err := expandNode(&root, lookup); err != nil {
 		return nil, err
 	}
-	if err := checkKeys(&root, reflect.TypeFor[File](), ""); err != nil {
+	lines := keyLines{}
+	if err := checkKeys(&root, reflect.TypeFor[File](), "", lines); err != nil {
 		return nil, err
 	}
 	var f File
@@ -171,7 +168,7 @@ func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	recordLines(&root, &f)
-	if err := f.validate(); err != nil {
+	if err := f.validate(lines); err != nil {
 		return nil, err
 	}
 	return &f, nil
@@ -220,98 +217,6 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) error {
 	return nil
 }
 
-// checkKeys rejects mapping keys that have no field in t, naming the key and its line.
-func checkKeys(n *yaml.Node, t reflect.Type, where string) error {
-	if n.Kind == yaml.DocumentNode {
-		for _, c := range n.Content {
-			if err := checkKeys(c, t, where); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-				return nil
-			}
-			return fmt.Errorf("line %d: %s must be a mapping of keys", n.Line, describe(where))
-		}
-		fields := yamlFields(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			ft, ok := fields[k.Value]
-			if !ok {
-				return fmt.Errorf("line %d: unknown key %q in %s (known: %s)", k.Line, k.Value, describe(where), knownKeys(t))
-			}
-			if err := checkKeys(v, ft, join(where, k.Value)); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-				return nil
-			}
-			return fmt.Errorf("line %d: %s must be a list", n.Line, describe(where))
-		}
-		for i, c := range n.Content {
-			if err := checkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", where, i)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func describe(where string) string {
-	if where == "" {
-		return "the run file"
-	}
-	return where
-}
-
-func join(where, key string) string {
-	if where == "" {
-		return key
-	}
-	return where + "." + key
-}
-
-func yamlFields(t reflect.Type) map[string]reflect.Type {
-	m := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		m[name] = f.Type
-	}
-	return m
-}
-
-func knownKeys(t reflect.Type) string {
-	var names []string
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if name != "-" && name != "" {
-			names = append(names, name)
-		}
-	}
-	return strings.Join(names, ", ")
-}
-
 // recordLines stores the line of each run, plan and stage so later checks can point at them.
 func recordLines(root *yaml.Node, f *File) {
 	doc := root
@@ -356,184 +261,12 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-var runName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
-// PostModes are the ways a run's scheduled status is posted.
-var PostModes = []string{"new", "update", "thread"}
-
-// StageChecks are the kinds of stage check.
-var StageChecks = []string{"http", "exists", "progress", "growing", "metric", "manual", "promql"}
-
-func (f *File) validate() error {
-	if len(f.Runs) == 0 {
-		return errors.New("runs: the run file lists no runs")
-	}
-	seen := map[string]int{}
-	for i := range f.Runs {
-		r := &f.Runs[i]
-		at := func(key string) string { return fmt.Sprintf("line %d: runs[%d].%s", r.Line, i, key) }
-		if r.Name == "" {
-			return fmt.Errorf("%s is missing: every run needs a name", at("name"))
-		}
-		if !runName.MatchString(r.Name) {
-			return fmt.Errorf("%s %q is not a valid name: use letters, digits, '.', '_' or '-'", at("name"), r.Name)
-		}
-		if prev, dup := seen[r.Name]; dup {
-			return fmt.Errorf("%s %q is already used by the run on line %d", at("name"), r.Name, prev)
-		}
-		seen[r.Name] = r.Line
-		for _, list := range []struct {
-			key   string
-			paths []string
-		}{{"outputs", r.Outputs}, {"protected", r.Protected}, {"watch", r.Watch}} {
-			for _, p := range list.paths {
-				if !filepath.IsAbs(p) {
-					return fmt.Errorf("%s: %q is not an absolute path", at(list.key), p)
-				}
-			}
-		}
-		if r.Log != "" && !filepath.IsAbs(r.Log) {
-			return fmt.Errorf("%s: %q is not an absolute path", at("log"), r.Log)
-		}
-		if r.LogPattern != "" {
-			// The probe's own check, so that what loads here also runs there.
-			if _, err := probes.CompileProgressPattern(r.LogPattern); err != nil {
-				return fmt.Errorf("%s: %w (it needs named groups (?P<done>...) and (?P<total>...))", at("log_pattern"), err)
-			}
-		}
-		for _, u := range r.Metrics {
-			if err := checkURL(u); err != nil {
-				return fmt.Errorf("%s: %w", at("metrics"), err)
-			}
-		}
-		if r.Total < 0 {
-			return fmt.Errorf("%s must not be negative", at("total"))
-		}
-		if r.MaxTokens < 0 {
-			return fmt.Errorf("%s must not be negative", at("max_tokens"))
-		}
-		if r.PostMode != "" && !contains(PostModes, r.PostMode) {
-			return fmt.Errorf("%s %q: use one of %s", at("post_mode"), r.PostMode, strings.Join(PostModes, ", "))
-		}
-		if r.Prometheus != nil {
-			if err := checkURL(r.Prometheus.URL); err != nil {
-				return fmt.Errorf("%s: %w", at("prometheus.url"), err)
-			}
-			if s := r.Prometheus.Selector; s != "" && (!strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}")) {
-				return fmt.Errorf("%s %q must be label matchers in braces, like {job=\"vllm\"}", at("prometheus.selector"), s)
-			}
-			if p := r.Prometheus; p.BearerTokenEnv != "" && (p.UsernameEnv != "" || p.PasswordEnv != "") {
-				return fmt.Errorf("%s: give bearer_token_env or username_env and password_env, not both", at("prometheus"))
-			}
-		}
-		names := map[string]bool{}
-		for j := range r.Plans {
-			if err := r.Plans[j].validate(); err != nil {
-				return fmt.Errorf("line %d: runs[%d].plans[%d]: %w", r.Plans[j].Line, i, j, err)
-			}
-			if names[r.Plans[j].Name] {
-				return fmt.Errorf("line %d: runs[%d].plans[%d].name %q is used twice", r.Plans[j].Line, i, j, r.Plans[j].Name)
-			}
-			names[r.Plans[j].Name] = true
-		}
-		stages := map[string]bool{}
-		for j := range r.Stages {
-			if err := r.Stages[j].validate(); err != nil {
-				return fmt.Errorf("line %d: runs[%d].stages[%d]: %w", r.Stages[j].Line, i, j, err)
-			}
-			if stages[r.Stages[j].Name] {
-				return fmt.Errorf("line %d: runs[%d].stages[%d].name %q is used twice", r.Stages[j].Line, i, j, r.Stages[j].Name)
-			}
-			stages[r.Stages[j].Name] = true
-		}
-	}
-	return nil
-}
-
-func checkURL(u string) error {
-	p, err := url.Parse(u)
-	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Errorf("%q is not an http(s) URL with a host", u)
-	}
-	return nil
-}
-
 // DTypes maps the element types a plan may name to their size in bytes.
 var DTypes = map[string]int{
 	"float32": 4, "fp32": 4, "float": 4,
 	"float16": 2, "fp16": 2, "half": 2, "bfloat16": 2, "bf16": 2,
 	"float8": 1, "fp8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "int8": 1, "uint8": 1,
 	"float64": 8, "fp64": 8, "double": 8,
-}
-
-func (p *Plan) validate() error {
-	if p.Name == "" {
-		return errors.New("name is missing")
-	}
-	if p.Target == "" || !filepath.IsAbs(p.Target) {
-		return fmt.Errorf("target %q must be an absolute path", p.Target)
-	}
-	if !p.Tokens.Auto && p.Tokens.N <= 0 {
-		return errors.New("tokens is missing: give a number of tokens or auto")
-	}
-	if p.ModelConfig == "" {
-		if p.NumLayers <= 0 || p.HiddenSize <= 0 || p.DType == "" {
-			return errors.New("give model_config, or all of num_layers, hidden_size and dtype")
-		}
-	} else if !filepath.IsAbs(p.ModelConfig) {
-		return fmt.Errorf("model_config %q must be an absolute path", p.ModelConfig)
-	}
-	if p.DType != "" {
-		if _, ok := DTypes[strings.ToLower(p.DType)]; !ok {
-			return fmt.Errorf("dtype %q is not known: use bfloat16, float16, float32 or float8", p.DType)
-		}
-	}
-	if p.NumLayers > 0 {
-		for _, l := range p.Layers.List {
-			if l >= p.NumLayers {
-				return fmt.Errorf("layers: index %d is out of range for num_layers %d", l, p.NumLayers)
-			}
-		}
-	}
-	return nil
-}
-
-func (s *Stage) validate() error {
-	if s.Name == "" {
-		return errors.New("name is missing")
-	}
-	switch s.Check {
-	case "http":
-		return checkURL(s.URL)
-	case "exists", "growing":
-		if !filepath.IsAbs(s.Path) {
-			return fmt.Errorf("%s check needs an absolute path, got %q", s.Check, s.Path)
-		}
-	case "metric":
-		if s.Metric == "" {
-			return errors.New("metric check needs metric:")
-		}
-		if !contains([]string{">", ">=", "<", "<=", "==", "!="}, s.Op) {
-			return fmt.Errorf("op %q: use one of > >= < <= == !=", s.Op)
-		}
-	case "promql":
-		if s.Query == "" {
-			return errors.New("promql check needs query:")
-		}
-	case "progress", "manual":
-	default:
-		return fmt.Errorf("check %q: use one of %s", s.Check, strings.Join(StageChecks, ", "))
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Duration is a time.Duration written as "30s", "10m" or "1h30m" in the run file.
@@ -563,7 +296,7 @@ func (t *Tokens) UnmarshalYAML(n *yaml.Node) error {
 	}
 	v, err := parseCount(n.Value)
 	if err != nil || v <= 0 {
-		return fmt.Errorf("line %d: tokens %q: give a positive number (25000000, 25e6, 25M) or auto", n.Line, n.Value)
+		return fmt.Errorf("line %d: %q: give a positive number (25000000, 25e6, 25M) or auto", n.Line, n.Value)
 	}
 	t.N = v
 	return nil
@@ -604,22 +337,22 @@ func (l *Layers) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	if n.Kind != yaml.SequenceNode {
-		return fmt.Errorf("line %d: layers %q: use all or a list of layer indices like [2, 30, 58]", n.Line, n.Value)
+		return fmt.Errorf("line %d: %q: use all or a list of layer indices like [2, 30, 58]", n.Line, n.Value)
 	}
 	seen := map[int]bool{}
 	for _, c := range n.Content {
 		v, err := strconv.Atoi(c.Value)
 		if err != nil || v < 0 {
-			return fmt.Errorf("line %d: layers: %q is not a layer index", c.Line, c.Value)
+			return fmt.Errorf("line %d: %q is not a layer index", c.Line, c.Value)
 		}
 		if seen[v] {
-			return fmt.Errorf("line %d: layers: %d is listed twice", c.Line, v)
+			return fmt.Errorf("line %d: %d is listed twice", c.Line, v)
 		}
 		seen[v] = true
 		l.List = append(l.List, v)
 	}
 	if len(l.List) == 0 {
-		return fmt.Errorf("line %d: layers is an empty list", n.Line)
+		return fmt.Errorf("line %d: an empty list: give all or layer indices", n.Line)
 	}
 	return nil
 }

@@ -65,6 +65,7 @@ func DefaultAlertPolicy() AlertPolicy {
 		Cooldown: map[string]time.Duration{
 			AlertShift: 30 * time.Minute, AlertStall: time.Hour, AlertProtected: time.Hour,
 			AlertOutput: 6 * time.Hour, AlertDiskFull: 2 * time.Hour, AlertProbe: time.Hour, AlertFinished: 24 * time.Hour,
+			AlertFinishShare: 2 * time.Hour, AlertDrafterDrop: 2 * time.Hour,
 		},
 		Confirm: map[string]int{AlertProbe: 2, AlertDiskFull: 2},
 	}
@@ -113,9 +114,13 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 		if rs.Progress != nil {
 			line += " " + reports.ProgressLine(*rs.Progress)
 		}
+		if rs.Finish != nil {
+			line += "\n" + reports.FinishLine(*rs.Finish, a.loc)
+		}
 		out = append(out, condition{kind: AlertFinished, key: rs.Name + "/" + AlertFinished, summary: "finished",
 			msg: reports.Message{Title: rs.Name + " · finished", Sections: []string{line}}})
 	}
+	out = append(out, signalConditions(rs)...)
 	for _, w := range rs.Storage.Warnings {
 		kind := w.Kind
 		out = append(out, condition{kind: kind, key: rs.Name + "/" + kind + "/" + w.Mount, summary: reports.PlainText(w.Message),

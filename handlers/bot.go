@@ -129,7 +129,11 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 	q := ParseQuestion(req.Text, runs, plans)
 	name, args := req.Command, []string(nil)
 	if name == "" {
-		name, args = b.commandSyntax(req.Text)
+		text := req.Text
+		if req.Source == "slash" {
+			text = "runwatch " + text // "/runwatch left synth": the first word is the subcommand
+		}
+		name, args = b.commandSyntax(text)
 		if name != "" {
 			// "/storage /data": the command word is not a path; the arguments are the question.
 			q = ParseQuestion(strings.Join(args, " "), runs, plans)
@@ -154,6 +158,19 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 		rest = append(rest, a)
 	}
 	query := Query{Req: req, Question: q, Args: rest}
+	if cmd.NeedsRun && !cmd.Mutating && req.Run == "" && q.Run == "" {
+		// A run the question names but the run file does not: say so, never answer about another run.
+		unknown := UnknownRun(req.Text, runs, plans)
+		// "/eta synth-99k", "eta synth-99k": the one argument of a command is its run.
+		if unknown == "" && len(rest) == 1 && q.Path == "" && q.Plan == "" && runNameLike.MatchString(rest[0]) &&
+			(req.Command != "" || strings.ContainsAny(rest[0], "-_.0123456789")) {
+			unknown = rest[0]
+		}
+		if unknown != "" {
+			return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+				fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(unknown), runList(b.mon.Config()))}}}
+		}
+	}
 	if cmd.NeedsRun {
 		run, reply, ok := b.pickRun(req, q)
 		if !ok {
@@ -161,6 +178,12 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 			return reply
 		}
 		query.Run = run
+	}
+	if query.Run != nil && q.Path == "" && pathIntents[cmd.Name] {
+		// "is shared safe?": a protected mount or output named by its last component.
+		if p, ok := bareWordPath(query.Run, req.Text); ok {
+			query.Question.Path = p
+		}
 	}
 	if req.Channel != "" && query.Run != nil && !b.allowedRequest(req, query.Run) {
 		rep := notAllowed()
@@ -183,13 +206,17 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 // command name first, then its arguments.
 func (b *Bot) commandSyntax(text string) (string, []string) {
 	f := strings.Fields(slackRef.ReplaceAllString(text, " "))
+	named := false
 	if len(f) > 0 && strings.TrimPrefix(strings.ToLower(f[0]), "/") == "runwatch" {
-		f = f[1:]
+		f, named = f[1:], true
 	}
 	if len(f) == 0 {
 		return "", nil
 	}
 	first := strings.TrimPrefix(strings.ToLower(f[0]), "/")
+	if sentenceWords[first] && len(f) > 1 && !strings.HasPrefix(f[0], "/") && !named {
+		return "", nil // "why is it stuck?" is a sentence, not the why command with arguments
+	}
 	if _, ok := b.command(first); ok {
 		return first, f[1:]
 	}

@@ -36,6 +36,11 @@ func TestAskIntents(t *testing.T) {
 		{"what is the meaning of life?", "unknown", []string{"I don't know how to answer", "ETA?"}, false},
 		{"eta synth", "eta", []string{"synth · ETA"}, false},
 		{"/storage", "storage", []string{"synth · storage", "hidden-states"}, false},
+		{"why did the ETA move?", "why", []string{"synth · why the ETA moved", "Now:"}, false},
+		{"are we on track?", "ontrack", []string{"synth · on track?"}, false},
+		{"what's left to do?", "left", []string{"synth · what's left", "24,700 of 25,000 items left", "review"}, false},
+		{"is the protected mount safe?", "safe", []string{"synth · protected mounts", "no output resolves inside it", e.dir + "/shared"}, false},
+		{"is /etc safe?", "safe", []string{"isn't one of them"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {

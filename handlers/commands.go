@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -30,18 +31,30 @@ func commandTable() []Command {
 		{Name: "eta", Slash: "/eta", Usage: "/eta [run]", NeedsRun: true, Handler: handleETA,
 			Description: "When the run will finish, with a range and why the estimate moved.",
 			Examples:    []string{"ETA?", "when will it finish?", "how long is left?"}},
+		{Name: "why", Usage: "why [run]", NeedsRun: true, Handler: handleWhy,
+			Description: "Why the ETA moved: the last moves with their times and causes, in numbers.",
+			Examples:    []string{"why did the ETA move?", "why is the ETA different?", "what changed?"}},
+		{Name: "ontrack", Usage: "ontrack [run]", NeedsRun: true, Handler: handleOnTrack,
+			Description: "Whether the run is on track: the finish now against the first (and the announced) estimate.",
+			Examples:    []string{"are we on track?", "are we behind schedule?"}},
+		{Name: "left", Usage: "left [run]", NeedsRun: true, Handler: handleLeft,
+			Description: "What is left: items and checklist stages still to do, and what blocks each.",
+			Examples:    []string{"what's left to do?", "what's blocking us?"}},
 		{Name: "throughput", Usage: "throughput [run]", NeedsRun: true, Handler: handleThroughput,
 			Description: "Tokens and items per second, recent and over the run.",
 			Examples:    []string{"how fast are we going?", "what's the throughput?"}},
 		{Name: "stuck", Usage: "stuck [run]", NeedsRun: true, Handler: handleStuck,
 			Description: "Whether the run is still making progress.",
 			Examples:    []string{"is it stuck?", "is it still moving?"}},
-		{Name: "status", Slash: "/status", Usage: "/status [run]", NeedsRun: true, Handler: handleStatus,
+		{Name: "status", Usage: "/runwatch status [run]", NeedsRun: true, Handler: handleStatus,
 			Description: "Progress, throughput, ETA, engines, storage, plans and checklist in one answer.",
 			Examples:    []string{"status", "how is it going?"}},
 		{Name: "storage", Slash: "/storage", Usage: "/storage [run|path|plan]", NeedsRun: true, Handler: handleStorage,
 			Description: "Storage overview; with a path, the space left there; with a plan, whether it fits.",
 			Examples:    []string{"/storage", "/storage /data", "/storage hidden-states"}},
+		{Name: "safe", Usage: "safe [path]", NeedsRun: true, Handler: handleSafe,
+			Description: "Whether the protected mounts are safe, leading with the risk: writes now, or an output that will land there.",
+			Examples:    []string{"is /shared safe?", "is the protected mount safe?"}},
 		{Name: "writes", Usage: "writes [path]", NeedsRun: true, Handler: handleWrites,
 			Description: "Whether anything writes to the protected mounts (or a path), and who writes what where.",
 			Examples:    []string{"are we writing to /shared?", "is anything writing to a protected mount?"}},
@@ -92,12 +105,22 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 		lead = noProgressLine(q, rs)
 	}
 	m := reports.Message{Title: rs.Name + " · ETA", Sections: etaSections(rs, b.loc, lead)}
-	if l := reports.EngineLine(rs.Engines); l != "" {
+	// Every ETA answer says how it got here: the finish of a finished run, else the last move.
+	if rs.Finish != nil {
+		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
+	} else if l := reports.LastMoveLine(rs.Moves, b.loc); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
+	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
+	if l := etaSignalLines(rs); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{
 		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
+		"quality": rs.Quality, "drafter": rs.Drafter, "moves": rs.Moves, "finish": rs.Finish,
 	}}
 }
 
@@ -130,7 +153,10 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	} else {
 		m.Sections = append(m.Sections, noProgressLine(q, rs))
 	}
-	if l := reports.EngineLine(rs.Engines); l != "" {
+	if rs.Finish != nil {
+		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
+	}
+	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)
@@ -149,7 +175,11 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	case rs.ETA.State == "stalled":
 		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+reports.ETALine(*rs.ETA, b.loc))
 	case rs.ETA.State == "done":
-		m.Sections = append(m.Sections, ":white_check_mark: *Not stuck: it finished.* "+reports.Esc(rs.ETA.Reason))
+		line := ":white_check_mark: *Not stuck: it finished.* " + reports.Esc(rs.ETA.Reason)
+		if rs.Finish != nil {
+			line += "\n" + reports.FinishLine(*rs.Finish, b.loc)
+		}
+		m.Sections = append(m.Sections, line)
 	case rs.ETA.State == "running":
 		line := ":large_green_circle: *No, it's moving.*"
 		if rs.Throughput != nil {
@@ -162,7 +192,7 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Progress != nil {
 		m.Sections = append(m.Sections, reports.ProgressLine(*rs.Progress))
 	}
-	if l := reports.EngineLine(rs.Engines); l != "" {
+	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)
@@ -188,6 +218,14 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 		return reports.Target{}, nil
 	}
 	t, err := b.mon.ResolveTarget(ctx, q.Run.Name, q.Question.Path)
+	if errors.Is(err, monitor.ErrNotAllowed) {
+		// "/shared" for /mnt/nfs/shared: the way people say a configured path, when only one fits.
+		if alias, ok := pathAlias(q.Run, q.Question.Path); ok {
+			if at, aerr := b.mon.ResolveTarget(ctx, q.Run.Name, alias); aerr == nil {
+				return at, nil
+			}
+		}
+	}
 	if errors.Is(err, monitor.ErrNotAllowed) {
 		var known []string
 		for _, list := range []struct {
@@ -283,19 +321,25 @@ func handleFit(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return errorReply("check the plans", err)
 	}
-	plans := rs.Plans
+	// Every plan, the one the question names first: "will the hidden states fit?" must not hide the
+	// all-layers plan that does not.
+	plans := append([]reports.PlanResult(nil), rs.Plans...)
 	if q.Question.Plan != "" {
-		var sel []reports.PlanResult
-		for _, p := range plans {
-			if p.Name == q.Question.Plan {
-				sel = append(sel, p)
-			}
-		}
-		plans = sel
+		sort.SliceStable(plans, func(i, j int) bool { return plans[i].Name == q.Question.Plan && plans[j].Name != q.Question.Plan })
 	}
 	m := reports.AnswerFit(rs.Name, plans)
+	if q.Question.Plan != "" && len(plans) > 0 && plans[0].Name == q.Question.Plan && len(m.Sections) > 0 {
+		m.Sections[0] = namedPlanVerdict(plans)
+	}
+	var measured []reports.MeasuredPlan
+	for _, p := range plans {
+		if mp := reports.MeasuredFor(rs.Measured, p.Name); mp != nil {
+			m.Sections = append(m.Sections, mp.Sentence)
+			measured = append(measured, *mp)
+		}
+	}
 	m.Context = append(m.Context, context1(rs)...)
-	return Reply{Message: m, Data: map[string]any{"plans": plans, "problems": problemsData(rs.Problems)}}
+	return Reply{Message: m, Data: map[string]any{"plans": plans, "measured": measured, "problems": problemsData(rs.Problems)}}
 }
 
 // handleStorage is /storage [run|path|plan]: a path asks about space there, a plan name about the
@@ -377,7 +421,8 @@ func Help(cmds []Command) reports.Message {
 			do = append(do, fmt.Sprintf("• `/runwatch %s` — %s", c.Usage, c.Description))
 			continue
 		}
-		if c.Slash != "" {
+		if strings.HasPrefix(c.Usage, "/") {
+			// A slash command of its own, or a /runwatch subcommand (status is one: /status is Slack's).
 			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, c.Usage, c.Description, ex)
 		}
 		ask = append(ask, line)

@@ -100,7 +100,7 @@ func FuzzCommandText(f *testing.F) {
 		f.Add(s)
 	}
 	app := &slackApp{bot: b}
-	slashes := []string{"/eta", "/storage", "/status", "/runwatch"}
+	slashes := []string{"/eta", "/storage", "/runwatch"}
 	f.Fuzz(func(t *testing.T, text string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -290,9 +290,9 @@ func TestHTTPSlashCommands(t *testing.T) {
 	}{
 		{"eta", slashBody("/eta", "", "C0ALLOWED", "U222", e.fake.ResponseURL("1")), false, []string{"synth · ETA", "ETA", "done (", "Engines: 1 of 1 up"}},
 		{"eta names the run", slashBody("/eta", "synth", "C0ALLOWED", "U222", e.fake.ResponseURL("2")), false, []string{"synth · ETA"}},
-		{"status", slashBody("/status", "", "C0ALLOWED", "U222", e.fake.ResponseURL("3")), false, []string{"synth · status", "Checklist", "review"}},
+		{"status", slashBody("/runwatch", "status", "C0ALLOWED", "U222", e.fake.ResponseURL("3")), false, []string{"synth · status", "Checklist", "review"}},
 		{"storage of a path that is not the run's", slashBody("/storage", "/etc", "C0ALLOWED", "U222", e.fake.ResponseURL("4")), true, []string{"isn't one of them"}},
-		{"runwatch help", slashBody("/runwatch", "", "C0ALLOWED", "U222", e.fake.ResponseURL("5")), true, []string{"runwatch help", "/eta [run]", "chart"}},
+		{"runwatch help", slashBody("/runwatch", "", "C0ALLOWED", "U222", e.fake.ResponseURL("5")), true, []string{"runwatch help", "/eta [run]", "/runwatch status [run]", "chart"}},
 		{"runwatch snooze, not an admin", slashBody("/runwatch", "snooze 2h", "C0ALLOWED", "U222", e.fake.ResponseURL("6")), true, []string{"only runwatch admins"}},
 		{"runwatch snooze, admin", slashBody("/runwatch", "snooze 2h", "C0ALLOWED", "UADMIN", e.fake.ResponseURL("7")), false, []string{"snoozed for 2 h"}},
 		{"channel not allowed", slashBody("/eta", "", "C0OTHER", "UADMIN", e.fake.ResponseURL("8")), true, []string{"allowed_channels"}},

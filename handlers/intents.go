@@ -21,15 +21,28 @@ var intentRules = []struct {
 }{
 	{"help", []string{"help", "what can you do", "what do you know", "commands", "usage"}},
 	{"runs", []string{"list runs", "which runs", "what runs", "runs?", "show runs", "runs"}},
+	{"safe", []string{"safe", "at risk", "in danger", "risky", "contaminate", "contaminating", "pollute", "polluting", "clobber", "clobbering", "overwrite", "overwriting", "trash", "trashing", "protected ok", "protected okay", "ok to leave"}},
 	{"writes", []string{"writing to", "write to", "writes to", "written to", "writing on", "writing into", "writes on", "landing on", "land on", "protected"}},
 	{"where", []string{"where does", "where do", "where is the output", "where are the outputs", "where will", "output go", "outputs go", "where are we writing", "where"}},
 	{"fit", []string{"fit", "fits", "enough space", "enough room", "enough disk", "capacity", "plan", "plans", "hidden states", "hidden-states"}},
+	{"left", []string{"what's left", "whats left", "what is left", "what else is left", "what remains", "what's remaining", "whats remaining", "what is remaining", "left to do", "still to do", "to do", "todo", "to-do", "outstanding", "pending", "blocking", "blocked", "blockers", "blocker", "what's next", "whats next", "what is next", "next steps", "remaining work", "remaining stages", "remaining items", "what stages", "which stages", "not done"}},
 	{"space", []string{"space", "free", "disk", "full", "room", "storage", "left on", "capacity left", "df"}},
 	{"stuck", []string{"stuck", "stalled", "stall", "hung", "hanging", "frozen", "moving", "progressing", "alive", "dead"}},
 	{"throughput", []string{"how fast", "throughput", "speed", "tok/s", "tokens per second", "tokens/s", "rate", "items/s", "req/s"}},
+	{"ontrack", []string{"on track", "on schedule", "behind schedule", "ahead of schedule", "behind", "ahead", "on time", "late", "running late", "slipping", "slipped", "as planned", "as expected", "keeping up", "first estimate", "original estimate", "initial estimate", "promised", "on target", "schedule"}},
 	{"eta", []string{"eta", "when", "how long", "time left", "finish", "finished", "done yet", "remaining", "complete", "how much longer", "how far"}},
 	{"status", []string{"status", "how is it going", "how's it going", "how are we doing", "update", "summary", "report", "overview", "progress"}},
 }
+
+// whyCues start a "why" question; etaCues say it is about the estimate, so "why is it stuck?" stays a
+// stuck question while "why did the ETA move?" is about the ETA's moves. "what changed?" alone is too.
+var (
+	whyCues = []string{"why", "how come", "what changed", "what happened", "what's changed", "whats changed", "what has changed",
+		"explain", "reason", "reasons", "cause", "caused", "what made", "what's behind", "whats behind"}
+	etaCues = []string{"eta", "estimate", "estimates", "estimated", "finish", "finishing", "moved", "move", "jump", "jumped",
+		"different", "differ", "changed", "change", "later", "earlier", "longer", "shorter", "slower", "faster", "shift", "shifted",
+		"warning", "slipped", "slip", "so long", "time", "go up", "went up", "go down", "went down", "push", "pushed", "delay", "delayed"}
+)
 
 var pathRE = regexp.MustCompile(`(^|[\s"'(\x60])(/[^\s"'()\x60,;?!]*)`)
 
@@ -39,6 +52,8 @@ func ParseQuestion(text string, runs, plans []string) Question {
 	q := Question{}
 	// Slack mentions (<@U123>) and channel links are not part of the question.
 	text = slackRef.ReplaceAllString(text, " ")
+	// Phones and Slack type curly apostrophes: "what\u2019s left?" is "what's left?".
+	text = strings.NewReplacer("\u2019", "'", "\u2018", "'").Replace(text)
 	lower := strings.ToLower(text)
 	if m := pathRE.FindStringSubmatch(text); m != nil {
 		p := strings.TrimRight(m[2], ".:")
@@ -68,16 +83,17 @@ func ParseQuestion(text string, runs, plans []string) Question {
 	if q.Path != "" {
 		cleaned = strings.ReplaceAll(cleaned, strings.ToLower(q.Path), " /path ")
 	}
-	for _, rule := range intentRules {
-		for _, ph := range rule.phrases {
-			if containsPhrase(cleaned, ph) {
-				q.Intent = rule.intent
-				break
-			}
-		}
-		if q.Intent != "" {
-			break
-		}
+	switch {
+	case anyPhrase(cleaned, whyCues) && anyPhrase(cleaned, etaCues):
+		q.Intent = "why"
+	case anyPhrase(cleaned, whyCues) && (matchRules(cleaned) == "" || anyPhrase(cleaned, []string{"what changed", "what happened", "what's changed", "whats changed", "what has changed"})):
+		q.Intent = "why"
+	default:
+		q.Intent = matchRules(cleaned)
+	}
+	// "what's left on /data?" names a path: that is a space question, not the checklist.
+	if q.Intent == "left" && q.Path != "" && containsPhrase(cleaned, "left") {
+		q.Intent = "space"
 	}
 	// "how much is left on /data?" names a path: that is a space question, not an ETA.
 	if q.Intent == "eta" && q.Path != "" && (containsPhrase(cleaned, "left") || containsPhrase(cleaned, "how much")) {
@@ -90,6 +106,29 @@ func ParseQuestion(text string, runs, plans []string) Question {
 		q.Intent = "space"
 	}
 	return q
+}
+
+// sentenceWords are command names that also start ordinary sentences ("why is it stuck?", "left on
+// /data?"): as the first word of free text they are read as a question, not as the command.
+var sentenceWords = map[string]bool{"why": true, "left": true, "safe": true}
+
+// matchRules is the intent of the first rule with a phrase in s, "" when none matches.
+func matchRules(s string) string {
+	for _, rule := range intentRules {
+		if anyPhrase(s, rule.phrases) {
+			return rule.intent
+		}
+	}
+	return ""
+}
+
+func anyPhrase(s string, phrases []string) bool {
+	for _, ph := range phrases {
+		if containsPhrase(s, ph) {
+			return true
+		}
+	}
+	return false
 }
 
 var slackRef = regexp.MustCompile(`<[@#!][^>]*>`)
@@ -124,4 +163,54 @@ func boundary(s string, i int, edge byte) bool {
 
 func isWordByte(c byte) bool {
 	return c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+
+// runNameLike is a run name as the run file allows it.
+var runNameLike = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// nameToken is a word that could be a run's name: letters, digits, '.', '_' and '-'.
+var nameToken = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]`)
+
+// quantity is a number with a short unit ("25k", "2h", "1.5x", "8xH100"): never a run's name.
+var quantity = regexp.MustCompile(`^[0-9][0-9.,]*[a-z]{0,3}$|^[0-9]+x[a-z0-9]+$`)
+
+// runPrepositions come before a run's name: "ETA for synth-99k?", "status of extract-2".
+var runPrepositions = map[string]bool{"for": true, "of": true, "about": true, "run": true, "job": true}
+
+// UnknownRun finds a run the question names that is not configured ("ETA for synth-99k?" when only
+// synth-25k runs), so the answer can say so instead of answering about another run. A candidate is a
+// name-like word with a '-', '_' or a digit that is neither a configured run nor a plan, and that follows
+// "for", "of", "about" or "run", or shares its first part with a configured run's name.
+func UnknownRun(text string, runs, plans []string) string {
+	text = slackRef.ReplaceAllString(text, " ")
+	text = pathRE.ReplaceAllString(text, " ")
+	known := map[string]bool{}
+	prefixes := map[string]bool{}
+	for _, r := range runs {
+		known[strings.ToLower(r)] = true
+		if p, _, ok := strings.Cut(strings.ToLower(r), "-"); ok && len(p) >= 3 {
+			prefixes[p] = true
+		}
+	}
+	for _, p := range plans {
+		known[strings.ToLower(p)] = true
+	}
+	words := strings.Fields(strings.ToLower(text))
+	prev := ""
+	for _, w := range words {
+		tok := nameToken.FindString(w)
+		if tok == "" || known[tok] || quantity.MatchString(tok) || len(tok) > 64 {
+			prev = strings.Trim(w, "?.,!:;\"'()")
+			continue
+		}
+		hasDigit := strings.ContainsAny(tok, "0123456789")
+		hasLetter := strings.ContainsAny(tok, "abcdefghijklmnopqrstuvwxyz")
+		marked := strings.ContainsAny(tok, "-_") || hasDigit && hasLetter
+		first, _, _ := strings.Cut(tok, "-")
+		if marked && hasLetter && (runPrepositions[prev] || prefixes[first]) {
+			return tok
+		}
+		prev = strings.Trim(w, "?.,!:;\"'()")
+	}
+	return ""
 }

@@ -74,3 +74,83 @@ func FuzzParseQuestion(f *testing.F) {
 		}
 	})
 }
+
+// TestIntentPhrasings asks each intent many ways, the way people type them in a channel: the follow-up
+// intents (why, left, safe, ontrack) and the ones they must not steal from.
+func TestIntentPhrasings(t *testing.T) {
+	runs := []string{"synth-25k", "extract"}
+	plans := []string{"hidden-states", "all-layers"}
+	table := map[string][]string{
+		"why": {
+			"why did the ETA move?", "why is the ETA different?", "Why did the estimate jump?", "what changed?",
+			"what happened to the eta", "how come it's going to finish later?", "why is it taking so long?",
+			"explain the ETA", "why the shift warning?", "why did the finish time change", "why is synth-25k slower now?",
+			"what's behind the new estimate?", "whats changed since this morning?", "why did it go up by an hour?",
+			"@runwatch why is the eta later than before", "why was the finish pushed back?", "reason for the delay?",
+		},
+		"left": {
+			"what's left?", "what’s left to do?", "whats left", "what is left for extract?", "what remains?",
+			"what else is left?", "anything still to do?", "what's blocking us?", "is anything blocked?", "any blockers?",
+			"what's next?", "which stages are not done?", "remaining stages?", "outstanding work?", "what's still pending",
+			"show me the todo list",
+		},
+		"safe": {
+			"is /shared safe?", "is shared safe?", "is the protected mount safe?", "is /mnt/nfs/shared at risk?",
+			"are we going to pollute /shared?", "will we clobber anything on the shared drive?", "is it safe?",
+			"are we overwriting anything in /shared", "is the team dir in danger?", "Is /shared OK to leave alone? is it safe",
+		},
+		"ontrack": {
+			"are we on track?", "on track?", "is synth-25k on schedule?", "are we behind?", "are we behind schedule?",
+			"are we ahead of schedule?", "is it running late?", "will it be on time?", "are we slipping?",
+			"is it going as planned?", "is it going as expected?", "how does it compare to the first estimate?",
+			"are we keeping up with the original estimate", "still on target?",
+		},
+		"eta": {
+			"ETA?", "eta", "when will it finish?", "when is it done?", "how long is left?", "how much longer?",
+			"time left?", "when will extract be complete", "how far along are we?", "finish time?",
+		},
+		"writes": {"are we writing to /shared?", "is anything writing to a protected mount?", "what's landing on /shared?"},
+		"space":  {"how much space is left on /data?", "what's left on /data?", "is the disk filling up?", "free space?"},
+		"fit":    {"will the hidden states fit?", "will it fit?", "enough room for all-layers?"},
+		"stuck":  {"is it stuck?", "why is it stuck?", "is extract still moving?", "is the job hung?"},
+		"status": {"status", "how's it going?", "give me an overview"},
+	}
+	for want, questions := range table {
+		for _, text := range questions {
+			t.Run(want+"/"+text, func(t *testing.T) {
+				if q := ParseQuestion(text, runs, plans); q.Intent != want {
+					t.Errorf("ParseQuestion(%q).Intent = %q; want %q", text, q.Intent, want)
+				}
+				// None of these names a run the run file lacks: none may be refused as one.
+				if u := UnknownRun(text, runs, plans); u != "" {
+					t.Errorf("UnknownRun(%q) = %q; want none", text, u)
+				}
+			})
+		}
+	}
+}
+
+func TestUnknownRun(t *testing.T) {
+	runs := []string{"synth-25k", "extract"}
+	plans := []string{"hidden-states", "all-layers"}
+	tests := []struct{ text, want string }{
+		{"ETA for synth-99k?", "synth-99k"},
+		{"status of extract-2", "extract-2"},
+		{"how is synth-100k doing?", "synth-100k"},
+		{"what's the ETA of run7?", "run7"},
+		{"ETA for synth-25k?", ""},
+		{"ETA?", ""},
+		{"will all-layers fit?", ""},
+		{"are we writing to /shared/synth-99k?", ""},
+		{"snooze for 2h", ""},
+		{"is it on 8xh100?", ""},
+		{"how fast is the to-do list moving", ""},
+		{"what's left to do?", ""},
+		{"eta for <@U0123ABC>", ""},
+	}
+	for _, tt := range tests {
+		if got := UnknownRun(tt.text, runs, plans); got != tt.want {
+			t.Errorf("UnknownRun(%q) = %q; want %q", tt.text, got, tt.want)
+		}
+	}
+}

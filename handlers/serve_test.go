@@ -10,15 +10,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"runwatch/config"
 )
@@ -255,62 +252,5 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 	follow := posts[2]
 	if follow.Form.Get("channel") != "CSYNTH" || follow.Form.Get("thread_ts") != warningTS || !strings.Contains(follow.Form.Get("text"), "Resolved") {
 		t.Errorf("follow-up = %v; want 'Resolved' in the warning's thread %s (channel id CSYNTH)", follow.Form, warningTS)
-	}
-}
-
-// TestManifest keeps manifest.yaml in step with the command table and the issue's requirements.
-func TestManifest(t *testing.T) {
-	b, err := os.ReadFile("../manifest.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m struct {
-		Features struct {
-			SlashCommands []struct {
-				Command string `yaml:"command"`
-			} `yaml:"slash_commands"`
-		} `yaml:"features"`
-		OAuth struct {
-			Scopes struct {
-				Bot []string `yaml:"bot"`
-			} `yaml:"scopes"`
-		} `yaml:"oauth_config"`
-		Settings struct {
-			Events struct {
-				BotEvents []string `yaml:"bot_events"`
-			} `yaml:"event_subscriptions"`
-			SocketMode bool `yaml:"socket_mode_enabled"`
-		} `yaml:"settings"`
-	}
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		t.Fatalf("manifest.yaml: %v", err)
-	}
-	var cmds []string
-	for _, c := range m.Features.SlashCommands {
-		cmds = append(cmds, c.Command)
-	}
-	want := []string{"/runwatch"}
-	for _, c := range commandTable() {
-		if c.Slash != "" {
-			want = append(want, c.Slash)
-		}
-	}
-	slices.Sort(cmds)
-	slices.Sort(want)
-	checks := []struct {
-		what      string
-		got, want []string
-	}{
-		{"slash commands", cmds, want},
-		{"bot scopes", m.OAuth.Scopes.Bot, []string{"app_mentions:read", "chat:write", "commands", "files:write", "im:history"}},
-		{"bot events", m.Settings.Events.BotEvents, []string{"app_mention", "message.im"}},
-	}
-	for _, c := range checks {
-		if !slices.Equal(c.got, c.want) {
-			t.Errorf("manifest %s = %v; want %v", c.what, c.got, c.want)
-		}
-	}
-	if !m.Settings.SocketMode {
-		t.Errorf("manifest: socket_mode_enabled is false; want Socket Mode on")
 	}
 }

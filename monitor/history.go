@@ -19,6 +19,11 @@ import (
 type runState struct {
 	mu sync.Mutex
 	persisted
+	// finish caches the finish summary of a finished run, keyed by the T of the observation that reached
+	// the total: summarising re-runs the estimator over the history, and a finished run's answers and
+	// samples keep asking.
+	finish    *reports.FinishSummary
+	finishKey float64
 	// stateErr is why the run's state is not on disk: the last save failed, or the file could not
 	// be loaded at start. Answers name it until a save works.
 	stateErr error
@@ -39,6 +44,8 @@ type persisted struct {
 	Stages  map[string]StageMark   `json:"stage_marks,omitempty"`
 	Growing map[string]growingMemo `json:"growing,omitempty"`
 	Last    *reports.ETA           `json:"last_eta,omitempty"`
+	// Moves is the first and announced estimates and the last shifts, for "why" and "on track" answers.
+	Moves reports.MoveLog `json:"moves"`
 }
 
 // StageMark is a stage state set by hand from Slack.
@@ -280,9 +287,25 @@ func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now t
 	st.Last = &e
 	sh, fired := st.Shift.Update(e, t, reports.ShiftConfig{})
 	if !fired {
+		st.Moves.Record(st.Shift, nil)
 		return nil, true
 	}
+	st.Moves.Record(st.Shift, &sh)
 	return &sh, true
+}
+
+// moveLog is a copy of the run's move log with the drift of e (the estimate at T t) from the announced
+// estimate filled in.
+func (rs *runState) moveLog(e *reports.ETA, t float64) *reports.MoveLog {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	l := rs.Moves.Clone()
+	if e != nil {
+		if d, ok := rs.Shift.Drift(*e, t); ok {
+			l.Drift = &d
+		}
+	}
+	return &l
 }
 
 // save persists a run's state; errors leave the in-memory state intact for the next try.
@@ -365,4 +388,35 @@ func (m *Monitor) MarkStage(run, stage, state, by string) error {
 	}
 	st.mu.Unlock()
 	return m.save(run)
+}
+
+// finishSummary is the run's finish summary over hist (nil when it has not finished), from the cache when
+// the finish it summarises is the same.
+func (rs *runState) finishSummary(hist []reports.Observation, cfg reports.EstimateConfig, first *reports.EstimateMark) *reports.FinishSummary {
+	key := -1.0
+	for _, o := range hist {
+		if o.Total > 0 && o.Done >= o.Total {
+			key = o.T
+			break
+		}
+	}
+	if key < 0 {
+		return nil
+	}
+	rs.mu.Lock()
+	if rs.finish != nil && rs.finishKey == key && (first == nil) == (rs.finish.First == nil) {
+		f := *rs.finish
+		rs.mu.Unlock()
+		return &f
+	}
+	rs.mu.Unlock()
+	f := reports.SummarizeFinish(hist, cfg, first)
+	if f == nil {
+		return nil
+	}
+	rs.mu.Lock()
+	c := *f
+	rs.finish, rs.finishKey = &c, key
+	rs.mu.Unlock()
+	return f
 }

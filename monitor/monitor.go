@@ -80,6 +80,8 @@ type Monitor struct {
 	stages *stageChecker
 	// runSlots bounds the runs probed at once.
 	runSlots chan struct{}
+	// signals keeps the engines' finish and drafter counters; see signals.go.
+	signals signalBook
 
 	mu   sync.Mutex
 	runs map[string]*runState
@@ -345,6 +347,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		smp     *sample
 		pathObs []reports.PathObservation
 		remote  promStorage
+		writers promWriters
 	)
 	addProblem := func(probe string, err error) {
 		mu.Lock()
@@ -366,10 +369,14 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		}()
 	}
 	if ps := m.prom[r.Name]; ps != nil && need.Storage {
-		wg.Add(1)
+		wg.Add(2)
 		go func() {
 			defer wg.Done()
 			remote = m.promObserveStorage(ctx, r, ps, now, addProblem)
+		}()
+		go func() {
+			defer wg.Done()
+			writers = m.promObserveWriters(ctx, r, ps, now, addProblem)
 		}()
 	}
 	wg.Wait()
@@ -383,8 +390,17 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 			eta, rs.ETA, rs.Throughput = &e, &e, &tp
 			p := smp.progress
 			rs.Progress = &p
+			rs.Moves = st.moveLog(eta, float64(now.UnixNano())/1e9)
+			if e.State == reports.StateDone {
+				rs.Finish = st.finishSummary(hist, estimateConfig(r), rs.Moves.First)
+				if rs.Finish != nil && tp.TokensPerS <= 0 && tp.ItemsPerS <= 0 {
+					ft := rs.Finish.Throughput()
+					rs.Throughput = &ft
+				}
+			}
 		}
 		rs.Engines = smp.engines
+		rs.Quality, rs.Drafter = m.assessSignals(r, smp)
 		rs.Notices = append(rs.Notices, smp.notices...)
 	}
 	if need.Storage {
@@ -409,6 +425,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		}
 		rs.Storage = reports.BuildStorage(in, ttf)
 		rs.Storage = promMergeStorage(rs.Storage, remote, ttf)
+		rs.Storage = promMergeWriters(rs.Storage, writers)
 		if shared.tableErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "mounts", Error: shared.tableErr.Error()})
 		}
@@ -423,6 +440,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 	}
 	if need.Plans && len(r.Plans) > 0 {
 		rs.Plans = m.evaluatePlans(ctx, r, pathObs, smp, eta, addProblem)
+		rs.Measured = m.measurePlans(ctx, r, rs.Plans, rs.Progress, addProblem)
 	}
 	if need.Stages && len(r.Stages) > 0 {
 		rs.Stages = m.stages.check(ctx, r, st, smp, m.opts.ProbeTimeout, addProblem)

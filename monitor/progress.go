@@ -26,6 +26,8 @@ type sample struct {
 	genTokens, promptTokens float64
 	// scraped engine values, for metric stage checks: name -> value summed over engines.
 	metrics map[string]float64
+	// signals are the finish and drafter counters of each engine that answered (signals.go).
+	signals map[string]reports.SignalSample
 
 	// What committing this sample changes in the run state.
 	logFile *probes.LogFile
@@ -111,6 +113,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Ti
 
 	// The engines: accumulate counters across restarts, sum over servers.
 	tot := s.foldEngines(readings, prevMemos, m.opts.ProbeTimeout, problem)
+	s.signals = signalSamples(readings, s.obs.T)
 	tot.apply(&s.obs)
 	if r.MaxTokens > 0 {
 		s.obs.MaxTokens = int64(r.MaxTokens)
@@ -250,7 +253,7 @@ func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMem
 			continue
 		}
 		e := rd.engine
-		es.Kind, es.Engines = e.Kind, e.Engines
+		es.Kind, es.Engines, es.Missing = e.Kind, e.Engines, e.Missing
 		if e.Kind == "" {
 			es.Kind = "unknown"
 		}

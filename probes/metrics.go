@@ -23,14 +23,14 @@ import (
 // data-parallel `engine` labels.
 type Engine struct {
 	URL              string             // the scraped address, any password removed
-	Kind             string             // "vllm", "vllm-v0", "sglang", "tgi" or "" when no known metric was found
+	Kind             string             // "vllm", "vllm-v0", "sglang", "tgi", "llamacpp", "trtllm", "trtllm-triton" or "" when no known metric was found
 	Engines          int                // number of distinct `engine` label values (1 when unlabelled, 0 when Kind is "")
 	Running, Waiting float64            // requests; 0 when absent
 	KVCacheUsage     float64            // fraction 0..1 (mean over engines); vllm:kv_cache_usage_perc or vllm:gpu_cache_usage_perc, sglang:token_usage; NaN when absent
 	GenerationTokens float64            // cumulative generated tokens (counter); for TGI, which has no counter, the sum of its per-request histogram; NaN when absent
 	PromptTokens     float64            // cumulative prompt tokens, same sources as GenerationTokens; NaN when absent
 	RequestsFinished float64            // sum of vllm:request_success_total over finished_reason (sglang:num_requests_total or the e2e latency histogram count, tgi_request_success); NaN when absent
-	FinishedByReason map[string]float64 // finished_reason -> count ("stop", "length", "abort"); vLLM only, nil otherwise
+	FinishedByReason map[string]float64 // finished_reason (or finish_reason) -> count ("stop", "length", "abort"); vLLM and TensorRT-LLM, nil otherwise
 
 	// FinishedLenSum and FinishedLenCount are the histogram of generated
 	// tokens per finished request (vllm:request_generation_tokens,
@@ -40,6 +40,12 @@ type Engine struct {
 	Preemptions   float64 // cumulative; 0 when absent
 	GenThroughput float64 // a gauge of tokens/s where the engine exports one (vllm:avg_generation_throughput_toks_per_s, sglang:gen_throughput); NaN when absent
 	StartTime     float64 // unix seconds: max of process_start_time_seconds and the generation counter's _created sample; 0 when unknown (a change means the server restarted)
+
+	// Signals are the data-quality and drafter counters (signals.go).
+	Signals Signals
+	// Missing says, when the endpoint answered, which names runwatch reads it lacks and what it
+	// exports instead (drift.go); nil when nothing expected is missing.
+	Missing []string
 
 	// Skipped lists exposition lines that were not valid and were left out,
 	// as "line N: reason: text". A scrape with a few bad lines still yields
@@ -238,15 +244,7 @@ func metricsWanted(line []byte) bool {
 	if bytes.HasSuffix(name, []byte("_bucket")) {
 		return false
 	}
-	if metricsUsed[string(name)] {
-		return true
-	}
-	for _, suffix := range []string{"_sum", "_count", "_total", "_created"} {
-		if base, ok := bytes.CutSuffix(name, []byte(suffix)); ok && metricsUsed[string(base)] {
-			return true
-		}
-	}
-	return false
+	return metricsKnownName(name)
 }
 
 // metricsNameByte reports whether c may appear in a legacy metric name.
@@ -300,116 +298,11 @@ func metricsClip(b []byte) []byte {
 	return b
 }
 
-// metricsSource names the families one engine kind exports.
-type metricsSource struct {
-	kind, prefix       string // prefix: every family of this engine has it
-	running, waiting   string
-	kvUsage            []string // first present wins
-	generation, prompt string   // counters
-	generationHist     string   // per-request histograms, fallback for the counters
-	promptHist         string
-	finished           []string // counters; first present wins
-	finishedHist       string   // a histogram observed once per finished request, last resort
-	finishedReason     string   // label of the finished counter that gives FinishedByReason
-	preemptions        string
-	genThroughput      string
-	created            string // the generation counter's creation time
-}
-
-var metricsSources = []metricsSource{{
-	kind:           "vllm",
-	prefix:         "vllm:",
-	running:        "vllm:num_requests_running",
-	waiting:        "vllm:num_requests_waiting",
-	kvUsage:        []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
-	generation:     "vllm:generation_tokens_total",
-	prompt:         "vllm:prompt_tokens_total",
-	generationHist: "vllm:request_generation_tokens",
-	promptHist:     "vllm:request_prompt_tokens",
-	finished:       []string{"vllm:request_success_total"},
-	finishedReason: "finished_reason",
-	preemptions:    "vllm:num_preemptions_total",
-	genThroughput:  "vllm:avg_generation_throughput_toks_per_s",
-	created:        "vllm:generation_tokens_created",
-}, {
-	kind:          "sglang",
-	prefix:        "sglang:",
-	running:       "sglang:num_running_reqs",
-	waiting:       "sglang:num_queue_reqs",
-	kvUsage:       []string{"sglang:token_usage"},
-	generation:    "sglang:generation_tokens_total",
-	prompt:        "sglang:prompt_tokens_total",
-	finished:      []string{"sglang:num_requests_total"},
-	finishedHist:  "sglang:e2e_request_latency_seconds",
-	genThroughput: "sglang:gen_throughput",
-	created:       "sglang:generation_tokens_created",
-}, {
-	kind:           "tgi",
-	prefix:         "tgi_",
-	running:        "tgi_batch_current_size",
-	waiting:        "tgi_queue_size",
-	generationHist: "tgi_request_generated_tokens",
-	promptHist:     "tgi_request_input_length",
-	finished:       []string{"tgi_request_success"},
-}}
-
-// MetricAlias names the summed value a sample keeps (running, waiting, kv_cache_usage,
-// generation_tokens, prompt_tokens, requests_finished, preemptions, gen_throughput) for a raw
-// engine metric name, so a stage check may use either.
-func MetricAlias(name string) (string, bool) {
-	for _, src := range metricsSources {
-		pairs := [][2]string{{src.running, "running"}, {src.waiting, "waiting"}, {src.generation, "generation_tokens"},
-			{src.prompt, "prompt_tokens"}, {src.preemptions, "preemptions"}, {src.genThroughput, "gen_throughput"}}
-		for _, k := range src.kvUsage {
-			pairs = append(pairs, [2]string{k, "kv_cache_usage"})
-		}
-		for _, f := range src.finished {
-			pairs = append(pairs, [2]string{f, "requests_finished"})
-		}
-		for _, p := range pairs {
-			if p[0] != "" && p[0] == name {
-				return p[1], true
-			}
-		}
-	}
-	return "", false
-}
-
-// metricsV0Only are families only vLLM's V0 engine exports.
-var metricsV0Only = []string{
-	"vllm:avg_generation_throughput_toks_per_s",
-	"vllm:avg_prompt_throughput_toks_per_s",
-	"vllm:num_requests_swapped",
-	"vllm:cpu_cache_usage_perc",
-}
-
-// metricsUsed holds every family name metricsEngine may read, in both the
-// text-format spelling ("x_total") and the OpenMetrics one ("x").
-var metricsUsed = func() map[string]bool {
-	used := map[string]bool{"process_start_time_seconds": true}
-	add := func(names ...string) {
-		for _, n := range names {
-			if n != "" {
-				used[n] = true
-				used[strings.TrimSuffix(n, "_total")] = true
-			}
-		}
-	}
-	for _, s := range metricsSources {
-		add(s.running, s.waiting, s.generation, s.prompt, s.generationHist, s.promptHist,
-			s.finishedHist, s.preemptions, s.genThroughput, s.created)
-		add(s.kvUsage...)
-		add(s.finished...)
-	}
-	add(metricsV0Only...)
-	return used
-}()
-
 func metricsEmpty() Engine {
 	nan := math.NaN()
 	return Engine{
 		KVCacheUsage: nan, GenerationTokens: nan, PromptTokens: nan, RequestsFinished: nan,
-		FinishedLenSum: nan, FinishedLenCount: nan, GenThroughput: nan,
+		FinishedLenSum: nan, FinishedLenCount: nan, GenThroughput: nan, Signals: metricsNoSignals(),
 	}
 }
 
@@ -428,10 +321,11 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 			break
 		}
 	}
+	m := metricsFamilies(fams)
 	if src == nil {
+		e.Missing = metricsDiagnose(m, nil)
 		return e
 	}
-	m := metricsFamilies(fams)
 	e.Kind = src.kind
 	if src.kind == "vllm" {
 		for _, name := range metricsV0Only {
@@ -462,13 +356,21 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 			break
 		}
 	}
+	if used, ok := m.sum(src.kvUsed); ok && math.IsNaN(e.KVCacheUsage) {
+		if total, ok := m.sum(src.kvMax); ok && total > 0 {
+			e.KVCacheUsage = used / total
+		}
+	}
 	e.GenerationTokens = m.counterOrHist(src.generation, src.generationHist)
 	e.PromptTokens = m.counterOrHist(src.prompt, src.promptHist)
 	for _, name := range src.finished {
 		if v, ok := m.sum(name); ok {
 			e.RequestsFinished = v
-			if src.finishedReason != "" {
-				e.FinishedByReason = m.byLabel(name, src.finishedReason)
+			for _, label := range src.finishedReason {
+				if by := m.byLabel(name, label); len(by) > 0 {
+					e.FinishedByReason = by
+					break
+				}
 			}
 			break
 		}
@@ -490,6 +392,8 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 			e.StartTime = v
 		}
 	}
+	e.Signals = metricsSignals(m, src, e)
+	e.Missing = metricsDiagnose(m, src)
 	return e
 }
 
@@ -528,11 +432,18 @@ func metricsValue(mt *dto.Metric) (float64, bool) {
 	return 0, false
 }
 
-// each calls fn for every scalar sample of the family name.
+// each calls fn for every scalar sample of the family name, which may end in one label
+// selector: `family{label="value"}`.
 func (m metricsFamilies) each(name string, fn func(mt *dto.Metric, v float64)) bool {
+	name, label, want := metricsSelector(name)
 	f := m.family(name)
 	found := false
 	for _, mt := range f.GetMetric() {
+		if label != "" {
+			if got, _ := metricsLabel(mt, label); got != want {
+				continue
+			}
+		}
 		if v, ok := metricsValue(mt); ok {
 			fn(mt, v)
 			found = true

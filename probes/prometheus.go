@@ -451,7 +451,7 @@ func (r *PromEngineReplay) At(values []float64) Engine {
 }
 
 // promEngineLabels are the labels metricsEngine reads.
-var promEngineLabels = []string{"engine", "finished_reason"}
+var promEngineLabels = []string{"engine", "finished_reason", "finish_reason", "position", "request_type", "kv_cache_block_type"}
 
 // PromRate is the per-second increase of a counter from its raw samples, counter resets included:
 // the increase divided by the time the samples span, not by the window they were asked for, so a

@@ -29,7 +29,21 @@ type WriterScan struct {
 	Writers   []Writer // sorted by PID, then FD
 	Processes int      // processes seen
 	Invisible int      // processes whose fd directory could not be read (permission): counted, never silently skipped
+	// Hidden names the first of the invisible processes (at most MaxHidden), so an answer can say which
+	// process it could not inspect (often PID 1 of a container or sandbox).
+	Hidden []HiddenProcess
+	// AsRoot is true when the scan ran as root, so "run as root" is no advice.
+	AsRoot bool
 }
+
+// HiddenProcess is a process whose open files could not be read.
+type HiddenProcess struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command,omitempty"` // from <proc>/<pid>/comm, "" when that is unreadable too
+}
+
+// MaxHidden bounds WriterScan.Hidden.
+const MaxHidden = 5
 
 // Writers finds the processes holding files open for writing, by walking
 // <procRoot>/<pid>/fd and reading fdinfo for the file descriptors that
@@ -107,11 +121,12 @@ func (w *Writers) Scan(ctx context.Context) (WriterScan, error) {
 	}
 	wg.Wait()
 
-	scan := WriterScan{Processes: len(pids)}
+	scan := WriterScan{Processes: len(pids), AsRoot: unix.Geteuid() == 0}
 	var errs []error
 	for _, ww := range workers {
 		scan.Writers = append(scan.Writers, ww.writers...)
 		scan.Invisible += ww.invisible
+		scan.Hidden = append(scan.Hidden, ww.hidden...)
 		if ww.err != nil {
 			errs = append(errs, ww.err)
 		}
@@ -123,6 +138,10 @@ func (w *Writers) Scan(ctx context.Context) (WriterScan, error) {
 		}
 		return a.FD < b.FD
 	})
+	sort.Slice(scan.Hidden, func(i, j int) bool { return scan.Hidden[i].PID < scan.Hidden[j].PID })
+	if len(scan.Hidden) > MaxHidden {
+		scan.Hidden = scan.Hidden[:MaxHidden]
+	}
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)
 	}
@@ -212,7 +231,8 @@ type writersWorker struct {
 
 	writers   []Writer
 	invisible int
-	err       error // first unexpected error
+	hidden    []HiddenProcess // the first MaxHidden invisible processes this worker met
+	err       error           // first unexpected error
 }
 
 func newWritersWorker(procFd int, realProc bool, openFdDir func(int, string) (int, error)) *writersWorker {
@@ -238,6 +258,14 @@ func (ww *writersWorker) fail(pid string, what string, err error) {
 		return
 	}
 	ww.invisible++
+	if len(ww.hidden) < MaxHidden {
+		h := HiddenProcess{}
+		h.PID, _ = strconv.Atoi(pid)
+		if comm, cerr := ww.readAt(ww.procFd, pid+"/comm"); cerr == nil {
+			h.Command = string(bytes.TrimRight(comm, "\n"))
+		}
+		ww.hidden = append(ww.hidden, h)
+	}
 	if err == unix.EACCES || err == unix.EPERM {
 		return
 	}

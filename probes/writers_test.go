@@ -123,7 +123,7 @@ func TestWritersScanFixture(t *testing.T) {
 				t.Fatalf("Scan(testdata/proc) error: %v", err)
 			}
 			// 4242, 1001, 1002 and 1004 (exited: no fd directory, not an error).
-			want := WriterScan{Writers: writersFixtureWant(), Processes: 4, Invisible: 0}
+			want := WriterScan{Writers: writersFixtureWant(), Processes: 4, Invisible: 0, AsRoot: unix.Geteuid() == 0}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Scan(testdata/proc) =\n%+v\nwant\n%+v", got, want)
 			}
@@ -177,6 +177,10 @@ func TestWritersScanUnreadable(t *testing.T) {
 			}
 			if got.Invisible != tt.wantInvisible || got.Processes != 4 {
 				t.Errorf("Scan = %d processes, %d invisible; want 4, %d", got.Processes, got.Invisible, tt.wantInvisible)
+			}
+			// The invisible process is named, so an answer can say which one it could not inspect.
+			if tt.wantInvisible > 0 && (len(got.Hidden) != 1 || got.Hidden[0] != (HiddenProcess{PID: 1002, Command: "python"})) {
+				t.Errorf("Scan hidden = %+v; want pid 1002 (python)", got.Hidden)
 			}
 			var want []Writer
 			for _, wr := range writersFixtureWant() {

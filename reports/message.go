@@ -174,6 +174,9 @@ var emojiText = map[string]string{
 	"large_yellow_circle":      "(~)",
 	"zzz":                      "(snoozed)",
 	"chart_with_upwards_trend": "",
+	"scissors":                 "(cut)",
+	"zap":                      "(spec)",
+	"grey_question":            "(?)",
 }
 
 // PlainText turns Slack mrkdwn into readable terminal text: dates and links show their fallback,

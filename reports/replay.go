@@ -25,6 +25,9 @@ type Replayer struct {
 	sc   ShiftConfig
 	hist []Observation
 	det  ShiftDetector
+	// moves and last feed Moves: the log of announced estimates and shifts, and the latest estimate.
+	moves MoveLog
+	last  ETA
 }
 
 // NewReplayer returns a Replayer with the given settings (zero fields take their defaults).
@@ -44,11 +47,28 @@ func (r *Replayer) Step(o Observation) ReplayLine {
 	e, _ := Estimate(r.hist, r.ec)
 	now := r.hist[len(r.hist)-1].T
 	line := ReplayLine{T: now, ETAS: e.Seconds, Low: e.LowS, High: e.HighS, State: e.State, Reason: e.Reason}
-	if sh, ok := r.det.Update(e, now, r.sc); ok {
+	sh, ok := r.det.Update(e, now, r.sc)
+	if ok {
 		line.Shift, line.Reason = true, sh.Reason
+		r.moves.Record(r.det, &sh)
+	} else {
+		r.moves.Record(r.det, nil)
 	}
+	r.last = e
 	return line
 }
 
 // History is the bounded history the Replayer keeps (shared; do not modify).
 func (r *Replayer) History() []Observation { return r.hist }
+
+// Moves is the log of the estimates announced and the shifts reported so far, with the latest estimate's
+// drift from the announced one, as the bot keeps it live.
+func (r *Replayer) Moves() MoveLog {
+	l := r.moves.Clone()
+	if len(r.hist) > 0 {
+		if d, ok := r.det.Drift(r.last, r.hist[len(r.hist)-1].T); ok {
+			l.Drift = &d
+		}
+	}
+	return l
+}

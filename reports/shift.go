@@ -107,8 +107,10 @@ func (d *ShiftDetector) Update(e ETA, t float64, cfg ShiftConfig) (Shift, bool) 
 		}
 		return Shift{}, false
 	}
-	if e.LowS == nil || e.HighS == nil || (*e.HighS-*e.LowS)/2 > cfg.MinFraction**e.Seconds {
-		// The estimate itself is less sure than the move a warning is about.
+	if e.LowS == nil || e.HighS == nil || math.Min(*e.Seconds-*e.LowS, *e.HighS-*e.Seconds) > cfg.MinFraction**e.Seconds {
+		// The estimate itself is less sure than the move a warning is about. A calibrated range is lopsided
+		// when the run's past predictions erred one way (completions that keep growing): its near side is
+		// how sure the estimate is that the finish is at least this far.
 		d.Pending = 0
 		return Shift{}, false
 	}

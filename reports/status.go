@@ -27,6 +27,17 @@ type RunStatus struct {
 	Problems   []Problem      `json:"problems"`
 	// Notices are events worth a line that are not failures: a rotated log, a restarted server.
 	Notices []string `json:"notices,omitempty"`
+
+	// Quality is why the engines' requests finished (truncated at max_tokens, aborted, failed);
+	// Drafter is how speculative decoding does. Nil when the engines do not say.
+	Quality *Quality `json:"quality,omitempty"`
+	Drafter *Drafter `json:"drafter,omitempty"`
+	// Measured checks each plan against the files its target holds so far.
+	Measured []MeasuredPlan `json:"measured,omitempty"`
+	// Moves is how the ETA moved: the first and announced estimates and the last sharp moves.
+	Moves *MoveLog `json:"moves,omitempty"`
+	// Finish summarises the run once it has finished.
+	Finish *FinishSummary `json:"finish,omitempty"`
 }
 
 // Problem is a probe that failed or timed out; the rest of the answer still stands.
@@ -56,6 +67,8 @@ type EngineStatus struct {
 	KVCacheUsage     *float64 `json:"kv_cache_usage"`
 	GenerationTokens *float64 `json:"generation_tokens"`
 	Error            string   `json:"error,omitempty"`
+	// Missing names what an engine that answered lacks, and what it exports instead.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Stage states.
@@ -112,11 +125,13 @@ func ThroughputLine(t Throughput) string {
 	if t.ItemsPerS > 0 {
 		parts = append(parts, Rate(t.ItemsPerS, "items/s"))
 	}
-	if len(parts) == 0 {
+	if len(parts) == 0 && t.RunTokensPerS <= 0 && t.RunItemsPerS <= 0 {
 		return "Throughput: not measured yet"
 	}
 	s := strings.Join(parts, " · ")
 	switch {
+	case len(parts) == 0:
+		// Nothing recent (the run finished or paused): the run average is what is left to say.
 	case t.Basis != "":
 		s += " (" + t.Basis + ")"
 	case t.WindowS > 0:
@@ -129,7 +144,10 @@ func ThroughputLine(t Throughput) string {
 	if t.RunItemsPerS > 0 {
 		run = append(run, Rate(t.RunItemsPerS, "items/s"))
 	}
-	if len(run) > 0 && (t.RunTokensPerS != t.TokensPerS || t.RunItemsPerS != t.ItemsPerS) {
+	switch {
+	case len(run) > 0 && len(parts) == 0:
+		s = "Run average " + strings.Join(run, " · ")
+	case len(run) > 0 && (t.RunTokensPerS != t.TokensPerS || t.RunItemsPerS != t.ItemsPerS):
 		s += "; run average " + strings.Join(run, " · ")
 	}
 	return s
@@ -176,7 +194,16 @@ func ETALine(e ETA, loc *time.Location) string {
 }
 
 // EngineLine summarises the engines.
-func EngineLine(es []EngineStatus) string {
+func EngineLine(es []EngineStatus) string { return EngineLineBeside(es, nil) }
+
+// EngineLineBeside summarises the engines in an answer whose context lists the problems ps: a failing
+// endpoint whose error is among them is marked down without repeating the error, so each failure is
+// printed once.
+func EngineLineBeside(es []EngineStatus, ps []Problem) string {
+	listed := map[string]bool{}
+	for _, p := range ps {
+		listed[p.Probe+"\x00"+p.Error] = true
+	}
 	if len(es) == 0 {
 		return ""
 	}
@@ -207,11 +234,32 @@ func EngineLine(es []EngineStatus) string {
 		}
 	}
 	for _, e := range es {
-		if !e.OK {
+		switch {
+		case e.OK:
+		case listed["metrics "+e.URL+"\x00"+e.Error]:
+			s += fmt.Sprintf("\n:red_circle: %s%s is down (below)", Code(e.URL), onHost(e.Host))
+		default:
 			s += fmt.Sprintf("\n:red_circle: %s%s: %s", Code(e.URL), onHost(e.Host), Esc(e.Error))
 		}
 	}
+	for _, e := range es {
+		if e.OK && len(e.Missing) > 0 {
+			s += fmt.Sprintf("\n:grey_question: %s%s (%s): %s", Code(e.URL), onHost(e.Host), Esc(e.Kind), Esc(truncate(strings.Join(e.Missing, "; "), 600)))
+		}
+	}
 	return s
+}
+
+// SignalLines renders the finish shares and the drafter of a run, for a status.
+func SignalLines(r RunStatus) []string {
+	var out []string
+	if r.Quality != nil {
+		out = append(out, QualityLine(*r.Quality))
+	}
+	if r.Drafter != nil {
+		out = append(out, DrafterLine(*r.Drafter))
+	}
+	return out
 }
 
 // StageEmoji is the checklist mark for a stage state.
@@ -266,8 +314,19 @@ func StorageVerdict(st Storage) string {
 			mounts = append(mounts, Code(p.Path))
 		}
 		s := ":large_green_circle: no writes to " + strings.Join(mounts, ", ")
+		landing := 0
+		for _, p := range st.Paths {
+			if p.Role == RoleOutput && p.Protected {
+				landing++
+			}
+		}
+		if landing > 0 {
+			// "No writes" is not the news when an output already resolves there: lead with the risk.
+			s = fmt.Sprintf(":warning: *%s inside protected %s* (no writes there yet)",
+				Plural(landing, "output resolves", "outputs resolve"), strings.Join(mounts, ", "))
+		}
 		if st.Invisible > 0 {
-			s += fmt.Sprintf(" (%s not visible)", Plural(st.Invisible, "process", "processes"))
+			s += fmt.Sprintf(" (%s not visible%s)", Plural(st.Invisible, "process", "processes"), hiddenNames(st))
 		}
 		parts = append(parts, s)
 	}
@@ -308,12 +367,20 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	if r.ETA != nil {
 		head = append(head, ETALine(*r.ETA, loc))
 	}
+	if r.Finish != nil {
+		head = append(head, FinishLine(*r.Finish, loc))
+	} else if l := LastMoveLine(r.Moves, loc); l != "" {
+		head = append(head, l)
+	}
 	if len(head) == 0 {
 		head = append(head, "No progress source configured (add `log:` or `metrics:` to the run file).")
 	}
 	m.Sections = append(m.Sections, strings.Join(head, "\n"))
-	if l := EngineLine(r.Engines); l != "" {
+	if l := EngineLineBeside(r.Engines, r.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
+	}
+	if l := SignalLines(r); len(l) > 0 {
+		m.Sections = append(m.Sections, strings.Join(l, "\n"))
 	}
 	m.Sections = append(m.Sections, StorageVerdict(r.Storage))
 	for _, w := range r.Storage.Warnings {
@@ -323,6 +390,9 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 		var lines []string
 		for _, p := range r.Plans {
 			lines = append(lines, p.Sentence)
+			if mp := MeasuredFor(r.Measured, p.Name); mp != nil {
+				lines = append(lines, mp.Sentence)
+			}
 		}
 		m.Sections = append(m.Sections, strings.Join(lines, "\n"))
 	}
@@ -338,4 +408,20 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	}
 	m.Context = append(m.Context, "as of "+SlackTime(now, loc))
 	return m
+}
+
+// hiddenNames is ": `tini` (pid 1)" for the first invisible process, "" when none is named.
+func hiddenNames(st Storage) string {
+	if len(st.Hidden) == 0 {
+		return ""
+	}
+	h := st.Hidden[0]
+	s := fmt.Sprintf("pid %d", h.PID)
+	if h.Command != "" {
+		s = Code(h.Command) + " " + s
+	}
+	if len(st.Hidden) > 1 || st.Invisible > 1 {
+		s += ", …"
+	}
+	return ": " + s
 }

@@ -51,6 +51,9 @@ type Storage struct {
 	Writers         []WriterInfo `json:"writers"`
 	WritersOmitted  int          `json:"writers_omitted,omitempty"`
 	Invisible       int          `json:"invisible_processes"`
+	// Hidden names the first invisible processes; AsRoot says the scan already ran as root.
+	Hidden []probes.HiddenProcess `json:"invisible,omitempty"`
+	AsRoot bool                   `json:"scanned_as_root,omitempty"`
 	// ScanError is why the open-files scan failed (writers and protected_writes are then unknown).
 	ScanError       string           `json:"scan_error,omitempty"`
 	ProtectedWrites bool             `json:"protected_writes"`
@@ -88,6 +91,12 @@ type WriterInfo struct {
 	// ProtectedPath is the configured protected path the file lands on.
 	ProtectedPath string `json:"protected_path,omitempty"`
 	Output        bool   `json:"output"`
+
+	// Host is set for writers another node's `bot exporter` reported through Prometheus; such an
+	// entry stands for Processes processes of one command (no pid or file: the exporter keeps
+	// label values bounded), and File is the protected path.
+	Host      string `json:"host,omitempty"`
+	Processes int    `json:"processes,omitempty"`
 }
 
 // WriteRate is measured write activity on a mount.
@@ -223,6 +232,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 	}
 	if in.Scan != nil {
 		st.Invisible = in.Scan.Invisible
+		st.Hidden, st.AsRoot = in.Scan.Hidden, in.Scan.AsRoot
 		watched := map[int]bool{}
 		for _, p := range in.Paths {
 			if p.HasMount {

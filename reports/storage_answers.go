@@ -56,8 +56,7 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	case len(hits) > 0:
 		verdict = fmt.Sprintf(":rotating_light: *Yes* — %s writing to %s:", Plural(countPIDs(hits), "process is", "processes are"), subject)
 	case st.Invisible > 0:
-		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s could not be inspected: run runwatch as the job's user or root to see them.",
-			subject, Plural(st.Invisible, "process", "processes"))
+		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s.", subject, invisibleClause(st))
 	default:
 		verdict = fmt.Sprintf(":large_green_circle: *No* — no process is writing to %s.", subject)
 	}
@@ -65,6 +64,20 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		verdict += fmt.Sprintf(" (%s does not exist here; it would land on %s.)", Code(t.Path), Code(t.Mount))
 	} else if t.Path != "" && t.Mount != "" {
 		verdict += fmt.Sprintf(" It is on %s (%s %s).", Code(t.Mount), Esc(t.FSType), Code(t.Device))
+	}
+	if len(hits) == 0 && st.ScanError == "" {
+		// No writes yet is half the story when an output already resolves there.
+		landing := 0
+		for _, p := range st.Paths {
+			if p.Role == RoleOutput && p.Protected && (t.Path == "" || p.ProtectedPath == t.Path || p.ProtectedPath == t.Resolved ||
+				Under(p.Resolved, t.Resolved)) {
+				landing++
+			}
+		}
+		if landing > 0 {
+			verdict += fmt.Sprintf(" :warning: *Not yet, but %s inside it* (below): the job's writes will land there.",
+				Plural(landing, "output resolves", "outputs resolve"))
+		}
 	}
 	m.Sections = append(m.Sections, verdict)
 	if len(hits) > 0 {
@@ -74,17 +87,22 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		m.Sections = append(m.Sections, "*Where the outputs resolve*\n"+lines)
 	}
 	if st.Invisible > 0 && len(hits) > 0 {
-		m.Context = append(m.Context, fmt.Sprintf("%s not visible: run as the job's user or root", Plural(st.Invisible, "process", "processes")))
+		m.Context = append(m.Context, invisibleClause(st))
 	}
 	return m
 }
 
 func countPIDs(ws []WriterInfo) int {
 	seen := map[int]bool{}
+	remote := 0
 	for _, w := range ws {
+		if w.Host != "" {
+			remote += w.Processes
+			continue
+		}
 		seen[w.PID] = true
 	}
-	return len(seen)
+	return len(seen) + remote
 }
 
 func writerLines(ws []WriterInfo) string {
@@ -97,6 +115,10 @@ func writerLines(ws []WriterInfo) string {
 		mark := ""
 		if w.Protected {
 			mark = " :warning: protected"
+		}
+		if w.Host != "" {
+			fmt.Fprintf(&b, "• on host %s: %s (%s) → %s on %s%s\n", Code(w.Host), Code(w.Command), Plural(w.Processes, "process", "processes"), Code(w.File), Code(w.Mount), mark)
+			continue
 		}
 		fmt.Fprintf(&b, "• %s (pid %d) → %s on %s%s\n", Code(w.Command), w.PID, Code(w.File), Code(w.Mount), mark)
 	}
@@ -234,4 +256,35 @@ func freeLine(p PathInfo, rates []WriteRate, etaS *float64) string {
 		b.WriteString(" :warning: protected mount.")
 	}
 	return b.String()
+}
+
+// invisibleClause says which processes could not be inspected and what would show them: "1 process
+// could not be inspected (`tini`, pid 1): it runs under another user or in another PID namespace; run
+// runwatch as the job's user or root to see it". As root the advice is the namespace, not root.
+func invisibleClause(st Storage) string {
+	s := Plural(st.Invisible, "process", "processes") + " could not be inspected"
+	if len(st.Hidden) > 0 {
+		var names []string
+		for _, h := range st.Hidden {
+			name := "pid " + fmt.Sprint(h.PID)
+			if h.Command != "" {
+				name = Code(h.Command) + " " + name
+			}
+			names = append(names, name)
+		}
+		if st.Invisible > len(st.Hidden) {
+			names = append(names, fmt.Sprintf("%d more", st.Invisible-len(st.Hidden)))
+		}
+		s += ": " + strings.Join(names, ", ")
+	}
+	it := "it"
+	if st.Invisible > 1 {
+		it = "them"
+	}
+	if st.AsRoot {
+		// Root that cannot read a process's fd table is outside its reach: another PID namespace (a
+		// sandbox's or container's init is PID 1 there) or a security module.
+		return s + ". Even as root I can't read " + it + ": a sandbox or container init (PID 1 of its namespace) or a security policy hides " + it + "; check " + it + " from inside that sandbox"
+	}
+	return s + ". Run runwatch as the job's user or as root to see " + it
 }

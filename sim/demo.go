@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -29,6 +30,10 @@ type DemoOptions struct {
 	Speed    float64  // sim seconds per real second (default 60)
 	Scenario Scenario // the job (a zero Scenario runs DemoScenario)
 	Seed     int64
+	// StartAt is how much simulated time the job has already run when the demo starts: the job is
+	// fast-forwarded to it, its log and output written as they would have been, so the first questions
+	// find progress, a rate and history to answer from (0 starts at the beginning).
+	StartAt time.Duration
 }
 
 // Demo is a simulated job running at accelerated time: an HTTP server on 127.0.0.1 serving the inference
@@ -78,7 +83,8 @@ func StartDemo(ctx context.Context, o DemoOptions) (*Demo, error) {
 		done:      make(chan struct{}),
 	}
 	d.start, d.speed = time.Now(), o.Speed
-	d.job.epoch = float64(d.start.UnixNano()) / 1e9
+	// Sim second StartAt is now: the simulated clock (Now) and the job's timestamps agree.
+	d.job.epoch = float64(d.start.UnixNano())/1e9 - o.StartAt.Seconds()
 	d.job.collect = true
 	if err := os.MkdirAll(d.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start demo: %w", err)
@@ -86,6 +92,10 @@ func StartDemo(ctx context.Context, o DemoOptions) (*Demo, error) {
 	var err error
 	if d.log, err = os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 		return nil, fmt.Errorf("start demo: %w", err)
+	}
+	if err := d.fastForward(o.StartAt.Seconds()); err != nil {
+		d.log.Close()
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -104,6 +114,25 @@ func StartDemo(ctx context.Context, o DemoOptions) (*Demo, error) {
 	go d.run(ctx, o.Speed)
 	return d, nil
 }
+
+// fastForward runs the job to sim second until, writing a log line every demoForwardStep and the output as
+// it finishes, as if the demo had been running all along.
+func (d *Demo) fastForward(until float64) error {
+	for d.job.Now() < until && !d.job.Done() {
+		d.job.Advance(math.Min(demoForwardStep, until-d.job.Now()))
+		d.writeOutput()
+		if _, err := fmt.Fprintln(d.log, d.job.ProgressLine()); err != nil {
+			return fmt.Errorf("start demo: write %s: %w", d.LogPath, err)
+		}
+	}
+	if d.err != nil {
+		return fmt.Errorf("start demo: %w", d.err)
+	}
+	return nil
+}
+
+// demoForwardStep is the simulated seconds between the log lines a fast-forward writes.
+const demoForwardStep = 15.0
 
 // Now is the demo's simulated clock: the start time plus Speed times the wall-clock time since.
 func (d *Demo) Now() time.Time {

@@ -134,3 +134,23 @@ func TestStartDemoNoDir(t *testing.T) {
 		t.Error("StartDemo without a directory succeeded; want an error")
 	}
 }
+
+// A demo started partway through has progress, a log that says so and output on disk at once, on the clock
+// it continues from.
+func TestDemoStartAt(t *testing.T) {
+	dir := t.TempDir()
+	d, err := StartDemo(context.Background(), DemoOptions{Dir: dir, Speed: 1, Scenario: smallScenario(), Seed: 1, StartAt: 10 * time.Minute})
+	if err != nil {
+		t.Fatalf("StartDemo: %v", err)
+	}
+	defer d.Close()
+	// No waiting: the fast-forward happened before StartDemo returned.
+	p, err := probes.NewLog(d.LogPath, nil).Read(context.Background())
+	if err != nil || p.Progress.Done == 0 || p.Progress.Elapsed < 600 || p.Progress.Elapsed > 615 {
+		t.Fatalf("log right after the start = %+v, %v; want progress at about 600 s elapsed", p.Progress, err)
+	}
+	parts, _ := filepath.Glob(filepath.Join(d.OutputDir, "part-*.jsonl"))
+	if len(parts) == 0 {
+		t.Error("no output after the fast-forward")
+	}
+}

@@ -15,6 +15,10 @@ import (
 // demoSpeed is how many simulated seconds pass per real second in --demo.
 const demoSpeed = 60
 
+// demoStartAt is how far into the simulated job the demo starts: long enough for a rate and a first
+// estimate, before the completions grow (after 15 simulated minutes) and move the ETA.
+const demoStartAt = 10 * time.Minute
+
 // demoJob is the simulated job behind --demo and the run file that watches it.
 type demoJob struct {
 	*sim.Demo
@@ -41,7 +45,10 @@ func startDemo(ctx context.Context, log *slog.Logger) (*demoJob, error) {
 	if err := os.Symlink(filepath.Join(shared, "hidden-states"), hidden); err != nil {
 		return nil, fmt.Errorf("create demo symlink: %w", err)
 	}
-	d, err := sim.StartDemo(ctx, sim.DemoOptions{Dir: root, Speed: demoSpeed, Scenario: sim.DemoScenario(), Seed: 1})
+	// The job's log and output go under data/, so "how much space is left on /data?" names a path of the
+	// run; it starts demoStartAt into the job, so the first questions have progress to answer from.
+	d, err := sim.StartDemo(ctx, sim.DemoOptions{Dir: filepath.Join(root, "data"), Speed: demoSpeed, Scenario: sim.DemoScenario(), Seed: 1,
+		StartAt: demoStartAt})
 	if err != nil {
 		os.RemoveAll(root)
 		return nil, err

@@ -1,0 +1,133 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestConfigErrorTable gives every key of the run file a value of the wrong type or an invalid one and
+// checks the error names the key and the key's own line. The table must cover every key: a key added to
+// the run file without a row here fails the test.
+func TestConfigErrorTable(t *testing.T) {
+	run := func(lines ...string) string { return "runs:\n  - name: a\n" + strings.Join(lines, "\n") + "\n" }
+	plan := func(lines ...string) string {
+		return run(append([]string{"    plans:", "      - name: p", "        target: /d", "        tokens: 5",
+			"        num_layers: 4", "        hidden_size: 8", "        dtype: bf16"}, lines...)...)
+	}
+	stage := func(lines ...string) string {
+		return run(append([]string{"    stages:", "      - name: s"}, lines...)...)
+	}
+	prom := func(lines ...string) string {
+		return run(append([]string{"    prometheus:", "      url: http://127.0.0.1:9090"}, lines...)...)
+	}
+	tests := []struct {
+		key, yaml string
+		want      string // the error's start: "line N: key"
+		also      string // and something it says about the value
+	}{
+		{"runs", "runs: 5\n", "line 1: runs must be a list", ""},
+		{"allowed_channels", run() + "allowed_channels: {a: 1}\n", "line 4: allowed_channels must be a list", ""},
+		{"admins", run() + "admins: [[U1]]\n", "line 4: admins[0] must be a single value, not a list", ""},
+		{"name", "runs:\n  - name: 'a b'\n", "line 2: runs[0].name", "not a valid name"},
+		{"channel", run("    channel: {x: 1}"), "line 3: runs[0].channel must be a single value, not a mapping", "quote"},
+		{"outputs", run("    outputs:", "      - /ok", "      - relative/out"), "line 5: runs[0].outputs[1]", "not an absolute path"},
+		{"protected", run("    protected: [shared]"), "line 3: runs[0].protected[0]", "not an absolute path"},
+		{"watch", run("    watch: /x"), "line 3: runs[0].watch must be a list", ""},
+		{"plans", run("    plans: yes"), "line 3: runs[0].plans must be a list", ""},
+		{"log", run("    log: gen.log"), "line 3: runs[0].log", "not an absolute path"},
+		{"log_pattern", run("    outputs: [/x]", "    log_pattern: '('"), "line 4: runs[0].log_pattern", "named groups"},
+		{"metrics", run("    outputs: [/x]", "    metrics:", "      - http://127.0.0.1:8000/metrics", "      - localhost:8001"), "line 6: runs[0].metrics[1]", "http://"},
+		{"total", run("    total: lots"), "line 3: runs[0].total", `"lots" is not a whole number`},
+		{"total", run("    outputs: [/x]", "    total: -5"), "line 4: runs[0].total", "must not be negative"},
+		{"stall_after", run("    stall_after: soon"), "line 3: runs[0].stall_after", "not a duration"},
+		{"max_tokens", run("    max_tokens: 1.5"), "line 3: runs[0].max_tokens", "1.5 is not a whole number"},
+		{"max_tokens", run("    outputs: [/x]", "    max_tokens: -1"), "line 4: runs[0].max_tokens", "must not be negative"},
+		{"schedule", run("    outputs: [/x]", `    schedule: "99 * * * *"`), "line 4: runs[0].schedule", "cron spec"},
+		{"post_mode", run("    outputs: [/x]", "    post_mode: sometimes"), "line 4: runs[0].post_mode", "new, update, thread"},
+		{"stages", run("    stages: {name: s}"), "line 3: runs[0].stages must be a list", ""},
+		{"prometheus", run("    prometheus: [http://p]"), "line 3: runs[0].prometheus must be a mapping", ""},
+		{"url", prom("      selector: '{job=\"x\"}'") + "", "", ""}, // placeholder replaced below
+		{"selector", prom("      selector: job=x"), "line 5: runs[0].prometheus.selector", "braces"},
+		{"bearer_token_env", prom("      bearer_token_env: [T]"), "line 5: runs[0].prometheus.bearer_token_env must be a single value", ""},
+		{"username_env", prom("      username_env: {u: 1}"), "line 5: runs[0].prometheus.username_env must be a single value", ""},
+		{"password_env", prom("      password_env: [P]"), "line 5: runs[0].prometheus.password_env must be a single value", ""},
+		{"target", plan("        model_config: /m/config.json") + "", "", ""}, // placeholder replaced below
+		{"tokens", plan("        layers: all") + "", "", ""},                  // placeholder replaced below
+		{"layers", plan("        layers: [1, x]"), "line 10: runs[0].plans[0].layers", `"x" is not a layer index`},
+		{"model_config", plan("        model_config: config.json"), "line 10: runs[0].plans[0].model_config", "absolute path"},
+		{"num_layers", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: lots"), "line 7: runs[0].plans[0].num_layers", "not a whole number"},
+		{"hidden_size", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: -8", "        dtype: bf16"), "line 8: runs[0].plans[0].hidden_size", "give model_config"},
+		{"dtype", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: 8", "        dtype: int3"), "line 9: runs[0].plans[0].dtype", `"int3" is not known`},
+		{"check", stage("        check: vibes"), "line 5: runs[0].stages[0].check", "use one of"},
+		{"path", stage("        check: exists", "        path: rel"), "line 6: runs[0].stages[0].path", "absolute path"},
+		{"metric", stage("        check: metric", "        metric: [a]"), "line 6: runs[0].stages[0].metric must be a single value", ""},
+		{"op", stage("        check: metric", "        metric: vllm:num_requests_running", "        op: '~'", "        value: 1"), "line 7: runs[0].stages[0].op", "use one of"},
+		{"value", stage("        check: metric", "        metric: m", "        op: '>'", "        value: high"), "line 8: runs[0].stages[0].value", `"high" is not a number`},
+		{"query", stage("        check: promql", "        query: {a: 1}"), "line 6: runs[0].stages[0].query must be a single value", ""},
+	}
+	// Rows whose YAML is easier to write out whole.
+	for i := range tests {
+		switch tests[i].key {
+		case "url":
+			tests[i].yaml = run("    prometheus:", "      url: ftp://p:9090")
+			tests[i].want, tests[i].also = "line 4: runs[0].prometheus.url", "http"
+		case "target":
+			tests[i].yaml = run("    plans:", "      - name: p", "        target: data/hs", "        tokens: 5")
+			tests[i].want, tests[i].also = "line 5: runs[0].plans[0].target", "absolute path"
+		case "tokens":
+			tests[i].yaml = run("    plans:", "      - name: p", "        target: /d", "        tokens: lots")
+			tests[i].want, tests[i].also = "line 6: runs[0].plans[0].tokens", "positive number"
+		}
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.key] = true
+		t.Run(tt.key+"/"+tt.want, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), env(nil))
+			if err == nil {
+				t.Fatalf("Parse(%q) = nil; want %q", tt.yaml, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.also) {
+				t.Errorf("Parse(%q) = %q; want it to start with %q and say %q", tt.yaml, err, tt.want, tt.also)
+			}
+			if strings.Contains(err.Error(), "cannot unmarshal") || strings.Contains(err.Error(), "!!") {
+				t.Errorf("Parse(%q) = %q; want no YAML decoder jargon", tt.yaml, err)
+			}
+		})
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[File](), reflect.TypeFor[Run](), reflect.TypeFor[Plan](), reflect.TypeFor[Stage](), reflect.TypeFor[Prometheus]()} {
+		for key := range yamlFields(typ) {
+			if !covered[key] {
+				t.Errorf("key %q of %s has no row in the error table", key, typ.Name())
+			}
+		}
+	}
+}
+
+func TestSyntaxErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want, also string }{
+		{"indent under an item", "runs:\n  - name: a\n   outputs: [/x]\n", "line 3: bad indentation", "at 4"},
+		{"indent back to no level", "runs:\n  - name: a\n    plans:\n      - name: p\n     target: /d\n", "line 5: bad indentation", ""},
+		{"unquoted var in a list", "runs:\n  - name: a\n    metrics: [${URL}]\n", "line 3:", "quote values that start with ${"},
+		{"tab", "runs:\n\t- name: a\n", "line 2:", "tab"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), env(map[string]string{"URL": "http://127.0.0.1:8000/metrics"}))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.also) {
+				t.Errorf("Parse(%q) = %v; want %q ... %q", tt.yaml, err, tt.want, tt.also)
+			}
+		})
+	}
+	// Valid files are not flagged: the example, lists at the key's column, block scalars, quoted ${VAR}.
+	for _, y := range []string{
+		"runs:\n- name: a\n  outputs:\n  - /x\n",
+		"runs:\n  - name: a\n    log_pattern: |\n      (?P<done>\\d+)/(?P<total>\\d+)\n    outputs: [\"${OUT:-/x}\"]\n",
+		"runs:\n  - name: a   # the run\n    metrics: [\n      \"http://127.0.0.1:1/metrics\",\n    ]\n",
+	} {
+		if _, err := Parse([]byte(y), env(nil)); err != nil {
+			t.Errorf("Parse(%q) = %v; want it to load", y, err)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// YAML's own syntax errors point where its parser gave up, which for bad indentation is often the start of
+// the enclosing block (line 1), and say nothing of the usual cause. syntaxError looks for the line a
+// person would fix first: one indented to no level of the lines around it, or an unquoted ${VAR} in a
+// bracketed list or mapping.
+
+// yamlLine is the line number a yaml error names.
+var yamlLine = regexp.MustCompile(`line (\d+):`)
+
+// syntaxError turns a YAML parse error into one that names the line to fix and a hint.
+func syntaxError(b []byte, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if line, what, ok := badIndent(b); ok {
+		return fmt.Errorf("line %d: bad indentation: %s (YAML said: %s)", line, what, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
+	}
+	line := 0
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	if dl, ok := unquotedVar(b); ok {
+		return fmt.Errorf("line %d: %s; quote values that start with ${ (write \"${VAR}\"): in YAML a { starts a mapping", dl, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
+	}
+	if line > 0 {
+		return fmt.Errorf("line %d: %s", line, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
+	}
+	return fmt.Errorf("parse: %s", msg)
+}
+
+// unquotedVar finds the first line with ${ outside quotes in a flow context ([...] or {...}) or right
+// after a list dash, where YAML reads the brace as a mapping.
+func unquotedVar(b []byte) (int, bool) {
+	for i, raw := range strings.Split(string(b), "\n") {
+		line := stripComment(raw)
+		j := strings.Index(line, "${")
+		if j < 0 {
+			continue
+		}
+		before := line[:j]
+		if strings.Count(before, `"`)%2 == 1 || strings.Count(before, `'`)%2 == 1 {
+			continue // inside quotes
+		}
+		if strings.ContainsAny(before, "[{,") || strings.HasSuffix(strings.TrimSpace(before), "-") {
+			return i + 1, true
+		}
+	}
+	return 0, false
+}
+
+// badIndent finds the first line indented to a column that matches no open block: deeper than a line
+// that opens none, or back out to a column no enclosing key used. Lines inside block scalars (| and >),
+// flow collections and multi-line quotes are not checked.
+func badIndent(b []byte) (int, string, bool) {
+	type level struct {
+		col  int
+		line int
+	}
+	var stack []level
+	opens := false  // the previous content line ends with ':' (a block follows)
+	itemCol := -1   // the previous line is a list item "- key: v": its keys sit at this column
+	scalarCol := -1 // inside a block scalar started by a key at this column
+	depth := 0      // open flow brackets
+	for i, raw := range strings.Split(string(b), "\n") {
+		n := i + 1
+		line := strings.TrimRight(stripComment(raw), " \t\r")
+		content := strings.TrimLeft(line, " ")
+		if content == "" || strings.HasPrefix(content, "---") {
+			continue
+		}
+		col := len(line) - len(content)
+		if scalarCol >= 0 {
+			if col > scalarCol {
+				continue
+			}
+			scalarCol = -1
+		}
+		if depth > 0 {
+			depth += strings.Count(content, "[") + strings.Count(content, "{") - strings.Count(content, "]") - strings.Count(content, "}")
+			continue
+		}
+		if strings.HasPrefix(content, "\t") || strings.Contains(raw[:len(raw)-len(strings.TrimLeft(raw, " \t"))], "\t") {
+			return n, "a tab in the indentation (YAML indents with spaces only)", true
+		}
+		for len(stack) > 0 && stack[len(stack)-1].col > col {
+			stack = stack[:len(stack)-1]
+		}
+		switch {
+		case len(stack) == 0 || stack[len(stack)-1].col < col:
+			if len(stack) > 0 && !opens && col != itemCol {
+				if itemCol >= 0 {
+					return n, fmt.Sprintf("%q is indented %d spaces; the keys of the list item on line %d are at %d",
+						content, col, stack[len(stack)-1].line, itemCol), true
+				}
+				return n, fmt.Sprintf("%q is indented deeper than line %d, which opens no block", content, stack[len(stack)-1].line), true
+			}
+			stack = append(stack, level{col, n})
+		case stack[len(stack)-1].col > col:
+			return n, fmt.Sprintf("%q is indented %d spaces, which matches no enclosing level", content, col), true
+		}
+		// What this line opens for the next.
+		body := content
+		itemCol = -1
+		for strings.HasPrefix(body, "- ") {
+			rest := strings.TrimLeft(body[2:], " ")
+			itemCol = col + (len(content) - len(body)) + (len(body) - len(rest))
+			body = rest
+			if strings.Contains(body, ": ") || strings.HasSuffix(body, ":") {
+				stack = append(stack, level{itemCol, n})
+			}
+		}
+		if itemCol >= 0 && !(strings.Contains(body, ": ") || strings.HasSuffix(body, ":")) {
+			itemCol = -1
+		}
+		opens = strings.HasSuffix(body, ":") || body == "-"
+		if k, v, ok := strings.Cut(body, ": "); ok && !strings.ContainsAny(k, `"'`) {
+			v = strings.TrimSpace(v)
+			if strings.HasPrefix(v, "|") || strings.HasPrefix(v, ">") {
+				scalarCol = col
+				if itemCol >= 0 {
+					scalarCol = itemCol
+				}
+			}
+			if strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{") {
+				depth = strings.Count(v, "[") + strings.Count(v, "{") - strings.Count(v, "]") - strings.Count(v, "}")
+			}
+			if strings.HasPrefix(v, `"`) && strings.Count(v, `"`)%2 == 1 || strings.HasPrefix(v, `'`) && strings.Count(v, `'`)%2 == 1 {
+				return 0, "", false // a multi-line quoted value: leave the judgement to YAML
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// stripComment drops a # comment that is not inside quotes.
+func stripComment(line string) string {
+	inS, inD := false, false
+	for i, c := range line {
+		switch c {
+		case '\'':
+			if !inD {
+				inS = !inS
+			}
+		case '"':
+			if !inS {
+				inD = !inD
+			}
+		case '#':
+			if !inS && !inD && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t') {
+				return line[:i]
+			}
+		}
+	}
+	return line
+}

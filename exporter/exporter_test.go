@@ -1,0 +1,162 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"runwatch/config"
+	"runwatch/monitor"
+	"runwatch/reports"
+)
+
+// fakeSource returns a fixed status.
+type fakeSource struct{ st reports.Status }
+
+func (f fakeSource) Status(context.Context, monitor.Need) reports.Status { return f.st }
+
+// scrape serves h and parses what it says.
+func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("parse exposition: %v\n%s", err, body)
+	}
+	return fams
+}
+
+func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	for _, m := range fams[name].GetMetric() {
+		ok := true
+		for k, v := range labels {
+			found := false
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == k && lp.GetValue() == v {
+					found = true
+				}
+			}
+			ok = ok && found
+		}
+		if ok {
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func TestSummarizeCapsAndAggregates(t *testing.T) {
+	var ws []reports.WriterInfo
+	// 40 mounts with one writer each, /dev/shm with 12 protected commands (two processes of one).
+	for i := 0; i < 40; i++ {
+		ws = append(ws, reports.WriterInfo{PID: 100 + i, Command: "w", File: fmt.Sprintf("/m%02d/f", i), Mount: fmt.Sprintf("/m%02d", i)})
+	}
+	for i := 0; i < 12; i++ {
+		ws = append(ws, reports.WriterInfo{PID: 500 + i, Command: fmt.Sprintf("cmd%02d", i), File: fmt.Sprintf("/dev/shm/x%d", i), Mount: "/dev/shm", Protected: true, ProtectedPath: "/dev/shm"})
+	}
+	ws = append(ws, reports.WriterInfo{PID: 600, Command: "cmd00", File: "/dev/shm/y", Mount: "/dev/shm", Protected: true, ProtectedPath: "/dev/shm"})
+	st := reports.Status{Runs: []reports.RunStatus{
+		{Name: "a", Storage: reports.Storage{Writers: ws, Invisible: 3,
+			ProtectedMounts: []reports.PathInfo{{Path: "/dev/shm", Mount: "/dev/shm", Protected: true, Role: "protected"}}}},
+		// The second run sees the same scan: nothing is counted twice.
+		{Name: "b", Storage: reports.Storage{Writers: ws[:5], Invisible: 3, Paths: []reports.PathInfo{{Path: "/m00/out", Mount: "/m00", Role: "output"}}}},
+	}}
+	f := Summarize(st, Options{MaxMounts: 8, MaxCommands: 4})
+	if len(f.Mounts) != 9 || f.Mounts[0].Mount != "/dev/shm" || f.Mounts[8].Mount != Other || f.Capped["mount"] != 33 {
+		t.Fatalf("mounts = %+v, capped %v; want /dev/shm first, 8 kept, 33 summed as other", f.Mounts, f.Capped)
+	}
+	if f.Mounts[0].Processes[true] != 13 || f.Mounts[0].Files[true] != 13 || f.Mounts[8].Processes[false] != 33 {
+		t.Errorf("mount counts = %+v / %+v", f.Mounts[0], f.Mounts[8])
+	}
+	if len(f.Protected) != 5 || f.Protected[0].Command != "cmd00" || f.Protected[0].Processes != 2 || f.Capped["command"] != 8 {
+		t.Errorf("protected = %+v, capped %v; want cmd00 (2) first, 4 commands and other", f.Protected, f.Capped)
+	}
+	var other int
+	for _, p := range f.Protected {
+		if p.Command == Other {
+			other = p.Processes
+		}
+	}
+	if other != 8 || f.Invisible != 3 || len(f.Paths) != 2 {
+		t.Errorf("other = %d, invisible %d, paths %+v; want 8, 3, 2 paths", other, f.Invisible, f.Paths)
+	}
+	// Series count stays bounded whatever the node holds.
+	fams := scrape(t, New(fakeSource{st}, Options{MaxMounts: 8, MaxCommands: 4}).Handler())
+	n := 0
+	for _, fam := range fams {
+		n += len(fam.GetMetric())
+	}
+	if want := 9*4 + 5 + 1 + 2 + 1 + 1 + 3; n != want {
+		t.Errorf("series = %d; want %d", n, want)
+	}
+}
+
+// holdOpen starts `sleep` with path open for writing as its fd 3; the test ends it.
+func holdOpen(t *testing.T, path string) int {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("sleep", "600")
+	cmd.ExtraFiles = []*os.File{f}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+func TestExporterOnThisNode(t *testing.T) {
+	dir := t.TempDir()
+	shared, out := filepath.Join(dir, "shared"), filepath.Join(dir, "out")
+	os.MkdirAll(shared, 0o755)
+	os.MkdirAll(out, 0o755)
+	holdOpen(t, filepath.Join(shared, "part-0001.jsonl"))
+	holdOpen(t, filepath.Join(out, "part-0001.jsonl"))
+	file := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{out}, Protected: []string{shared}}}}
+	m, _, err := monitor.New(file, monitor.Options{ProbeTimeout: 10 * time.Second, RateWindow: -1, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, New(m, Options{}).Handler())
+	if v, ok := value(fams, "runwatch_protected_writer_processes", map[string]string{"path": shared, "command": "sleep"}); !ok || v != 1 {
+		t.Errorf("runwatch_protected_writer_processes{path=%q,command=sleep} = %v, %v; want 1", shared, v, ok)
+	}
+	if v, ok := value(fams, "runwatch_run_path_info", map[string]string{"run": "synth", "role": "output", "path": out, "protected": "false"}); !ok || v != 1 {
+		t.Errorf("runwatch_run_path_info for the output = %v, %v; want 1", v, ok)
+	}
+	// The output's mount has its series even when nothing protected is written there.
+	if _, ok := value(fams, "runwatch_writer_processes", map[string]string{"protected": "true"}); !ok {
+		t.Error("no runwatch_writer_processes{protected=\"true\"} series")
+	}
+	if _, ok := value(fams, "runwatch_invisible_processes", nil); !ok {
+		t.Error("no runwatch_invisible_processes")
+	}
+	for name := range fams {
+		if !strings.HasPrefix(name, "runwatch_") {
+			t.Errorf("family %s: want only runwatch_ series", name)
+		}
+	}
+}

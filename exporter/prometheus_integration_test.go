@@ -1,0 +1,206 @@
+package exporter
+
+// The exporter's integration test: two nodes' exporters on loopback (127.0.0.1 sees a process
+// writing to /dev/shm, 127.0.0.2 sees nothing), the real Debian `prometheus` binary (.ci/run
+// installs it) scraping both, and a central bot that has no local view of any writer answering
+// "are we writing to /dev/shm?" from Prometheus alone.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/handlers"
+	"runwatch/monitor"
+	"runwatch/probes"
+)
+
+// itServe serves h on host until the test ends and returns the address.
+func itServe(t *testing.T, host string, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// itEmptyProc is a /proc with this machine's mount table and no processes: a node (or a central
+// bot) that sees no writer at all.
+func itEmptyProc(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// self is a link to a pid directory, as in a real /proc; that process has exited (no fd/).
+	os.MkdirAll(filepath.Join(root, "4242"), 0o755)
+	if err := os.Symlink("4242", filepath.Join(root, "self")); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"4242/mountinfo": mi, "diskstats": nil} {
+		if err := os.WriteFile(filepath.Join(root, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// itNode is one node's exporter over the run file's runs, reading procRoot ("" is the real /proc).
+func itNode(t *testing.T, host, procRoot string, file *config.File) string {
+	t.Helper()
+	m, _, err := monitor.New(file, monitor.Options{ProcRoot: procRoot, ProbeTimeout: 10 * time.Second, RateWindow: -1, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return itServe(t, host, New(m, Options{}).Handler())
+}
+
+type itBuffer struct {
+	mu sync.Mutex
+	bytes.Buffer
+}
+
+func (b *itBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Buffer.Write(p)
+}
+
+func itPrometheus(t *testing.T, dir string, targets ...string) string {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Fatal("prometheus is not installed: install the Debian package prometheus (.ci/run does)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	quoted := make([]string, len(targets))
+	for i, tg := range targets {
+		quoted[i] = fmt.Sprintf("%q", tg)
+	}
+	// The scrape config the README documents, with a one-second interval for the test.
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+scrape_configs:
+  - job_name: runwatch-exporter
+    static_configs:
+      - targets: [%s]
+`, strings.Join(quoted, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
+		"--web.listen-address="+addr, "--log.level=warn")
+	out := &itBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			out.mu.Lock()
+			t.Logf("prometheus output:\n%s", out.String())
+			out.mu.Unlock()
+		}
+	})
+	return "http://" + addr
+}
+
+func TestExporterThroughPrometheus(t *testing.T) {
+	dir := t.TempDir()
+	shm, err := os.MkdirTemp("/dev/shm", "runwatch-exporter-it-")
+	if err != nil {
+		t.Fatalf("this test needs /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	writer := holdOpen(t, filepath.Join(shm, "hidden-00001.safetensors"))
+
+	runs := func() *config.File {
+		return &config.File{Source: "node", Runs: []config.Run{{Name: "hs", Protected: []string{"/dev/shm"}, Outputs: []string{dir}}}}
+	}
+	busy := itNode(t, "127.0.0.1", "", runs())             // sees the writer
+	idle := itNode(t, "127.0.0.2", itEmptyProc(t), runs()) // sees no process at all
+	promURL := itPrometheus(t, dir, busy, idle)
+
+	client, err := probes.NewPrometheus(probes.PrometheusOptions{URL: promURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait (on Prometheus's answers, not a fixed sleep) until both nodes have been scraped and
+	// the busy one reports the writer.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r, err := client.Query(ctx, `count(runwatch_invisible_processes) + count(runwatch_protected_writer_processes{path="/dev/shm",command="sleep"} > 0)`, time.Time{})
+		cancel()
+		if err == nil && len(r.Series) == 1 && r.Series[0].Samples[0].V >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus never had both exporters' series (last: %+v, %v)", r.Series, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+
+	// The central bot: same run with prometheus:, and an empty /proc, so whatever it says about
+	// writers comes from the exporters through Prometheus.
+	central := &config.File{Source: "central", Runs: []config.Run{{Name: "hs", Protected: []string{"/dev/shm"}, Outputs: []string{dir},
+		Prometheus: &config.Prometheus{URL: promURL}}}}
+	m, _, err := monitor.New(central, monitor.Options{ProcRoot: itEmptyProc(t), ProbeTimeout: 10 * time.Second, RateWindow: -1, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot := handlers.NewBot(m, time.UTC, config.Env{})
+	reply := bot.Ask(context.Background(), handlers.Request{Text: "are we writing to /dev/shm?", Source: "cli"})
+	text := reply.Message.Text()
+	t.Logf("answer:\n%s", text)
+	if !strings.Contains(text, "Yes") || !strings.Contains(text, "on host 127.0.0.1: sleep (1 process) → /dev/shm") {
+		t.Errorf("answer = %q; want yes, naming host 127.0.0.1 and the sleep that writes (pid %d there)", text, writer)
+	}
+	if strings.Contains(text, "127.0.0.2") {
+		t.Errorf("answer names 127.0.0.2, whose exporter saw no writer: %q", text)
+	}
+	rs, err := m.RunStatus(context.Background(), "hs", monitor.Need{Storage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned bool
+	for _, w := range rs.Storage.Warnings {
+		if w.Kind == "protected_write" && strings.Contains(w.Message, "On host `127.0.0.1`") {
+			warned = true
+		}
+	}
+	if !warned || !rs.Storage.ProtectedWrites {
+		t.Errorf("storage = %+v; want a protected_write warning naming 127.0.0.1", rs.Storage)
+	}
+}

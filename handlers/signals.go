@@ -1,0 +1,46 @@
+package handlers
+
+import (
+	"strings"
+
+	"runwatch/reports"
+)
+
+// Warning kinds for the engines' signals.
+const (
+	AlertFinishShare = "finish_share" // a finish reason's share jumped (truncated, aborted, failed)
+	AlertDrafterDrop = "drafter_drop" // the drafter's acceptance fell
+)
+
+// etaSignalLines are the finish shares and drafter lines an ETA answer carries when they matter:
+// many truncated or lost samples, a jump, a drafter that got worse (which slows the job too).
+func etaSignalLines(rs reports.RunStatus) string {
+	var lines []string
+	if rs.Quality.Matters() {
+		lines = append(lines, reports.QualityLine(*rs.Quality))
+	}
+	if rs.Drafter != nil && rs.Drafter.Drop != nil {
+		lines = append(lines, reports.DrafterLine(*rs.Drafter))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// signalConditions are the warnings the engines' signals raise.
+func signalConditions(rs reports.RunStatus) []condition {
+	var out []condition
+	if q := rs.Quality; q != nil && q.Jump != nil {
+		out = append(out, condition{kind: AlertFinishShare, key: rs.Name + "/" + AlertFinishShare + "/" + q.Jump.Reason,
+			summary: reports.PlainText(reports.JumpLine(*q.Jump, q.MaxTokens)),
+			msg: reports.Message{Title: rs.Name + " · finishes changed", Sections: []string{
+				reports.JumpLine(*q.Jump, q.MaxTokens), reports.QualityLine(reports.Quality{Finished: q.Finished, Shares: q.Shares, MaxTokens: q.MaxTokens}) +
+					"\nThe samples finished since then may need filtering or a rerun; check `max_tokens` and the client's timeouts."}}})
+	}
+	if d := rs.Drafter; d != nil && d.Drop != nil {
+		out = append(out, condition{kind: AlertDrafterDrop, key: rs.Name + "/" + AlertDrafterDrop,
+			summary: reports.PlainText(reports.DropLine(*d.Drop)),
+			msg: reports.Message{Title: rs.Name + " · drafter acceptance fell", Sections: []string{
+				reports.DropLine(*d.Drop), reports.DrafterLine(reports.Drafter{AcceptRate: d.AcceptRate, TokensPerStep: d.TokensPerStep, PerPos: d.PerPos, DraftTokens: d.DraftTokens}) +
+					"\nFewer accepted tokens per step means slower generation; the prompts may have moved away from what the drafter was trained on."}}})
+	}
+	return out
+}

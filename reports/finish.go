@@ -1,0 +1,136 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// FinishSummary is how a finished run went: when it finished, how long it took, what it produced, and how
+// the first estimate compared with the real finish. Times are T (unix seconds in live history).
+type FinishSummary struct {
+	// StartedAt and FinishedAt are 0 when the run finished before runwatch first saw it running.
+	StartedAt  float64 `json:"started_at,omitempty"`
+	FinishedAt float64 `json:"finished_at,omitempty"`
+	DurationS  float64 `json:"duration_s,omitempty"` // 0 when unknown
+	Items      int64   `json:"items"`
+	Errors     int64   `json:"errors"`
+	// Tokens are the completion tokens generated, 0 when unknown; TokensApprox marks a figure from the
+	// run-average rate rather than the job's own count.
+	Tokens         float64 `json:"tokens,omitempty"`
+	TokensApprox   bool    `json:"tokens_approx,omitempty"`
+	AvgTokensPerS  float64 `json:"avg_tokens_per_s,omitempty"`
+	PeakTokensPerS float64 `json:"peak_tokens_per_s,omitempty"`
+	AvgItemsPerS   float64 `json:"avg_items_per_s,omitempty"`
+	// First is the first estimate announced, when there was one.
+	First *EstimateMark `json:"first_estimate,omitempty"`
+}
+
+// SummarizeFinish summarises a run whose history reaches its total: nil when it has not finished. first is
+// the first estimate announced (nil when none was). The peak rate is the highest recent-window throughput
+// the estimator reported along the history.
+func SummarizeFinish(hist []Observation, cfg EstimateConfig, first *EstimateMark) *FinishSummary {
+	// The current run only: a job that started over (done went backwards) is summarised from its restart.
+	for i := len(hist) - 1; i > 0; i-- {
+		if hist[i].Done < hist[i-1].Done {
+			hist = hist[i:]
+			break
+		}
+	}
+	fin := -1
+	for i, o := range hist {
+		if o.Total > 0 && o.Done >= o.Total {
+			fin = i
+			break
+		}
+	}
+	if fin < 0 {
+		return nil
+	}
+	hist = hist[:fin+1]
+	last := hist[fin]
+	f := &FinishSummary{FinishedAt: last.T, StartedAt: hist[0].T, Items: last.Done, Errors: last.Errors}
+	switch {
+	case last.Elapsed != nil && *last.Elapsed > 0:
+		// The job's own clock covers the time before runwatch was watching.
+		f.StartedAt = last.T - *last.Elapsed
+	case hist[0].Elapsed != nil:
+		f.StartedAt = hist[0].T - *hist[0].Elapsed
+	}
+	f.DurationS = f.FinishedAt - f.StartedAt
+	if fin == 0 {
+		// Never seen running: it finished before the first sample, at a moment the history does not hold.
+		// Only the job's own elapsed time (when it logs one) says how long it took.
+		f.FinishedAt, f.StartedAt, f.DurationS = 0, 0, 0
+		if last.Elapsed != nil {
+			f.DurationS = *last.Elapsed
+		}
+	}
+	_, tp := Estimate(hist, cfg)
+	switch {
+	case last.AvgCompletion != nil && *last.AvgCompletion > 0:
+		f.Tokens = *last.AvgCompletion * float64(last.Done)
+	case tp.RunTokensPerS > 0 && len(hist) > 1:
+		f.Tokens, f.TokensApprox = tp.RunTokensPerS*(last.T-hist[0].T), true
+	}
+	if f.DurationS > 0 {
+		f.AvgItemsPerS = float64(f.Items) / f.DurationS
+		if f.Tokens > 0 {
+			f.AvgTokensPerS = f.Tokens / f.DurationS
+		}
+	}
+	for _, p := range ChartSeries(hist, cfg, 60) {
+		f.PeakTokensPerS = math.Max(f.PeakTokensPerS, p.TokensPerS)
+	}
+	if first != nil {
+		c := *first
+		f.First = &c
+	}
+	return f
+}
+
+// Throughput is the run-average throughput of a finished run, so that answers after the finish still say
+// how fast it went instead of "not measured yet".
+func (f FinishSummary) Throughput() Throughput {
+	return Throughput{RunTokensPerS: f.AvgTokensPerS, RunItemsPerS: f.AvgItemsPerS}
+}
+
+// FinishLine renders a finish summary in one paragraph.
+func FinishLine(f FinishSummary, loc *time.Location) string {
+	s := "*Finished"
+	if f.FinishedAt > 0 {
+		s += " at " + SlackDateTime(tTime(f.FinishedAt), loc)
+	}
+	if f.DurationS > 0 {
+		s += " after " + Duration(f.DurationS)
+	}
+	s += fmt.Sprintf("*: %s items, %s", Count(float64(f.Items)), Plural(int(f.Errors), "error", "errors"))
+	if f.Tokens > 0 {
+		approx := ""
+		if f.TokensApprox {
+			approx = "≈"
+		}
+		s += fmt.Sprintf(", %s%s tokens", approx, Tokens(f.Tokens))
+	}
+	s += "."
+	switch {
+	case f.AvgTokensPerS > 0:
+		s += " Averaged " + Rate(f.AvgTokensPerS, "tok/s")
+		if f.PeakTokensPerS > 0 {
+			s += ", peak " + Rate(f.PeakTokensPerS, "tok/s")
+		}
+		s += fmt.Sprintf(" (%s).", Rate(f.AvgItemsPerS, "items/s"))
+	case f.AvgItemsPerS > 0:
+		s += " Averaged " + Rate(f.AvgItemsPerS, "items/s") + "."
+	}
+	if f.First != nil && f.FinishedAt > 0 {
+		off := f.FinishedAt - f.First.FinishT
+		word := "later"
+		if off < 0 {
+			word = "earlier"
+		}
+		s += fmt.Sprintf(" The first estimate (at %s) said %s: it finished %s %s.", SlackTime(tTime(f.First.At), loc),
+			SlackTime(tTime(f.First.FinishT), loc), Duration(math.Abs(off)), word)
+	}
+	return s
+}

@@ -1,0 +1,187 @@
+package reports
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// AnswerLeft answers "what's left?": the items still to do, the checklist stages not done yet, and what
+// blocks each (a stall, a server down, an earlier stage, a plan that does not fit, output on a protected mount).
+func AnswerLeft(r RunStatus, loc *time.Location) Message {
+	m := Message{Title: r.Name + " · what's left"}
+	var items []string
+	switch {
+	case r.Progress == nil:
+		items = append(items, "I can't count the items left: the run has no progress source (add `log:` or `metrics:` to the run file).")
+	case r.ETA != nil && r.ETA.State == StateDone:
+		s := fmt.Sprintf(":white_check_mark: *No items left*: all %s are done.", Count(float64(r.Progress.Done)))
+		if r.Finish != nil {
+			s += " " + FinishLine(*r.Finish, loc)
+		}
+		items = append(items, s)
+	case r.Progress.Total <= 0:
+		items = append(items, fmt.Sprintf("%s items done; the total is not known, so I can't say how many are left (set `total:` in the run file).",
+			Count(float64(r.Progress.Done))))
+	default:
+		left := r.Progress.Total - r.Progress.Done
+		s := fmt.Sprintf("*%s of %s items left* (%s)", Count(float64(left)), Count(float64(r.Progress.Total)),
+			Percent(float64(left)/float64(r.Progress.Total)))
+		if r.ETA != nil && r.ETA.TokensPerItem > 0 {
+			s += fmt.Sprintf(", about %s tokens at ~%s tokens each", Tokens(float64(left)*r.ETA.TokensPerItem), Count(r.ETA.TokensPerItem))
+		}
+		items = append(items, s+".")
+		if r.ETA != nil {
+			items = append(items, ETALine(*r.ETA, loc))
+		}
+	}
+	if r.ETA != nil && r.ETA.State == StateStalled {
+		items = append(items, ":rotating_light: Blocked: no progress (see above); nothing finishes until it moves again.")
+	}
+	down := 0
+	for _, e := range r.Engines {
+		if !e.OK {
+			down++
+		}
+	}
+	if down > 0 {
+		items = append(items, fmt.Sprintf(":red_circle: Slowed: %d of %d engines are down.", down, len(r.Engines)))
+	}
+	m.Sections = append(m.Sections, strings.Join(items, "\n"))
+
+	switch {
+	case len(r.Stages) == 0:
+		m.Sections = append(m.Sections, "No checklist is configured (add `stages:` to the run file to track the steps after generation).")
+	default:
+		var lines []string
+		blocker := ""
+		for _, s := range r.Stages {
+			if s.State == StageDone {
+				continue
+			}
+			line := fmt.Sprintf("%s *%s*", StageEmoji(s.State), Esc(s.Name))
+			switch s.State {
+			case StageFailed:
+				line += " — failed"
+			case StageInProgress:
+				line += " — in progress"
+			default:
+				if blocker != "" {
+					line += " — waits on " + Code(blocker)
+				} else {
+					line += " — not started"
+				}
+			}
+			if s.Detail != "" {
+				line += ": " + Esc(s.Detail)
+			}
+			lines = append(lines, line)
+			if blocker == "" {
+				blocker = s.Name
+			}
+		}
+		if len(lines) == 0 {
+			m.Sections = append(m.Sections, fmt.Sprintf(":white_check_mark: Every stage of the checklist is done (%d).", len(r.Stages)))
+		} else {
+			m.Sections = append(m.Sections, fmt.Sprintf("*Stages left* (%d of %d)\n", len(lines), len(r.Stages))+strings.Join(lines, "\n"))
+		}
+	}
+
+	var risks []string
+	for _, p := range r.Plans {
+		if p.Fits != nil && !*p.Fits {
+			risks = append(risks, ":red_circle: "+p.Sentence)
+		}
+	}
+	for _, w := range r.Storage.Warnings {
+		risks = append(risks, ":warning: "+w.Message)
+	}
+	if len(risks) > 0 {
+		m.Sections = append(m.Sections, "*In the way*\n"+strings.Join(risks, "\n"))
+	}
+	return m
+}
+
+// AnswerSafe answers "is /shared safe?": the protected mounts' verdict, leading with the risk — a process
+// writing there now, or an output that will land there once the job writes it.
+func AnswerSafe(run string, st Storage, t Target) Message {
+	m := Message{Title: run + " · protected mounts"}
+	var mounts []PathInfo
+	for _, pm := range st.ProtectedMounts {
+		if t.Path == "" || pm.Path == t.Path || pm.Path == t.Resolved || Under(t.Path, pm.Path) || Under(t.Resolved, pm.Path) || Under(pm.Path, t.Path) {
+			mounts = append(mounts, pm)
+		}
+	}
+	if len(st.ProtectedMounts) == 0 || len(mounts) == 0 {
+		w := AnswerWrites(run, st, t)
+		if t.Path != "" && len(st.ProtectedMounts) > 0 {
+			w.Sections[0] = fmt.Sprintf("%s is not one of run %s's protected mounts; here is what writes to it. ", Code(t.Path), Esc(run)) + w.Sections[0]
+		}
+		w.Title = m.Title
+		return w
+	}
+	in := func(p string) bool {
+		for _, pm := range mounts {
+			if p == pm.Path {
+				return true
+			}
+		}
+		return false
+	}
+	var names []string
+	for _, pm := range mounts {
+		names = append(names, Code(pm.Path))
+	}
+	subject := strings.Join(names, ", ")
+	var writers []WriterInfo
+	for _, w := range st.Writers {
+		if w.Protected && in(w.ProtectedPath) {
+			writers = append(writers, w)
+		}
+	}
+	var landing []PathInfo
+	for _, p := range st.Paths {
+		if p.Role == RoleOutput && p.Protected && in(p.ProtectedPath) {
+			landing = append(landing, p)
+		}
+	}
+	var verdict string
+	switch {
+	case len(writers) > 0:
+		verdict = fmt.Sprintf(":rotating_light: *No* — %s writing to %s now.", Plural(countPIDs(writers), "process is", "processes are"), subject)
+	case len(landing) > 0 && st.ScanError == "":
+		var outs []string
+		for _, p := range landing {
+			outs = append(outs, Code(filepath.Base(p.Path)))
+		}
+		verdict = fmt.Sprintf(":large_yellow_circle: *Not yet, but* %s will land in %s: nothing writes there now, but %s inside it.",
+			strings.Join(outs, " and "), Code(filepath.Base(landing[0].ProtectedPath)), Plural(len(landing), "output resolves", "outputs resolve"))
+	case st.ScanError != "":
+		verdict = fmt.Sprintf(":warning: *Can't tell* — I could not scan open files: %s.", Esc(st.ScanError))
+		if len(landing) > 0 {
+			verdict += fmt.Sprintf(" And %s inside %s.", Plural(len(landing), "output resolves", "outputs resolve"), subject)
+		}
+	case st.Invisible > 0:
+		verdict = fmt.Sprintf(":large_yellow_circle: *Probably* — no writes seen to %s and no output resolves inside it, but %s.",
+			subject, invisibleClause(st))
+	default:
+		verdict = fmt.Sprintf(":large_green_circle: *Yes* — nothing writes to %s and no output resolves inside it.", subject)
+	}
+	m.Sections = append(m.Sections, verdict)
+	if len(writers) > 0 {
+		m.Sections = append(m.Sections, writerLines(writers))
+	}
+	if len(landing) > 0 {
+		var lines []string
+		for _, p := range landing {
+			lines = append(lines, "• "+pathLine(p))
+		}
+		m.Sections = append(m.Sections, "*Outputs inside protected mounts*\n"+strings.Join(lines, "\n")+
+			"\nMove the output (or its symlink) off the protected mount before the job writes it.")
+	}
+	if st.Invisible > 0 && (len(writers) > 0 || len(landing) > 0) {
+		m.Context = append(m.Context, invisibleClause(st))
+	}
+	return m
+}

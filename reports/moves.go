@@ -1,0 +1,316 @@
+package reports
+
+import (
+	"fmt"
+	"math"
+	"runwatch/reports/estimate"
+	"strings"
+	"time"
+)
+
+// EstimateMark is an estimate as it was announced: at T At the run was expected to finish at T FinishT.
+type EstimateMark struct {
+	At      float64 `json:"at"`
+	FinishT float64 `json:"finish_t"`
+}
+
+// MoveLog is the story of a run's ETA, kept beside the shift detector: the first estimate announced, the one
+// announced now, and the last sharp moves (the shift warnings), newest last.
+type MoveLog struct {
+	First     *EstimateMark `json:"first,omitempty"`
+	Announced *EstimateMark `json:"announced,omitempty"`
+	Moves     []Shift       `json:"moves,omitempty"`
+	// Drift is how the current estimate differs from the announced one, decomposed like a shift; filled in when
+	// an answer is built, nil when there is no announced estimate or no running estimate.
+	Drift *Shift `json:"drift,omitempty"`
+}
+
+// maxMoves bounds the moves a MoveLog keeps: a "why" answer names the last few, not the whole day.
+const maxMoves = 8
+
+// Record updates the log after ShiftDetector.Update: d is the detector after the update, sh the shift it
+// reported (nil when none).
+func (l *MoveLog) Record(d ShiftDetector, sh *Shift) {
+	if d.Announced {
+		mark := EstimateMark{At: d.AnnouncedAt, FinishT: d.FinishT}
+		if l.First == nil {
+			first := mark
+			l.First = &first
+		}
+		l.Announced = &mark
+	}
+	if sh != nil {
+		l.Moves = append(l.Moves, *sh)
+		if len(l.Moves) > maxMoves {
+			l.Moves = append(l.Moves[:0:0], l.Moves[len(l.Moves)-maxMoves:]...)
+		}
+	}
+}
+
+// Clone returns a deep copy, safe to hand to an answer while the sampler keeps recording.
+func (l MoveLog) Clone() MoveLog {
+	c := MoveLog{Moves: append([]Shift(nil), l.Moves...)}
+	if l.First != nil {
+		f := *l.First
+		c.First = &f
+	}
+	if l.Announced != nil {
+		a := *l.Announced
+		c.Announced = &a
+	}
+	if l.Drift != nil {
+		d := *l.Drift
+		c.Drift = &d
+	}
+	return c
+}
+
+// Drift explains how the running estimate e, made at T t, differs from the announced one, the same way a
+// shift warning would, without changing the detector. ok is false without an announced estimate or a running
+// estimate.
+func (d ShiftDetector) Drift(e ETA, t float64) (Shift, bool) {
+	if !d.Announced || e.State != StateRunning || e.Seconds == nil {
+		return Shift{}, false
+	}
+	return d.explain(e, t, t+*e.Seconds), true
+}
+
+// tTime turns a T into a time: unix seconds in live history.
+func tTime(t float64) time.Time { return estimate.Unix(t) }
+
+// signedDuration renders a move: "+38 min", "-12 min", "±0 s".
+func signedDuration(s float64) string {
+	switch {
+	case s > 0:
+		return "+" + Duration(s)
+	case s < 0:
+		return "-" + Duration(-s)
+	}
+	return "±0 s"
+}
+
+// LastMoveLine is the one line every ETA answer carries about how the estimate moved: the last sharp move
+// with its cause, how far the estimate is from the first one when it never moved sharply, or that none has
+// been announced yet. It is "" without a move log.
+func LastMoveLine(l *MoveLog, loc *time.Location) string {
+	if l == nil {
+		return ""
+	}
+	if n := len(l.Moves); n > 0 {
+		mv := l.Moves[n-1]
+		s := fmt.Sprintf("Last move: at %s the finish moved *%s* (%s → %s left)", SlackTime(tTime(mv.At), loc),
+			signedDuration(mv.ToFinish-mv.FromFinish), Duration(math.Max(0, mv.FromFinish-mv.At)), Duration(math.Max(0, mv.ToFinish-mv.At)))
+		if c := mainCause(mv); c != "" {
+			s += ", mostly " + c
+		}
+		return s + ". Ask _why did the ETA move?_ for the breakdown."
+	}
+	if l.First == nil {
+		return "No estimate announced yet, so none has moved: one is announced once 5% of the items are done and its range is narrow."
+	}
+	s := fmt.Sprintf("No sharp move since the first estimate at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
+		SlackTime(tTime(l.First.FinishT), loc))
+	if l.Drift != nil {
+		s += fmt.Sprintf("; it is %s against the estimate announced at %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
+			SlackTime(tTime(l.Announced.At), loc))
+	}
+	return s + "."
+}
+
+// mainCause names the largest share of a move in plain words: "longer completions (650 → 1,066 tokens)".
+func mainCause(sh Shift) string {
+	type cause struct {
+		share float64
+		text  string
+	}
+	var cs []cause
+	if sh.From.TokensPerItem > 0 && sh.To.TokensPerItem > 0 {
+		word := "longer"
+		if sh.To.TokensPerItem < sh.From.TokensPerItem {
+			word = "shorter"
+		}
+		cs = append(cs, cause{sh.TokensPerItemShare, fmt.Sprintf("%s completions (%s → %s tokens each)", word,
+			Count(sh.From.TokensPerItem), Count(sh.To.TokensPerItem))})
+	}
+	if sh.From.TokensPerS > 0 && sh.To.TokensPerS > 0 {
+		word := "slower"
+		if sh.To.TokensPerS > sh.From.TokensPerS {
+			word = "faster"
+		}
+		cs = append(cs, cause{sh.ThroughputShare, fmt.Sprintf("%s generation (%s → %s)", word,
+			shiftNum(sh.From.TokensPerS), Rate(sh.To.TokensPerS, "tok/s"))})
+	} else if sh.From.ItemsPerS > 0 && sh.To.ItemsPerS > 0 {
+		word := "slower"
+		if sh.To.ItemsPerS > sh.From.ItemsPerS {
+			word = "faster"
+		}
+		cs = append(cs, cause{sh.ThroughputShare, fmt.Sprintf("%s items (%s → %s)", word,
+			shiftNum(sh.From.ItemsPerS), Rate(sh.To.ItemsPerS, "items/s"))})
+	}
+	cs = append(cs, cause{sh.OtherShare, "progress against the old schedule"})
+	best := cause{}
+	for _, c := range cs {
+		if math.Abs(c.share) > math.Abs(best.share) {
+			best = c
+		}
+	}
+	if math.Abs(best.share) < 0.05 {
+		return ""
+	}
+	return best.text
+}
+
+// moveBreakdown lists a move's parts in plain numbers, one bullet each, largest share first.
+func moveBreakdown(sh Shift) []string {
+	var lines []string
+	share := func(f float64) string {
+		if f == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" — %+.0f%% of the move", 100*f)
+	}
+	if sh.From.TokensPerItem > 0 && sh.To.TokensPerItem > 0 {
+		lines = append(lines, fmt.Sprintf("• completions: %s → %s tokens per item (%s)%s", Count(sh.From.TokensPerItem),
+			Count(sh.To.TokensPerItem), pctChange(sh.From.TokensPerItem, sh.To.TokensPerItem), share(sh.TokensPerItemShare)))
+	}
+	if sh.From.TokensPerS > 0 && sh.To.TokensPerS > 0 {
+		lines = append(lines, fmt.Sprintf("• throughput: %s → %s (%s)%s", shiftNum(sh.From.TokensPerS), Rate(sh.To.TokensPerS, "tok/s"),
+			pctChange(sh.From.TokensPerS, sh.To.TokensPerS), share(sh.ThroughputShare)))
+	} else if sh.From.ItemsPerS > 0 && sh.To.ItemsPerS > 0 {
+		lines = append(lines, fmt.Sprintf("• throughput: %s → %s (%s)%s", shiftNum(sh.From.ItemsPerS), Rate(sh.To.ItemsPerS, "items/s"),
+			pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), share(sh.ThroughputShare)))
+	}
+	if sh.From.ItemsLeft > 0 || sh.To.ItemsLeft > 0 {
+		lines = append(lines, fmt.Sprintf("• items left: %s when announced, %s now%s", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft),
+			share(sh.OtherShare)))
+	}
+	return lines
+}
+
+func pctChange(from, to float64) string {
+	if from == 0 {
+		return "new"
+	}
+	return fmt.Sprintf("%+.0f%%", 100*(to-from)/from)
+}
+
+// AnswerWhy answers "why did the ETA move?": the last sharp moves with their times and causes in plain
+// numbers, then how the current estimate compares with the one announced, then the estimate itself.
+func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
+	m := Message{Title: run + " · why the ETA moved"}
+	if e == nil {
+		m.Sections = append(m.Sections, "There is no estimate yet, so nothing has moved: no progress has been reported.")
+		return m
+	}
+	var moves []Shift
+	if l != nil {
+		moves = l.Moves
+	}
+	if len(moves) == 0 {
+		lead := ":large_green_circle: *It has not moved sharply.*"
+		if l == nil || l.First == nil {
+			lead = ":white_large_square: *No estimate has been announced yet*, so none has moved. I announce one once 5% of the items are done and its range is narrow."
+		} else {
+			lead += fmt.Sprintf(" The first estimate, at %s, said the run would finish at %s.", SlackTime(tTime(l.First.At), loc),
+				SlackTime(tTime(l.First.FinishT), loc))
+		}
+		m.Sections = append(m.Sections, lead)
+	} else {
+		last := moves[len(moves)-1]
+		lead := fmt.Sprintf(":warning: *At %s the finish moved %s* (%s → %s left).", SlackTime(tTime(last.At), loc),
+			signedDuration(last.ToFinish-last.FromFinish), Duration(math.Max(0, last.FromFinish-last.At)), Duration(math.Max(0, last.ToFinish-last.At)))
+		if c := mainCause(last); c != "" {
+			lead += " Mostly " + c + "."
+		}
+		m.Sections = append(m.Sections, lead+"\n"+strings.Join(moveBreakdown(last), "\n"))
+		if len(moves) > 1 {
+			var earlier []string
+			for i := len(moves) - 2; i >= 0 && len(earlier) < 3; i-- {
+				mv := moves[i]
+				line := fmt.Sprintf("• %s: %s", SlackTime(tTime(mv.At), loc), signedDuration(mv.ToFinish-mv.FromFinish))
+				if c := mainCause(mv); c != "" {
+					line += ", " + c
+				}
+				earlier = append(earlier, line)
+			}
+			m.Sections = append(m.Sections, "*Earlier moves*\n"+strings.Join(earlier, "\n"))
+		}
+	}
+	if l != nil && l.Drift != nil && l.Announced != nil {
+		d := l.Drift
+		mv := d.ToFinish - d.FromFinish
+		s := fmt.Sprintf("Since the estimate announced at %s the finish is %s", SlackTime(tTime(l.Announced.At), loc), signedDuration(mv))
+		if math.Abs(mv) >= 60 {
+			if c := mainCause(*d); c != "" {
+				s += ", mostly " + c
+			}
+		}
+		m.Sections = append(m.Sections, s+".")
+	}
+	m.Sections = append(m.Sections, "Now: "+ETALine(*e, loc))
+	return m
+}
+
+// AnswerOnTrack answers "are we on track?": the current finish against the first estimate (and the one
+// announced now, when it differs).
+func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.Location) Message {
+	m := Message{Title: run + " · on track?"}
+	if e == nil || e.State == StateUnknown {
+		reason := "no progress reported yet"
+		if e != nil && e.Reason != "" {
+			reason = e.Reason
+		}
+		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell yet* — "+Esc(reason)+".")
+		return m
+	}
+	if e.State == StateDone {
+		s := ":white_check_mark: *It finished.*"
+		if f != nil {
+			s += " " + FinishLine(*f, loc)
+		}
+		m.Sections = append(m.Sections, s)
+		return m
+	}
+	if l == nil || l.First == nil {
+		m.Sections = append(m.Sections, ":white_large_square: *No estimate has been announced yet* to be on track against. "+ETALine(*e, loc))
+		return m
+	}
+	first := l.First
+	if e.State == StateStalled {
+		m.Sections = append(m.Sections, fmt.Sprintf(":rotating_light: *No — it is stalled.* The first estimate (at %s) said it would finish at %s. %s",
+			SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc), ETALine(*e, loc)))
+		return m
+	}
+	if e.Seconds == nil || e.FinishAt == nil {
+		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell yet* — "+ETALine(*e, loc))
+		return m
+	}
+	finish := float64(e.FinishAt.UnixNano()) / 1e9
+	late := finish - first.FinishT
+	// On track means within a tenth of the time the first estimate planned, or ten minutes.
+	tol := math.Max(600, 0.1*math.Max(0, first.FinishT-first.At))
+	var lead string
+	switch {
+	case math.Abs(late) <= tol:
+		lead = ":large_green_circle: *Yes, on track*"
+	case late > 0:
+		lead = ":large_yellow_circle: *Behind*"
+	default:
+		lead = ":large_green_circle: *Ahead*"
+	}
+	rel := "later than"
+	if late < 0 {
+		rel = "earlier than"
+	}
+	s := fmt.Sprintf("%s — finish around %s, %s %s the first estimate (made at %s, finish %s).", lead, SlackDateTime(*e.FinishAt, loc),
+		Duration(math.Abs(late)), rel, SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc))
+	if a := l.Announced; a != nil && a.At != first.At {
+		s += fmt.Sprintf(" Against the estimate announced at %s (finish %s) it is %s.", SlackTime(tTime(a.At), loc),
+			SlackTime(tTime(a.FinishT), loc), signedDuration(finish-a.FinishT))
+	}
+	m.Sections = append(m.Sections, s, ETALine(*e, loc))
+	if line := LastMoveLine(l, loc); line != "" {
+		m.Sections = append(m.Sections, line)
+	}
+	return m
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Records the peer corpus: every recordpeer scenario (or those named as arguments) against the third-party
+# vLLM simulator, two at a time, into reports/testdata/peer/NAME.jsonl. COPY_TO=DIR also copies each
+# finished trace there; each recording's progress log goes to $LOG_DIR/NAME.log (default: a temporary
+# directory). Run from anywhere; the simulator is read from ../shared/peers/ beside the repository
+# (SIM=path.gz to override).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sim="${SIM:-../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz}"
+go build -o /tmp/recordpeer.$$ ./scripts/recordpeer
+trap 'rm -f /tmp/recordpeer.$$' EXIT
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  mapfile -t names < <(/tmp/recordpeer.$$ -list | awk '{print $1}')
+fi
+logs="${LOG_DIR:-$(mktemp -d)}"
+mkdir -p reports/testdata/peer "$logs"
+one() {
+  local n=$1 out=reports/testdata/peer/$1.jsonl
+  if /tmp/recordpeer.$$ -sim "$sim" -scenario "$n" -out "$out" 2>"$logs/$n.log"; then
+    tail -1 "$logs/$n.log"
+    if [ -n "${COPY_TO:-}" ]; then cp "$out" "$COPY_TO/"; fi
+  else
+    echo "$n failed; see $logs/$n.log" >&2
+  fi
+}
+running=0
+for n in "${names[@]}"; do
+  one "$n" &
+  running=$((running + 1))
+  if [ "$running" -ge 2 ]; then wait -n; running=$((running - 1)); fi
+done
+wait

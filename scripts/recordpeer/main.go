@@ -1,0 +1,272 @@
+// Command recordpeer records a job run against the third-party vLLM simulator (llm-d-inference-sim) as a
+// runwatch replay trace: the ground truth for the estimator's accuracy on jobs nobody here designed.
+//
+// It unpacks the simulator, starts it on 127.0.0.1 with the scenario's flags, waits for /health/ready, sends
+// the scenario's prompts with a fixed number of client workers (retrying failures), logs progress as a batch
+// job does ("Progress: N/M ..." on stderr), samples every server's /metrics at the scenario's interval, and
+// writes one JSON line per sample in the format `bot replay --trace` reads. The last line is taken when the last
+// item finished: the trace's finish is the true finish. Counters are the servers' own (summed over servers,
+// as runwatch sums engines), so they start at 0 again after a restart; this simulator counts generated tokens
+// only when a request finishes.
+//
+// Run it from the repository root:
+//
+//	go run ./scripts/recordpeer -list
+//	go run ./scripts/recordpeer -scenario steady -out reports/testdata/peer/steady.jsonl
+//
+// The committed traces and how each was recorded are listed in reports/testdata/peer/SOURCES.md;
+// scripts/recordpeer.sh records them all.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"runwatch/reports"
+	"runwatch/sim"
+)
+
+func main() {
+	name := flag.String("scenario", "", "scenario to record (see -list)")
+	out := flag.String("out", "", "trace file to write")
+	gz := flag.String("sim", "../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz", "the gzipped simulator binary")
+	list := flag.Bool("list", false, "list the scenarios and exit")
+	flag.Parse()
+	if *list {
+		for _, s := range scenarios() {
+			fmt.Printf("%-16s %5d items, %3d clients: %s\n", s.Name, s.Items, s.Concurrency, s.About)
+		}
+		return
+	}
+	sc, ok := find(*name)
+	if !ok || *out == "" {
+		fmt.Fprintln(os.Stderr, "usage: recordpeer -scenario NAME -out FILE (recordpeer -list names the scenarios)")
+		os.Exit(2)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := record(ctx, sc, *gz, *out, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "recordpeer:", err)
+		cancel()
+		os.Exit(1)
+	}
+}
+
+// record runs sc to its end and writes its trace to out.
+func record(ctx context.Context, sc scenario, gz, out string, w io.Writer) error {
+	log := &lockedWriter{w: w} // the sampler and the restart both log
+	dir, err := os.MkdirTemp("", "recordpeer-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := unpack(gz, dir)
+	if err != nil {
+		return err
+	}
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	var urls []string
+	for i, spec := range sc.Servers {
+		port, err := freePorts(spec.Ranks)
+		if err != nil {
+			return err
+		}
+		s := &server{bin: bin, args: spec.Flags, port: port, ranks: spec.Ranks, seed: spec.Seed,
+			log: filepath.Join(dir, fmt.Sprintf("server%d.log", i))}
+		if err := s.start(); err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		// No deadline of its own: a process that cannot start exits, and ^C ends the wait.
+		if err := s.ready(ctx, http.DefaultClient); err != nil {
+			return err
+		}
+		urls = append(urls, s.urls()...)
+	}
+	if sc.OneURL {
+		addr, stop, err := startProxy(urls)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		urls = []string{addr}
+	}
+	client := &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: sc.Concurrency + 8},
+		Timeout:   5 * time.Minute,
+	}
+	j := newJob(sc, urls, client)
+	jctx, jcancel := context.WithCancel(ctx)
+	defer jcancel()
+	j.start = time.Now()
+	ran := make(chan struct{})
+	go func() { j.run(jctx); close(ran) }()
+	var wg sync.WaitGroup
+	wg.Go(func() { disrupt(jctx, j, servers[0], sc, log, jcancel) })
+	obs := sample(jctx, j, urls, sc.Every, ran, log)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if last := obs[len(obs)-1]; last.Done != last.Total {
+		return fmt.Errorf("job ended at %d/%d", last.Done, last.Total)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	tmp := out + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteTrace(f, obs); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "wrote %s: %d lines, finish at %.1fs\n", out, len(obs), obs[len(obs)-1].T)
+	return os.Rename(tmp, out)
+}
+
+// disrupt does to the first server what the scenario says: kill it and start it again (RestartAt), or stop
+// it answering for a while (PauseAt: SIGSTOP, then SIGCONT).
+func disrupt(ctx context.Context, j *job, s *server, sc scenario, log io.Writer, fail func()) {
+	at, what := sc.RestartAt, "restart"
+	if sc.PauseAt > 0 {
+		at, what = sc.PauseAt, "pause"
+	}
+	if at == 0 || !j.waitDone(ctx, int64(at*float64(sc.Items))) {
+		return
+	}
+	wait := func(d time.Duration) bool {
+		select {
+		case <-time.After(d):
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if what == "pause" {
+		fmt.Fprintf(log, "pause: stopping the server (SIGSTOP) at %.1fs\n", time.Since(j.start).Seconds())
+		s.cmd.Process.Signal(syscall.SIGSTOP)
+		wait(sc.Pause)
+		s.cmd.Process.Signal(syscall.SIGCONT)
+		fmt.Fprintf(log, "pause: continued (SIGCONT) at %.1fs\n", time.Since(j.start).Seconds())
+		return
+	}
+	fmt.Fprintf(log, "restart: killing the server at %.1fs\n", time.Since(j.start).Seconds())
+	s.stop()
+	if !wait(sc.Downtime) {
+		return
+	}
+	s.seed += 1000
+	if err := s.start(); err != nil {
+		fmt.Fprintln(log, "restart:", err)
+		fail()
+		return
+	}
+	fmt.Fprintf(log, "restart: started again at %.1fs\n", time.Since(j.start).Seconds())
+}
+
+// sample takes a trace line every `every` until the job has run, then one at the moment the last item
+// finished.
+func sample(ctx context.Context, j *job, urls []string, every time.Duration, ran <-chan struct{}, log io.Writer) []reports.Observation {
+	m := &http.Client{Timeout: 2 * time.Second}
+	// The job's state is read after the scrape returns, so that a scrape a stopped server holds up to its
+	// timeout is stamped with the time it was answered, not the tick it began on.
+	take := func() reports.Observation {
+		sc := scrapeAll(ctx, m, urls)
+		at := time.Now()
+		st := j.state(at)
+		fmt.Fprintln(log, progressLine(st))
+		return observe(at.Sub(j.start).Seconds(), st, sc)
+	}
+	var obs []reports.Observation
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	obs = append(obs, observe(0, j.state(j.start), scrapeAll(ctx, m, urls)))
+	for {
+		select {
+		case <-ran:
+			fin := j.finished()
+			if fin.IsZero() {
+				return obs
+			}
+			// The counters move when a request finishes; give the servers a moment to count the last one.
+			time.Sleep(300 * time.Millisecond)
+			st := j.state(fin)
+			fmt.Fprintln(log, progressLine(st))
+			last := observe(fin.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls))
+			// A line taken while the last item finished is stamped after the finish: the finish line replaces it.
+			for len(obs) > 0 && obs[len(obs)-1].T >= last.T {
+				obs = obs[:len(obs)-1]
+			}
+			return append(obs, last)
+		case <-tick.C:
+			obs = append(obs, take())
+		}
+	}
+}
+
+// scrapeAll reads every server's /metrics.
+func scrapeAll(ctx context.Context, c *http.Client, urls []string) []scrape {
+	out := make([]scrape, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() { out[i] = scrapeOne(ctx, c, u+"/metrics") })
+	}
+	wg.Wait()
+	return out
+}
+
+func scrapeOne(ctx context.Context, c *http.Client, url string) scrape {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return scrape{Err: err}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return scrape{Err: err}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return scrape{Err: err}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return scrape{Err: fmt.Errorf("HTTP %s", resp.Status)}
+	}
+	s, err := parseScrape(body)
+	if err != nil {
+		return scrape{Err: err}
+	}
+	return s
+}
+
+// lockedWriter serialises writes from goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"math"
+	"math/rand"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"runwatch/probes"
+	"runwatch/reports"
+	"runwatch/sim"
+)
+
+// readScrape parses a /metrics body captured from the simulator (see testdata/SOURCES.md).
+func readScrape(t *testing.T, name string) (scrape, string) {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := parseScrape(text)
+	if err != nil {
+		t.Fatalf("parseScrape(%s): %v", name, err)
+	}
+	return s, string(text)
+}
+
+// textSum adds the values of the exposition lines whose series starts with prefix: an independent reading
+// of the same text, without expfmt.
+func textSum(t *testing.T, text, prefix string) (float64, bool) {
+	t.Helper()
+	var v float64
+	found := false
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		v += f
+		found = true
+	}
+	return v, found
+}
+
+func TestObserveSumsSimulatorScrapes(t *testing.T) {
+	files := []string{"llmd_sim_rank0_busy.txt", "llmd_sim_rank1_idle.txt", "llmd_sim_finished.txt"}
+	var scrapes []scrape
+	var texts []string
+	for _, f := range files {
+		s, text := readScrape(t, f)
+		scrapes = append(scrapes, s)
+		texts = append(texts, text)
+	}
+	want := func(prefix string) float64 {
+		var v float64
+		for _, text := range texts {
+			x, _ := textSum(t, text, prefix)
+			v += x
+		}
+		return v
+	}
+	// The idle rank has finished nothing: the simulator exports no token counter for it at all.
+	if _, ok := textSum(t, texts[1], "vllm:generation_tokens_total"); ok {
+		t.Fatalf("%s has a token counter; the fixture no longer shows an idle rank", files[1])
+	}
+	js := jobState{Done: 13, Total: 40, Errors: 2, CompletionSum: 2417, Elapsed: 3.25, MaxTokens: 300}
+	o := observe(3.25, js, scrapes)
+	checks := []struct {
+		name string
+		got  *float64
+		want float64
+	}{
+		{"gen_tokens", o.GenTokens, want("vllm:generation_tokens_total")},
+		{"running", o.Running, want("vllm:num_requests_running")},
+		{"waiting", o.Waiting, want("vllm:num_requests_waiting")},
+		{"finished_len_sum", o.FinishedLenSum, want("vllm:request_generation_tokens_sum")},
+		{"finished_len_count", o.FinishedLenCount, want("vllm:request_generation_tokens_count")},
+		{"length_capped", o.LengthCapped, want(`vllm:request_success_total{finish_reason="length"`)},
+		{"avg_completion", o.AvgCompletion, math.Round(2417.0/13*10) / 10},
+		{"elapsed", o.Elapsed, 3.25},
+	}
+	for _, c := range checks {
+		if c.got == nil || *c.got != c.want {
+			t.Errorf("observe: %s = %v; want %v", c.name, deref(c.got), c.want)
+		}
+	}
+	if *o.Waiting == 0 || *o.Running == 0 || *o.LengthCapped == 0 {
+		t.Errorf("observe = %+v; the fixtures should show a queue, a batch and capped requests", o)
+	}
+	if o.T != 3.25 || o.Done != 13 || o.Total != 40 || o.Errors != 2 || o.MaxTokens != 300 {
+		t.Errorf("observe job fields = %+v; want t 3.25, 13/40, 2 errors, max_tokens 300", o)
+	}
+}
+
+func TestObserveLeavesOutServersThatDidNotAnswer(t *testing.T) {
+	busy, text := readScrape(t, "llmd_sim_rank0_busy.txt")
+	down := scrape{Err: errors.New("connection refused")}
+	js := jobState{Done: 0, Total: 10}
+
+	o := observe(1, js, []scrape{down, busy})
+	gen, _ := textSum(t, text, "vllm:generation_tokens_total")
+	if o.GenTokens == nil || *o.GenTokens != gen {
+		t.Errorf("observe(down, busy).GenTokens = %v; want %v (the answering server's own counter)", deref(o.GenTokens), gen)
+	}
+	if o.AvgCompletion != nil {
+		t.Errorf("observe with nothing done: avg_completion = %v; want none", *o.AvgCompletion)
+	}
+
+	o = observe(1, js, []scrape{down})
+	if o.GenTokens != nil || o.Running != nil || o.Waiting != nil || o.FinishedLenSum != nil || o.LengthCapped != nil {
+		t.Errorf("observe(all down) = %+v; want no engine fields", o)
+	}
+}
+
+func TestTraceRoundTrip(t *testing.T) {
+	busy, _ := readScrape(t, "llmd_sim_rank0_busy.txt")
+	fin, _ := readScrape(t, "llmd_sim_finished.txt")
+	obs := []reports.Observation{
+		observe(0, jobState{Total: 12, MaxTokens: 300}, []scrape{busy}),
+		observe(0.5004, jobState{Done: 5, Total: 12, CompletionSum: 800, Elapsed: 0.5004, MaxTokens: 300}, []scrape{busy}),
+		observe(1.2, jobState{Done: 12, Total: 12, Errors: 1, CompletionSum: 2413, Elapsed: 1.2, MaxTokens: 300}, []scrape{fin}),
+	}
+	var buf bytes.Buffer
+	if err := sim.WriteTrace(&buf, obs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := sim.ReadTrace(&buf)
+	if err != nil {
+		t.Fatalf("ReadTrace(written trace): %v", err)
+	}
+	if !reflect.DeepEqual(back, obs) {
+		t.Errorf("ReadTrace(WriteTrace(obs)) = %+v; want %+v", back, obs)
+	}
+	if back[1].T != 0.5 {
+		t.Errorf("t = %v; want 0.5 (rounded to the millisecond)", back[1].T)
+	}
+}
+
+func TestProgressLineParses(t *testing.T) {
+	js := jobState{Done: 340, Total: 3000, Errors: 7, CompletionSum: 340 * 231.4, Elapsed: 12.3}
+	line := progressLine(js)
+	p, ok := probes.ParseProgress([]byte(line), nil)
+	if !ok {
+		t.Fatalf("ParseProgress(%q) found no progress", line)
+	}
+	if p.Done != 340 || p.Total != 3000 || p.Errors != 7 || math.Abs(p.AvgTokens-231) > 0.5 || p.Elapsed != 12.3 {
+		t.Errorf("ParseProgress(%q) = %+v; want 340/3000, 7 errors, avg 231, elapsed 12.3", line, p)
+	}
+}
+
+func TestMaxTokensShapes(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	d := drift(256, 1024, 0.3, 0.7)
+	for _, c := range []struct{ i, want int }{{0, 256}, {300, 256}, {500, 640}, {700, 1024}, {999, 1024}} {
+		if got := d(c.i, 1000, r); got != c.want {
+			t.Errorf("drift(%d of 1000) = %d; want %d", c.i, got, c.want)
+		}
+	}
+	s := stragglers(256, 4096, 40)
+	if s(959, 1000, r) != 256 || s(960, 1000, r) != 4096 {
+		t.Errorf("stragglers: item 959 = %d, 960 = %d; want 256, 4096", s(959, 1000, r), s(960, 1000, r))
+	}
+	w := lognormalWords(300, 1.2, 20, 6000)
+	for i := 0; i < 1000; i++ {
+		if n := w(i, r); n < 20 || n > 6000 {
+			t.Fatalf("lognormalWords = %d; want within [20, 6000]", n)
+		}
+	}
+}
+
+// TestCommittedTraces checks every recorded trace: strict replay format, time moving forward, the job's
+// counts never going back, and a last line at the finish.
+func TestCommittedTraces(t *testing.T) {
+	paths, err := filepath.Glob("../../reports/testdata/peer/*.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Skip("no traces recorded yet")
+	}
+	for _, p := range paths {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			f, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			obs, err := sim.ReadTrace(bufio.NewReader(f))
+			if err != nil {
+				t.Fatalf("ReadTrace: %v", err)
+			}
+			if len(obs) < 20 || len(obs) > 600 {
+				t.Errorf("%d lines; want 20-600", len(obs))
+			}
+			for i := 1; i < len(obs); i++ {
+				a, b := obs[i-1], obs[i]
+				if b.T < a.T || b.Done < a.Done || b.Errors < a.Errors || b.Total != a.Total {
+					t.Fatalf("line %d goes back: %+v after %+v", i+1, b, a)
+				}
+			}
+			last := obs[len(obs)-1]
+			if last.Done != last.Total || last.GenTokens == nil || *last.GenTokens == 0 {
+				t.Errorf("last line %+v; want done == total and a token count", last)
+			}
+		})
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// TestRecordAgainstSimulator records a tiny job against the real simulator: two data-parallel ranks and a
+// restart half way, so unpacking, start, readiness, the kill and the restart, sampling and writing all run.
+func TestRecordAgainstSimulator(t *testing.T) {
+	gz := "../../../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz"
+	if _, err := os.Stat(gz); err != nil {
+		t.Skipf("no simulator beside the repository: %v", err)
+	}
+	sc := scenario{
+		Name: "tiny", Items: 60, Concurrency: 8, MaxTokens: fixed(64),
+		Servers:   one(2, 3, simFlags(4, 5*ms, 1*ms, 1.2)),
+		RestartAt: 0.5, Downtime: 200 * ms, Every: 100 * ms, Seed: 1,
+	}
+	out := filepath.Join(t.TempDir(), "tiny.jsonl")
+	var log bytes.Buffer
+	if err := record(t.Context(), sc, gz, out, &log); err != nil {
+		t.Fatalf("record: %v\n%s", err, log.String())
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	obs, err := sim.ReadTrace(f)
+	if err != nil {
+		t.Fatalf("ReadTrace: %v", err)
+	}
+	last := obs[len(obs)-1]
+	if last.Done != 60 || last.Total != 60 || last.Running == nil || *last.Running != 0 {
+		t.Errorf("last line %+v; want 60/60 done and nothing running", last)
+	}
+	high, dropped := 0.0, false
+	for _, o := range obs {
+		if o.GenTokens == nil {
+			continue
+		}
+		if *o.GenTokens < high {
+			dropped = true
+		}
+		high = max(high, *o.GenTokens)
+	}
+	t.Logf("log:\n%s", log.String())
+	if !dropped {
+		t.Errorf("gen_tokens never went down; want the restarted rank's counter to start again at 0\n%s", log.String())
+	}
+	if !strings.Contains(log.String(), "Progress: 60/60") || !strings.Contains(log.String(), "restart: started again") {
+		t.Errorf("log has no restart or progress lines:\n%s", log.String())
+	}
+}
+
+func TestUnpack(t *testing.T) {
+	want := bytes.Repeat([]byte("#!/bin/sh\necho simulator\n"), 1000)
+	gz := filepath.Join(t.TempDir(), "sim.gz")
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(want)
+	zw.Close()
+	if err := os.WriteFile(gz, buf.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, path string }{{"gzip(1)", os.Getenv("PATH")}, {"compress/gzip", ""}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("PATH", c.path)
+			bin, err := unpack(gz, t.TempDir())
+			if err != nil {
+				t.Fatalf("unpack: %v", err)
+			}
+			got, err := os.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fi, _ := os.Stat(bin)
+			if !bytes.Equal(got, want) || fi.Mode().Perm()&0o100 == 0 {
+				t.Errorf("unpack wrote %d bytes, mode %v; want %d bytes, executable", len(got), fi.Mode(), len(want))
+			}
+		})
+	}
+	if _, err := unpack(filepath.Join(t.TempDir(), "missing.gz"), t.TempDir()); err == nil {
+		t.Error("unpack(missing file) succeeded; want an error")
+	}
+}
+
+func TestProxyAlternatesReplicas(t *testing.T) {
+	var backends []string
+	for _, name := range []string{"a", "b"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, name+r.URL.Path)
+		}))
+		defer srv.Close()
+		backends = append(backends, srv.URL)
+	}
+	addr, stop, err := startProxy(backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var got []string
+	for range 4 {
+		resp, err := http.Get(addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got = append(got, string(b))
+	}
+	if got[0] == got[1] || got[0] != got[2] || got[1] != got[3] || !strings.HasSuffix(got[0], "/metrics") {
+		t.Errorf("replies through the proxy = %q; want the two replicas in turn, path kept", got)
+	}
+}
