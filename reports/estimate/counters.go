@@ -106,6 +106,9 @@ const restartShare = 0.5
 func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 	c.Lanes = append([]Lane(nil), c.Lanes...)
 	c.Reads++
+	// A lane nothing has matched for a while is a server lifetime that ended; forgetting it keeps a later
+	// reading from joining it when the new lifetime's counters pass the old one's.
+	c.Lanes = slices.DeleteFunc(c.Lanes, func(l Lane) bool { return c.Reads-l.Read > maxIdle })
 	v := r.key()
 	match := -1
 	if start > 0 {
@@ -116,10 +119,28 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		}
 	}
 	if match < 0 && start <= 0 {
-		// The lane the reading continues: of those it is at or above in every counter, the one whose value
-		// by now (its last value and rate) is closest.
+		// The lane the reading continues. A reading whose key counter is at or above every lane continues the
+		// highest (a secondary counter that stepped back is a glitch, and adds nothing): crediting it to a lower
+		// lane would count the same growth twice when one server's readings jitter. Otherwise, of the lanes it
+		// is at or above in every counter, the one whose value by now (its last value and rate) is closest.
+		top, above := -1, valid(v)
+		for i, l := range c.Lanes {
+			if l.Start > 0 || l.Last.key() > v {
+				above = false
+				break
+			}
+			if top < 0 || l.Last.key() > c.Lanes[top].Last.key() {
+				top = i
+			}
+		}
+		if above && top >= 0 {
+			match = top
+		}
 		best := math.Inf(1)
 		for i, l := range c.Lanes {
+			if match >= 0 {
+				break
+			}
 			if l.Start > 0 || !valid(v) || !l.Last.below(r) {
 				continue
 			}
@@ -167,7 +188,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 	case len(c.Lanes) == 0:
 	case start > 0 && c.LastRead > 0 && start > c.LastRead:
 		step.Restart = true
-	case valid(v) && v <= restartShare*c.above(v) && start >= c.maxStart():
+	case valid(v) && !math.IsInf(c.above(v), 1) && v <= restartShare*c.above(v) && start >= c.maxStart():
 		// Far below the lane it fell from, and (with start times) no older than any server seen: a restart
 		// whose server clock is behind ours, or a server that gives no start time.
 		step.Restart = true
@@ -189,9 +210,6 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		c.Restarts++
 	}
 	c.Lanes = append(c.Lanes, nl)
-	// A lane nothing has matched for a while is a server lifetime that ended; forgetting it keeps a later
-	// reading from joining it when the new lifetime's counters pass the old one's.
-	c.Lanes = slices.DeleteFunc(c.Lanes, func(l Lane) bool { return c.Reads-l.Read > maxIdle })
 	if len(c.Lanes) > maxLanes {
 		oldest := 0
 		for i, l := range c.Lanes {
