@@ -5,17 +5,18 @@ import (
 	"sort"
 )
 
-// The estimator's time scales all follow Config.Window (900 s by default), so that a job watched at
-// another pace (the accelerated demo) only needs another window: blocks of a third of it (whose rates it
+// The estimator's time scales all follow Config.Window, which by default follows the job's own pace
+// (PaceWindow: about six request durations), so that a job watched at another pace (the accelerated demo, a
+// job replayed 10x slower) gets the same figures: blocks of a third of it (whose rates it
 // compares to find the current level of throughput and tokens per item), a warm-up of one window after a fresh
 // start, a look-back of two thirds of it for pauses, and two and four windows for averaging the batch's age.
 
-// point is one observation with the engines' counters stitched across resets.
+// point is one observation with the engines' counters folded (FoldSeries).
 type point struct {
 	t        float64
 	active   float64 // seconds up to t in which the run progressed (stalls and downtime left out)
 	done     float64
-	g        float64 // generated tokens since the first point, resets stitched
+	g        float64 // generated tokens since the first point, folded
 	fin      float64 // tokens of finished items since the first point (engine histogram or log average)
 	finN     float64 // items the engine histogram counted since the first point (hasFinN)
 	age      float64 // tokens decoded so far by the requests in flight (g minus fin since server start)

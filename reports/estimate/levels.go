@@ -238,5 +238,5 @@ const (
 )
 
 // autocorrBlocks is the fewest blocks from which noise measures the lag-1 autocorrelation of a series, and
-// below which fitLevel calls no change in a rate (40 minutes at the default window).
+// below which fitLevel calls no change in a rate (eight blocks: two and two thirds windows).
 const autocorrBlocks = 8
