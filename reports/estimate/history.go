@@ -216,7 +216,21 @@ func (s series) restartIn(a, z float64) bool {
 // saturated reports whether every request slot was busy through a block (after its first point), so its
 // token rate is the engine's full-batch rate.
 func (s series) saturated(b block) bool {
-	for _, p := range s.pts[b.from+1 : b.to+1] {
+	pts := s.pts[b.from+1 : b.to+1]
+	if s.kind == OnFinish {
+		// Tokens counted on finish arrive as a request leaves, when the batch is one short for a moment: a
+		// sample there says nothing of the batch. The mean over the block does.
+		var sum float64
+		n := 0
+		for _, p := range pts {
+			if p.hasG {
+				sum += p.running
+				n++
+			}
+		}
+		return n == 0 || sum/float64(n) >= 0.9*s.slots
+	}
+	for _, p := range pts {
 		if p.hasG && p.running < 0.9*s.slots {
 			return false
 		}

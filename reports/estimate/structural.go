@@ -6,6 +6,10 @@ import (
 	"runwatch/reports/format"
 )
 
+// onFinishRateZ is how many standard errors apart two stretches of an on-finish counter's rate must be to call
+// it a change.
+const onFinishRateZ = 8.0
+
 // noRate is model's reason when no rate could be measured yet.
 const noRate = "no item has finished yet and the engines report no tokens"
 
@@ -51,7 +55,14 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	}
 	var sec, relSE, drain, drainLow, drainHigh, wobble float64 // wobble: one block's relative noise of the rate used
 	used := 0
-	mFit := fitLevel(tpi, changeZ, false, math.Sqrt(s.lengthCV2(pooledRatio(tpi))), 2)
+	// With a counter that moves only on finish the lengths come from finished items alone, a block at a time:
+	// a few long ones finishing together look like a change. It takes the rates' stronger evidence, and three
+	// blocks, to call one.
+	lengthZ, lengthRecent := changeZ, 2
+	if s.kind == OnFinish {
+		lengthZ, lengthRecent = rateChangeZ, 3
+	}
+	mFit := fitLevel(tpi, lengthZ, false, math.Sqrt(s.lengthCV2(pooledRatio(tpi))), lengthRecent)
 	if mFit.BaseFrom == 0 {
 		// No change (or one not yet sure): every item so far counts.
 		if cum, young, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok {
@@ -70,7 +81,12 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	mFrom := mFit.From
 	switch {
 	case len(tps) > 0 && m > 0 && !math.IsNaN(m):
-		rFit := fitLevel(tps, rateChangeZ, true, 0, 1)
+		// Tokens counted on finish arrive in lumps: a change of their rate needs more evidence, and two blocks.
+		rateZ, rateRecent := rateChangeZ, 1
+		if s.kind == OnFinish {
+			rateZ, rateRecent = onFinishRateZ, 2
+		}
+		rFit := fitLevel(tps, rateZ, true, 0, rateRecent)
 		r, rSE, rFrom := rFit.Level, rFit.RelSE, rFit.From
 		wobble = rFit.BlockSD
 		e.TokensPerItem, e.TokensPerS = m, r
