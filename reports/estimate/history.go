@@ -141,7 +141,8 @@ func build(hist []Observation, cfg Config) series {
 		j := i // the quiet stretch is the intervals i..j-1, ending at point j-1
 		tokensKnown, down, flat := true, false, true
 		for j < len(s.pts) && quiet(j) {
-			tokensKnown = tokensKnown && s.pts[j].hasG && s.pts[j-1].hasG
+			// A counter that moves only on finish stands still while requests decode: flat is not idle.
+			tokensKnown = tokensKnown && s.pts[j].hasG && s.pts[j-1].hasG && s.kind != OnFinish
 			down = down || engines && !s.pts[j].hasG
 			flat = flat && !s.pts[j].progress
 			j++
