@@ -14,6 +14,7 @@ import (
 
 	"runwatch/config"
 	"runwatch/monitor"
+	"runwatch/probes"
 	"runwatch/reports"
 )
 
@@ -26,7 +27,9 @@ type Request struct {
 	// ChannelName is the channel's name when the transport knows it (slash commands do).
 	ChannelName string
 	User        string
-	Source      string // "console", "cli", "mention", "dm", "slash"
+	Source      string // "console", "cli", "mention", "dm", "slash", "button", "home"
+	// Args are the command's arguments already split (a button press); nil splits Text.
+	Args []string
 }
 
 // Reply is an answer, ready for any transport.
@@ -41,6 +44,8 @@ type Reply struct {
 	// Attachment is a file that goes with the answer (a chart); Slack uploads it, text transports
 	// only describe it.
 	Attachment *Attachment
+	// Fallback is uploaded instead of the message's charts where Slack refuses to draw them.
+	Fallback *Attachment
 }
 
 // Attachment is a file carried by a reply.
@@ -68,12 +73,14 @@ type Bot struct {
 	channelIDs map[string]string
 	// Budget bounds how long one answer may spend probing; the transports add their own limits.
 	Budget time.Duration
+	// guard keeps reads of a hung log (last log lines) from piling up.
+	guard *probes.Guard
 }
 
 // NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.
 func NewBot(mon *monitor.Monitor, loc *time.Location, env config.Env) *Bot {
 	b := &Bot{mon: mon, loc: loc, admins: map[string]bool{}, allowed: newChannelSet(), global: newChannelSet(),
-		channelIDs: map[string]string{}, Budget: 10 * time.Second}
+		channelIDs: map[string]string{}, Budget: 10 * time.Second, guard: probes.NewGuard()}
 	for _, a := range env.Admins {
 		b.admins[a] = true
 	}
@@ -138,8 +145,10 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 			// "/storage /data": the command word is not a path; the arguments are the question.
 			q = ParseQuestion(strings.Join(args, " "), runs, plans)
 		}
+	} else if req.Args != nil {
+		args = req.Args
 	} else {
-		args = strings.Fields(req.Text)
+		args = splitArgs(req.Text)
 	}
 	if name == "" {
 		name = q.Intent
@@ -191,8 +200,7 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 		return rep
 	}
 	if cmd.Mutating && !b.IsAdmin(req.User) && req.Source != "console" && req.Source != "cli" {
-		return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-			fmt.Sprintf("Sorry, only runwatch admins can %s. Ask one of them, or have your user id added to `admins:`.", cmd.Verb)}}}
+		return adminOnly(cmd.Name, cmd.Verb)
 	}
 	rep := cmd.Handler(ctx, b, query)
 	rep.Intent = cmd.Name
@@ -205,7 +213,7 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 // commandSyntax recognises "eta synth-25k", "/eta", "runwatch snooze 2h" or "snooze 2h": a
 // command name first, then its arguments.
 func (b *Bot) commandSyntax(text string) (string, []string) {
-	f := strings.Fields(slackRef.ReplaceAllString(text, " "))
+	f := splitArgs(slackRef.ReplaceAllString(text, " "))
 	named := false
 	if len(f) > 0 && strings.TrimPrefix(strings.ToLower(f[0]), "/") == "runwatch" {
 		f, named = f[1:], true
@@ -280,7 +288,7 @@ func (b *Bot) Allowed(channel string) bool {
 // allowed, and a run with its own allowed_channels answers only there (or in the global lists'
 // channels). A direct message counts as allowed for admins.
 func (b *Bot) allowedRequest(req Request, run *config.Run) bool {
-	dm := req.Source == "dm" || strings.HasPrefix(req.Channel, "D")
+	dm := req.Source == "dm" || req.Source == "home" || strings.HasPrefix(req.Channel, "D")
 	if dm && b.IsAdmin(req.User) {
 		return true
 	}
@@ -304,6 +312,12 @@ func (b *Bot) allowedRequest(req Request, run *config.Run) bool {
 		}
 	}
 	return false
+}
+
+// adminOnly is the polite refusal of a change to someone who is not an admin.
+func adminOnly(intent, verb string) Reply {
+	return Reply{Intent: intent, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+		fmt.Sprintf("Sorry, only runwatch admins can %s. Ask one of them, or have your user id added to `admins:`.", verb)}}}
 }
 
 func notAllowed() Reply {

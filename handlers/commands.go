@@ -68,8 +68,11 @@ func commandTable() []Command {
 			Description: "Capacity plans: bytes needed (tokens x layers x hidden size x bytes) against free space.",
 			Examples:    []string{"will the hidden states fit?", "will it fit?"}},
 		{Name: "chart", Usage: "/runwatch chart [run]", NeedsRun: true, Handler: handleChart,
-			Description: "A PNG chart of throughput and ETA over the run's history (uploaded in Slack).",
+			Description: "Charts of throughput and ETA over the run's history (drawn by Slack; a PNG where it cannot).",
 			Examples:    []string{"/runwatch chart"}},
+		{Name: "logs", Usage: "/runwatch logs [run]", NeedsRun: true, Handler: handleLogs,
+			Description: "The last lines of the run's job log, escaped, shown only to you.",
+			Examples:    []string{"/runwatch logs"}},
 		{Name: "runs", Usage: "runs", Handler: handleRuns,
 			Description: "The runs I watch and their channels.",
 			Examples:    []string{"which runs do you watch?"}},
@@ -204,7 +207,7 @@ func handleStatus(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return errorReply("get the status", err)
 	}
-	return Reply{Message: reports.RenderStatus(rs, b.mon.Now(), b.loc), Data: map[string]any{"status": rs}}
+	return Reply{Message: b.statusMessage(rs, false), Data: map[string]any{"status": rs}}
 }
 
 func storageStatus(ctx context.Context, b *Bot, q Query, need monitor.Need) (reports.RunStatus, error) {
@@ -449,11 +452,21 @@ func handleChart(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	span := hist[len(hist)-1].T - hist[0].T
 	m := reports.Message{Title: q.Run.Name + " · chart", Sections: []string{fmt.Sprintf(
-		"Throughput and ETA of %s over the last %s (%s).", reports.Code(q.Run.Name), reports.Duration(span), reports.Plural(len(hist), "sample", "samples"))}}
-	return Reply{Message: m, Data: map[string]any{"samples": len(hist), "png_bytes": len(png)}, Attachment: &Attachment{
+		"Throughput and ETA of %s over the last %s (%s).", reports.Code(q.Run.Name), reports.Duration(span), reports.Plural(len(hist), "sample", "samples"))},
+		Charts: b.trendCharts(q.Run.Name)}
+	file := &Attachment{
 		Name: q.Run.Name + "-chart.png", Title: q.Run.Name + " throughput and ETA", Data: png,
 		AltText: fmt.Sprintf("Chart of %s: throughput (top) and ETA with its range (bottom) over %s", q.Run.Name, reports.Duration(span)),
-	}}
+	}
+	rep := Reply{Message: m, Data: map[string]any{"samples": len(hist), "png_bytes": len(png), "charts": len(m.Charts)}}
+	// Slack draws the charts itself; the PNG is for where it refuses to (or there is too little
+	// history for a Slack chart, which needs two points of each line).
+	if len(m.Charts) > 0 {
+		rep.Fallback = file
+	} else {
+		rep.Attachment = file
+	}
+	return rep
 }
 
 func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
@@ -511,9 +524,11 @@ func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
 
 func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	if len(q.Args) < 2 {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch stage <name> done|todo|failed [run]`."}}}
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch stage <name> done|todo|failed [run]`; quote a name with spaces: `/runwatch stage \"Training script updated\" done`."}}}
 	}
-	name, word := q.Args[0], strings.ToLower(q.Args[1])
+	// The state is the last word; the name is everything before it, so a name with spaces works
+	// quoted or not.
+	name, word := strings.Join(q.Args[:len(q.Args)-1], " "), strings.ToLower(q.Args[len(q.Args)-1])
 	state := map[string]string{"done": reports.StageDone, "todo": "", "failed": reports.StageFailed, "in_progress": reports.StageInProgress}
 	s, ok := state[word]
 	if !ok {

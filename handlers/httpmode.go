@@ -154,20 +154,25 @@ func (h *httpMode) commands(w http.ResponseWriter, r *http.Request, body []byte)
 	}
 	msg, _ := h.app.slash(slashRequest{Command: sc.Command, Text: sc.Text, Channel: sc.ChannelID, ChannelName: sc.ChannelName,
 		User: sc.UserID, ResponseURL: sc.ResponseURL})
+	if msg == nil {
+		w.WriteHeader(http.StatusOK) // acknowledged; the answer follows through the response_url
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(msg); err != nil {
 		h.log.Warn("slash command answer not written", "err", err)
 	}
 }
 
-// interactions acknowledges interactivity payloads; runwatch's messages have no buttons yet.
+// interactions hands a verified interactivity payload (a button press) to the app and
+// acknowledges at once; the app answers in the background.
 func (h *httpMode) interactions(w http.ResponseWriter, r *http.Request, body []byte) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err := r.ParseForm(); err == nil {
-		var cb slack.InteractionCallback
-		if err := json.Unmarshal([]byte(r.PostForm.Get("payload")), &cb); err == nil {
-			h.log.Debug("Slack interaction acknowledged", "type", string(cb.Type), "callback_id", cb.CallbackID)
-		}
+	cb, err := slack.InteractionCallbackParse(r)
+	if err != nil {
+		http.Error(w, "bad interaction payload", http.StatusBadRequest)
+		return
 	}
+	h.app.interaction(cb)
 	w.WriteHeader(http.StatusOK)
 }

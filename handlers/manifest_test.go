@@ -229,7 +229,7 @@ func TestManifest(t *testing.T) {
 	}{
 		{"slash commands", cmds, want},
 		{"bot scopes", m.OAuth.Scopes.Bot, []string{"app_mentions:read", "chat:write", "commands", "files:write", "im:history"}},
-		{"bot events", m.Settings.Events.BotEvents, []string{"app_mention", "message.im"}},
+		{"bot events", m.Settings.Events.BotEvents, []string{"app_mention", "app_home_opened", "message.im"}},
 	}
 	for _, c := range checks {
 		if !slices.Equal(c.got, c.want) {
@@ -238,6 +238,9 @@ func TestManifest(t *testing.T) {
 	}
 	if !m.Settings.SocketMode {
 		t.Errorf("manifest: socket_mode_enabled is false; want Socket Mode on")
+	}
+	if !m.Features.AppHome.HomeTab || !m.Settings.Interactivity.Enabled {
+		t.Errorf("manifest: home tab %v, interactivity %v; want both on (App Home, buttons)", m.Features.AppHome.HomeTab, m.Settings.Interactivity.Enabled)
 	}
 	for _, c := range m.Features.SlashCommands {
 		if c.Command != "/runwatch" {

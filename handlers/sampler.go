@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"strings"
 	"time"
 
 	"runwatch/monitor"
@@ -29,6 +30,8 @@ type Sampler struct {
 	OnSample func(ctx context.Context)
 	// OnEvaluate sees every tick's evaluations (the bot's own metrics count probe failures).
 	OnEvaluate func(evs []monitor.Evaluation)
+	// Claims, when set, holds "I'm on it" and the open warnings the App Home shows.
+	Claims *Claims
 }
 
 const alertStateFile = "alerts.json"
@@ -88,17 +91,25 @@ func (s *Sampler) Tick(ctx context.Context) {
 	if s.OnEvaluate != nil {
 		s.OnEvaluate(evs)
 	}
-	posts := s.Alerter.Process(evs, now, func(run string) bool {
+	snoozed := func(run string) bool {
 		_, snoozed := s.bot.mon.SnoozedUntil(run)
 		return snoozed
-	})
+	}
+	posts := s.Alerter.Process(evs, now, snoozed)
+	if s.Claims != nil {
+		posts = s.Claims.apply(s.Alerter, posts, now, snoozed)
+	}
 	for _, p := range posts {
 		switch {
 		case s.Deliver != nil:
 			ref, err := s.Deliver(ctx, p)
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
-				s.Alerter.Undelivered(p)
+				if strings.HasSuffix(p.Kind, "_reminder") {
+					s.Claims.undelivered(p, now)
+				} else {
+					s.Alerter.Undelivered(p)
+				}
 				continue
 			}
 			s.Alerter.Delivered(p, ref)

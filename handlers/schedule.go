@@ -30,6 +30,7 @@ const scheduleStateFile = "schedule.json"
 type statusPoster interface {
 	Post(ctx context.Context, channel, threadTS string, m reports.Message) (string, string, error)
 	Update(ctx context.Context, channel, ts string, m reports.Message) error
+	Upload(ctx context.Context, channel, threadTS string, f Attachment) error
 }
 
 // scheduleMemo is what the scheduler remembers about one run's posts, persisted so that a restart
@@ -44,6 +45,9 @@ type scheduleMemo struct {
 	Digest    string    `json:"digest,omitempty"`
 	// Pending marks a due post that failed; it is retried on the next sample, not lost.
 	Pending bool `json:"pending,omitempty"`
+	// NoCharts records that Slack refused the data_visualization block here: later posts go
+	// without it, with the chart as a PNG.
+	NoCharts bool `json:"no_charts,omitempty"`
 }
 
 type scheduleFile struct {
@@ -185,7 +189,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if err != nil {
 		return err
 	}
-	msg := reports.RenderStatus(rs, s.bot.mon.Now(), s.bot.loc)
+	msg := s.bot.statusMessage(rs, !m.NoCharts)
 	digest := statusDigest(msg)
 	if digest == m.Digest && !m.Pending {
 		s.log.Debug("status unchanged; not posted again", "run", name)
@@ -201,38 +205,15 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var ch string
-	switch mode {
-	case "update":
-		if m.LivingTS != "" {
-			err = s.poster.Update(pctx, channel, m.LivingTS, msg)
-			if err == nil || !livingMessageGone(err) {
-				ch = channel
-				break
-			}
-			s.log.Info("living status message is gone; posting a new one", "run", name, "err", err)
-		}
-		var ts string
-		ch, ts, err = s.poster.Post(pctx, channel, "", msg)
-		if err == nil {
-			m.LivingTS = ts
-		}
-	case "thread":
-		day := now.In(s.bot.loc).Format("2006-01-02")
-		if m.ParentTS == "" || m.ParentDay != day {
-			parent := msg
-			parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.loc).Format("Mon 2 Jan"))
-			parent.Context = append(append([]string{}, msg.Context...), "hourly updates in the thread")
-			var ts string
-			ch, ts, err = s.poster.Post(pctx, channel, "", parent)
-			if err == nil {
-				m.ParentTS, m.ParentDay = ts, day
-			}
-		} else {
-			ch, _, err = s.poster.Post(pctx, channel, m.ParentTS, msg)
-		}
-	default:
-		ch, _, err = s.poster.Post(pctx, channel, "", msg)
+	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, now)
+	if err != nil && len(msg.Charts) > 0 && chartRefused(err) {
+		s.log.Info("Slack refused the chart block; posting without it, with the chart as a PNG", "run", name, "err", err)
+		m.NoCharts, msg.Charts = true, nil
+		ch, thread, _, err = s.deliver(pctx, r, m, mode, channel, msg, now)
+		fresh = true // the chart is shown once as a PNG even where the status is edited in place
+	}
+	if err == nil && m.NoCharts && fresh {
+		s.uploadChart(pctx, r.Name, ch, thread)
 	}
 	s.metrics.posted("status_"+mode, err)
 	if err != nil {
@@ -247,6 +228,59 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	m.LastPost, m.Digest, m.Pending = now.UTC(), digest, false
 	s.save()
 	return nil
+}
+
+// deliver posts msg in the run's post mode and says where it landed: the channel id, the thread
+// it went in ("" for top level) and whether it is a new message (not an edit).
+func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo, mode, channel string, msg reports.Message, now time.Time) (ch, thread string, fresh bool, err error) {
+	switch mode {
+	case "update":
+		if m.LivingTS != "" {
+			err = s.poster.Update(ctx, channel, m.LivingTS, msg)
+			if err == nil || !livingMessageGone(err) {
+				return channel, "", false, err
+			}
+			s.log.Info("living status message is gone; posting a new one", "run", r.Name, "err", err)
+		}
+		var ts string
+		ch, ts, err = s.poster.Post(ctx, channel, "", msg)
+		if err == nil {
+			m.LivingTS = ts
+		}
+		return ch, "", true, err
+	case "thread":
+		day := now.In(s.bot.loc).Format("2006-01-02")
+		if m.ParentTS == "" || m.ParentDay != day {
+			parent := msg
+			parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.loc).Format("Mon 2 Jan"))
+			parent.Context = append(append([]string{}, msg.Context...), "hourly updates in the thread")
+			var ts string
+			ch, ts, err = s.poster.Post(ctx, channel, "", parent)
+			if err == nil {
+				m.ParentTS, m.ParentDay = ts, day
+			}
+			return ch, ts, true, err
+		}
+		ch, _, err = s.poster.Post(ctx, channel, m.ParentTS, msg)
+		return ch, m.ParentTS, true, err
+	}
+	ch, _, err = s.poster.Post(ctx, channel, "", msg)
+	return ch, "", true, err
+}
+
+// uploadChart shares the run's chart as a PNG beside a status whose chart block Slack refused.
+func (s *Scheduler) uploadChart(ctx context.Context, run, channel, thread string) {
+	png, err := reports.RenderChart(s.bot.mon.History(run), s.bot.mon.EstimateConfig(run), reports.ChartOptions{
+		Title: run + " · throughput and ETA", Loc: s.bot.loc})
+	if err != nil {
+		return // not enough history yet: the status says so itself
+	}
+	err = s.poster.Upload(ctx, channel, thread, Attachment{Name: run + "-chart.png", Title: run + " throughput and ETA", Data: png,
+		AltText: "Chart of " + run + ": throughput (top) and ETA with its range (bottom)"})
+	s.metrics.posted("upload", err)
+	if err != nil {
+		s.log.Warn("chart PNG not uploaded", "run", run, "err", err)
+	}
 }
 
 func (s *Scheduler) save() {

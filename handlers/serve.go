@@ -132,6 +132,8 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	sampler := NewSampler(b, every, log)
 	sampler.State = dir
 	sampler.LoadState()
+	sampler.Claims = NewClaims(dir, log)
+	app.claims = sampler.Claims
 	sampler.OnEvaluate = metrics.ObserveEvaluations
 	sampler.OnSample = sched.RetryPending
 	sampler.Deliver = slackDeliver(b, api, metrics)
@@ -220,6 +222,9 @@ func slackDeliver(b *Bot, api *SlackAPI, metrics *Metrics) func(ctx context.Cont
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
+		if p.ThreadRef == "" && isWarning(p.Kind) {
+			p.Message.Controls = b.warningControls(p.Run, p.Key, "")
+		}
 		ch, ts, err := api.Post(ctx, b.ChannelID(p.Channel), p.ThreadRef, p.Message)
 		metrics.posted(p.Kind, err)
 		if err == nil {

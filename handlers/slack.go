@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,103 +26,6 @@ import (
 // This file is runwatch's one caller of the Slack Web API (SlackAPI) and the Slack conversation
 // both transports share (slackApp): slash commands answered inline or followed up, mentions and
 // direct messages answered once, in the thread they came from.
-
-// Redactor removes credentials from text bound for a log line or an error string: the configured
-// secrets themselves, anything shaped like a Slack token, and Slack webhook URLs.
-type Redactor struct {
-	secrets []string
-}
-
-var (
-	redactToken   = regexp.MustCompile(`\b(xox[a-z]|xapp)-[A-Za-z0-9-]+`)
-	redactWebhook = regexp.MustCompile(`https?://hooks\.slack\.com/[^\s"'<>]+`)
-)
-
-// NewRedactor returns a redactor for the given secrets (unset ones are ignored).
-func NewRedactor(secrets ...config.Secret) *Redactor {
-	r := &Redactor{}
-	for _, s := range secrets {
-		// Very short values would redact ordinary words; no real credential is that short.
-		if v := s.Reveal(); len(v) >= 8 {
-			r.secrets = append(r.secrets, v)
-		}
-	}
-	return r
-}
-
-// Redact returns s with every credential replaced by [redacted].
-func (r *Redactor) Redact(s string) string {
-	// Token shapes first, so a redacted token still says which kind it was.
-	s = redactToken.ReplaceAllString(s, "$1-[redacted]")
-	if r != nil {
-		for _, v := range r.secrets {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return redactWebhook.ReplaceAllString(s, "https://hooks.slack.com/[redacted]")
-}
-
-// RedactLogger wraps a logger so that every message and attribute passes through r.
-func RedactLogger(l *slog.Logger, r *Redactor) *slog.Logger {
-	if l == nil {
-		l = slog.New(slog.DiscardHandler)
-	}
-	return slog.New(redactHandler{h: l.Handler(), r: r})
-}
-
-type redactHandler struct {
-	h slog.Handler
-	r *Redactor
-}
-
-func (h redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
-
-func (h redactHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.Redact(rec.Message), rec.PC)
-	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
-		return true
-	})
-	return h.h.Handle(ctx, out)
-}
-
-func (h redactHandler) attr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, h.r.Redact(v.String()))
-	case slog.KindAny:
-		return slog.String(a.Key, h.r.Redact(fmt.Sprint(v.Any())))
-	case slog.KindGroup:
-		g := v.Group()
-		out := make([]slog.Attr, len(g))
-		for i, x := range g {
-			out[i] = h.attr(x)
-		}
-		return slog.Attr{Key: a.Key, Value: slog.GroupValue(out...)}
-	}
-	return slog.Attr{Key: a.Key, Value: v}
-}
-
-func (h redactHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	out := make([]slog.Attr, len(as))
-	for i, a := range as {
-		out[i] = h.attr(a)
-	}
-	return redactHandler{h: h.h.WithAttrs(out), r: h.r}
-}
-
-func (h redactHandler) WithGroup(name string) slog.Handler {
-	return redactHandler{h: h.h.WithGroup(name), r: h.r}
-}
-
-// slogWriter turns a library's log.Logger output into debug lines of a (redacting) slog logger.
-type slogWriter struct{ l *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Debug(strings.TrimSpace(string(p)))
-	return len(p), nil
-}
 
 // SlackAPIOptions configure a SlackAPI.
 type SlackAPIOptions struct {
@@ -458,6 +360,8 @@ type slackApp struct {
 	base  context.Context
 	slots chan struct{} // bounds concurrent answers on a small shared machine
 	wg    sync.WaitGroup
+	// claims is "I'm on it" and the open warnings (nil: no sampler, nothing to take).
+	claims *Claims
 }
 
 const defaultInlineBudget = 2500 * time.Millisecond
@@ -523,6 +427,12 @@ func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 	select {
 	case rep := <-done:
 		s.metrics.answered("slash", time.Since(start))
+		if len(rep.Message.Charts) > 0 {
+			// Whether Slack draws the charts is known only from a call's answer, so they go through
+			// the response_url (PNG fallback included); the acknowledgement stays empty.
+			s.detach(func(ctx context.Context) { s.followUp(ctx, sc, rep) })
+			return nil, nil
+		}
 		if rep.Attachment != nil {
 			s.background(func(ctx context.Context) { s.upload(ctx, sc.Channel, "", *rep.Attachment) })
 		}
@@ -560,7 +470,7 @@ func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
 	defer cancel()
 	err := errors.New("no response_url")
 	if sc.ResponseURL != "" {
-		err = s.api.Respond(ctx, sc.ResponseURL, rep.Message, rep.Ephemeral)
+		err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { return s.api.Respond(ctx, sc.ResponseURL, m, rep.Ephemeral) })
 		s.metrics.posted("response", err)
 	}
 	if err != nil {
@@ -569,7 +479,7 @@ func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
 			err = s.api.Ephemeral(ctx, sc.Channel, sc.User, "", rep.Message)
 			s.metrics.posted("ephemeral", err)
 		} else {
-			_, _, err = s.api.Post(ctx, sc.Channel, "", rep.Message)
+			err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { _, _, err := s.api.Post(ctx, sc.Channel, "", m); return err })
 			s.metrics.posted("answer", err)
 		}
 		if err != nil {
@@ -644,6 +554,14 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
 			return
 		}
 		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "dm"}, thread: in.ThreadTimeStamp}
+	case *slackevents.AppHomeOpenedEvent:
+		if in.Tab != "home" || !slackUserID.MatchString(in.User) {
+			s.metrics.event("ignored")
+			return
+		}
+		s.metrics.event("answered")
+		s.background(func(ctx context.Context) { s.home(ctx, in.User, in.Channel) })
+		return
 	default:
 		s.metrics.event("ignored")
 		return
@@ -665,7 +583,10 @@ func (s *slackApp) answer(ctx context.Context, cr chatRequest) {
 		kind = "ephemeral"
 		err = s.api.Ephemeral(ctx, cr.req.Channel, cr.req.User, cr.thread, rep.Message)
 	} else {
-		_, _, err = s.api.Post(ctx, cr.req.Channel, cr.thread, rep.Message)
+		err = s.charted(ctx, rep, cr.req.Channel, cr.thread, func(m reports.Message) error {
+			_, _, err := s.api.Post(ctx, cr.req.Channel, cr.thread, m)
+			return err
+		})
 	}
 	s.metrics.posted(kind, err)
 	if err != nil {

@@ -104,13 +104,16 @@ type slackFake struct {
 	wsURL    string // what apps.connections.open hands out
 	notify   chan struct{}
 	respCode atomic.Int32 // status for response_url posts (0: 200)
+	// refuseCharts makes the fake refuse any message with a data_visualization block, as Slack
+	// does where the block is not supported (invalid_blocks; a response_url answers 400).
+	refuseCharts atomic.Bool
 }
 
 func newSlackFake(t testing.TB) *slackFake {
 	t.Helper()
 	f := &slackFake{t: t, fail: map[string][]fakeFailure{}, userID: "U111", notify: make(chan struct{}, 1)}
 	methods := []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral",
-		"files.getUploadURLExternal", "files.completeUploadExternal", "apps.connections.open"}
+		"files.getUploadURLExternal", "files.completeUploadExternal", "apps.connections.open", "views.publish"}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
 		for _, m := range methods {
 			c.Handle("/"+m, f.handler(m))
@@ -189,6 +192,16 @@ func (f *slackFake) handler(method string) http.HandlerFunc {
 			io.WriteString(w, fail.body)
 			return
 		}
+		if f.refuseCharts.Load() && bytes.Contains(body, []byte("data_visualization")) {
+			if method == "response_url" {
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, "invalid_blocks")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"ok":false,"error":"invalid_blocks"}`)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		ok := func(fields string) { fmt.Fprintf(w, `{"ok":true%s}`, fields) }
 		switch method {
@@ -217,6 +230,8 @@ func (f *slackFake) handler(method string) http.HandlerFunc {
 				return
 			}
 			ok(fmt.Sprintf(`,"url":%q`, wsURL))
+		case "views.publish":
+			ok(`,"view":{"id":"V0001","type":"home"}`)
 		case "response_url":
 			if c := f.respCode.Load(); c != 0 {
 				w.WriteHeader(int(c))

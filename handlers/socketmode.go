@@ -117,6 +117,10 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 			sc := slashRequest{Command: cmd.Command, Text: cmd.Text, Channel: cmd.ChannelID, ChannelName: cmd.ChannelName,
 				User: cmd.UserID, ResponseURL: cmd.ResponseURL}
 			msg, rep := sm.app.slash(sc)
+			if msg == nil {
+				sm.ack(ctx, req.EnvelopeID, nil) // the answer follows through the response_url
+				return
+			}
 			if err := sm.client.AckCtx(ctx, req.EnvelopeID, msg); err != nil {
 				// Too big for an acknowledgement (20 KB): acknowledge, then deliver the same answer
 				// through response_url (a slow answer already follows up by itself).
@@ -128,9 +132,14 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 			}
 		})
 	case socketmode.EventTypeInteractive:
-		if evt.Request != nil {
-			sm.ack(ctx, evt.Request.EnvelopeID, nil)
+		req := evt.Request
+		if req == nil {
+			return
 		}
+		if cb, ok := evt.Data.(slack.InteractionCallback); ok && sm.app.seen.first("envelope:"+req.EnvelopeID) {
+			sm.app.interaction(cb)
+		}
+		sm.ack(ctx, req.EnvelopeID, nil)
 	case socketmode.EventTypeHello, socketmode.EventTypeDisconnect:
 		sm.log.Debug("Socket Mode", "type", string(evt.Type))
 	}

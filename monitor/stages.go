@@ -150,7 +150,11 @@ func (sc *stageChecker) checkOne(ctx context.Context, r *config.Run, s *config.S
 		}
 		return reports.StageStatus{State: reports.StagePending, Detail: detail}
 	case "manual":
-		return reports.StageStatus{State: reports.StagePending, Detail: "set it with /runwatch stage " + s.Name + " done"}
+		name := s.Name
+		if strings.ContainsAny(name, " \t") {
+			name = `"` + name + `"`
+		}
+		return reports.StageStatus{State: reports.StagePending, Detail: "set it with /runwatch stage " + name + " done"}
 	}
 	return reports.StageStatus{State: reports.StagePending, Detail: "unknown check " + s.Check}
 }

@@ -18,6 +18,11 @@ type Message struct {
 	Title    string   // plain text, shown as a header
 	Sections []string // mrkdwn paragraphs, in order
 	Context  []string // small print: sources, what failed
+	// Charts are drawn by Slack (data_visualization blocks) after the sections; text transports
+	// leave them out.
+	Charts []Chart
+	// Controls are the buttons under the message (Slack only).
+	Controls *Controls
 }
 
 // Slack's limits for the blocks we use.
@@ -89,7 +94,8 @@ func (m Message) Text() string {
 }
 
 // Blocks renders the message as Block Kit within Slack's limits: at most 50 blocks, 3,000
-// characters per section (long sections are split on line boundaries), 150 per header.
+// characters per section (long sections are split on line boundaries), 150 per header; charts and
+// controls Slack would refuse are left out rather than have the whole message refused.
 func (m Message) Blocks() []slack.Block {
 	var blocks []slack.Block
 	if m.Title != "" {
@@ -99,7 +105,16 @@ func (m Message) Blocks() []slack.Block {
 	for _, s := range m.Sections {
 		chunks = append(chunks, splitText(s, maxSectionText)...)
 	}
-	room := maxBlocks - len(blocks)
+	var tail []slack.Block // charts and buttons come after the sections, before the context
+	for _, c := range m.Charts {
+		if b := c.block(); b != nil {
+			tail = append(tail, b)
+		}
+	}
+	if b := m.Controls.Block(); b != nil {
+		tail = append(tail, b)
+	}
+	room := maxBlocks - len(blocks) - len(tail)
 	if len(m.Context) > 0 {
 		room--
 	}
@@ -113,6 +128,7 @@ func (m Message) Blocks() []slack.Block {
 		}
 		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, c, false, false), nil, nil))
 	}
+	blocks = append(blocks, tail...)
 	if len(m.Context) > 0 {
 		text := truncate(strings.Join(m.Context, " · "), maxContextText)
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, text, false, false)))

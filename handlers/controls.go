@@ -1,0 +1,158 @@
+package handlers
+
+import (
+	"net/url"
+	"strings"
+
+	"runwatch/config"
+	"runwatch/reports"
+)
+
+// This file decides which buttons a status post or a warning carries. Every button is a command
+// (snooze, unsnooze, stage, logs) or "take" (I'm on it); interactions.go turns a press back into one.
+
+// Action ids of runwatch's buttons: the allow-list of what a press may ask for.
+const (
+	actSnooze   = "snooze"
+	actUnsnooze = "unsnooze"
+	actTake     = "take"
+	actStage    = "stage_done"
+	actLogs     = "logs"
+)
+
+// refPrefix marks an actions block as runwatch's; a press whose block_id lacks it is ignored.
+const refPrefix = "rw:"
+
+// snoozeChoices are the menu's snooze durations; the button snoozes for an hour.
+var snoozeChoices = []struct{ text, dur string }{{"Snooze 30 min", "30m"}, {"Snooze 4 h", "4h"}, {"Snooze 1 day", "1d"}}
+
+// controlView is what the buttons of one message depend on.
+type controlView struct {
+	Run     string
+	Key     string // the warning's key; "" for a status
+	Snoozed bool
+	Owner   string // who said "I'm on it" (warnings)
+	Stage   string // the first manual stage still pending (status)
+	HasLog  bool
+}
+
+// controlRef is what comes back with a press: the run, and the warning when it is one.
+type controlRef struct {
+	Run, Key string
+}
+
+func (r controlRef) encode() string {
+	v := url.Values{"r": {r.Run}}
+	if r.Key != "" {
+		v.Set("k", r.Key)
+	}
+	return refPrefix + v.Encode()
+}
+
+func parseRef(blockID string) (controlRef, bool) {
+	rest, ok := strings.CutPrefix(blockID, refPrefix)
+	if !ok {
+		return controlRef{}, false
+	}
+	v, err := url.ParseQuery(rest)
+	if err != nil || v.Get("r") == "" {
+		return controlRef{}, false
+	}
+	return controlRef{Run: v.Get("r"), Key: v.Get("k")}, true
+}
+
+// controls returns the buttons for v: at most two buttons and the menu, in order of use — I'm on
+// it (an open warning nobody took), Snooze 1 h or Unsnooze, Mark <stage> done (a status with a
+// manual stage pending), Last log lines; what does not fit goes in the menu.
+func controls(v controlView) *reports.Controls {
+	c := &reports.Controls{Ref: controlRef{Run: v.Run, Key: v.Key}.encode()}
+	if len(c.Ref) > reports.MaxBlockID {
+		// A key this long (a deep mount path) does not fit a block_id: keep the run's buttons.
+		c.Ref = controlRef{Run: v.Run}.encode()
+		v.Key = ""
+	}
+	if v.Key != "" && v.Owner == "" {
+		c.Buttons = append(c.Buttons, reports.Button{ID: actTake, Text: "I'm on it", Style: "primary"})
+	}
+	if v.Snoozed {
+		c.Buttons = append(c.Buttons, reports.Button{ID: actUnsnooze, Text: "Unsnooze"})
+	} else {
+		c.Buttons = append(c.Buttons, reports.Button{ID: actSnooze, Text: "Snooze 1 h", Value: "1h"})
+	}
+	if v.Key == "" && v.Stage != "" {
+		c.Buttons = append(c.Buttons, reports.Button{ID: actStage, Text: "Mark “" + v.Stage + "” done", Value: v.Stage, Style: "primary"})
+	}
+	logsShown := v.HasLog && len(c.Buttons) < maxButtons
+	if logsShown {
+		c.Buttons = append(c.Buttons, reports.Button{ID: actLogs, Text: "Last log lines"})
+	}
+	for _, s := range snoozeChoices {
+		c.Menu = append(c.Menu, reports.Choice{Text: s.text, Value: actSnooze + ":" + s.dur})
+	}
+	if v.HasLog && !logsShown {
+		c.Menu = append(c.Menu, reports.Choice{Text: "Last log lines", Value: actLogs})
+	}
+	return c
+}
+
+// maxButtons is how many buttons a message shows beside its menu: enough to act, not a wall.
+const maxButtons = 2
+
+// pendingManualStage is the first stage of r checked by hand ("manual") that is not done yet.
+func pendingManualStage(r *config.Run, stages []reports.StageStatus) string {
+	manual := map[string]bool{}
+	for _, s := range r.Stages {
+		if s.Check == "manual" {
+			manual[s.Name] = true
+		}
+	}
+	for _, s := range stages {
+		if manual[s.Name] && s.State != reports.StageDone {
+			return s.Name
+		}
+	}
+	return ""
+}
+
+// statusControls are the buttons of a run's status.
+func (b *Bot) statusControls(rs reports.RunStatus) *reports.Controls {
+	r, ok := b.mon.Config().RunByName(rs.Name)
+	if !ok {
+		return nil
+	}
+	_, snoozed := b.mon.SnoozedUntil(rs.Name)
+	return controls(controlView{Run: rs.Name, Snoozed: snoozed, Stage: pendingManualStage(r, rs.Stages), HasLog: r.Log != ""})
+}
+
+// warningControls are the buttons of a warning about run (key is the alerter's condition key).
+func (b *Bot) warningControls(run, key, owner string) *reports.Controls {
+	r, ok := b.mon.Config().RunByName(run)
+	if !ok {
+		return nil
+	}
+	_, snoozed := b.mon.SnoozedUntil(run)
+	return controls(controlView{Run: run, Key: key, Snoozed: snoozed, Owner: owner, HasLog: r.Log != ""})
+}
+
+// statusMessage is a run's status with its buttons: the scheduled post, the /runwatch status answer
+// and the message refreshed after a press. charts adds Slack-drawn charts of the run's history.
+func (b *Bot) statusMessage(rs reports.RunStatus, charts bool) reports.Message {
+	m := reports.RenderStatus(rs, b.mon.Now(), b.loc)
+	m.Controls = b.statusControls(rs)
+	if charts {
+		m.Charts = b.trendCharts(rs.Name)
+	}
+	return m
+}
+
+// trendCharts are the run's throughput and ETA over its history, at Slack's point limit.
+func (b *Bot) trendCharts(run string) []reports.Chart {
+	pts := reports.ChartSeries(b.mon.History(run), b.mon.EstimateConfig(run), reports.MaxChartPoints)
+	return reports.TrendCharts(pts, b.loc)
+}
+
+// isWarning reports whether a post of this kind is a warning that buttons can act on: not a
+// follow-up, a reminder or the good news that a job finished.
+func isWarning(kind string) bool {
+	return kind != AlertFinished && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
+}

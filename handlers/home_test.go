@@ -1,0 +1,140 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/reports"
+)
+
+// homeOpened is an app_home_opened callback as the Events API delivers it.
+func homeOpened(eventID, user, channel string) []byte {
+	return []byte(fmt.Sprintf(`{"token":"legacy","team_id":"T111","api_app_id":"A111","type":"event_callback","event_id":%q,"event_time":1700000000,`+
+		`"event":{"type":"app_home_opened","user":%q,"channel":%q,"tab":"home","event_ts":"1700000000.000100"}}`, eventID, user, channel))
+}
+
+// publishedView is a views.publish call the fake recorded.
+type publishedView struct {
+	UserID string `json:"user_id"`
+	View   struct {
+		Type            string            `json:"type"`
+		PrivateMetadata string            `json:"private_metadata"`
+		Blocks          []json.RawMessage `json:"blocks"`
+	} `json:"view"`
+}
+
+func parseView(t *testing.T, c slackCall) (publishedView, string) {
+	t.Helper()
+	var v publishedView
+	if err := json.Unmarshal(c.Body, &v); err != nil {
+		t.Fatalf("views.publish body: %v\n%s", err, c.Body)
+	}
+	raw, _ := json.Marshal(v.View.Blocks)
+	return v, slackCall{Form: map[string][]string{"blocks": {string(raw)}}}.blocksText(t)
+}
+
+func twoRuns(f *config.File) {
+	r := f.Runs[0]
+	r.Name, r.Channel = "extract", "#extract"
+	f.Runs = append(f.Runs, r)
+}
+
+func TestAppHomePublishesEveryRun(t *testing.T) {
+	w := newWarningEnvWith(t, botOpts{file: twoRuns})
+	w.step(t, w.mon.Now(), ev("synth", stalled), ev("extract", nil))
+	w.post(t, "/slack/events", homeOpened("EvHome1", "UADMIN", "D0HOME"), nil)
+	calls := w.fake.wait(t, "views.publish", 1)
+	w.waitIdle()
+	v, text := parseView(t, calls[0])
+	if v.UserID != "UADMIN" || v.View.Type != "home" || v.View.PrivateMetadata != "D0HOME" {
+		t.Errorf("views.publish = user %q, type %q, metadata %q; want UADMIN's home tab carrying D0HOME", v.UserID, v.View.Type, v.View.PrivateMetadata)
+	}
+	for _, want := range []string{"*extract*", "*synth*", "300 / 25,000", "ETA", "Storage:", "*Checklist*", ":warning: no progress", "I'm on it", "Snooze 1 h"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("App Home lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Index(text, "*synth*") > strings.Index(text, "*extract*") {
+		t.Errorf("the run with an open warning is not first:\n%s", text)
+	}
+	if n := len(v.View.Blocks); n > homeMaxBlocks {
+		t.Errorf("App Home has %d blocks; Slack allows %d", n, homeMaxBlocks)
+	}
+
+	// I'm on it from the App Home: the claim is made and the tab is published again.
+	blocks, _ := json.Marshal(v.View.Blocks)
+	var ref string
+	for _, b := range parseBlocks(t, string(blocks)) {
+		if b.Accessory != nil && b.Accessory.ActionID == actTake {
+			ref = b.BlockID
+		}
+	}
+	payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":"UADMIN","team_id":"T111"},"api_app_id":"A111","trigger_id":"1.2.3",`+
+		`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":"D0HOME","blocks":[]},`+
+		`"actions":[{"type":"button","action_id":"take","block_id":%q,"value":"","action_ts":"1700000100.000001"}]}`, ref)
+	w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
+	calls = w.fake.wait(t, "views.publish", 2)
+	w.waitIdle()
+	if _, text := parseView(t, calls[1]); !strings.Contains(text, ":eyes: <@UADMIN> is on it") {
+		t.Errorf("App Home after I'm on it:\n%s\nwant who is on it", text)
+	}
+	if _, ok := w.claims.Get("synth/" + AlertStall); !ok {
+		t.Errorf("I'm on it from the App Home took nothing")
+	}
+	if n := len(w.fake.Calls("chat.update")); n != 0 {
+		t.Errorf("a press on the App Home edited %d messages; want the tab republished only", n)
+	}
+}
+
+func TestAppHomeHonoursAllowLists(t *testing.T) {
+	w := newWarningEnvWith(t, botOpts{file: twoRuns, env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth"}}})
+	w.post(t, "/slack/events", homeOpened("EvHome2", "U222", "D0U222"), nil)
+	w.post(t, "/slack/events", homeOpened("EvHome3", "UADMIN", "D0ADMIN"), nil)
+	calls := w.fake.wait(t, "views.publish", 2)
+	w.waitIdle()
+	for _, c := range calls {
+		v, text := parseView(t, c)
+		switch v.UserID {
+		case "U222":
+			if strings.Contains(text, "*synth*") || !strings.Contains(text, "no run for you here") {
+				t.Errorf("a non-admin's App Home with allow-lists set:\n%s\nwant no runs", text)
+			}
+		case "UADMIN":
+			if !strings.Contains(text, "*synth*") || !strings.Contains(text, "*extract*") {
+				t.Errorf("an admin's App Home:\n%s\nwant every run", text)
+			}
+		}
+	}
+}
+
+func TestAppHomeManyRunsWithin100Blocks(t *testing.T) {
+	w := newWarningEnvWith(t, botOpts{})
+	var runs []reports.RunStatus
+	for i := range 150 {
+		eta := 3600.0 * float64(i+1)
+		runs = append(runs, reports.RunStatus{Name: fmt.Sprintf("run-%03d", i), Progress: &reports.Progress{Done: int64(i), Total: 200},
+			ETA:    &reports.ETA{State: reports.StateRunning, Seconds: &eta},
+			Stages: []reports.StageStatus{{Name: "generate", State: reports.StageInProgress}, {Name: "review", State: reports.StagePending}}})
+	}
+	blocks := w.app.homeBlocks(runs, time.Now())
+	if len(blocks) > homeMaxBlocks {
+		t.Fatalf("App Home for 150 runs has %d blocks; Slack allows %d", len(blocks), homeMaxBlocks)
+	}
+	raw, _ := json.Marshal(blocks)
+	text := slackCall{Form: map[string][]string{"blocks": {string(raw)}}}.blocksText(t)
+	for _, r := range runs {
+		if !strings.Contains(text, "*"+r.Name+"*") {
+			t.Errorf("run %s is missing from the App Home", r.Name)
+		}
+	}
+	if !strings.Contains(text, "more in brief") {
+		t.Errorf("App Home for 150 runs does not say some are shown in brief")
+	}
+	checkBlockKitLimits(t, "App Home (150 runs)", raw, homeMaxBlocks)
+	full := strings.Count(string(raw), `"type":"divider"`)
+	t.Logf("figure: App Home for 150 runs: %d blocks, %d runs in full, the rest in brief, %d bytes of blocks", len(blocks), full, len(raw))
+}

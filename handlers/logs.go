@@ -1,0 +1,69 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"runwatch/reports"
+)
+
+// Limits of a "last log lines" answer: few enough lines to read in chat, within one section.
+const (
+	logLinesMax     = 20
+	logLineBytes    = 300
+	logLinesSection = 2800 // bytes of the code block, under Slack's 3,000 per section
+)
+
+// handleLogs shows the last lines of the run's job log to the asker only: a log can say anything,
+// so every line is escaped (no ping, no link) and the whole is capped to one section.
+func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
+	if q.Run.Log == "" {
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
+			"Run %s has no `log:` in the run file, so there are no log lines to show.", reports.Code(q.Run.Name))}}}
+	}
+	lines, err := b.guard.LastLines(ctx, q.Run.Log, logLinesMax, logLineBytes)
+	if err != nil {
+		what := "read the log"
+		if errors.Is(err, context.DeadlineExceeded) {
+			what = "read the log in time (is its filesystem hung?)"
+		}
+		rep := errorReply(what, err)
+		rep.Ephemeral = true
+		return rep
+	}
+	title := q.Run.Name + " · last log lines"
+	if len(lines) == 0 {
+		return Reply{Ephemeral: true, Message: reports.Message{Title: title, Sections: []string{"The log " + reports.Code(q.Run.Log) + " is empty."}}}
+	}
+	block, shown := logBlock(lines, logLinesSection)
+	m := reports.Message{Title: title, Sections: []string{block},
+		Context: []string{fmt.Sprintf("last %s of %s; only you see this", reports.Plural(shown, "line", "lines"), reports.Code(q.Run.Log))}}
+	return Reply{Ephemeral: true, Message: m, Data: map[string]any{"lines": lines[len(lines)-shown:]}}
+}
+
+// logBlock renders lines as a mrkdwn code block of at most max bytes, keeping the newest lines,
+// and says how many it kept.
+func logBlock(lines []string, max int) (string, int) {
+	esc := make([]string, len(lines))
+	for i, l := range lines {
+		// Inside a code block mrkdwn still turns <!channel> into a ping: escape, and keep the
+		// fence from being closed early.
+		// A job that printed a Slack token must not have it shown: the same shapes as the log
+		// redaction.
+		l = redactToken.ReplaceAllString(l, "$1-[redacted]")
+		esc[i] = strings.ReplaceAll(reports.Esc(l), "```", "'''")
+	}
+	size := len("```\n```")
+	start := len(esc)
+	for start > 0 && size+len(esc[start-1])+1 <= max {
+		start--
+		size += len(esc[start]) + 1
+	}
+	if start == len(esc) { // one line longer than max on its own (cannot happen with 300-byte lines)
+		start = len(esc) - 1
+		esc[start] = esc[start][:max/2] + "…"
+	}
+	return "```\n" + strings.Join(esc[start:], "\n") + "\n```", len(esc) - start
+}

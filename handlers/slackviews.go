@@ -1,0 +1,73 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/slack-go/slack"
+
+	"runwatch/reports"
+)
+
+// This file holds the Web API calls of buttons and the App Home: editing a message from its own
+// blocks, publishing a Home tab. Like every call they go through SlackAPI.call (retries, redaction).
+
+// UpdateBlocks edits a message in place with blocks as they are (a warning whose buttons changed).
+func (a *SlackAPI) UpdateBlocks(ctx context.Context, channel, ts, text string, blocks []slack.Block) error {
+	return a.call(ctx, "chat.update", func(ctx context.Context) error {
+		_, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(truncateRunes(text, 3000), false),
+			slack.MsgOptionBlocks(blocks...))
+		return err
+	})
+}
+
+// ReplaceOriginal edits the message an interaction came from through its response_url: the way to
+// change an ephemeral message, which chat.update cannot reach.
+func (a *SlackAPI) ReplaceOriginal(ctx context.Context, responseURL, text string, blocks []slack.Block) error {
+	if !a.ResponseURLAllowed(responseURL) {
+		return &SlackError{Method: "response_url", msg: "refusing to post to a response_url that is not a Slack URL"}
+	}
+	msg := &slack.WebhookMessage{Text: truncateRunes(text, 3000), Blocks: &slack.Blocks{BlockSet: blocks}, ReplaceOriginal: true}
+	return a.call(ctx, "response_url", func(ctx context.Context) error {
+		return slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
+	})
+}
+
+// PublishHome publishes a user's App Home tab. metadata comes back with presses on it (the user's
+// DM channel with the bot, where answers to those presses go).
+func (a *SlackAPI) PublishHome(ctx context.Context, user, metadata string, blocks []slack.Block) error {
+	return a.call(ctx, "views.publish", func(ctx context.Context) error {
+		_, err := a.client.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: slack.HomeTabViewRequest{
+			Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}, PrivateMetadata: metadata, CallbackID: "runwatch_home"}})
+		return err
+	})
+}
+
+// charted sends rep's message with send; where Slack refuses its charts, it sends the message
+// again without them and uploads the reply's PNG chart (in channel, thread) instead.
+func (s *slackApp) charted(ctx context.Context, rep Reply, channel, thread string, send func(m reports.Message) error) error {
+	err := send(rep.Message)
+	if err == nil || len(rep.Message.Charts) == 0 || !chartRefused(err) {
+		return err
+	}
+	s.log.Info("Slack refused the chart blocks; sending without them, with the chart as a PNG", "err", err)
+	m := rep.Message
+	m.Charts = nil
+	if err = send(m); err == nil && rep.Fallback != nil {
+		s.upload(ctx, channel, thread, *rep.Fallback)
+	}
+	return err
+}
+
+// chartRefused reports whether Slack refused a message because of its blocks: a workspace or
+// client without data_visualization says invalid_blocks (a response_url says 400).
+func chartRefused(err error) bool {
+	if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
+		return se.Err == "invalid_blocks" || se.Err == "invalid_blocks_format"
+	}
+	if sc, ok := errors.AsType[slack.StatusCodeError](err); ok {
+		return sc.Code == http.StatusBadRequest
+	}
+	return false
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Draws the README's pictures of Slack from the real Block Kit: TestScreens captures what the
+# recording Web API stand-in received for a scheduled status and for the App Home, and
+# scripts/blockkit-png draws each as Slack's light theme would, into docs/.
+#
+#   scripts/screens.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+go test ./handlers -run '^TestScreens$' -count 1 -args -screens "$dir"
+mkdir -p docs
+for s in status home; do
+  go run ./scripts/blockkit-png -in "$dir/$s.json" -out "docs/slack-$s.png"
+  echo "docs/slack-$s.png"
+done
