@@ -20,6 +20,7 @@ import (
 	"runwatch/internal/tmpfs"
 	"runwatch/probes"
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 	"runwatch/state"
 )
 
@@ -393,7 +394,7 @@ func faultPermissionChild(log string) {
 // TestFoldEnginesKeepsWhatADeadServerCounted: a server that does not answer adds nothing new but
 // keeps every count it reported, prompt tokens included (they size `tokens: auto` plans).
 func TestFoldEnginesKeepsWhatADeadServerCounted(t *testing.T) {
-	memo := engineMemo{Seen: true, LastTokens: 1000, TokenOffset: 200, LastDone: 3, LastPrompt: 500, PromptOff: 100}
+	memo := engineMemo{Reads: 2, Total: estimate.Counts{Gen: 1200, Done: 3, Prompt: 600}, Restarts: 1}
 	var s sample
 	tot := s.foldEngines([]engineReading{{key: "a", url: "http://a/metrics", probe: "metrics a", err: errors.New("connection refused")}},
 		map[string]engineMemo{"a": memo}, time.Second, func(string, error) {})

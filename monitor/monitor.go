@@ -389,7 +389,8 @@ func (m *Monitor) EstimateConfig(name string) reports.EstimateConfig {
 }
 
 func estimateConfig(r *config.Run) reports.EstimateConfig {
-	c := reports.EstimateConfig{Window: 900, StallAfter: 600}
+	// The window follows the job's own pace (estimate.PaceWindow); only the stall threshold is the run's.
+	c := reports.EstimateConfig{StallAfter: 600}
 	if r.StallAfter.Duration > 0 {
 		c.StallAfter = r.StallAfter.Seconds()
 	}

@@ -12,6 +12,7 @@ import (
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 )
 
 // pathSpec is a configured path and why it is watched.
@@ -191,7 +192,15 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			continue
 		}
 		if p.Tokens.Auto {
-			spec.Tokens, spec.TokensSrc = autoTokens(smp, eta)
+			if pr, ok := autoTokens(smp, eta); ok {
+				spec.Tokens, spec.TokensSrc = pr.Point, "projected"
+				if pr.Measured {
+					spec.TokensSrc = "measured"
+				} else if pr.High > pr.Low {
+					spec.TokensLow, spec.TokensHigh = pr.Low, pr.High
+					spec.Items, spec.PerItemLow, spec.PerItemHigh = pr.Items, pr.PerItemLow, pr.PerItemHigh
+				}
+			}
 		} else {
 			spec.Tokens, spec.TokensSrc = p.Tokens.N, "configured"
 		}
@@ -212,37 +221,22 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 }
 
 // autoTokens is the token count for `tokens: auto`: the tokens the run will have produced when it
-// ends, prompt and completion both (hidden states cover whole sequences). While the run goes on it
-// is projected: items x (prompt tokens per started item + the estimator's completion tokens per
-// item, which corrects the early bias of finished items). Before 1% of the items are done it is
-// unknown rather than a wild guess.
-func autoTokens(smp *sample, eta *reports.ETA) (float64, string) {
+// ends, prompt and completion both, projected from the censored mean completion (estimate.Project)
+// with its range; the estimator's tokens per item, from a longer history, sets the point.
+func autoTokens(smp *sample, eta *reports.ETA) (estimate.Projection, bool) {
 	if smp == nil {
-		return 0, ""
+		return estimate.Projection{}, false
 	}
-	p := smp.progress
+	o := smp.obs
+	o.Done, o.Total = smp.progress.Done, smp.progress.Total
 	if smp.genTokens <= 0 {
-		// Log only: the log's mean completion, prompts not counted.
-		if p.AvgTokens > 0 && p.Total > 0 && float64(p.Done) >= 0.01*float64(p.Total) {
-			return float64(p.Total) * p.AvgTokens, "projected"
-		}
-		return 0, ""
+		o.GenTokens = nil
 	}
-	if p.Total <= 0 || p.Done >= p.Total {
-		return smp.genTokens + smp.promptTokens, "measured"
+	perItem := 0.0
+	if eta != nil && !eta.Rough {
+		perItem = eta.TokensPerItem
 	}
-	if float64(p.Done) < 0.01*float64(p.Total) {
-		return 0, ""
-	}
-	started := float64(p.Done)
-	if smp.obs.Running != nil {
-		started += *smp.obs.Running
-	}
-	completion := smp.genTokens / started // a floor: running requests are not finished
-	if eta != nil && eta.TokensPerItem > completion {
-		completion = eta.TokensPerItem
-	}
-	return float64(p.Total) * (smp.promptTokens/started + completion), "projected"
+	return estimate.Project(o, smp.promptTokens, perItem)
 }
 
 // exists reports whether path can be stat'ed before ctx ends.
