@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -287,5 +288,42 @@ func TestResolveTargetRefusesUnconfiguredPaths(t *testing.T) {
 		if _, err := m.ResolveTarget(ctx, "synth", bad); !errors.Is(err, ErrNotAllowed) {
 			t.Errorf("ResolveTarget(%q) = %v; want ErrNotAllowed", bad, err)
 		}
+	}
+}
+
+// TestReplicasBehindOneURL: two vLLM replicas behind one load-balanced URL answer scrapes in turn, each
+// decoding 459 tok/s from counters in the tens of millions, and now and then a stale reading steps the counter
+// back. The history's token counter must grow at 918 tok/s: taking each switch for a restart once added the
+// other replica's whole counter every scrape (614,079 tok/s).
+func TestReplicasBehindOneURL(t *testing.T) {
+	var n atomic.Int64
+	clock := time.Unix(1.75e9, 0)
+	const every, rate = 30.0, 459.0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := n.Add(1)
+		g, start := 18e6+rate*every*float64(i), 1.7e9
+		if i%2 == 0 {
+			g, start = 17.4e6+rate*every*float64(i), 1.71e9
+		}
+		if i%5 == 3 {
+			g -= 4000 // a stale reading
+		}
+		fmt.Fprintf(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} %g\n"+
+			"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 100\n"+
+			"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %g\n", g, start)
+	}))
+	defer srv.Close()
+	f := newFixture(t, srv.URL)
+	m, _, _ := New(f.file, Options{Now: func() time.Time { return clock }})
+	ctx := context.Background()
+	for i := 0; i < 40; i++ {
+		m.Sample(ctx)
+		clock = clock.Add(every * time.Second)
+	}
+	h := m.History("synth")
+	a, z := h[3], h[len(h)-1]
+	got := (*z.GenTokens - *a.GenTokens) / (z.T - a.T)
+	if math.Abs(got-2*rate) > 0.05*2*rate {
+		t.Errorf("two replicas behind one URL: the history's counter grows %.0f tok/s; want %.0f", got, 2*rate)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 )
 
 // sample is one probe of a run's progress sources, ready to join the history.
@@ -33,70 +34,21 @@ type sample struct {
 	memos   map[string]engineMemo
 }
 
-// engineMemo turns an engine's counters, which reset when the server restarts, into totals that
-// only grow: Offset holds what earlier server lifetimes counted.
-type engineMemo struct {
-	Start       float64 `json:"start"`
-	LastTokens  float64 `json:"last_tokens"`
-	TokenOffset float64 `json:"token_offset"`
-	LastDone    float64 `json:"last_done"`
-	DoneOffset  float64 `json:"done_offset"`
-	LastPrompt  float64 `json:"last_prompt"`
-	PromptOff   float64 `json:"prompt_offset"`
-	// The finished-length histogram (sum and count) and the length-capped finishes, carried likewise.
-	LastFinSum   float64 `json:"last_fin_sum,omitempty"`
-	FinSumOff    float64 `json:"fin_sum_offset,omitempty"`
-	LastFinCount float64 `json:"last_fin_count,omitempty"`
-	FinCountOff  float64 `json:"fin_count_offset,omitempty"`
-	LastCapped   float64 `json:"last_capped,omitempty"`
-	CappedOff    float64 `json:"capped_offset,omitempty"`
-	// Restarts counts the restarts seen, so the estimator knows the batch started afresh.
-	Restarts int64 `json:"restarts,omitempty"`
-	Seen     bool  `json:"seen"`
-}
+// engineMemo is one server's counters folded into totals that only grow, across restarts, replicas
+// behind one URL and counters that step back: estimate.Counter owns the rules, persisted per server.
+type engineMemo = estimate.Counter
 
-// accumulate folds a new reading into the memo; restarted says the server restarted since.
-func (em engineMemo) accumulate(e probes.Engine) (engineMemo, bool) {
-	restarted := false
-	if em.Seen {
-		if e.StartTime > 0 && em.Start > 0 && e.StartTime != em.Start {
-			restarted = true
-		}
-		if valid(e.GenerationTokens) && e.GenerationTokens < em.LastTokens {
-			restarted = true
-		}
-	}
-	if restarted {
-		em.TokenOffset += em.LastTokens
-		em.DoneOffset += em.LastDone
-		em.PromptOff += em.LastPrompt
-		em.FinSumOff += em.LastFinSum
-		em.FinCountOff += em.LastFinCount
-		em.CappedOff += em.LastCapped
-		em.LastTokens, em.LastDone, em.LastPrompt = 0, 0, 0
-		em.LastFinSum, em.LastFinCount, em.LastCapped = 0, 0, 0
-		em.Restarts++
-	}
-	if valid(e.GenerationTokens) {
-		em.LastTokens = e.GenerationTokens
-	}
-	if valid(e.RequestsFinished) {
-		em.LastDone = e.RequestsFinished
-	}
-	if valid(e.PromptTokens) {
-		em.LastPrompt = e.PromptTokens
-	}
+// engineCounts is a scrape's cumulative counters as the fold takes them (NaN where absent).
+func engineCounts(e probes.Engine) estimate.Counts {
+	c := estimate.Counts{Gen: e.GenerationTokens, Done: e.RequestsFinished, Prompt: e.PromptTokens,
+		FinSum: math.NaN(), FinCount: math.NaN(), Capped: math.NaN()}
 	if valid(e.FinishedLenSum) && valid(e.FinishedLenCount) {
-		em.LastFinSum, em.LastFinCount = e.FinishedLenSum, e.FinishedLenCount
+		c.FinSum, c.FinCount = e.FinishedLenSum, e.FinishedLenCount
 	}
-	if c, ok := e.FinishedByReason["length"]; ok && valid(c) {
-		em.LastCapped = c
+	if v, ok := e.FinishedByReason["length"]; ok {
+		c.Capped = v
 	}
-	if e.StartTime > 0 {
-		em.Start = e.StartTime
-	}
-	em.Seen = true
-	return em, restarted
+	return c
 }
 
 func valid(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 }
@@ -106,8 +58,8 @@ func ptr(v float64) *float64 { return &v }
 // sampleProgress reads the run's log and engines concurrently and builds an observation. The
 // engines are the run's `metrics:` endpoints, or, without them, what its Prometheus server holds
 // (see prometheus.go for how the sources combine).
-func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Time, problem func(string, error)) *sample {
-	s := &sample{obs: reports.Observation{T: float64(now.UnixNano()) / 1e9}, metrics: map[string]float64{}}
+func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass, now time.Time, problem func(string, error)) *sample {
+	s := &sample{obs: reports.Observation{T: probes.UnixSeconds(now)}, metrics: map[string]float64{}}
 	st := m.runState(r.Name)
 	ps := m.promEngineSource(r)
 	if ps != nil && m.logs[r.Name] == nil {
@@ -136,9 +88,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Ti
 		wg.Add(1)
 		go func(i int, u string) {
 			defer wg.Done()
-			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-			defer cancel()
-			engines[i], errs[i] = m.scraper(r.Name).Scrape(c, u)
+			engines[i], errs[i] = m.scrape(ctx, pass, r.Name, u) // once per pass, however many runs list it
 		}(i, u)
 	}
 	if ps != nil {
@@ -238,6 +188,17 @@ type engineTotals struct {
 	restarts                 int64
 }
 
+// add counts what a server that did not answer had counted.
+func (t *engineTotals) add(c estimate.Counts, restarts int64) {
+	t.tokens += c.Gen
+	t.done += c.Done
+	t.prompt += c.Prompt
+	t.finSum += c.FinSum
+	t.finCount += c.FinCount
+	t.capped += c.Capped
+	t.restarts += restarts
+}
+
 // apply puts the engines' counts into an observation.
 func (t engineTotals) apply(o *reports.Observation) {
 	if t.haveTokens {
@@ -282,17 +243,11 @@ func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMem
 		memo := prev[rd.key]
 		es := reports.EngineStatus{URL: rd.url, Host: rd.host, OK: rd.err == nil}
 		if rd.err != nil {
-			es.Error = describeErr(rd.err, timeout).Error()
+			es.Error = probes.NoAnswer(rd.err, timeout).Error()
 			problem(rd.probe, errors.New(es.Error))
-			if memo.Seen {
-				t.tokens += memo.TokenOffset + memo.LastTokens
-				t.done += memo.DoneOffset + memo.LastDone
-				t.prompt += memo.PromptOff + memo.LastPrompt
-				t.finSum += memo.FinSumOff + memo.LastFinSum
-				t.finCount += memo.FinCountOff + memo.LastFinCount
-				t.capped += memo.CappedOff + memo.LastCapped
-				t.restarts += memo.Restarts
-				t.haveTokens = t.haveTokens || memo.LastTokens+memo.TokenOffset > 0
+			if memo.Reads > 0 {
+				t.add(memo.Total, memo.Restarts)
+				t.haveTokens = t.haveTokens || memo.Total.Gen > 0
 			}
 			s.engines = append(s.engines, es)
 			continue
@@ -318,8 +273,8 @@ func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMem
 		if valid(e.GenerationTokens) {
 			es.GenerationTokens = ptr(e.GenerationTokens)
 		}
-		nm, restarted := memo.accumulate(e)
-		if restarted {
+		nm, step := memo.Add(engineCounts(e), e.StartTime, s.obs.T)
+		if step.Restart {
 			name := rd.url
 			if rd.host != "" {
 				name = rd.host
@@ -327,24 +282,25 @@ func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMem
 			s.notices = append(s.notices, fmt.Sprintf("%s restarted; its counters start over and the totals carry on.", name))
 		}
 		s.memos[rd.key] = nm
+		tot := nm.Total
 		if valid(e.GenerationTokens) {
-			t.tokens += nm.TokenOffset + nm.LastTokens
+			t.tokens += tot.Gen
 			t.haveTokens = true
 		}
 		if valid(e.RequestsFinished) {
-			t.done += nm.DoneOffset + nm.LastDone
+			t.done += tot.Done
 			t.haveDone = true
 		}
-		t.prompt += nm.PromptOff + nm.LastPrompt
+		t.prompt += tot.Prompt
 		t.restarts += nm.Restarts
 		if valid(e.FinishedLenSum) && valid(e.FinishedLenCount) {
-			t.finSum += nm.FinSumOff + nm.LastFinSum
-			t.finCount += nm.FinCountOff + nm.LastFinCount
+			t.finSum += tot.FinSum
+			t.finCount += tot.FinCount
 		} else {
 			t.noFin = true
 		}
 		if c, ok := e.FinishedByReason["length"]; ok && valid(c) {
-			t.capped += nm.CappedOff + nm.LastCapped
+			t.capped += tot.Capped
 		} else {
 			t.noCapped = true
 		}
@@ -381,5 +337,5 @@ func describeLogErr(err error, timeout time.Duration) error {
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("permission denied: run as the job's user: %w", err)
 	}
-	return describeErr(err, timeout)
+	return probes.NoAnswer(err, timeout)
 }

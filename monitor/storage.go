@@ -12,6 +12,7 @@ import (
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 )
 
 // pathSpec is a configured path and why it is watched.
@@ -37,7 +38,8 @@ func runPaths(r *config.Run) []pathSpec {
 // observePaths resolves each configured path, finds its mount and reads the mount's capacity, each
 // under the probe timeout, all concurrently. With plansOnly, only the plans' targets: a "will it
 // fit?" answer must not wait for, or name, a hung mount it does not need.
-func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *sharedProbes, plansOnly bool, problem func(string, error)) []reports.PathObservation {
+func (m *Monitor) observePaths(ctx context.Context, r *config.Run, pass *pass, plansOnly bool, problem func(string, error)) []reports.PathObservation {
+	shared := pass.wait()
 	specs := runPaths(r)
 	if plansOnly {
 		specs = slices.DeleteFunc(specs, func(sp pathSpec) bool { return sp.role != "plan" })
@@ -48,7 +50,7 @@ func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *share
 		wg.Add(1)
 		go func(i int, sp pathSpec) {
 			defer wg.Done()
-			obs[i] = m.observePath(ctx, sp, shared.table)
+			obs[i] = m.observePath(ctx, pass, sp, shared.table)
 		}(i, sp)
 	}
 	wg.Wait()
@@ -67,13 +69,13 @@ func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *share
 	return obs
 }
 
-func (m *Monitor) observePath(ctx context.Context, sp pathSpec, table *probes.MountTable) reports.PathObservation {
+func (m *Monitor) observePath(ctx context.Context, pass *pass, sp pathSpec, table *probes.MountTable) reports.PathObservation {
 	o := reports.PathObservation{Path: sp.path, Role: sp.role, Resolved: filepath.Clean(sp.path)}
 	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 	defer cancel()
 	res, err := m.guard.Resolve(c, sp.path)
 	if err != nil {
-		o.ResolveErr = describeErr(err, m.opts.ProbeTimeout)
+		o.ResolveErr = probes.NoAnswer(err, m.opts.ProbeTimeout)
 	} else {
 		o.Resolved = res
 		o.Exists = m.exists(c, res)
@@ -85,9 +87,9 @@ func (m *Monitor) observePath(ctx context.Context, sp pathSpec, table *probes.Mo
 	if !o.HasMount {
 		return o
 	}
-	u, err := m.statfs.Usage(c, o.Mount.MountPoint)
+	u, err := m.usage(c, pass, o.Mount.MountPoint) // once per pass, however many paths are on it
 	if err != nil {
-		o.UsageErr = describeErr(err, m.opts.ProbeTimeout)
+		o.UsageErr = probes.NoAnswer(err, m.opts.ProbeTimeout)
 		return o
 	}
 	o.Usage = &u
@@ -117,7 +119,7 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 	}
 	res, err := m.guard.Resolve(c, path)
 	if err != nil {
-		return reports.Target{}, describeErr(err, m.opts.ProbeTimeout)
+		return reports.Target{}, probes.NoAnswer(err, m.opts.ProbeTimeout)
 	}
 	mt, ok := table.Lookup(res)
 	if !ok {
@@ -161,7 +163,7 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			shape, err := m.guard.ReadModelConfig(c, p.ModelConfig)
 			cancel()
 			if err != nil {
-				problem("plan "+p.Name, describeErr(err, m.opts.ProbeTimeout))
+				problem("plan "+p.Name, probes.NoAnswer(err, m.opts.ProbeTimeout))
 				out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 					Sentence: fmt.Sprintf("*%s*: cannot read the model config: %s", reports.Esc(p.Name), reports.Esc(err.Error()))})
 				continue
@@ -190,7 +192,15 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			continue
 		}
 		if p.Tokens.Auto {
-			spec.Tokens, spec.TokensSrc = autoTokens(smp, eta)
+			if pr, ok := autoTokens(smp, eta); ok {
+				spec.Tokens, spec.TokensSrc = pr.Point, "projected"
+				if pr.Measured {
+					spec.TokensSrc = "measured"
+				} else if pr.High > pr.Low {
+					spec.TokensLow, spec.TokensHigh = pr.Low, pr.High
+					spec.Items, spec.PerItemLow, spec.PerItemHigh = pr.Items, pr.PerItemLow, pr.PerItemHigh
+				}
+			}
 		} else {
 			spec.Tokens, spec.TokensSrc = p.Tokens.N, "configured"
 		}
@@ -211,37 +221,22 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 }
 
 // autoTokens is the token count for `tokens: auto`: the tokens the run will have produced when it
-// ends, prompt and completion both (hidden states cover whole sequences). While the run goes on it
-// is projected: items x (prompt tokens per started item + the estimator's completion tokens per
-// item, which corrects the early bias of finished items). Before 1% of the items are done it is
-// unknown rather than a wild guess.
-func autoTokens(smp *sample, eta *reports.ETA) (float64, string) {
+// ends, prompt and completion both, projected from the censored mean completion (estimate.Project)
+// with its range; the estimator's tokens per item, from a longer history, sets the point.
+func autoTokens(smp *sample, eta *reports.ETA) (estimate.Projection, bool) {
 	if smp == nil {
-		return 0, ""
+		return estimate.Projection{}, false
 	}
-	p := smp.progress
+	o := smp.obs
+	o.Done, o.Total = smp.progress.Done, smp.progress.Total
 	if smp.genTokens <= 0 {
-		// Log only: the log's mean completion, prompts not counted.
-		if p.AvgTokens > 0 && p.Total > 0 && float64(p.Done) >= 0.01*float64(p.Total) {
-			return float64(p.Total) * p.AvgTokens, "projected"
-		}
-		return 0, ""
+		o.GenTokens = nil
 	}
-	if p.Total <= 0 || p.Done >= p.Total {
-		return smp.genTokens + smp.promptTokens, "measured"
+	perItem := 0.0
+	if eta != nil && !eta.Rough {
+		perItem = eta.TokensPerItem
 	}
-	if float64(p.Done) < 0.01*float64(p.Total) {
-		return 0, ""
-	}
-	started := float64(p.Done)
-	if smp.obs.Running != nil {
-		started += *smp.obs.Running
-	}
-	completion := smp.genTokens / started // a floor: running requests are not finished
-	if eta != nil && eta.TokensPerItem > completion {
-		completion = eta.TokensPerItem
-	}
-	return float64(p.Total) * (smp.promptTokens/started + completion), "projected"
+	return estimate.Project(o, smp.promptTokens, perItem)
 }
 
 // exists reports whether path can be stat'ed before ctx ends.

@@ -364,11 +364,11 @@ func PromProgressNames() []string {
 	return names
 }
 
-// PromEngines builds one Engine per `instance` label from the series of an instant query over
+// PromEnginesByInstance builds one Engine per `instance` label from the series of an instant query over
 // PromEngineNames, with the same rules as ParseMetrics (sums over data-parallel engines, the mean
 // of the KV-cache gauges, histogram sums where an engine has no counter). Series without an
 // instance label count under "". Instances whose series name no known engine have Kind "".
-func PromEngines(series []PromSeries) map[string]Engine {
+func PromEnginesByInstance(series []PromSeries) map[string]Engine {
 	byInstance := map[string]map[string]*dto.MetricFamily{}
 	for _, s := range series {
 		name := s.Labels["__name__"]
@@ -408,7 +408,7 @@ func PromEngines(series []PromSeries) map[string]Engine {
 func promPtr[T any](v T) *T { return &v }
 
 // PromEngineReplay builds one instance's Engine from the same series at moment after moment (a
-// query_range answer replayed step by step), reusing what it built, with the rules of PromEngines.
+// query_range answer replayed step by step), reusing what it built, with the rules of PromEnginesByInstance.
 type PromEngineReplay struct {
 	names   []string
 	metrics []*dto.Metric

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runwatch/reports/estimate"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func replayTrace(t *testing.T, path string, until float64) (ETA, Throughput, Mov
 	}
 	e, tp := Estimate(r.History(), cfg)
 	if e.Seconds != nil {
-		at := estUnix(r.History()[len(r.History())-1].T + *e.Seconds)
+		at := estimate.Unix(r.History()[len(r.History())-1].T + *e.Seconds)
 		e.FinishAt = &at
 	}
 	return e, tp, r.Moves(), all
@@ -89,8 +90,8 @@ func TestFollowupGolden(t *testing.T) {
 		"left_done":    AnswerLeft(done, time.UTC),
 		"safe_writing": AnswerSafe(rs.Name, rs.Storage, Target{}),
 		"safe_landing": AnswerSafe(rs.Name, landing, Target{Path: "/shared", Resolved: "/shared"}),
-		"status_moved": RenderStatus(rs, estUnix(last.T), time.UTC),
-		"status_done":  RenderStatus(done, estUnix(fhist[len(fhist)-1].T), time.UTC),
+		"status_moved": RenderStatus(rs, estimate.Unix(last.T), time.UTC),
+		"status_done":  RenderStatus(done, estimate.Unix(fhist[len(fhist)-1].T), time.UTC),
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"runwatch/reports/estimate"
 	"strings"
 	"time"
 )
@@ -75,7 +76,7 @@ func (d ShiftDetector) Drift(e ETA, t float64) (Shift, bool) {
 }
 
 // tTime turns a T into a time: unix seconds in live history.
-func tTime(t float64) time.Time { return estUnix(t) }
+func tTime(t float64) time.Time { return estimate.Unix(t) }
 
 // signedDuration renders a move: "+38 min", "-12 min", "±0 s".
 func signedDuration(s float64) string {

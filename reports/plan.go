@@ -12,12 +12,17 @@ type PlanSpec struct {
 	Target    string
 	Tokens    float64 // 0 when unknown (tokens: auto before the run has reported any)
 	TokensSrc string  // "configured", "measured" or "projected"
-	AllLayers bool
-	Layers    []int
-	NumLayers int
-	Hidden    int
-	DType     string
-	ElemBytes int
+	// TokensLow and TokensHigh are a projection's range (0 when it has none): Items × PerItemLow to
+	// PerItemHigh tokens. The fit verdict uses the high figure.
+	TokensLow, TokensHigh   float64
+	Items                   float64
+	PerItemLow, PerItemHigh float64
+	AllLayers               bool
+	Layers                  []int
+	NumLayers               int
+	Hidden                  int
+	DType                   string
+	ElemBytes               int
 	// ModelSrc says where the shape came from: a config.json path or "run file".
 	ModelSrc string
 }
@@ -34,6 +39,10 @@ type PlanResult struct {
 	MaxTokens     *float64 `json:"max_tokens"`
 	Tokens        float64  `json:"tokens"`
 	TokensSource  string   `json:"tokens_source"`
+	TokensLow     float64  `json:"tokens_low,omitempty"`  // a projection's range
+	TokensHigh    float64  `json:"tokens_high,omitempty"` // the figure the fit verdict used
+	BytesLow      float64  `json:"bytes_low,omitempty"`
+	BytesHigh     float64  `json:"bytes_high,omitempty"`
 	Layers        int      `json:"layers"`
 	HiddenSize    int      `json:"hidden_size"`
 	BytesPerElem  int      `json:"bytes_per_element"`
@@ -60,6 +69,11 @@ func EvaluatePlan(s PlanSpec, free *uint64, mount, host string) PlanResult {
 		Tokens: s.Tokens, TokensSource: s.TokensSrc, Layers: layers, HiddenSize: s.Hidden,
 		BytesPerElem: s.ElemBytes, BytesPerToken: perToken, BytesNeeded: s.Tokens * perToken,
 	}
+	ranged := s.TokensHigh > s.TokensLow && s.TokensLow > 0
+	if ranged {
+		r.TokensLow, r.TokensHigh = s.TokensLow, s.TokensHigh
+		r.BytesLow, r.BytesHigh = s.TokensLow*perToken, s.TokensHigh*perToken
+	}
 	for _, l := range s.Layers {
 		if s.NumLayers > 0 && l >= s.NumLayers {
 			r.Error = fmt.Sprintf("layer %d is out of range: the model has %d layers (0-%d)", l, s.NumLayers, s.NumLayers-1)
@@ -72,7 +86,11 @@ func EvaluatePlan(s PlanSpec, free *uint64, mount, host string) PlanResult {
 		r.MaxTokens = &mt
 	}
 	if free != nil && s.Tokens > 0 {
-		fits := r.BytesNeeded <= float64(*free)
+		need := r.BytesNeeded
+		if ranged {
+			need = r.BytesHigh // a projection fits only if its high figure does
+		}
+		fits := need <= float64(*free)
 		r.Fits = &fits
 	}
 	r.Sentence = planSentence(s, r)
@@ -107,18 +125,30 @@ func planSentence(s PlanSpec, r PlanResult) string {
 	} else if s.TokensSrc == "measured" {
 		tokSrc = " (measured)"
 	}
-	fmt.Fprintf(&b, "%s × %s × %d B (%s) × %s tokens%s = *%s*",
-		layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Tokens(s.Tokens), tokSrc, Bytes(r.BytesNeeded))
+	ranged := r.TokensHigh > r.TokensLow && r.TokensLow > 0
+	need := r.BytesNeeded
+	if ranged {
+		// "25-36 TB projected (25,000 items × 1,131-1,650 tokens × 874 KB)": the range, how it was made, and
+		// which figure the verdict used.
+		need = r.BytesHigh
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; *%s* projected (%s items × %s-%s tokens = %s-%s tokens × %s), the verdict at the high figure",
+			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken),
+			bytesRange(r.BytesLow, r.BytesHigh), Count(s.Items), Count(s.PerItemLow), Count(s.PerItemHigh),
+			Tokens(r.TokensLow), Tokens(r.TokensHigh), Bytes(r.BytesPerToken))
+	} else {
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) × %s tokens%s = *%s*",
+			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Tokens(s.Tokens), tokSrc, Bytes(r.BytesNeeded))
+	}
 	where := Code(r.Mount) + onHost(r.Host)
 	switch {
 	case r.FreeBytes == nil:
 		fmt.Fprintf(&b, "; free space on %s is unknown.", where)
 	case *r.Fits:
-		spare := float64(*r.FreeBytes) - r.BytesNeeded
+		spare := float64(*r.FreeBytes) - need
 		fmt.Fprintf(&b, " — :large_green_circle: fits: %s has %s free, %s (%s) to spare.",
 			where, Bytes(float64(*r.FreeBytes)), Bytes(spare), Percent(spare/float64(*r.FreeBytes)))
 	default:
-		short := r.BytesNeeded - float64(*r.FreeBytes)
+		short := need - float64(*r.FreeBytes)
 		fmt.Fprintf(&b, " — :red_circle: does not fit: %s has %s free, %s short. At most %s tokens fit",
 			where, Bytes(float64(*r.FreeBytes)), Bytes(short), Tokens(*r.MaxTokens))
 		if s.NumLayers > 0 && s.Hidden > 0 && s.ElemBytes > 0 {
@@ -130,6 +160,15 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		b.WriteString(".")
 	}
 	return b.String()
+}
+
+// bytesRange is "25-36 TB": two sizes sharing a unit say it once.
+func bytesRange(low, high float64) string {
+	l, h := Bytes(low), Bytes(high)
+	if i, j := strings.LastIndexByte(l, ' '), strings.LastIndexByte(h, ' '); i > 0 && j > 0 && l[i:] == h[j:] {
+		return l[:i] + "-" + h
+	}
+	return l + " - " + h
 }
 
 // AnswerFit answers "will it fit?" with every plan of the run.

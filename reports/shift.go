@@ -107,8 +107,10 @@ func (d *ShiftDetector) Update(e ETA, t float64, cfg ShiftConfig) (Shift, bool) 
 		}
 		return Shift{}, false
 	}
-	if e.LowS == nil || e.HighS == nil || (*e.HighS-*e.LowS)/2 > cfg.MinFraction**e.Seconds {
-		// The estimate itself is less sure than the move a warning is about.
+	if e.LowS == nil || e.HighS == nil || math.Min(*e.Seconds-*e.LowS, *e.HighS-*e.Seconds) > cfg.MinFraction**e.Seconds {
+		// The estimate itself is less sure than the move a warning is about. A calibrated range is lopsided
+		// when the run's past predictions erred one way (completions that keep growing): its near side is
+		// how sure the estimate is that the finish is at least this far.
 		d.Pending = 0
 		return Shift{}, false
 	}
@@ -193,38 +195,58 @@ func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
 		sh.TokensPerItemShare, sh.ThroughputShare = tpi/total, thr/total
 		sh.OtherShare = 1 - sh.TokensPerItemShare - sh.ThroughputShare
 	}
+	// Each part in plain words, with what it did to the finish: "completions grew 650 → 1,066 tokens (+64%):
+	// +48 min". A share of the move reads like growth; minutes do not.
+	move := finish - d.FinishT
 	var parts []string
 	if tokens && math.Abs(sh.TokensPerItemShare) >= 0.05 {
-		word := "longer"
-		if to.TokensPerItem < from.TokensPerItem {
-			word = "shorter"
-		}
-		parts = append(parts, fmt.Sprintf("%+.0f%% from %s completions %s -> %s tokens", 100*sh.TokensPerItemShare,
-			word, Count(from.TokensPerItem), Count(to.TokensPerItem)))
+		parts = append(parts, fmt.Sprintf("completions %s %s → %s tokens (%s): %s", shiftVerb(to.TokensPerItem, from.TokensPerItem),
+			Count(from.TokensPerItem), Count(to.TokensPerItem), shiftChange(to.TokensPerItem/from.TokensPerItem),
+			shiftMinutes(sh.TokensPerItemShare*move)))
 	}
 	if math.Abs(sh.ThroughputShare) >= 0.05 {
+		a, b, unit := from.ItemsPerS, to.ItemsPerS, "items/s"
 		if tokens {
-			parts = append(parts, fmt.Sprintf("%+.0f%% from throughput %s -> %s", 100*sh.ThroughputShare,
-				shiftNum(from.TokensPerS), Rate(to.TokensPerS, "tok/s")))
-		} else {
-			parts = append(parts, fmt.Sprintf("%+.0f%% from throughput %s -> %s", 100*sh.ThroughputShare,
-				shiftNum(from.ItemsPerS), Rate(to.ItemsPerS, "items/s")))
+			a, b, unit = from.TokensPerS, to.TokensPerS, "tok/s"
 		}
+		parts = append(parts, fmt.Sprintf("throughput %s %s → %s (%s): %s", shiftVerb(b, a), shiftNum(a), Rate(b, unit),
+			shiftChange(b/a), shiftMinutes(sh.ThroughputShare*move)))
 	}
 	if math.Abs(sh.OtherShare) >= 0.05 {
-		parts = append(parts, fmt.Sprintf("%+.0f%% from progress against the old schedule", 100*sh.OtherShare))
+		parts = append(parts, fmt.Sprintf("progress against the old schedule: %s", shiftMinutes(sh.OtherShare*move)))
 	}
-	move := finish - d.FinishT
 	sign := "+"
 	if move < 0 {
 		sign = "-"
 	}
-	sh.Reason = fmt.Sprintf("finish moved %s%s (%s -> %s left)", sign, Duration(math.Abs(move)),
+	sh.Reason = fmt.Sprintf("finish moved %s%s (%s → %s left)", sign, Duration(math.Abs(move)),
 		Duration(math.Max(0, d.FinishT-t)), Duration(*e.Seconds))
 	if len(parts) > 0 {
-		sh.Reason += ": " + strings.Join(parts, ", ")
+		sh.Reason += ": " + strings.Join(parts, "; ")
 	}
 	return sh
+}
+
+// shiftVerb says which way a quantity moved.
+func shiftVerb(to, from float64) string {
+	switch {
+	case to > from:
+		return "grew"
+	case to < from:
+		return "fell"
+	}
+	return "held"
+}
+
+// shiftChange is a ratio as a signed percentage: +28%, -37%.
+func shiftChange(r float64) string { return fmt.Sprintf("%+.0f%%", 100*(r-1)) }
+
+// shiftMinutes is what a part did to the finish: +54 min, -1 h 5 min.
+func shiftMinutes(s float64) string {
+	if s < 0 {
+		return "-" + Duration(-s)
+	}
+	return "+" + Duration(s)
 }
 
 // shiftNum formats a rate without its unit, with the precision Rate uses.

@@ -78,8 +78,8 @@ func TestShiftOnDrift(t *testing.T) {
 		t.Fatalf("step 650 -> 1,066 tokens per item: %d warnings %+v; want 1", len(got), got)
 	}
 	sh := got[0].sh
-	if !strings.Contains(sh.Reason, "longer completions 650 -> 1,066 tokens") || !strings.HasPrefix(sh.Reason, "finish moved +") {
-		t.Errorf("Reason = %q; want the finish moved later, from longer completions 650 -> 1,066 tokens", sh.Reason)
+	if !strings.Contains(sh.Reason, "completions grew 650 → 1,066 tokens (+64%): +") || !strings.HasPrefix(sh.Reason, "finish moved +") {
+		t.Errorf("Reason = %q; want the finish moved later, from completions that grew 650 → 1,066 tokens", sh.Reason)
 	}
 	if sh.TokensPerItemShare < 0.9 || math.Abs(sh.ThroughputShare) > 0.01 || sh.ToFinish <= sh.FromFinish {
 		t.Errorf("shares: tokens per item %.2f, throughput %.2f; want about 1 and 0, finish later", sh.TokensPerItemShare,
@@ -94,7 +94,7 @@ func TestShiftThroughputShare(t *testing.T) {
 	var d reports.ShiftDetector
 	got := shiftRun{tpi: constant(1000), tps: step(3600, 1598, 1000)}.run(&d, 0, 30000)
 	if len(got) != 1 || got[0].sh.ThroughputShare < 0.9 ||
-		!strings.Contains(got[0].sh.Reason, "from throughput 1,598 -> 1,000 tok/s") {
+		!strings.Contains(got[0].sh.Reason, "throughput fell 1,598 → 1,000 tok/s (-37%): +") {
 		t.Fatalf("throughput 1,598 -> 1,000 tok/s: warnings %+v; want one, all from throughput", got)
 	}
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"runwatch/reports/estimate"
 	"strings"
 	"time"
 )
@@ -128,11 +129,12 @@ func ThroughputLine(t Throughput) string {
 		return "Throughput: not measured yet"
 	}
 	s := strings.Join(parts, " · ")
-	if len(parts) == 0 {
+	switch {
+	case len(parts) == 0:
 		// Nothing recent (the run finished or paused): the run average is what is left to say.
-		t.WindowS = 0
-	}
-	if t.WindowS > 0 {
+	case t.Basis != "":
+		s += " (" + t.Basis + ")"
+	case t.WindowS > 0:
 		s += fmt.Sprintf(" over the last %s", Duration(t.WindowS))
 	}
 	var run []string
@@ -145,7 +147,7 @@ func ThroughputLine(t Throughput) string {
 	switch {
 	case len(run) > 0 && len(parts) == 0:
 		s = "Run average " + strings.Join(run, " · ")
-	case len(run) > 0:
+	case len(run) > 0 && (t.RunTokensPerS != t.TokensPerS || t.RunItemsPerS != t.ItemsPerS):
 		s += "; run average " + strings.Join(run, " · ")
 	}
 	return s
@@ -159,7 +161,7 @@ func ETALine(e ETA, loc *time.Location) string {
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		if e.StalledSince != nil {
-			s += " since " + SlackTime(estUnix(*e.StalledSince), loc)
+			s += " since " + SlackTime(estimate.Unix(*e.StalledSince), loc)
 		}
 		if e.Reason != "" {
 			s += " — " + Esc(e.Reason)

@@ -1,4 +1,4 @@
-package reports
+package estimate
 
 import (
 	"math"
@@ -58,23 +58,23 @@ func TestEstimateStates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, _ := Estimate(tt.hist, EstimateConfig{})
+			e, _ := Compute(tt.hist, Config{})
 			if e.State != tt.state || !strings.Contains(e.Reason, tt.reason) {
-				t.Fatalf("Estimate(%s) = %s %q; want %s, reason containing %q", tt.name, e.State, e.Reason, tt.state,
+				t.Fatalf("Compute(%s) = %s %q; want %s, reason containing %q", tt.name, e.State, e.Reason, tt.state,
 					tt.reason)
 			}
 			switch e.State {
 			case StateRunning:
 				if e.Seconds == nil || e.LowS == nil || e.HighS == nil || !(*e.LowS <= *e.Seconds && *e.Seconds <= *e.HighS) {
-					t.Errorf("Estimate(%s) range %v <= %v <= %v; want an ordered range", tt.name, e.LowS, e.Seconds, e.HighS)
+					t.Errorf("Compute(%s) range %v <= %v <= %v; want an ordered range", tt.name, e.LowS, e.Seconds, e.HighS)
 				}
 			case StateStalled:
 				if e.Seconds != nil || e.StalledSince == nil || *e.StalledSince != 3600 {
-					t.Errorf("Estimate(%s) = seconds %v, stalled since %v; want nil, 3600", tt.name, e.Seconds, e.StalledSince)
+					t.Errorf("Compute(%s) = seconds %v, stalled since %v; want nil, 3600", tt.name, e.Seconds, e.StalledSince)
 				}
 			case StateDone:
 				if e.Seconds == nil || *e.Seconds != 0 || e.ItemsLeft != 0 {
-					t.Errorf("Estimate(%s) = seconds %v, items left %v; want 0, 0", tt.name, e.Seconds, e.ItemsLeft)
+					t.Errorf("Compute(%s) = seconds %v, items left %v; want 0, 0", tt.name, e.Seconds, e.ItemsLeft)
 				}
 			}
 		})
@@ -84,39 +84,39 @@ func TestEstimateStates(t *testing.T) {
 func TestEstimateSteadyFigures(t *testing.T) {
 	// 1 item/s of 1,400 tokens at 1,400 tok/s: 21,400 items left take 21,400 s, plus the drain.
 	for _, tokens := range []bool{false, true} {
-		e, tp := Estimate(estHist(3600, 30, 1, 25000, tokens), EstimateConfig{})
+		e, tp := Compute(estHist(3600, 30, 1, 25000, tokens), Config{Window: 900})
 		if e.Seconds == nil || *e.Seconds < 21400*0.99 || *e.Seconds > 21400+900 {
-			t.Errorf("Estimate(steady, tokens %v) = %v s; want 21,400 s and a drain of at most 15 min", tokens, e.Seconds)
+			t.Errorf("Compute(steady, tokens %v) = %v s; want 21,400 s and a drain of at most 15 min", tokens, e.Seconds)
 		}
 		if math.Abs(tp.ItemsPerS-1) > 0.01 || math.Abs(tp.RunItemsPerS-1) > 0.01 || tp.WindowS != 900 {
-			t.Errorf("Estimate(steady) throughput = %+v; want 1 item/s over 900 s", tp)
+			t.Errorf("Compute(steady) throughput = %+v; want 1 item/s over 900 s", tp)
 		}
 		if tokens && (math.Abs(tp.TokensPerS-1400) > 1 || math.Abs(e.TokensPerItem-1400) > 14) {
-			t.Errorf("Estimate(steady) = %v tok/s, %v tokens/item; want 1,400 and 1,400", tp.TokensPerS, e.TokensPerItem)
+			t.Errorf("Compute(steady) = %v tok/s, %v tokens/item; want 1,400 and 1,400", tp.TokensPerS, e.TokensPerItem)
 		}
 	}
 }
 
 func TestEstimateRough(t *testing.T) {
 	one := []Observation{{T: 1e9, Done: 300, Total: 25000, Elapsed: obsF(408), GenTokens: obsF(565000)}}
-	e, _ := Estimate(one, EstimateConfig{})
+	e, _ := Compute(one, Config{})
 	want := 24700 / (300.0 / 408)
 	if !e.Rough || e.State != StateRunning || e.Seconds == nil || math.Abs(*e.Seconds-want) > 1 ||
 		*e.LowS != want/2 || *e.HighS != want*2 {
-		t.Fatalf("Estimate(one sample) = %+v; want rough %v s in [%v, %v]", e, want, want/2, want*2)
+		t.Fatalf("Compute(one sample) = %+v; want rough %v s in [%v, %v]", e, want, want/2, want*2)
 	}
 	if e.FinishAt == nil || e.FinishAt.Unix() != int64(1e9+want) {
-		t.Errorf("Estimate(one sample) finish at %v; want unix %v", e.FinishAt, int64(1e9+want))
+		t.Errorf("Compute(one sample) finish at %v; want unix %v", e.FinishAt, int64(1e9+want))
 	}
 	one[0].Elapsed = nil
-	if e, _ := Estimate(one, EstimateConfig{}); e.State != StateUnknown || e.Seconds != nil || !e.Rough {
-		t.Errorf("Estimate(one sample without elapsed) = %+v; want rough and unknown", e)
+	if e, _ := Compute(one, Config{}); e.State != StateUnknown || e.Seconds != nil || !e.Rough {
+		t.Errorf("Compute(one sample without elapsed) = %+v; want rough and unknown", e)
 	}
 	// The demo's first sample: 8 of a 200-request batch done after 15 s. Those are the shortest;
 	// 8 items in 15 s would say 13 h for a 5 h job, so it says too early instead.
 	young := []Observation{{T: 1e9, Done: 8, Total: 25000, Elapsed: obsF(15), Running: obsF(200), GenTokens: obsF(21000)}}
-	if e, _ := Estimate(young, EstimateConfig{}); e.State != StateUnknown || e.Seconds != nil || !strings.HasPrefix(e.Reason, "too early: 8 items finished while 200 are in flight") {
-		t.Errorf("Estimate(first batch not turned over) = %s %q; want unknown, too early", e.State, e.Reason)
+	if e, _ := Compute(young, Config{}); e.State != StateUnknown || e.Seconds != nil || !strings.HasPrefix(e.Reason, "too early: 8 items finished while 200 are in flight") {
+		t.Errorf("Compute(first batch not turned over) = %s %q; want unknown, too early", e.State, e.Reason)
 	}
 }
 
@@ -140,7 +140,7 @@ func TestEstimateLogLagsTheEngines(t *testing.T) {
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for i := 120; i < len(hist); i++ { // from the first hour on
-		e, _ := Estimate(hist[:i+1], EstimateConfig{})
+		e, _ := Compute(hist[:i+1], Config{})
 		lo, hi = math.Min(lo, e.TokensPerItem), math.Max(hi, e.TokensPerItem)
 	}
 	if lo < 0.98*tokens || hi > 1.02*tokens {
@@ -156,10 +156,10 @@ func TestEstimateShortHistory(t *testing.T) {
 		{T: 1e9, Done: 150, Total: 25000, Elapsed: obsF(120)},
 		{T: 1e9 + 60, Done: 150, Total: 25000, Elapsed: obsF(180)},
 	}
-	e, _ := Estimate(two, EstimateConfig{})
+	e, _ := Compute(two, Config{})
 	want := 24850 / (150.0 / 180)
 	if !e.Rough || e.State != StateRunning || e.Seconds == nil || math.Abs(*e.Seconds-want) > 1 {
-		t.Fatalf("Estimate(two samples a minute apart) = %+v; want rough %v s", e, want)
+		t.Fatalf("Compute(two samples a minute apart) = %+v; want rough %v s", e, want)
 	}
 	if !strings.HasPrefix(e.Reason, "rough, from the latest sample, too early to measure a rate (60 s of history): 150 items in 3 min") {
 		t.Errorf("reason = %q; want it to say the history is too short", e.Reason)
@@ -167,9 +167,9 @@ func TestEstimateShortHistory(t *testing.T) {
 	for i := range two {
 		two[i].Elapsed = nil
 	}
-	e, _ = Estimate(two, EstimateConfig{})
+	e, _ = Compute(two, Config{})
 	if e.State != StateUnknown || !strings.HasPrefix(e.Reason, "too early to measure a rate (60 s of history)") {
-		t.Errorf("Estimate(two samples without elapsed) = %s %q; want unknown, too early", e.State, e.Reason)
+		t.Errorf("Compute(two samples without elapsed) = %s %q; want unknown, too early", e.State, e.Reason)
 	}
 }
 
@@ -200,7 +200,7 @@ func TestEstimateResetSegment(t *testing.T) {
 	for _, stitched := range []bool{false, true} {
 		hist := estRestarted(stitched)
 		for i := 121; i < len(hist); i++ {
-			e, tp := Estimate(hist[:i+1], EstimateConfig{})
+			e, tp := Compute(hist[:i+1], Config{})
 			o := hist[i]
 			want := float64(25000 - o.Done)
 			if tp.TokensPerS < 0 || tp.TokensPerS > 2*1400 || tp.RunTokensPerS < 0 || tp.RunTokensPerS > 2*1400 {
@@ -218,14 +218,14 @@ func TestEstimateResetSegment(t *testing.T) {
 
 func TestEstimateTrailingFlat(t *testing.T) {
 	hist := estHist(3600, 30, 1, 25000, false)
-	before, _ := Estimate(hist, EstimateConfig{})
+	before, _ := Compute(hist, Config{})
 	last := hist[len(hist)-1]
 	for t := last.T + 30; t <= last.T+300; t += 30 {
 		o := last
 		o.T = t
 		hist = append(hist, o)
 	}
-	after, _ := Estimate(hist, EstimateConfig{})
+	after, _ := Compute(hist, Config{})
 	if after.State != StateRunning || *after.Seconds != *before.Seconds {
 		t.Errorf("after 5 flat minutes Estimate = %s %v s; want running, still %v s (the finish slides)",
 			after.State, after.Seconds, *before.Seconds)
@@ -255,9 +255,9 @@ func TestEstimateLogRate(t *testing.T) {
 				}
 				hist = append(hist, Observation{T: now, Done: int64(done), Total: 25000, AvgCompletion: obsF(1000)})
 			}
-			e, _ := Estimate(hist, EstimateConfig{})
+			e, _ := Compute(hist, Config{Window: 900})
 			if math.Abs(e.ItemsPerS/tt.want-1) > 0.01 {
-				t.Errorf("Estimate(log only, the last 10 min %s) = %.3f items/s (%s); want %.3f", tt.name, e.ItemsPerS,
+				t.Errorf("Compute(log only, the last 10 min %s) = %.3f items/s (%s); want %.3f", tt.name, e.ItemsPerS,
 					e.Reason, tt.want)
 			}
 		})
@@ -275,17 +275,17 @@ func TestEstimateLogPause(t *testing.T) {
 			o.Done -= 120
 		}
 	}
-	e, _ := Estimate(hist, EstimateConfig{})
+	e, _ := Compute(hist, Config{})
 	want := float64(25000 - hist[len(hist)-1].Done)
 	if e.Seconds == nil || math.Abs(*e.Seconds-want) > 0.01*want || e.ResetAt == nil || *e.ResetAt != 3720 {
-		t.Errorf("Estimate(log pause) = %+v; want %v s at 1 item/s (the pause is not work), reset at 3720", e, want)
+		t.Errorf("Compute(log pause) = %+v; want %v s at 1 item/s (the pause is not work), reset at 3720", e, want)
 	}
 }
 
 func TestEstLevel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	noisy := func(level float64) estRatio { return estRatio{level * (1 + 0.03*rng.NormFloat64()) * 300, 300} }
-	var flat, step, ramp []estRatio
+	noisy := func(level float64) measure { return measure{level * (1 + 0.03*rng.NormFloat64()) * 300, 300} }
+	var flat, step, ramp []measure
 	for i := 0; i < 40; i++ {
 		flat = append(flat, noisy(1000))
 		level := 1000.0
@@ -297,7 +297,7 @@ func TestEstLevel(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		blocks    []estRatio
+		blocks    []measure
 		want      float64
 		tolerance float64
 		from      int
@@ -307,9 +307,9 @@ func TestEstLevel(t *testing.T) {
 		{"ramp", ramp, 1380, 60, -1},
 	}
 	for _, tt := range tests {
-		f := estLevel(tt.blocks, estChangeZ, true, 0, 1)
+		f := fitLevel(tt.blocks, changeZ, true, 0, 1)
 		if math.Abs(f.Level-tt.want) > tt.tolerance || tt.from >= 0 && f.From != tt.from || tt.from < 0 && f.From == 0 {
-			t.Errorf("estLevel(%s) = level %.0f from block %d; want %.0f ± %.0f from %d", tt.name, f.Level, f.From,
+			t.Errorf("fitLevel(%s) = level %.0f from block %d; want %.0f ± %.0f from %d", tt.name, f.Level, f.From,
 				tt.want, tt.tolerance, tt.from)
 		}
 	}
@@ -319,23 +319,23 @@ func TestEstLevel(t *testing.T) {
 // level (its wobble cannot be told from a change yet), while tokens per item, whose noise does not linger from
 // block to block, and a rate with enough blocks still show a change.
 func TestEstLevelFewBlocks(t *testing.T) {
-	items := func(counts ...float64) []estRatio {
-		var bs []estRatio
+	items := func(counts ...float64) []measure {
+		var bs []measure
 		for _, c := range counts {
-			bs = append(bs, estRatio{c, 300})
+			bs = append(bs, measure{c, 300})
 		}
 		return bs
 	}
-	lengths := func(means ...float64) []estRatio {
-		var bs []estRatio
+	lengths := func(means ...float64) []measure {
+		var bs []measure
 		for _, m := range means {
-			bs = append(bs, estRatio{m * 400, 400})
+			bs = append(bs, measure{m * 400, 400})
 		}
 		return bs
 	}
 	tests := []struct {
 		name     string
-		blocks   []estRatio
+		blocks   []measure
 		autocorr bool
 		want     float64 // level
 		from     int
@@ -347,13 +347,13 @@ func TestEstLevelFewBlocks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			z, minRecent := estRateChangeZ, 1
+			z, minRecent := rateChangeZ, 1
 			if !tt.autocorr {
-				z, minRecent = estChangeZ, 2
+				z, minRecent = changeZ, 2
 			}
-			f := estLevel(tt.blocks, z, tt.autocorr, 0, minRecent)
+			f := fitLevel(tt.blocks, z, tt.autocorr, 0, minRecent)
 			if math.Abs(f.Level/tt.want-1) > 0.01 || f.From != tt.from {
-				t.Errorf("estLevel(%s) = level %.4g from block %d; want %.4g from %d", tt.name, f.Level, f.From,
+				t.Errorf("fitLevel(%s) = level %.4g from block %d; want %.4g from %d", tt.name, f.Level, f.From,
 					tt.want, tt.from)
 			}
 		})
@@ -363,18 +363,18 @@ func TestEstLevelFewBlocks(t *testing.T) {
 func TestEstResiduals(t *testing.T) {
 	// The equilibrium residual of a length L has mean E[L²]/2E[L] = m(1+CV²)/2 when nothing caps it.
 	for _, cv2 := range []float64{0.3, 1, 2} {
-		res := estResiduals(1000, cv2, 1e9, 0.995, 256)
+		res := residuals(1000, cv2, 1e9, 0.995, 256)
 		mean := 0.0
 		for _, r := range res {
 			mean += r / float64(len(res))
 		}
 		if want := 1000 * (1 + cv2) / 2; math.Abs(mean-want) > 0.03*want {
-			t.Errorf("estResiduals(m=1000, cv2=%v) mean %.0f; want %.0f", cv2, mean, want)
+			t.Errorf("residuals(m=1000, cv2=%v) mean %.0f; want %.0f", cv2, mean, want)
 		}
 	}
-	res := estResiduals(1000, 1, 2000, 0.995, 64)
+	res := residuals(1000, 1, 2000, 0.995, 64)
 	if top := res[len(res)-1]; top > 2000 || top < 1800 {
-		t.Errorf("estResiduals(max_tokens 2000) top quantile %.0f; want just under 2000", top)
+		t.Errorf("residuals(max_tokens 2000) top quantile %.0f; want just under 2000", top)
 	}
 }
 
@@ -419,7 +419,7 @@ func TestEstimateMessyHistories(t *testing.T) {
 				o.Done = total
 			}
 			hist = append(hist, o)
-			e, tp := Estimate(hist, EstimateConfig{})
+			e, tp := Compute(hist, Config{})
 			for _, v := range []float64{tp.TokensPerS, tp.ItemsPerS, tp.RunTokensPerS, tp.RunItemsPerS, e.ItemsLeft} {
 				if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 					t.Fatalf("run %d, %d points: throughput %+v, items left %v; want finite, non-negative", run,
@@ -437,3 +437,5 @@ func TestEstimateMessyHistories(t *testing.T) {
 		}
 	}
 }
+
+func obsF(v float64) *float64 { return &v }

@@ -1,0 +1,164 @@
+package estimate
+
+import (
+	"math"
+)
+
+// defaultSpeedup is the assumed ratio of one request's decode speed when it runs alone to its speed in a full
+// batch. Decoding is memory-bound at small batches, so as the batch drains the stragglers speed up; a lone
+// vLLM request typically decodes several times faster than one of a couple of hundred.
+const defaultSpeedup = 5.0
+
+// quantiles is the most residual-length quantiles the drain model tracks.
+const quantiles = 256
+
+// tokenSeconds prices the remaining work. While items wait to start, the batch stays full: the items not
+// started yet take items × tokens per item ÷ tokens/s, after which the batch drains. The drain is modelled from
+// what the history shows: in a busy batch the tokens a request has left follow the equilibrium residual
+// distribution of a lognormal length with the measured mean, its spread taken from the age of the batch (the
+// mean age of a request in flight is E[L²]/2E[L]) and capped at max_tokens; as requests finish, the rest
+// decode faster (see drainCurve), and the last one sets the finish. It returns the seconds, the drain's part,
+// and the drain's range: how fast the stragglers speed up is a guess until the drain shows it (3x to 10x), and
+// without max_tokens so is the longest request.
+func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHigh float64) {
+	last := -1
+	for i := len(s.pts) - 1; i >= 0; i-- {
+		if s.pts[i].hasG {
+			last = i
+			break
+		}
+	}
+	if last < 0 || s.slots < 1 {
+		return left * m / r, 0, 0, 0
+	}
+	p := s.pts[last]
+	slots := s.slots
+	n := int(math.Min(slots, quantiles))
+	cv2 := s.lengthCV2(m)
+	res := residuals(m, cv2, s.maxTokens, 0.995, n)
+	b, measured := s.drainCurve(last, r)
+	// drainFrom is the time for the last k of the n residual quantiles to finish.
+	drainFrom := func(res []float64, b float64, k int) float64 {
+		a := r / slots * (1 + b*slots)
+		d := 0.0
+		for j := n - k; j < n; j++ {
+			prev := 0.0
+			if j > 0 {
+				prev = res[j-1]
+			}
+			running := float64(n-j) * slots / float64(n)
+			d += (res[j] - prev) / (a / (1 + b*running))
+		}
+		return d
+	}
+	k := n
+	busy := 0.0
+	if waiting := math.Max(0, left-p.running); waiting > 0 || p.running >= 0.9*slots {
+		// A batch that started all at once (the job's start, a restart) has more left than a settled
+		// one: its requests have whole lengths ahead of them, less what they have decoded.
+		excess := 0.0
+		if p.hasAge {
+			settled := 0.0
+			for _, x := range res {
+				settled += x
+			}
+			settled *= p.running / float64(n)
+			excess = math.Max(0, p.running*m-p.age-settled)
+		}
+		busy = (waiting*m + excess) / r
+	} else {
+		k = max(1, min(n, int(math.Ceil(math.Min(left, p.running)*float64(n)/slots))))
+	}
+	drain = drainFrom(res, b, k)
+	drainLow, drainHigh = 0.8*drain, 1.2*drain
+	if !measured {
+		short, long := res, res
+		if s.maxTokens <= 0 {
+			short, long = residuals(m, cv2, 0, 0.98, n), residuals(m, cv2, 0, 0.999, n)
+		}
+		drainLow = math.Min(drainLow, drainFrom(short, curveB(slots, 10), k))
+		drainHigh = math.Max(drainHigh, drainFrom(long, curveB(slots, 3), k))
+	}
+	return busy + drain, drain, drainLow, drainHigh
+}
+
+// curveB is b of the per-request decode rate a/(1+b·B) when a lone request decodes speedup times faster
+// than one in a batch of slots.
+func curveB(slots, speedup float64) float64 {
+	if slots <= speedup {
+		return 0
+	}
+	return (speedup - 1) / (slots - speedup)
+}
+
+// drainCurve returns b of the per-request decode rate a/(1+b·B) for B running requests, given the full-batch
+// rate r. While the batch is draining the history shows the rate at smaller batches: r(B)/r(C) =
+// (1+bC)/(1+bB) gives b from each interval of the drain so far. Before that, b follows from defaultSpeedup.
+func (s series) drainCurve(last int, r float64) (b float64, measured bool) {
+	slots := s.slots
+	b = curveB(slots, defaultSpeedup)
+	var sum, weight float64
+	for i := last; i > 0; i-- {
+		p, q := s.pts[i-1], s.pts[i]
+		if !p.hasG || !q.hasG || p.seg != q.seg || p.running >= 0.9*slots {
+			break
+		}
+		running := (p.running + q.running) / 2
+		dt := q.t - p.t
+		if running < 2 || dt <= 0 || q.g <= p.g {
+			continue
+		}
+		ratio := (q.g - p.g) / dt / running / (r / slots)
+		if den := slots - ratio*running; ratio > 1 && den > 0 {
+			sum += (ratio - 1) / den * dt
+			weight += dt
+		}
+	}
+	if weight > 0 {
+		return sum / weight, true
+	}
+	return b, false
+}
+
+// residuals returns n quantiles (ascending) of the tokens a request in a busy batch has left: the
+// equilibrium residual of a length L that is lognormal with mean m and squared coefficient of variation cv2,
+// capped at maxTokens (0 = unknown: at the given quantile of L). Its density is P(L > x) / E[L].
+func residuals(m, cv2, maxTokens, quantile float64, n int) []float64 {
+	sigma := math.Sqrt(math.Log1p(cv2))
+	mu := math.Log(m) - sigma*sigma/2
+	// Beyond the 99.99th percentile there is nothing left to integrate.
+	top := math.Min(maxTokens, math.Exp(mu+3.72*sigma))
+	if maxTokens <= 0 {
+		// No known cap: a generation job sets max_tokens a few times its typical completion, and some
+		// completions hit it; stop at a high quantile rather than let a lognormal tail no real job has set
+		// the finish.
+		top = math.Exp(mu + sigma*math.Sqrt2*math.Erfinv(2*quantile-1))
+	}
+	const grid = 400
+	cum := make([]float64, grid+1) // ∫₀^x P(L > u) du at x = top·i/grid
+	surv := func(u float64) float64 {
+		if u <= 0 {
+			return 1
+		}
+		return 0.5 * math.Erfc((math.Log(u)-mu)/(sigma*math.Sqrt2))
+	}
+	h := top / grid
+	prev := surv(0)
+	for i := 1; i <= grid; i++ {
+		cur := surv(float64(i) * h)
+		cum[i] = cum[i-1] + (prev+cur)/2*h
+		prev = cur
+	}
+	total := cum[grid]
+	out := make([]float64, n)
+	i := 1
+	for j := range out {
+		q := (float64(j) + 0.5) / float64(n) * total
+		for i < grid && cum[i] < q {
+			i++
+		}
+		f := (q - cum[i-1]) / (cum[i] - cum[i-1])
+		out[j] = (float64(i-1) + f) * h
+	}
+	return out
+}

@@ -1,0 +1,136 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"runwatch/reports/format"
+	"time"
+)
+
+// Compute computes a run's throughput and finish estimate from its history (sorted by T; it may be a single
+// point).
+func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
+	cfg = cfg.withDefaults()
+	if len(hist) == 0 {
+		return ETA{State: StateUnknown, Reason: "no observations yet"}, Throughput{}
+	}
+	hist = currentRun(hist)
+	if cfg.Window <= 0 {
+		cfg.Window = PaceWindow(hist)
+	}
+	s := build(hist, cfg)
+	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1])
+	last := hist[len(hist)-1]
+	e := ETA{State: StateUnknown, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
+	if last.Total > 0 {
+		e.Progress = math.Min(1, float64(last.Done)/float64(last.Total))
+	}
+	if n := len(s.restarts); n > 0 {
+		r := s.restarts[n-1]
+		e.ResetAt = &r
+	}
+	if last.Total > 0 && last.Done >= last.Total {
+		e.State, e.ItemsLeft = StateDone, 0
+		zero := 0.0
+		e.Seconds, e.LowS, e.HighS = &zero, &zero, &zero
+		e.Reason = fmt.Sprintf("all %s items are done", format.Count(float64(last.Total)))
+		return e, tp
+	}
+	if len(hist) == 1 {
+		return roughETA(last, e, "one sample"), tp
+	}
+	if since, ok := s.stalledSince(cfg.StallAfter); ok {
+		e.State, e.StalledSince = StateStalled, &since
+		e.Reason = fmt.Sprintf("no progress since %s (%s): finished items and generated tokens are flat",
+			clockName(since), format.Duration(last.T-since))
+		return e, tp
+	}
+	if last.Total <= 0 {
+		e.Reason = "the total number of items is unknown (the progress source gives no total)"
+		return e, tp
+	}
+	// Rates come from the history up to the last progress: a flat stretch still going on is either the start
+	// of a stall or a pause, and counts as neither yet. The finish slides out with it.
+	s.pts = s.pts[:s.lastProgress()+1]
+	est, pr := s.model(e, last.T, cfg)
+	if pr.ok {
+		est = s.choose(est, pr, last.T)
+	}
+	if est.State == StateUnknown && est.Reason == noRate {
+		// Items are finishing but the history is shorter than one rate block: the latest sample's
+		// own count and elapsed time give a rough figure, as for a single sample.
+		early := fmt.Sprintf("too early to measure a rate (%s of history)", format.Duration(last.T-hist[0].T))
+		if rough := roughETA(last, e, "the latest sample, "+early); rough.State == StateRunning {
+			return rough, tp
+		}
+		if last.Done > 0 {
+			est.Reason = early + " and the progress source gives no elapsed time"
+		}
+	}
+	return est, tp
+}
+
+// roughETA estimates from a single observation and the job's own elapsed time.
+func roughETA(o Observation, e ETA, from string) ETA {
+	e.Rough = true
+	switch {
+	case o.Total <= 0:
+		e.Reason = "the total number of items is unknown (the progress source gives no total)"
+		return e
+	case o.Elapsed == nil || *o.Elapsed <= 0 || o.Done <= 0:
+		e.Reason = "a single observation without elapsed time or finished items: need a second sample"
+		return e
+	case o.Running != nil && float64(o.Done) < *o.Running:
+		// Fewer items done than are in flight: the first batch has not turned over, and the few that
+		// finished are its shortest. Done ÷ elapsed would put the finish several times too late.
+		e.Reason = fmt.Sprintf("too early: %s items finished while %s are in flight, and the first to finish are the shortest; a rate needs the first batch to turn over",
+			format.Count(float64(o.Done)), format.Count(*o.Running))
+		return e
+	}
+	el := *o.Elapsed
+	if l, ok := CensoredMean(o, KindUnknown); ok && o.Running != nil {
+		// The engines' tokens: the work left is the items left at the censored mean length, less what the
+		// requests in flight have decoded, at tokens ÷ elapsed. The range is the censored mean's, and a
+		// tenth either way for the rate of one sample.
+		r := *o.GenTokens / el
+		left := func(m float64) float64 {
+			return math.Max(e.ItemsLeft*m-math.Min(l.Age, *o.Running*m), 0.05*e.ItemsLeft*m) / r
+		}
+		sec, low, high := left(l.Point), left(l.Low)/1.1, left(l.High)*1.1
+		e.State = StateRunning
+		e.Seconds, e.LowS, e.HighS = &sec, &low, &high
+		e.TokensPerS, e.TokensPerItem, e.ItemsPerS = r, l.Point, r/l.Point
+		e.Lengths = &l
+		finish := Unix(o.T + sec)
+		e.FinishAt = &finish
+		e.Reason = fmt.Sprintf("rough, from %s: %s tokens in %s = %s; completions %s-%s tokens (%s finished, %s in flight), %s items left",
+			from, format.Tokens(*o.GenTokens), format.Span(el), format.Rate(r, "tok/s"), format.Count(l.Low),
+			format.Count(l.High), format.Count(l.Finished), format.Count(l.InFlight), format.Count(e.ItemsLeft))
+		return e
+	}
+	rate := float64(o.Done) / el
+	sec := e.ItemsLeft / rate
+	low, high := sec/2, sec*2
+	e.State = StateRunning
+	e.Seconds, e.LowS, e.HighS = &sec, &low, &high
+	e.ItemsPerS = rate
+	finish := Unix(o.T + sec)
+	e.FinishAt = &finish
+	e.Reason = fmt.Sprintf("rough, from %s: %s items in %s = %s, %s items left",
+		from, format.Count(float64(o.Done)), format.Duration(el), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
+	return e
+}
+
+// Unix converts a T (seconds, fractional) to a UTC time.
+func Unix(t float64) time.Time {
+	sec, frac := math.Modf(t)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
+}
+
+// clockName names a T for a sentence: a UTC clock time for unix times, seconds since the start in a trace.
+func clockName(t float64) string {
+	if t > 1e9 {
+		return Unix(t).Format("15:04 UTC")
+	}
+	return fmt.Sprintf("t=%s s", format.Count(t))
+}

@@ -1,0 +1,247 @@
+package estimate
+
+import (
+	"math"
+	"sort"
+)
+
+// The estimator's time scales all follow Config.Window, which by default follows the job's own pace
+// (PaceWindow: about six request durations), so that a job watched at another pace (the accelerated demo, a
+// job replayed 10x slower) gets the same figures: blocks of a third of it (whose rates it
+// compares to find the current level of throughput and tokens per item), a warm-up of one window after a fresh
+// start, a look-back of two thirds of it for pauses, and two and four windows for averaging the batch's age.
+
+// point is one observation with the engines' counters folded (FoldSeries).
+type point struct {
+	t        float64
+	active   float64 // seconds up to t in which the run progressed (stalls and downtime left out)
+	done     float64
+	g        float64 // generated tokens since the first point, folded
+	fin      float64 // tokens of finished items since the first point (engine histogram or log average)
+	finN     float64 // items the engine histogram counted since the first point (hasFinN)
+	age      float64 // tokens decoded so far by the requests in flight (g minus fin since server start)
+	hasG     bool    // the engines answered: g and running are known
+	hasFin   bool    // fin is known
+	hasFinN  bool    // finN is known: fin and finN come from the same scrape
+	hasAge   bool    // age is known
+	running  float64 // requests in the batch; 0 when unknown
+	seg      int     // engine counter segment: increments at each server restart
+	progress bool    // done or tokens moved since the previous point
+}
+
+// series is a run's history prepared for estimation.
+type series struct {
+	window    float64 // Config.Window
+	pts       []point
+	resets    []float64 // T of each engine counter reset
+	restarts  []float64 // T the batch started afresh: resets, and pauses in completions when there are no counters
+	slots     float64   // largest batch seen: the engine's concurrency
+	maxTokens float64
+	kind      CounterKind // what the engines' token counter means
+}
+
+// currentRun drops the history before the job last started over (done went backwards).
+func currentRun(hist []Observation) []Observation {
+	for i := len(hist) - 1; i > 0; i-- {
+		if hist[i].Done < hist[i-1].Done {
+			return hist[i:]
+		}
+	}
+	return hist
+}
+
+// build takes the engine counters as FoldSeries folds them (restarts, replicas, steps back) and measures
+// active time: an interval with no progress counts as idle when the
+// engines say they generated nothing or do not answer (a restart), or, without token data, when the flat
+// stretch lasts half of stallAfter.
+func build(hist []Observation, cfg Config) series {
+	s := series{window: cfg.Window, pts: make([]point, len(hist))}
+	engineFin := false
+	for _, o := range hist {
+		if o.FinishedLenSum != nil {
+			engineFin = true
+			break
+		}
+	}
+	folded := FoldSeries(hist)
+	logFinBase := 0.0 // the log's finished tokens when the current server lifetime began
+	for i, o := range hist {
+		f := folded[i]
+		p := point{t: o.T, done: float64(o.Done), g: f.Gen, seg: f.Seg}
+		if o.MaxTokens > 0 {
+			s.maxTokens = float64(o.MaxTokens)
+		}
+		if f.Restart {
+			s.resets = append(s.resets, o.T)
+		}
+		gBase, finBase := f.GenBase, f.FinBase
+		if f.HasGen {
+			p.hasG = true
+			if o.Running != nil {
+				p.running = *o.Running
+				s.slots = math.Max(s.slots, p.running)
+			}
+		}
+		switch {
+		case engineFin:
+			p.fin, p.finN = f.Fin, f.FinN
+			p.hasFin, p.hasFinN = f.HasFin, f.HasFinN
+		case o.AvgCompletion != nil:
+			p.hasFin = true
+			p.fin = *o.AvgCompletion * float64(o.Done)
+			// The log's finished tokens are the whole job's: the current lifetime's base is where it began.
+			finBase = logFinBase
+			if f.Restart && i > 0 {
+				finBase = s.pts[i-1].fin
+				logFinBase = finBase
+			}
+		}
+		// The age means something only with the batch it belongs to.
+		if p.hasG && p.hasFin && o.Running != nil {
+			p.age, p.hasAge = (p.g-gBase)-(p.fin-finBase), true
+		}
+		// The age of the batch cannot be negative nor exceed max_tokens per request; anything else means the
+		// counters cover more than this job.
+		if p.hasAge && (p.age < 0 || s.maxTokens > 0 && p.age > p.running*s.maxTokens) {
+			p.hasAge = false
+		}
+		if i > 0 {
+			prev := s.pts[i-1]
+			p.progress = p.done > prev.done || p.hasG && p.g > prev.g
+		}
+		s.pts[i] = p
+	}
+	// A counter that moves only when requests finish says nothing of the batch's age.
+	if s.kind = DetectKind(hist, folded); s.kind == OnFinish {
+		for i := range s.pts {
+			s.pts[i].hasAge = false
+		}
+	}
+	// Active time: leave out idle stretches.
+	engines := false
+	for _, p := range s.pts {
+		engines = engines || p.hasG
+	}
+	// quiet is an interval with no progress or, without token counts, with far fewer items than the rate
+	// before it would have finished (a server restart the log does not mention: the few items in flight
+	// finish, then nothing until the batch refills).
+	quiet := func(i int) bool {
+		if !s.pts[i].progress {
+			return true
+		}
+		expected := s.recentItemRate(i-1) * (s.pts[i].t - s.pts[i-1].t)
+		return !engines && expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
+	}
+	for i := 1; i < len(s.pts); {
+		if !quiet(i) {
+			s.pts[i].active = s.pts[i-1].active + s.pts[i].t - s.pts[i-1].t
+			i++
+			continue
+		}
+		j := i // the quiet stretch is the intervals i..j-1, ending at point j-1
+		tokensKnown, down, flat := true, false, true
+		for j < len(s.pts) && quiet(j) {
+			// A counter that moves only on finish stands still while requests decode: flat is not idle.
+			tokensKnown = tokensKnown && s.pts[j].hasG && s.pts[j-1].hasG && s.kind != OnFinish
+			down = down || engines && !s.pts[j].hasG
+			flat = flat && !s.pts[j].progress
+			j++
+		}
+		span := s.pts[j-1].t - s.pts[i-1].t
+		expected := s.recentItemRate(i-1) * span
+		pause := !engines && expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
+		idle := flat && (tokensKnown || span >= cfg.StallAfter/2) || down || pause
+		if pause && j < len(s.pts) {
+			s.restarts = append(s.restarts, s.pts[j-1].t)
+		}
+		for k := i; k < j; k++ {
+			s.pts[k].active = s.pts[k-1].active
+			if !idle {
+				s.pts[k].active += s.pts[k].t - s.pts[k-1].t
+			}
+		}
+		i = j
+	}
+	s.restarts = append(s.restarts, s.resets...)
+	sort.Float64s(s.restarts)
+	return s
+}
+
+// recentItemRate is the item rate over two thirds of a window up to point i (0 when unknown).
+func (s series) recentItemRate(i int) float64 {
+	k := i
+	for k > 0 && s.pts[i].t-s.pts[k].t < 2*s.window/3 {
+		k--
+	}
+	if d := s.pts[i].t - s.pts[k].t; d > 0 {
+		return (s.pts[i].done - s.pts[k].done) / d
+	}
+	return 0
+}
+
+// lastProgress is the index of the last point that moved (0 when none did).
+func (s series) lastProgress() int {
+	for i := len(s.pts) - 1; i > 0; i-- {
+		if s.pts[i].progress {
+			return i
+		}
+	}
+	return 0
+}
+
+// warming reports whether a block from T a to T z overlaps the warm-up after a fresh start of the batch: the
+// job's start, a server restart, or (without engine counters) a pause in completions. All requests then start
+// together, the short ones finish first, and the finished items are biased short for a while.
+func (s series) warming(a, z, warm float64) bool {
+	if s.pts[0].done == 0 && a < s.pts[0].t+warm {
+		return true
+	}
+	for _, r := range s.restarts {
+		if a < r+warm && z > r {
+			return true
+		}
+	}
+	return false
+}
+
+// restartIn reports whether the batch started afresh after T a and by T z.
+func (s series) restartIn(a, z float64) bool {
+	for _, r := range s.restarts {
+		if a < r && r <= z {
+			return true
+		}
+	}
+	return false
+}
+
+// saturated reports whether every request slot was busy through a block (after its first point), so its
+// token rate is the engine's full-batch rate.
+func (s series) saturated(b block) bool {
+	pts := s.pts[b.from+1 : b.to+1]
+	if s.kind == OnFinish {
+		// Tokens counted on finish arrive as a request leaves, when the batch is one short for a moment: a
+		// sample there says nothing of the batch. The mean over the block does.
+		var sum float64
+		n := 0
+		for _, p := range pts {
+			if p.hasG {
+				sum += p.running
+				n++
+			}
+		}
+		return n == 0 || sum/float64(n) >= 0.9*s.slots
+	}
+	for _, p := range pts {
+		if p.hasG && p.running < 0.9*s.slots {
+			return false
+		}
+	}
+	return true
+}
+
+// stalledSince returns the T of the last progress when nothing has moved for stallAfter seconds.
+func (s series) stalledSince(stallAfter float64) (float64, bool) {
+	since := s.pts[s.lastProgress()].t
+	last := s.pts[len(s.pts)-1].t
+	return since, last-since >= stallAfter
+}

@@ -1,0 +1,200 @@
+package estimate
+
+import (
+	"math"
+)
+
+// youngBatches is how many batches' worth of finished items it takes for the ages in a batch that started
+// all at once to settle.
+const youngBatches = 8
+
+// blockTokensPerItem measures tokens per item between two points: the mean length of the items that finished
+// in between, or without finished lengths, tokens generated per finished item.
+func blockTokensPerItem(a, z point) (measure, bool) {
+	switch {
+	case z.done <= a.done || z.seg != a.seg && !(a.hasFin && z.hasFin):
+		return measure{}, false
+	case a.hasFinN && z.hasFinN && z.finN > a.finN && z.fin > a.fin:
+		// Sum and count of the engines' own histogram: the mean length of the items they finished.
+		return measure{z.fin - a.fin, z.finN - a.finN}, true
+	case a.hasFin && z.hasFin && z.fin > a.fin:
+		return measure{z.fin - a.fin, z.done - a.done}, true
+	case a.hasG && z.hasG && z.g > a.g:
+		return measure{z.g - a.g, z.done - a.done}, true
+	}
+	return measure{}, false
+}
+
+// cumTokensPerItem estimates tokens per item over the whole history. Every started item counts: the finished
+// ones at their length, those in flight at twice their age so far (in a busy batch a request in flight is on
+// average halfway through: its age and what it has left have the same distribution). While the batch is
+// young that undercounts (its requests started together and are younger than what they have left) and tokens
+// per finished item is closer, so the two are blended until youngBatches batches' worth of items have
+// finished. The ages of a batch refilled by a restart take long to settle, so after the first restart only the
+// finished lengths count (the blocks in later, which leave out each restart's warm-up).
+//
+// young is 1 for a batch that has just started, falling to 0 once it has settled.
+func (s series) cumTokensPerItem(warm float64, later measure) (m, young float64, ok bool) {
+	m, young, ok = s.firstSegmentTokensPerItem(warm)
+	if !ok || later.den == 0 {
+		return m, young, ok
+	}
+	first := s.pts[0]
+	for _, p := range s.pts {
+		if p.seg == 0 {
+			first = p
+		}
+	}
+	n := first.done + first.running - s.pts[0].done - s.pts[0].running
+	return (m*n + later.num) / (n + later.den), 0, true
+}
+
+// firstSegmentTokensPerItem is cumTokensPerItem up to the first server restart.
+func (s series) firstSegmentTokensPerItem(warm float64) (m, young float64, ok bool) {
+	a := s.pts[0]
+	// The last point of the first segment where the batch's age is known, or failing that where tokens are. A
+	// sampler that carries the token counter through a restart reports it while the server is down, without a
+	// batch; that point must not stand in for the batch before the crash.
+	z := -1
+	for _, withAge := range []bool{true, false} {
+		for i := len(s.pts) - 1; i > 0 && z < 0; i-- {
+			p := s.pts[i]
+			if p.seg == 0 && (p.hasAge || !withAge && p.hasG && p.done > a.done) {
+				z = i
+			}
+		}
+	}
+	if z < 0 {
+		return 0, 0, false
+	}
+	p := s.pts[z]
+	perDone := math.NaN()
+	if a.hasG && p.hasG && p.done > a.done {
+		perDone = (p.g - a.g) / (p.done - a.done)
+	}
+	// At the job's start nothing is done and what runs has just started: every item counts from zero.
+	fresh := a.done == 0
+	if fresh && s.slots > 0 {
+		young = math.Max(0, 1-(p.done-a.done)/(youngBatches*s.slots))
+	}
+	if !p.hasAge || !(a.hasAge || fresh) {
+		return perDone, young, !math.IsNaN(perDone)
+	}
+	num := p.fin + p.age + s.meanAge(z, warm)
+	den := p.done + p.running
+	if !fresh {
+		num -= a.fin + 2*a.age
+		den -= a.done + a.running
+	}
+	if num <= 0 || den <= 0 {
+		return perDone, young, !math.IsNaN(perDone)
+	}
+	sym := num / den
+	if young > 0 && !math.IsNaN(perDone) {
+		return young*perDone + (1-young)*sym, young, true
+	}
+	return sym, young, true
+}
+
+// lengthCV2 estimates the squared coefficient of variation of completion lengths from the age of the batch:
+// in a busy batch the mean age of a request in flight is E[L²]/2E[L] = m(1+CV²)/2. It averages over the last
+// four windows of full-batch points and falls back to 1 (an exponential-like spread).
+func (s series) lengthCV2(m float64) float64 {
+	if !(m > 0) {
+		return 1
+	}
+	last := s.pts[len(s.pts)-1].t
+	var sum float64
+	var n int
+	for i := len(s.pts) - 1; i >= 0 && last-s.pts[i].t < 4*s.window; i-- {
+		p := s.pts[i]
+		if p.hasAge && p.running >= 0.9*s.slots && p.running > 0 {
+			sum += p.age / (p.running * m)
+			n++
+		}
+	}
+	if n == 0 {
+		return 1
+	}
+	return math.Max(0.1, math.Min(4, 2*sum/float64(n)-1))
+}
+
+// meanAge is the mean age of the batch over the last two windows of settled points (same engine segment, past the
+// warm-up) up to point z with the batch full: the tokens left in flight, which the age stands for, without the
+// point-to-point noise of one reading.
+func (s series) meanAge(z int, warm float64) float64 {
+	var sum float64
+	n := 0
+	for i := z; i >= 0 && s.pts[z].t-s.pts[i].t < 2*s.window && s.pts[i].seg == s.pts[z].seg; i-- {
+		p := s.pts[i]
+		if s.warming(p.t, p.t, warm) {
+			break
+		}
+		if p.hasAge && p.running >= 0.9*s.slots && s.pts[z].running > 0 {
+			sum += p.age / p.running
+			n++
+		}
+	}
+	if n == 0 {
+		return s.pts[z].age
+	}
+	return sum / float64(n) * s.pts[z].running
+}
+
+// Lengths is the mean completion length of a job's items so far, with the items in flight as censored
+// observations: each has decoded some tokens and will decode more. Low counts them as finishing now (a floor:
+// in-flight requests only grow), High as halfway through (in a busy batch a request's age and what it has left
+// have the same distribution), Point in between.
+type Lengths struct {
+	Low, Point, High float64
+	Finished         float64 // items finished
+	InFlight         float64 // items in flight
+	// Age is the tokens the requests in flight have decoded so far (0 when nothing says).
+	Age float64
+}
+
+// CensoredMean estimates the mean completion length from one observation: the items finished with their
+// lengths (the engines' finished-length sum, or the log's mean × done) and the requests in flight with the
+// tokens they have decoded so far (generated tokens less the finished ones'). Without the finished lengths the
+// in-flight share is unknown: Low takes every generated token over every started item, High every token over
+// the finished items only (the exposure estimate of censored data), Point their geometric mean. With a counter
+// that grows only when a request finishes, nothing is known of the requests in flight but that they are still
+// going: they are at least as long as the mean finished one, and the finished mean is a floor.
+func CensoredMean(o Observation, kind CounterKind) (Lengths, bool) {
+	if o.GenTokens == nil || *o.GenTokens <= 0 || o.Done <= 0 {
+		return Lengths{}, false
+	}
+	g, done := *o.GenTokens, float64(o.Done)
+	running := 0.0
+	if o.Running != nil {
+		running = *o.Running
+	}
+	l := Lengths{Finished: done, InFlight: running}
+	fin, known := 0.0, false
+	switch {
+	case o.FinishedLenSum != nil && o.FinishedLenCount != nil && *o.FinishedLenCount > 0 &&
+		math.Abs(*o.FinishedLenCount-done) <= 0.02*done+1:
+		fin, known = *o.FinishedLenSum, true
+	case o.AvgCompletion != nil && *o.AvgCompletion > 0:
+		fin, known = *o.AvgCompletion*done, true
+	}
+	n := done + running
+	switch {
+	case kind == OnFinish || known && fin >= g:
+		// The counter holds finished requests only: the in-flight ones are at least as long as the mean.
+		m := g / done
+		if known {
+			m = fin / done
+		}
+		share := running / n
+		l.Low, l.Point, l.High = m, m*(1+0.5*share), m*(1+share)
+	case known:
+		l.Age = g - fin
+		l.Low, l.Point, l.High = (fin+l.Age)/n, (fin+1.5*l.Age)/n, (fin+2*l.Age)/n
+	default:
+		l.Low, l.High = g/n, g/done
+		l.Point = math.Sqrt(l.Low * l.High)
+		l.Age = g * running / n // as if every started item were as long
+	}
+	return l, true
+}

@@ -1,0 +1,242 @@
+package estimate
+
+import (
+	"math"
+	"sort"
+)
+
+// block is a stretch of about a third of a window of active time, from one point to another.
+type block struct{ from, to int }
+
+// blocks cuts the history into consecutive blocks of blockLen seconds of active time on a fixed grid from the
+// first point, oldest first, so that a block keeps its value from one estimate to the next and only the newest
+// grows. A newest block shorter than half a block is merged into the one before it. A history shorter than
+// half a block is one block.
+func (s series) blocks(blockLen float64) []block {
+	var bs []block
+	from := 0
+	first := s.pts[0].active
+	for i := 1; i < len(s.pts); i++ {
+		// Close a block at the last point before the next grid line.
+		next := first + blockLen*math.Floor((s.pts[from].active-first)/blockLen+1)
+		if i+1 < len(s.pts) && s.pts[i+1].active > next && s.pts[i].active > s.pts[from].active {
+			bs = append(bs, block{from, i})
+			from = i
+		}
+	}
+	last := len(s.pts) - 1
+	if from < last && s.pts[last].active > s.pts[from].active {
+		if n := len(bs); n > 0 && s.pts[last].active-s.pts[from].active < blockLen/2 {
+			bs[n-1].to = last
+		} else {
+			bs = append(bs, block{from, last})
+		}
+	}
+	return bs
+}
+
+// measure is a rate measured over a block: num per den.
+type measure struct{ num, den float64 }
+
+// levelFit is the current level of a quantity measured block by block.
+type levelFit struct {
+	Level, RelSE float64 // the blend of the two levels below
+	From         int     // first block of the latest stretch (0 when no change was found)
+	// Weight is how sure the latest split is (0 to 1): Level blends the level after it (Split) with the level
+	// without it (Base, from BaseFrom), so that a change emerging from the noise moves the estimate
+	// gradually instead of flipping it back and forth.
+	Weight         float64
+	Split, SplitSE float64
+	Base, BaseSE   float64
+	BaseFrom       int
+	BlockSD        float64 // relative standard deviation of one block, autocorrelation included
+}
+
+// fitLevel finds the current level of a quantity measured block by block: the pooled ratio over the latest
+// stretch of blocks in which no change is detected. It splits the series where the difference between the
+// blocks before and after is largest, as long as that difference is more than z standard errors (binary
+// segmentation, the last split weighed in softly between z-0.5 and z+1), and keeps the part after the last
+// split. The block-to-block noise is estimated from successive differences (robust to the changes
+// themselves), widened for autocorrelation. A stretch whose level still moves (a drift, not a step) gives the
+// fitted line's value at the latest block rather than its mean, which lags by half the stretch.
+//
+// unitCV, when positive, is the coefficient of variation of one unit of den (one item's length, for tokens per
+// item and for seconds per item): a block that pools n units has a standard error of at least
+// unitCV × level / √n, a floor under the estimate from the blocks themselves, which is rough when there are few.
+//
+// minRecent is the fewest blocks a stretch after a split may have: 1 lets a step show within a block; 2 keeps
+// a single unlucky block (one evaluated again every sample as it grows) from passing for a change.
+//
+// With autocorr (a rate, whose wobble lasts longer than a block) and fewer than autocorrBlocks blocks, it
+// calls no change and fits no trend: the level is the pooled one. The noise then comes from a handful of
+// successive differences with the autocorrelation left out, which understates the wobble of a stretch of
+// blocks; the changes it found were the wobble itself (a fresh run's first half hour read as a new level, its
+// ETA several percent off where the pooled rate was right).
+func fitLevel(bs []measure, z float64, autocorr bool, unitCV float64, minRecent int) levelFit {
+	n := len(bs)
+	if n == 0 {
+		return levelFit{Level: math.NaN(), RelSE: math.Inf(1), Base: math.NaN(), BaseSE: math.Inf(1)}
+	}
+	sums := make([]measure, n+1) // prefix sums
+	for i, r := range bs {
+		sums[i+1] = measure{sums[i].num + r.num, sums[i].den + r.den}
+	}
+	pooled := func(a, b int) float64 { return (sums[b].num - sums[a].num) / (sums[b].den - sums[a].den) }
+	units := func(a, b int) float64 { return sums[b].den - sums[a].den }
+	if n < 3 {
+		l := pooled(0, n)
+		se := 0.1 / math.Sqrt(float64(n))
+		return levelFit{Level: l, RelSE: se, Base: l, BaseSE: se, Split: l, SplitSE: se, BlockSD: 0.1}
+	}
+	perUnit := unitCV * math.Abs(pooled(0, n))
+	canChange := !autocorr || n >= autocorrBlocks
+	x := make([]float64, n)
+	for i, r := range bs {
+		x[i] = r.num / r.den
+	}
+	sigma, rho := noise(x, autocorr)
+	sigma *= math.Sqrt((1 + rho) / (1 - rho)) // the noise of a mean of blocks
+	blockSD := math.Max(sigma, perUnit*math.Sqrt(float64(n)/units(0, n))) / math.Abs(pooled(0, n))
+	// levelFrom is the level of the stretch from block a on, and its relative standard error.
+	levelFrom := func(a int, moved bool) (float64, float64) {
+		sd := math.Max(sigma, perUnit*math.Sqrt(float64(n-a)/units(a, n))) // one block's
+		level := pooled(a, n)
+		k := n - a
+		relSE := sd / math.Sqrt(float64(k)) / math.Abs(level)
+		if k < 4 || !canChange {
+			return level, relSE
+		}
+		var sx, sy, sxx, sxy float64
+		for i := a; i < n; i++ {
+			fi := float64(i)
+			sx, sy, sxx, sxy = sx+fi, sy+x[i], sxx+fi*fi, sxy+fi*x[i]
+		}
+		fk := float64(k)
+		vxx := sxx - sx*sx/fk
+		slope := (sxy - sx*sy/fk) / vxx
+		zSlope := z
+		if moved { // after a change the level is known to move, so a weaker slope counts
+			zSlope = 2
+		}
+		if math.Abs(slope) > zSlope*sd/math.Sqrt(vxx) {
+			end := float64(n-1) - sx/fk
+			level = sy/fk + slope*end
+			relSE = sd * math.Sqrt(1/fk+end*end/vxx) / math.Abs(level)
+		}
+		return level, relSE
+	}
+	from := 0
+	fit := levelFit{}
+	for {
+		bestZ, bestK := 0.0, -1
+		for k := from + 1; k <= n-minRecent && canChange; k++ {
+			nl, nr := float64(k-from), float64(n-k)
+			d := math.Abs(pooled(from, k) - pooled(k, n))
+			se := math.Max(sigma*math.Sqrt(1/nl+1/nr), perUnit*math.Sqrt(1/units(from, k)+1/units(k, n)))
+			if zk := d / se; zk > bestZ {
+				bestZ, bestK = zk, k
+			}
+		}
+		if bestK < 0 || bestZ < z-0.5 {
+			fit.Base, fit.BaseSE = levelFrom(from, from > 0)
+			fit.BaseFrom = from
+			fit.Split, fit.SplitSE, fit.From = fit.Base, fit.BaseSE, from
+			break
+		}
+		if bestZ < z+1 {
+			fit.Base, fit.BaseSE = levelFrom(from, from > 0)
+			fit.BaseFrom = from
+			fit.Split, fit.SplitSE = levelFrom(bestK, true)
+			fit.Weight = (bestZ - (z - 0.5)) / 1.5
+			fit.From = from
+			if fit.Weight >= 0.5 {
+				fit.From = bestK
+			}
+			break
+		}
+		from = bestK
+	}
+	fit.Level, fit.RelSE = blend(fit.Base, fit.BaseSE, fit.Split, fit.SplitSE, fit.Weight)
+	fit.BlockSD = blockSD
+	return fit
+}
+
+// blend mixes two estimates (with relative standard errors) with weight w on the second; the spread
+// between them counts in the result's error.
+func blend(a, aSE, b, bSE, w float64) (level, relSE float64) {
+	if w <= 0 {
+		return a, aSE
+	}
+	level = (1-w)*a + w*b
+	d := (b - a) / level
+	return level, math.Sqrt((1-w)*aSE*aSE + w*bSE*bSE + w*(1-w)*d*d)
+}
+
+// pooledRatio is the ratio of the sums of a list of ratios (NaN when empty).
+func pooledRatio(bs []measure) float64 {
+	var num, den float64
+	for _, r := range bs {
+		num += r.num
+		den += r.den
+	}
+	return num / den
+}
+
+// noise estimates the standard deviation and the lag-1 autocorrelation of block values from their
+// successive differences, which a change of level or a trend barely moves (without autocorr, ρ = 0): for an AR(1) series
+// var(x[i]-x[i-1]) = 2σ²(1-ρ) and var(x[i]-x[i-2]) = 2σ²(1-ρ²). Medians of absolute differences stand in for
+// the variances; ρ is clamped to [0, 0.6].
+func noise(x []float64, autocorr bool) (sigma, rho float64) {
+	d1 := medianAbsDiff(x, 1)
+	if autocorr && len(x) >= autocorrBlocks {
+		if d2 := medianAbsDiff(x, 2); d1 > 0 {
+			rho = math.Max(0, math.Min(0.6, (d2/d1)*(d2/d1)-1))
+		}
+	}
+	sigma = d1 / 0.954 / math.Sqrt(1-rho) // median |N(0, 2σ²(1-ρ))| = 0.954σ√(1-ρ)
+	if sigma <= 0 {
+		mean := 0.0
+		for _, v := range x {
+			mean += math.Abs(v)
+		}
+		sigma = 1e-3 * mean / float64(len(x))
+	}
+	return sigma, rho
+}
+
+// medianAbsDiff is the median absolute deviation of the differences x[i] - x[i-lag] from their median
+// (which removes a trend).
+func medianAbsDiff(x []float64, lag int) float64 {
+	d := make([]float64, 0, len(x))
+	for i := lag; i < len(x); i++ {
+		d = append(d, x[i]-x[i-lag])
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	med := median(d)
+	for i := range d {
+		d[i] = math.Abs(d[i] - med)
+	}
+	return median(d)
+}
+
+// median returns the median of x, reordering x.
+func median(x []float64) float64 {
+	sort.Float64s(x)
+	if len(x)%2 == 0 {
+		return (x[len(x)/2-1] + x[len(x)/2]) / 2
+	}
+	return x[len(x)/2]
+}
+
+// changeZ is how many standard errors apart two stretches of blocks must be to call it a change of level.
+// Rates (tokens/s, items/s) wobble with autocorrelation that a few blocks cannot measure, so they need more.
+const (
+	changeZ     = 3.0
+	rateChangeZ = 5.0
+)
+
+// autocorrBlocks is the fewest blocks from which noise measures the lag-1 autocorrelation of a series, and
+// below which fitLevel calls no change in a rate (eight blocks: two and two thirds windows).
+const autocorrBlocks = 8

@@ -1,0 +1,30 @@
+package estimate
+
+// Observation is one sample of a run's progress: a point of the sampler's history and a line of a trace file.
+//
+// Counts from the job log (Done, Total, Errors, AvgCompletion, Elapsed) cover the whole job. Counts from the
+// inference engines (GenTokens, FinishedLenSum, FinishedLenCount, LengthCapped) are the engines' own counters:
+// they restart from zero when a server restarts. Pointer fields are nil when the source did not say.
+type Observation struct {
+	T             float64  `json:"t"` // seconds: unix time in live history, seconds since start in a trace
+	Done          int64    `json:"done"`
+	Total         int64    `json:"total"` // 0 = unknown
+	Errors        int64    `json:"errors,omitempty"`
+	GenTokens     *float64 `json:"gen_tokens,omitempty"`     // engine generation-token counter summed over servers; may reset
+	Running       *float64 `json:"running,omitempty"`        // requests in the engine batch
+	Waiting       *float64 `json:"waiting,omitempty"`        // requests queued in the engine
+	AvgCompletion *float64 `json:"avg_completion,omitempty"` // job log's mean completion tokens of finished items
+	Elapsed       *float64 `json:"elapsed,omitempty"`        // job's own elapsed seconds (log), for single-sample estimates
+
+	// FinishedLenSum and FinishedLenCount are the sum and count of the engine histogram of generated tokens
+	// per finished request (vllm:request_generation_tokens); they reset with the server.
+	FinishedLenSum   *float64 `json:"finished_len_sum,omitempty"`
+	FinishedLenCount *float64 `json:"finished_len_count,omitempty"`
+	// LengthCapped counts requests the engine finished because they hit max_tokens (finished_reason="length").
+	LengthCapped *float64 `json:"length_capped,omitempty"`
+	// MaxTokens is the job's max_tokens setting; 0 when unknown.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// Restarts counts the server restarts the sampler has seen. A sampler that carries the engine counters
+	// across restarts (so GenTokens never drops) must say so here: the batch starts afresh at each.
+	Restarts int64 `json:"restarts,omitempty"`
+}

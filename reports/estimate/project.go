@@ -1,0 +1,55 @@
+package estimate
+
+import "math"
+
+// Projection is the tokens a job will have processed when it ends, prompt and completion both (hidden states
+// cover whole sequences), with the range of the censored mean completion.
+type Projection struct {
+	Low, Point, High float64 // tokens
+	Items            float64 // items in the job
+	// PerItemLow, PerItem and PerItemHigh are the tokens per item the figures use: prompt tokens per started
+	// item plus the mean completion.
+	PerItemLow, PerItem, PerItemHigh float64
+	Measured                         bool // the job is done: the counts are what was processed
+}
+
+// Project projects a job's tokens from an observation (the engines' generated-token totals, the log's
+// progress) and the engines' prompt tokens. The completion per item is the censored mean (see CensoredMean):
+// finished items at their lengths, in-flight ones at least as long as they are. perItem, when positive, is the
+// estimator's own tokens per item from a longer history, and sets the point within the censored range. Before
+// 1% of the items are done it gives nothing rather than a wild guess.
+func Project(o Observation, prompt, perItem float64) (Projection, bool) {
+	if o.Total <= 0 {
+		return Projection{}, false
+	}
+	items := float64(o.Total)
+	if o.GenTokens != nil && o.Done >= o.Total {
+		t := *o.GenTokens + prompt
+		return Projection{Low: t, Point: t, High: t, Items: items, PerItemLow: t / items, PerItem: t / items,
+			PerItemHigh: t / items, Measured: true}, true
+	}
+	if float64(o.Done) < 0.01*items {
+		return Projection{}, false
+	}
+	l, ok := CensoredMean(o, KindUnknown)
+	if !ok {
+		// The log only: its mean completion, prompts not counted.
+		if o.AvgCompletion == nil || *o.AvgCompletion <= 0 {
+			return Projection{}, false
+		}
+		m := *o.AvgCompletion
+		l = Lengths{Low: m, Point: m, High: m}
+	}
+	started := l.Finished + l.InFlight
+	promptPer := 0.0
+	if started > 0 {
+		promptPer = prompt / started
+	}
+	point := l.Point
+	if perItem > 0 {
+		point = math.Min(l.High, math.Max(l.Low, perItem))
+	}
+	p := Projection{Items: items, PerItemLow: promptPer + l.Low, PerItem: promptPer + point, PerItemHigh: promptPer + l.High}
+	p.Low, p.Point, p.High = items*p.PerItemLow, items*p.PerItem, items*p.PerItemHigh
+	return p, true
+}

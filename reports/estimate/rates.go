@@ -1,0 +1,159 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+
+	"runwatch/reports/format"
+)
+
+// throughput measures the rates over the last window seconds of wall time and over the whole history.
+func (s series) throughput(window float64) Throughput {
+	var tp Throughput
+	n := len(s.pts)
+	if n < 2 {
+		return tp
+	}
+	last := s.pts[n-1]
+	from := 0
+	for i := n - 2; i >= 0; i-- {
+		if last.t-s.pts[i].t >= window {
+			from = i
+			break
+		}
+	}
+	first := s.pts[0]
+	tp.WindowS = last.t - s.pts[from].t
+	if tp.WindowS > 0 {
+		tp.ItemsPerS = (last.done - s.pts[from].done) / tp.WindowS
+	}
+	if d := last.t - first.t; d > 0 {
+		tp.RunItemsPerS = (last.done - first.done) / d
+	}
+	// Token counts: between the latest points where the engines answered.
+	lastG := -1
+	for i := n - 1; i >= 0; i-- {
+		if s.pts[i].hasG {
+			lastG = i
+			break
+		}
+	}
+	if lastG < 0 {
+		return tp
+	}
+	for i := from; i < lastG; i++ {
+		if s.pts[i].hasG {
+			if d := s.pts[lastG].t - s.pts[i].t; d > 0 {
+				tp.TokensPerS = (s.pts[lastG].g - s.pts[i].g) / d
+			}
+			break
+		}
+	}
+	for i := 0; i < lastG; i++ {
+		if s.pts[i].hasG {
+			if d := s.pts[lastG].t - s.pts[i].t; d > 0 {
+				tp.RunTokensPerS = (s.pts[lastG].g - s.pts[i].g) / d
+			}
+			break
+		}
+	}
+	for i := from; i < lastG; i++ {
+		if s.pts[i].hasG {
+			if d := s.pts[lastG].t - s.pts[i].t; d > 0 && s.pts[lastG].g > s.pts[i].g {
+				tp.Basis = fmt.Sprintf("%s tokens in %s", format.Tokens(s.pts[lastG].g-s.pts[i].g), format.Span(d))
+			}
+			break
+		}
+	}
+	return tp
+}
+
+// firstSample fills in the rates a history too short for counter deltas leaves at zero from the latest
+// observation's own elapsed time: tokens ÷ elapsed and items ÷ elapsed, as a person with a calculator would.
+func firstSample(tp Throughput, o Observation) Throughput {
+	if o.Elapsed == nil || *o.Elapsed <= 0 {
+		return tp
+	}
+	el := *o.Elapsed
+	if tp.TokensPerS == 0 && o.GenTokens != nil && *o.GenTokens > 0 {
+		tp.TokensPerS, tp.RunTokensPerS = *o.GenTokens/el, *o.GenTokens/el
+		tp.WindowS = el
+		tp.Basis = fmt.Sprintf("%s tokens in %s", format.Tokens(*o.GenTokens), format.Span(el))
+	}
+	if tp.ItemsPerS == 0 && o.Done > 0 {
+		tp.ItemsPerS, tp.RunItemsPerS = float64(o.Done)/el, float64(o.Done)/el
+		tp.WindowS = el
+		if tp.Basis == "" {
+			tp.Basis = fmt.Sprintf("%s items in %s", format.Count(float64(o.Done)), format.Span(el))
+		}
+	}
+	return tp
+}
+
+// paceRequests is how many request durations the pace window spans: six, 900 s for the job the estimator was
+// first tuned on (200 requests in flight, 1.4 items/s, so a request takes about 143 s).
+const paceRequests = 6.3
+
+// paceShare is the share of the job's items the pace window spans when the batch size is unknown.
+const paceShare = 0.055
+
+// paceSamples is the fewest samples the pace window spans, so that its blocks hold a few each.
+const paceSamples = 9
+
+// PaceWindow is the estimator's window for a history when the configuration does not set one: about six
+// request durations, a request's duration being the requests in flight over the item rate (Little's law), and
+// at least nine sampling intervals. Without a batch size it is the time an eighteenth of the items take, and
+// without a total a sixth of the history's span. A history that says nothing gets 900 s.
+//
+// The window is rounded to a grid of quarter powers of two of the sampling interval (steps of 19%), so that
+// it, and the blocks cut from it, stay put from one sample to the next while the measured pace wobbles (a grid
+// that moved by a fraction of a percent each sample turned a different block into a change of level each
+// time); the grid's unit is the sampler's own, so a job replayed slower gets the same grid.
+func PaceWindow(hist []Observation) float64 {
+	w, unit := paceWindow(hist)
+	if unit <= 0 {
+		return w
+	}
+	return unit * math.Exp2(math.Round(4*math.Log2(w/unit))/4)
+}
+
+func paceWindow(hist []Observation) (w, unit float64) {
+	n := len(hist)
+	if n < 2 {
+		return 900, 0
+	}
+	span := hist[n-1].T - hist[0].T
+	if span <= 0 {
+		return 900, 0
+	}
+	var slots float64
+	for _, o := range hist {
+		if o.Running != nil {
+			slots = math.Max(slots, *o.Running)
+		}
+	}
+	// The sampler's interval: the median gap, so that a pause does not stretch it.
+	gaps := make([]float64, 0, n-1)
+	for i := 1; i < n; i++ {
+		gaps = append(gaps, hist[i].T-hist[i-1].T)
+	}
+	unit = median(gaps)
+	floor := paceSamples * unit
+	// The item rate over the history from its first finished item.
+	first := 0
+	for first < n-1 && hist[first].Done == hist[0].Done {
+		first++
+	}
+	items := float64(hist[n-1].Done - hist[0].Done)
+	d := hist[n-1].T - hist[max(0, first-1)].T
+	switch {
+	case items <= 0 || d <= 0:
+	case slots > 0:
+		return math.Max(floor, paceRequests*slots/(items/d)), unit
+	case hist[n-1].Total > 0:
+		// Without a batch size, the time the run takes for an eighteenth of its items (about 960 s for
+		// that job).
+		return math.Max(floor, paceShare*float64(hist[n-1].Total)/(items/d)), unit
+	}
+	return math.Max(floor, span/6), unit
+}

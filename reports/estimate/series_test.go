@@ -1,0 +1,80 @@
+package estimate
+
+import "testing"
+
+func TestFoldSeries(t *testing.T) {
+	obs := func(g ...float64) []Observation {
+		var h []Observation
+		for i, v := range g {
+			h = append(h, Observation{T: float64(30 * i), GenTokens: fp(v)})
+		}
+		return h
+	}
+	tests := []struct {
+		name     string
+		hist     []Observation
+		wantGen  float64 // since the first observation, at the last
+		restarts int
+	}{
+		{"steady", obs(1000, 2000, 3000), 2000, 0},
+		{"a restart", obs(1000, 2000, 100, 1100), 1000 + 1100, 1},
+		{"a step back", obs(1000, 2000, 1900, 3000), 2000, 0},
+	}
+	for _, tt := range tests {
+		f := FoldSeries(tt.hist)
+		n := 0
+		for _, x := range f {
+			if x.Restart {
+				n++
+			}
+		}
+		if got := f[len(f)-1].Gen; got != tt.wantGen || n != tt.restarts {
+			t.Errorf("FoldSeries(%s) = gen %v, %d restarts; want %v, %d", tt.name, got, n, tt.wantGen, tt.restarts)
+		}
+	}
+	// A restart the sampler saw while carrying its counters: the batch's base moves, the counter does not drop.
+	marked := obs(1000, 2000, 2500)
+	marked[2].Restarts = 1
+	f := FoldSeries(marked)
+	if !f[2].Restart || f[2].Seg != 1 || f[2].GenBase != f[1].Gen {
+		t.Errorf("FoldSeries(marked restart) = %+v; want a restart whose base is the previous total", f[2])
+	}
+	// Two replicas answering in turn: each lane grows on its own and the fold sums them (A from 0 to 38,000,
+	// B from 1,500 to 37,500).
+	var turns []Observation
+	for i := 0; i < 40; i++ {
+		g := float64(1000 * i)
+		if i%2 == 1 {
+			g -= 1500
+		}
+		turns = append(turns, Observation{T: float64(30 * i), GenTokens: fp(g), FinishedLenSum: fp(g), FinishedLenCount: fp(float64(i))})
+	}
+	if f := FoldSeries(turns); f[len(f)-1].Gen != 38000+36000 || f[len(f)-1].Unreliable {
+		t.Errorf("FoldSeries(two replicas in turn) = %+v; want 74,000 tokens", f[len(f)-1])
+	}
+	// One server's counters that jitter: the fold follows them and never adds the jitter up (the truth is
+	// 39,000 tokens since the first reading).
+	var jittery []Observation
+	for i := 0; i < 40; i++ {
+		g := float64(1000*i) + float64(i*7919%17-8)*150
+		n := float64(i) + float64(i*104729%7-3)
+		jittery = append(jittery, Observation{T: float64(30 * i), GenTokens: fp(g), FinishedLenSum: fp(g), FinishedLenCount: fp(n + 5)})
+	}
+	if f := FoldSeries(jittery); f[len(f)-1].Gen < 30000 || f[len(f)-1].Gen > 42000 {
+		t.Errorf("FoldSeries(counters that jitter) = %+v; want about 39,000 tokens", f[len(f)-1])
+	}
+	// Readings that land below the lanes over and over, each its own: replicas too many or too close to tell
+	// apart. Their sum is not known: left out.
+	var jumbled []Observation
+	for i := 0; i < 40; i++ {
+		g, n := float64(1000*i), float64(i)
+		if i%2 == 1 {
+			k := 0.5 + float64(i*7919%13)/26
+			g, n = g*k, n*(1.6-k)
+		}
+		jumbled = append(jumbled, Observation{T: float64(30 * i), GenTokens: fp(g), FinishedLenSum: fp(g), FinishedLenCount: fp(n)})
+	}
+	if f := FoldSeries(jumbled); !f[len(f)-1].Unreliable || f[len(f)-1].HasGen {
+		t.Errorf("FoldSeries(readings below every lane, over and over) = %+v; want them left out as unreliable", f[len(f)-1])
+	}
+}

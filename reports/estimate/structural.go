@@ -1,0 +1,166 @@
+package estimate
+
+import (
+	"fmt"
+	"math"
+	"runwatch/reports/format"
+)
+
+// onFinishRateZ is how many standard errors apart two stretches of an on-finish counter's rate must be to call
+// it a change.
+const onFinishRateZ = 8.0
+
+// noRate is model's reason when no rate could be measured yet.
+const noRate = "no item has finished yet and the engines report no tokens"
+
+// model fills a running estimate. With token counts: the items not started yet take items × tokens per item ÷
+// the full-batch token rate, then the batch drains (see tokenSeconds). With the job log only: items left ÷
+// items/s, or items left × tokens per item ÷ finished tokens/s once the log shows the lengths changing.
+func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
+	blockLen := cfg.Window / 3
+	bs := s.blocks(blockLen)
+	if len(bs) == 0 {
+		e.Reason = noRate
+		return e, parts{}
+	}
+	last := s.pts[len(s.pts)-1]
+	// spi is seconds per item, not items per second: the items that finish in a block of a busy batch are a
+	// renewal count, whose variance is about n × CV² of one item's length, so a block's time per item has a
+	// relative error of at least CV/√n however steady the engine, the floor fitLevel puts under the noise of
+	// units of den. Without it the item rate of a few quiet blocks passed for a change.
+	var tpi, tps, spi, fps []measure
+	var tpiLater measure // blocks after the first restart
+	for _, b := range bs {
+		a, z := s.pts[b.from], s.pts[b.to]
+		span := z.active - a.active
+		if z.done > a.done && !s.restartIn(a.t, z.t) {
+			spi = append(spi, measure{span, z.done - a.done})
+		}
+		// Across a restart the tokens decoded between the last sample and the crash are lost to the counters.
+		if a.hasG && z.hasG && a.seg == z.seg && s.saturated(b) {
+			tps = append(tps, measure{z.g - a.g, span})
+		}
+		if !s.warming(a.t, z.t, cfg.Window) {
+			if r, ok := blockTokensPerItem(a, z); ok {
+				tpi = append(tpi, r)
+				if a.seg > 0 {
+					tpiLater.num += r.num
+					tpiLater.den += r.den
+				}
+			}
+			if a.hasFin && z.hasFin && z.fin > a.fin {
+				fps = append(fps, measure{z.fin - a.fin, span})
+			}
+		}
+	}
+	var sec, relSE, drain, drainLow, drainHigh, wobble float64 // wobble: one block's relative noise of the rate used
+	used := 0
+	// With a counter that moves only on finish the lengths come from finished items alone, a block at a time:
+	// a few long ones finishing together look like a change. It takes the rates' stronger evidence, and three
+	// blocks, to call one.
+	lengthZ, lengthRecent := changeZ, 2
+	if s.kind == OnFinish {
+		lengthZ, lengthRecent = rateChangeZ, 3
+	}
+	mFit := fitLevel(tpi, lengthZ, false, math.Sqrt(s.lengthCV2(pooledRatio(tpi))), lengthRecent)
+	if mFit.BaseFrom == 0 {
+		// No change (or one not yet sure): every item so far counts.
+		if cum, young, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok {
+			mFit.Base = cum
+			if len(tpi) == 0 {
+				mFit.BaseSE = 0.1
+			}
+			// A young batch's tokens per item is a guess from its short requests; say so in the range.
+			mFit.BaseSE = math.Max(mFit.BaseSE, 0.25*young)
+			if mFit.Weight == 0 {
+				mFit.Split, mFit.SplitSE = mFit.Base, mFit.BaseSE
+			}
+		}
+	}
+	m, mSE := blend(mFit.Base, mFit.BaseSE, mFit.Split, mFit.SplitSE, mFit.Weight)
+	mFrom := mFit.From
+	switch {
+	case len(tps) > 0 && m > 0 && !math.IsNaN(m):
+		// Tokens counted on finish arrive in lumps: a change of their rate needs more evidence, and two blocks.
+		rateZ, rateRecent := rateChangeZ, 1
+		if s.kind == OnFinish {
+			rateZ, rateRecent = onFinishRateZ, 2
+		}
+		rFit := fitLevel(tps, rateZ, true, 0, rateRecent)
+		r, rSE, rFrom := rFit.Level, rFit.RelSE, rFit.From
+		wobble = rFit.BlockSD
+		e.TokensPerItem, e.TokensPerS = m, r
+		e.ItemsPerS = r / m
+		sec, drain, drainLow, drainHigh = s.tokenSeconds(e.ItemsLeft, m, r)
+		relSE = math.Hypot(mSE, rSE)
+		used = len(tps) - rFrom
+		if len(tpi) > 0 {
+			used = min(used, len(tpi)-mFrom)
+		}
+		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s", format.Count(e.ItemsLeft),
+			format.Count(m), format.Rate(r, "tok/s"))
+	case len(tpi) > 0 && len(fps) > 0 && mFrom > 0:
+		// No token counts, but the log's mean completion has changed: the tokens of finished items per
+		// second stand in for the engines' rate, so that the new lengths count for the items left.
+		rFit := fitLevel(fps, rateChangeZ, true, 0, 1)
+		r, rSE, rFrom := rFit.Level, rFit.RelSE, rFit.From
+		wobble = rFit.BlockSD
+		e.TokensPerItem, e.TokensPerS = m, r
+		e.ItemsPerS = r / m
+		sec = e.ItemsLeft * m / r
+		relSE = math.Hypot(mSE, rSE)
+		used = min(len(fps)-rFrom, len(tpi)-mFrom)
+		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s of finished completions", format.Count(e.ItemsLeft),
+			format.Count(m), format.Rate(r, "tok/s"))
+	case len(spi) > 0:
+		lFit := fitLevel(spi, rateChangeZ, true, math.Sqrt(s.lengthCV2(pooledRatio(tpi))), 1)
+		lam, lSE, lFrom := 1/lFit.Level, lFit.RelSE, lFit.From
+		wobble = lFit.BlockSD
+		e.ItemsPerS = lam
+		sec = e.ItemsLeft / lam
+		relSE = lSE
+		used = len(spi) - lFrom
+		e.Reason = fmt.Sprintf("%s items left at %s", format.Count(e.ItemsLeft), format.Rate(lam, "items/s"))
+	default:
+		e.Reason = "no item has finished yet and the engines give no token counts"
+		return e, parts{}
+	}
+	if math.IsNaN(sec) || math.IsInf(sec, 0) || sec < 0 {
+		e.Reason = "the measured rate is zero"
+		return e, parts{}
+	}
+	used = max(1, min(used, len(bs)))
+	e.Reason += fmt.Sprintf(" (rates of the last %s)", format.Duration(last.active-s.pts[bs[len(bs)-used].from].active))
+	if e.TokensPerItem == 0 || len(tps) == 0 {
+		// Without token counts nothing says how far the first batch has got; a run younger than the
+		// warm-up is a rough guess.
+		if young := 1 - (last.t-s.pts[0].t)/cfg.Window; s.pts[0].done == 0 && young > 0 {
+			relSE = math.Max(relSE, 0.3*young)
+		}
+	}
+	// The range (about 80%): the error of the measured levels, the rate's wobble averaged over the time left
+	// (it averages out over a long remainder), and the drain model's.
+	busy := sec - drain
+	future := wobble * math.Sqrt(blockLen/math.Max(busy, blockLen))
+	rel := 1.28 * math.Hypot(relSE, future)
+	low := math.Max(0, busy*(1-rel)+drainLow)
+	high := busy*(1+rel) + drainHigh
+	e.State = StateRunning
+	e.Seconds, e.LowS, e.HighS = &sec, &low, &high
+	finish := Unix(now + sec)
+	e.FinishAt = &finish
+	return e, parts{ok: true, blocks: bs, blockLen: blockLen, busy: busy, drain: drain, drainLow: drainLow,
+		drainHigh: drainHigh, rel: rel, rate: e.ItemsPerS}
+}
+
+// parts is how the structural model priced the remaining work, for the choice between estimators and the
+// range: the busy part (items not started yet, at the full-batch rate) and the drain at the end.
+type parts struct {
+	ok                  bool
+	blocks              []block
+	blockLen            float64
+	busy, drain         float64
+	drainLow, drainHigh float64
+	rel                 float64 // the model's own relative half-width of the busy part (about 80%)
+	rate                float64 // items/s of the busy part
+}

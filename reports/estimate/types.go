@@ -1,0 +1,69 @@
+package estimate
+
+import (
+	"time"
+)
+
+// ETA states.
+const (
+	StateRunning = "running"
+	StateStalled = "stalled"
+	StateDone    = "done"
+	StateUnknown = "unknown"
+)
+
+// Config tunes Estimate. Zero fields take their defaults.
+type Config struct {
+	// Window is the estimator's unit of time: seconds of recent history for the "recent" rate, a third of it
+	// a block of rates. 0 follows the job's own pace (see PaceWindow), so that a job replayed 10x slower gets
+	// the same relative figures.
+	Window     float64
+	StallAfter float64 // no progress (done and tokens flat) for this long -> stalled (default 600)
+}
+
+func (c Config) withDefaults() Config {
+	if c.StallAfter <= 0 {
+		c.StallAfter = 600
+	}
+	return c
+}
+
+// Throughput is how fast the run goes.
+type Throughput struct {
+	TokensPerS    float64 `json:"tokens_per_s"` // recent window (0 when unknown)
+	ItemsPerS     float64 `json:"items_per_s"`
+	WindowS       float64 `json:"window_s"`         // the window actually used
+	RunTokensPerS float64 `json:"run_tokens_per_s"` // over the whole run
+	RunItemsPerS  float64 `json:"run_items_per_s"`
+	// Basis says how the figures were derived: "565K tokens in 6 min 48 s" (the log's elapsed time, from one
+	// sample) or "1.2M tokens in 15 min" (counter deltas over the window).
+	Basis string `json:"basis,omitempty"`
+}
+
+// ETA is a finish estimate with its range.
+type ETA struct {
+	State        string     `json:"state"`   // StateRunning, StateStalled, StateDone or StateUnknown
+	Seconds      *float64   `json:"seconds"` // nil when unknown or stalled
+	LowS         *float64   `json:"low_s"`
+	HighS        *float64   `json:"high_s"`
+	FinishAt     *time.Time `json:"finish_at"` // time.Unix(last T + Seconds); only meaningful in live history
+	Reason       string     `json:"reason"`    // one sentence: how it was computed, why unknown, since when stalled
+	Rough        bool       `json:"rough,omitempty"`
+	StalledSince *float64   `json:"stalled_since,omitempty"` // T when progress stopped
+	// Progress is the share of items done (0 to 1; 0 when the total is unknown).
+	Progress float64 `json:"progress,omitempty"`
+	// ResetAt is the T of the latest server restart in the history, if any: an engine counter reset, a change
+	// of Observation.Restarts, or, without token counts, a pause in completions.
+	ResetAt *float64 `json:"reset_at,omitempty"`
+
+	// The parts of the estimate, used to explain shifts: remaining ≈ ItemsLeft × TokensPerItem / TokensPerS,
+	// or ItemsLeft / ItemsPerS when tokens are unknown.
+	ItemsLeft     float64 `json:"items_left"`
+	TokensPerItem float64 `json:"tokens_per_item"` // 0 when tokens unknown
+	TokensPerS    float64 `json:"tokens_per_s"`
+	ItemsPerS     float64 `json:"items_per_s"`
+	// Lengths is the censored mean completion length the estimate used, when it comes from one sample.
+	Lengths *Lengths `json:"lengths,omitempty"`
+	// Estimator names the estimator that the run's own history weighed most for the busy part.
+	Estimator string `json:"estimator,omitempty"`
+}

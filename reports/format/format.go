@@ -1,0 +1,132 @@
+// Package format turns numbers into the words runwatch answers with: sizes, counts, token counts, durations,
+// rates and shares.
+package format
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Bytes formats a size with SI units and three significant figures: 21.9 TB, 1.08 TB, 512 MB.
+func Bytes(n float64) string {
+	if n < 0 {
+		return "-" + Bytes(-n)
+	}
+	if n < 1000 {
+		return fmt.Sprintf("%.0f B", n)
+	}
+	v, prefix := humanize.ComputeSI(n)
+	return sig3(v) + " " + prefix + "B"
+}
+
+// Count formats an integer-ish quantity with thousands separators: 25,000.
+func Count(n float64) string {
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		return "?"
+	}
+	return humanize.Comma(int64(math.Round(n)))
+}
+
+// Tokens formats a token count compactly: 565K, 25M, 1.08B.
+func Tokens(n float64) string {
+	if n < 10000 {
+		return Count(n)
+	}
+	v, prefix := humanize.ComputeSI(n)
+	if prefix == "G" {
+		prefix = "B"
+	}
+	num := sig3(v)
+	if strings.Contains(num, ".") {
+		num = strings.TrimRight(strings.TrimRight(num, "0"), ".")
+	}
+	return num + strings.ToUpper(prefix)
+}
+
+func sig3(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+// Duration formats seconds for people: 45 s, 12 min, 3 h 10 min, 2 d 4 h.
+func Duration(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) {
+		return "?"
+	}
+	if s < 0 {
+		return "-" + Duration(-s)
+	}
+	switch {
+	case s < 90:
+		return fmt.Sprintf("%.0f s", s)
+	case s < 3600:
+		return fmt.Sprintf("%.0f min", math.Round(s/60))
+	case s < 48*3600:
+		m := int(math.Round(s / 60))
+		h, m := m/60, m%60
+		if m == 0 || h >= 10 {
+			return fmt.Sprintf("%d h", int(math.Round(s/3600)))
+		}
+		return fmt.Sprintf("%d h %d min", h, m)
+	default:
+		h := int(math.Round(s / 3600))
+		d, h := h/24, h%24
+		if h == 0 {
+			return fmt.Sprintf("%d d", d)
+		}
+		return fmt.Sprintf("%d d %d h", d, h)
+	}
+}
+
+// Span formats a measured stretch of time to the second below an hour: 6 min 48 s, 45 s; from an hour on as
+// Duration does.
+func Span(s float64) string {
+	if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || s >= 3600 {
+		return Duration(s)
+	}
+	m, sec := int(s)/60, int(math.Round(s))%60
+	switch {
+	case m == 0:
+		return fmt.Sprintf("%d s", sec)
+	case sec == 0:
+		return fmt.Sprintf("%d min", m)
+	}
+	return fmt.Sprintf("%d min %d s", m, sec)
+}
+
+// Rate formats a per-second figure with a sensible precision: 1,386 tok/s, 0.71 items/s.
+func Rate(v float64, unit string) string {
+	switch {
+	case v >= 100:
+		return Count(v) + " " + unit
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+}
+
+// Percent formats a fraction 0..1 as a percentage.
+func Percent(f float64) string {
+	if f > 0 && f < 0.01 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", f*100)
+}
+
+// Plural returns "1 process" or "3 processes".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%s %s", Count(float64(n)), many)
+}
