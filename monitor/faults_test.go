@@ -20,7 +20,6 @@ import (
 	"runwatch/internal/tmpfs"
 	"runwatch/probes"
 	"runwatch/reports"
-	"runwatch/reports/estimate"
 	"runwatch/state"
 )
 
@@ -389,16 +388,4 @@ func faultPermissionChild(log string) {
 	rs, _ := m.RunStatus(context.Background(), "synth", Need{Progress: true})
 	b, _ := json.Marshal(rs)
 	fmt.Printf("STATUS %s\n", b)
-}
-
-// TestFoldEnginesKeepsWhatADeadServerCounted: a server that does not answer adds nothing new but
-// keeps every count it reported, prompt tokens included (they size `tokens: auto` plans).
-func TestFoldEnginesKeepsWhatADeadServerCounted(t *testing.T) {
-	memo := engineMemo{Reads: 2, Total: estimate.Counts{Gen: 1200, Done: 3, Prompt: 600}, Restarts: 1}
-	var s sample
-	tot := s.foldEngines([]engineReading{{key: "a", url: "http://a/metrics", probe: "metrics a", err: errors.New("connection refused")}},
-		map[string]engineMemo{"a": memo}, time.Second, func(string, error) {})
-	if tot.tokens != 1200 || tot.done != 3 || tot.prompt != 600 {
-		t.Errorf("totals with the server down = tokens %v, done %v, prompt %v; want 1200, 3, 600", tot.tokens, tot.done, tot.prompt)
-	}
 }

@@ -27,11 +27,9 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -45,7 +43,6 @@ import (
 const (
 	promBackfillSpan = 6 * time.Hour
 	promRetryAfter   = time.Minute
-	promMemoPrefix   = "prometheus "
 )
 
 // promSource is one run's Prometheus server and what reads from it.
@@ -121,48 +118,8 @@ func (m *Monitor) promEngineSource(r *config.Run) *promSource {
 	return m.prom[r.Name]
 }
 
-// errUpZero is an engine target Prometheus cannot scrape.
-var errUpZero = errors.New("Prometheus cannot scrape it (up = 0)")
-
-// promReadingsOf makes one reading per instance that serves as an engine, sorted. An engine
-// Prometheus cannot scrape (up = 0) that was one before (known) is a reading with an error, and so
-// is one that vanished altogether, so that what it counted still counts. Instances that are down
-// and were never engines are returned in down: a problem, not an engine.
-func promReadingsOf(insts []probes.PromInstance, where string, known map[string]bool) (readings []engineReading, down []string) {
-	seen := map[string]bool{}
-	for _, pi := range insts {
-		key := promMemoPrefix + pi.Name
-		switch {
-		case pi.Engine.Kind != "":
-			rd := engineReading{key: key, url: where, host: pi.Name, probe: "prometheus target " + pi.Name, engine: pi.Engine}
-			if pi.Down() {
-				rd.err = errUpZero
-			}
-			readings = append(readings, rd)
-		case pi.Down() && known[key]:
-			readings = append(readings, engineReading{key: key, url: where, host: pi.Name, probe: "prometheus target " + pi.Name, err: errUpZero})
-		case pi.Down():
-			down = append(down, pi.Name)
-		default:
-			continue
-		}
-		seen[pi.Name] = true
-	}
-	for key := range known {
-		inst, ok := strings.CutPrefix(key, promMemoPrefix)
-		if !ok || seen[inst] {
-			continue
-		}
-		readings = append(readings, engineReading{key: key, url: where, host: inst, probe: "prometheus target " + inst,
-			err: errors.New("no series in Prometheus any more (target removed or relabelled); its counts are kept")})
-	}
-	sort.Slice(readings, func(i, j int) bool { return readings[i].host < readings[j].host })
-	sort.Strings(down)
-	return readings, down
-}
-
 // promEngines reads the run's engines from Prometheus now.
-func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[string]bool, now time.Time, problem func(string, error)) ([]engineReading, []string) {
+func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[string]bool, now time.Time, problem func(string, error)) ([]probes.EngineReading, []string) {
 	if ps.err != nil {
 		problem(ps.probe(), ps.err)
 		return nil, nil
@@ -174,14 +131,14 @@ func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[str
 		problem(ps.probe(), probes.NoAnswer(err, m.opts.ProbeTimeout))
 		return nil, nil
 	}
-	readings, down := promReadingsOf(rd.Instances, ps.where, known)
+	readings, down := probes.PromReadings(rd.Instances, ps.where, known)
 	var notices []string
 	for _, inst := range slices.Sorted(maps.Keys(rd.Restarts)) {
 		notices = append(notices, fmt.Sprintf("%s restarted %s in the last hour (resets() of its token counter).",
 			inst, reports.Plural(rd.Restarts[inst], "time", "times")))
 	}
 	for _, inst := range down {
-		problem("prometheus target "+inst, errUpZero)
+		problem("prometheus target "+inst, probes.ErrUpZero)
 	}
 	if len(readings) == 0 {
 		problem(ps.probe(), fmt.Errorf("no vLLM, SGLang or TGI series match %s", ps.engines.Selector()))
@@ -227,7 +184,7 @@ func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSourc
 		lastT = st.History[n-1].T
 	}
 	st.mu.Unlock()
-	obs, memos := promHistory(steps, ps.where, prev, r.Total, lastT)
+	obs, memos := reports.PromHistory(steps, ps.where, prev, r.Total, lastT)
 	st.mu.Lock()
 	for _, o := range obs {
 		if n := len(st.History); n == 0 || o.T > st.History[n-1].T {
@@ -241,42 +198,12 @@ func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSourc
 		st.Engines = map[string]engineMemo{}
 	}
 	for k, v := range memos {
-		if strings.HasPrefix(k, promMemoPrefix) {
+		if strings.HasPrefix(k, probes.PromCounterPrefix) {
 			st.Engines[k] = v
 		}
 	}
 	st.mu.Unlock()
 	ps.backfilled = true
-}
-
-// promHistory folds a history's steps as if the monitor had sampled the engines at every step:
-// counters are carried across server restarts by the same memos, and each step where the engines
-// say how many requests finished becomes an observation. Steps at or before after are skipped.
-func promHistory(steps []probes.PromStep, where string, prev map[string]engineMemo, total int64, after float64) ([]reports.Observation, map[string]engineMemo) {
-	memos := prev
-	known := map[string]bool{}
-	for k := range memos {
-		known[k] = true
-	}
-	var out []reports.Observation
-	nop := func(string, error) {}
-	for _, step := range steps {
-		readings, _ := promReadingsOf(step.Instances, where, known)
-		s := &sample{obs: reports.Observation{T: step.T}, metrics: map[string]float64{}}
-		tot := s.foldEngines(readings, memos, 0, nop)
-		memos = s.memos
-		for k := range memos {
-			known[k] = true
-		}
-		if step.T <= after {
-			continue
-		}
-		tot.apply(&s.obs)
-		if _, ok := engineProgress(&s.obs, tot, total); ok {
-			out = append(out, s.obs)
-		}
-	}
-	return out, memos
 }
 
 // promObserveStorage reads the run's paths on every host from node_exporter: capacity now, the

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"runwatch/config"
+	"runwatch/probes"
 	"runwatch/reports"
 )
 
@@ -58,11 +59,11 @@ func (b *signalBook) add(run string, smp map[string]reports.SignalSample) report
 }
 
 // signalSamples takes the signals of the engines that answered.
-func signalSamples(readings []engineReading, t float64) map[string]reports.SignalSample {
+func signalSamples(readings []probes.EngineReading, t float64) map[string]reports.SignalSample {
 	out := map[string]reports.SignalSample{}
 	for _, rd := range readings {
-		if rd.err == nil && rd.engine.Kind != "" {
-			out[rd.key] = reports.SignalSampleOf(t, rd.engine)
+		if rd.Err == nil && rd.Engine.Kind != "" {
+			out[rd.Key] = reports.SignalSampleOf(t, rd.Engine)
 		}
 	}
 	return out

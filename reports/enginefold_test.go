@@ -1,0 +1,62 @@
+package reports
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"runwatch/probes"
+)
+
+func TestFoldEngines(t *testing.T) {
+	nan := math.NaN()
+	vllm := func(gen, done, start float64) probes.Engine {
+		return probes.Engine{Kind: "vllm", Engines: 1, GenerationTokens: gen, RequestsFinished: done, PromptTokens: done * 10,
+			Running: 4, Waiting: 1, StartTime: start, FinishedLenSum: nan, FinishedLenCount: nan, KVCacheUsage: nan}
+	}
+	a := probes.EngineReading{Key: "a", URL: "http://a/metrics", Probe: "metrics a"}
+	b := probes.EngineReading{Key: "b", URL: "http://b/metrics", Probe: "metrics b"}
+	down := errors.New("connection refused")
+	at := func(rd probes.EngineReading, e probes.Engine, err error) probes.EngineReading {
+		rd.Engine, rd.Err = e, err
+		return rd
+	}
+
+	// Two data-parallel servers sum.
+	f := FoldEngines([]probes.EngineReading{at(a, vllm(1000, 10, 100), nil), at(b, vllm(500, 5, 100), nil)}, nil, 200)
+	if gen, prompt, ok := f.Totals.Tokens(); !ok || gen != 1500 || prompt != 150 {
+		t.Errorf("two servers: tokens %v, prompt %v, ok %v; want 1500, 150, true", gen, prompt, ok)
+	}
+	var o Observation
+	o.T = 200
+	f.Totals.Apply(&o)
+	if p, ok := f.Totals.Progress(&o, 100); !ok || p.Done != 15 || o.Running == nil || *o.Running != 8 || o.Elapsed == nil || *o.Elapsed != 100 {
+		t.Errorf("two servers: progress %+v ok %v, running %v, elapsed %v; want 15 done, 8 running, 100 s", p, ok, o.Running, o.Elapsed)
+	}
+	if len(f.Engines) != 2 || !f.Engines[0].OK || f.Engines[0].Running == nil {
+		t.Errorf("status lines = %+v; want two that answered", f.Engines)
+	}
+
+	// b restarts (counter from zero, later start time): its earlier counts carry on, and it is named.
+	f2 := FoldEngines([]probes.EngineReading{at(a, vllm(2000, 20, 100), nil), at(b, vllm(100, 1, 300), nil)}, f.Counters, 310)
+	if gen, _, _ := f2.Totals.Tokens(); gen != 2600 {
+		t.Errorf("after b restarted: tokens %v; want 2600 (2000 + 500 + 100)", gen)
+	}
+	if len(f2.Notices) != 1 || !strings.Contains(f2.Notices[0], "http://b/metrics restarted") {
+		t.Errorf("notices = %q; want b's restart", f2.Notices)
+	}
+
+	// A server that does not answer adds nothing new but keeps every count it reported, prompt
+	// tokens included (they size `tokens: auto` plans); one never read is kept in the counters.
+	f3 := FoldEngines([]probes.EngineReading{at(a, probes.Engine{}, down)}, f2.Counters, 320)
+	if gen, prompt, ok := f3.Totals.Tokens(); !ok || gen != 2000 || prompt != 200 || f3.Totals.done != 20 {
+		t.Errorf("a down: tokens %v, prompt %v, done %v; want 2000, 200, 20", gen, prompt, f3.Totals.done)
+	}
+	if _, kept := f3.Counters["b"]; !kept || f3.Engines[0].OK || f3.Engines[0].Error != "connection refused" {
+		t.Errorf("a down: counters %v, status %+v; want b kept and a's error shown", f3.Counters, f3.Engines[0])
+	}
+	if f3.Totals.haveDone {
+		t.Error("a down: finished requests counted as read this sample; a dead server only keeps its totals")
+	}
+}
