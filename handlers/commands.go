@@ -335,9 +335,13 @@ func handleFit(ctx context.Context, b *Bot, q Query) Reply {
 		m.Sections[0] = namedPlanVerdict(plans)
 	}
 	var measured []reports.MeasuredPlan
+	said := map[string]bool{} // plans sharing a target: what it holds is said once, not per plan
 	for _, p := range plans {
 		if mp := reports.MeasuredFor(rs.Measured, p.Name); mp != nil {
-			m.Sections = append(m.Sections, mp.Sentence)
+			if !said[mp.Sentence] {
+				m.Sections = append(m.Sections, mp.Sentence)
+			}
+			said[mp.Sentence] = true
 			measured = append(measured, *mp)
 		}
 	}

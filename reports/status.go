@@ -403,9 +403,11 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	}
 	if len(r.Plans) > 0 {
 		var lines []string
+		said := map[string]bool{} // plans sharing a target: "nothing written yet" once, not per plan
 		for _, p := range r.Plans {
 			lines = append(lines, p.Sentence)
-			if mp := MeasuredFor(r.Measured, p.Name); mp != nil {
+			if mp := MeasuredFor(r.Measured, p.Name); mp != nil && !said[mp.Sentence] {
+				said[mp.Sentence] = true
 				lines = append(lines, mp.Sentence)
 			}
 		}
