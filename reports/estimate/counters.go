@@ -82,6 +82,10 @@ type Step struct {
 	// Replica: a reading below every lane that is not a fresh start: another replica behind the address, or a
 	// counter that stepped back. It counts from here on; what it shows now was never observed being made.
 	Replica bool
+	// Switched: the reading continued a lane other than the one the reading before it did, and that lane had
+	// gone unread for more than one turn: servers behind one address answering irregularly, each one's growth
+	// arriving in lumps.
+	Switched bool
 }
 
 // maxLanes bounds the lanes a Counter remembers; the one matched least recently goes first.
@@ -157,6 +161,8 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		}
 	}
 	if match >= 0 {
+		// A lane that went unread for more than a turn has grown unseen: what it shows now lands in one lump.
+		switched := len(c.Lanes) > 1 && c.latest() != match && c.Reads-c.Lanes[match].Read > 2
 		l := &c.Lanes[match]
 		prev := l.Last.key()
 		last := l.Last.fields()
@@ -181,7 +187,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		if now > 0 {
 			c.LastRead = now
 		}
-		return c, Step{}
+		return c, Step{Switched: switched}
 	}
 	var step Step
 	switch {

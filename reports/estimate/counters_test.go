@@ -115,3 +115,33 @@ func TestCounterLanesBounded(t *testing.T) {
 		t.Errorf("after 50 server lifetimes %d lanes; want at most %d", len(c.Lanes), maxLanes)
 	}
 }
+
+// TestCounterSwitched: a reading that continues a lane left unread for more than a turn is a switch (its growth
+// arrives in one lump); replicas answering strictly in turn, or one server, never are.
+func TestCounterSwitched(t *testing.T) {
+	tests := []struct {
+		name string
+		gens []float64
+		want []int // indexes of the readings Add must call switched
+	}{
+		{"one server", []float64{100, 200, 300, 400, 500}, nil},
+		{"two replicas in turn", []float64{1000, 600, 1010, 610, 1020, 620, 1030}, nil},
+		{"a replica that answers now and then", []float64{1000, 600, 1010, 1020, 1030, 700, 1040}, []int{5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Counter
+			var got []int
+			for i, g := range tt.gens {
+				var st Step
+				c, st = c.Add(gen(g, math.NaN()), 0, 0)
+				if st.Switched {
+					got = append(got, i)
+				}
+			}
+			if len(got) != len(tt.want) || len(got) > 0 && got[0] != tt.want[0] {
+				t.Errorf("Add(%v): switched at %v; want %v", tt.gens, got, tt.want)
+			}
+		})
+	}
+}

@@ -439,3 +439,31 @@ func TestEstimateMessyHistories(t *testing.T) {
 }
 
 func obsF(v float64) *float64 { return &v }
+
+// TestEstimateFullBatchRateFloor: the batch gauge says the batch is no longer full (it is one replica's behind a
+// shared address) while the engines' tokens come twice as fast: the rate of the blocks that were full is not the
+// run's any more; the latest blocks' rate is a floor under it.
+func TestEstimateFullBatchRateFloor(t *testing.T) {
+	const m = 1400.0
+	var hist []Observation
+	done, gen := 0.0, 0.0
+	for t := 0.0; t <= 3600; t += 30 {
+		rate, running := 1.0, 200.0
+		if t > 1800 {
+			rate, running = 2.0, 150.0
+		}
+		if t > 0 {
+			done += rate * 30
+			gen += rate * 30 * m
+		}
+		age := math.Min(gen, 200*m/2)
+		hist = append(hist, Observation{T: t, Done: int64(done), Total: 25000, Elapsed: obsF(t), AvgCompletion: obsF(m),
+			GenTokens: obsF(gen + age), Running: obsF(running), Waiting: obsF(50),
+			FinishedLenSum: obsF(gen), FinishedLenCount: obsF(done), MaxTokens: int64(4 * m)})
+	}
+	e, _ := Compute(hist, Config{Window: 900})
+	left := 25000 - done
+	if e.Seconds == nil || *e.Seconds > 0.6*left || *e.Seconds < 0.45*left {
+		t.Errorf("Compute(gauge not full, tokens twice as fast) = %v s; want about %.0f s (2 items/s)", e.Seconds, left/2)
+	}
+}
