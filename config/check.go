@@ -13,8 +13,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
-
-	"runwatch/probes"
 )
 
 // Every error a run file gets names the key and the key's own line ("line 7: runs[0].total: ..."), so
@@ -275,8 +273,7 @@ func (f *File) validate(lines keyLines) error {
 			return fmt.Errorf("%s: %q is not an absolute path", at("log"), r.Log)
 		}
 		if r.LogPattern != "" {
-			// The probe's own check, so that what loads here also runs there.
-			if _, err := probes.CompileProgressPattern(r.LogPattern); err != nil {
+			if _, err := CompileProgressPattern(r.LogPattern); err != nil {
 				return fmt.Errorf("%s: %w (it needs named groups (?P<done>...) and (?P<total>...))", at("log_pattern"), err)
 			}
 		}
@@ -284,6 +281,9 @@ func (f *File) validate(lines keyLines) error {
 			if err := checkURL(u); err != nil {
 				return fmt.Errorf("%s: %w", at(fmt.Sprintf("metrics[%d]", j)), err)
 			}
+		}
+		if err := checkMetricsBody(r.MetricsMaxBody); err != nil {
+			return fmt.Errorf("%s: %w", at("metrics_max_body"), err)
 		}
 		if r.Total < 0 {
 			return fmt.Errorf("%s: %d must not be negative; give the number of items, or leave it out when the log says", at("total"), r.Total)
@@ -357,7 +357,8 @@ func checkURL(u string) error {
 		if err == nil && p.Scheme != "http" && p.Scheme != "https" {
 			hint = " (start it with http:// or https://)"
 		}
-		return fmt.Errorf("%q is not an http(s) URL with a host%s", u, hint)
+		// The value is not quoted: a URL may carry a password or a key, and the line names it.
+		return fmt.Errorf("the value is not an http(s) URL with a host%s", hint)
 	}
 	return nil
 }

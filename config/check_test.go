@@ -38,6 +38,7 @@ func TestConfigErrorTable(t *testing.T) {
 		{"log", run("    log: gen.log"), "line 3: runs[0].log", "not an absolute path"},
 		{"log_pattern", run("    outputs: [/x]", "    log_pattern: '('"), "line 4: runs[0].log_pattern", "named groups"},
 		{"metrics", run("    outputs: [/x]", "    metrics:", "      - http://127.0.0.1:8000/metrics", "      - localhost:8001"), "line 6: runs[0].metrics[1]", "http://"},
+		{"metrics_max_body", run("    outputs: [/x]", "    metrics_max_body: 1KiB"), "line 4: runs[0].metrics_max_body", "64KiB..256MiB"},
 		{"total", run("    total: lots"), "line 3: runs[0].total", `"lots" is not a whole number`},
 		{"total", run("    outputs: [/x]", "    total: -5"), "line 4: runs[0].total", "must not be negative"},
 		{"stall_after", run("    stall_after: soon"), "line 3: runs[0].stall_after", "not a duration"},

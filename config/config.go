@@ -40,6 +40,8 @@ type Run struct {
 	Log        string   `yaml:"log"`
 	LogPattern string   `yaml:"log_pattern"`
 	Metrics    []string `yaml:"metrics"`
+	// MetricsMaxBody caps one scrape of a metrics endpoint (0: 8 MiB).
+	MetricsMaxBody ByteSize `yaml:"metrics_max_body"`
 	// Total is the number of items the job will process, for runs whose log does not say.
 	Total      int64    `yaml:"total"`
 	StallAfter Duration `yaml:"stall_after"`
@@ -134,7 +136,7 @@ func Locate(flagPath, envPath string) (string, error) {
 
 // Load reads and validates a run file. lookup resolves ${VAR} references (os.LookupEnv in production).
 func Load(path string, lookup func(string) (string, bool)) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRunFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read run file: %w", err)
 	}
@@ -148,6 +150,9 @@ func Load(path string, lookup func(string) (string, bool)) (*File, error) {
 
 // Parse parses and validates a run file's content. Errors name the key and the line.
 func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
+	if err := checkFileSize(b); err != nil {
+		return nil, err
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&root); err != nil {
@@ -157,6 +162,9 @@ func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 		return nil, syntaxError(b, err)
 	}
 	if err := expandNode(&root, lookup); err != nil {
+		return nil, err
+	}
+	if err := checkSizes(&root, ""); err != nil {
 		return nil, err
 	}
 	lines := keyLines{}

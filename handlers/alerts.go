@@ -30,12 +30,24 @@ type Post struct {
 	Message reports.Message
 	// ThreadRef is the transport's reference of the message this one follows up (Slack thread ts).
 	ThreadRef string
+	// ID identifies this post across a crash: it is recorded before the post is sent and travels
+	// with it (Slack message metadata), so a restarted bot can ask whether it landed.
+	ID string
+}
+
+// PendingPost is a post whose intent was recorded and whose delivery was not yet confirmed.
+type PendingPost struct {
+	Post Post      `json:"post"`
+	At   time.Time `json:"at"`
 }
 
 // AlertState is the alerter's persisted memory: which conditions are active, when each was last
 // posted and where, so a restart neither repeats nor forgets a warning.
 type AlertState struct {
 	Active map[string]*ActiveAlert `json:"active"`
+	// Pending holds posts being delivered, by ID; after a crash they are looked up before anything
+	// is posted again.
+	Pending map[string]PendingPost `json:"pending,omitempty"`
 }
 
 // ActiveAlert is one condition that is (or recently was) true.
@@ -47,8 +59,48 @@ type ActiveAlert struct {
 	Posted     time.Time `json:"posted"`     // last warning posted (zero: not yet)
 	Ref        string    `json:"ref"`        // transport reference of the warning, for follow-ups
 	Summary    string    `json:"summary"`    // the warning's first line, for the follow-up
-	Cleared    bool      `json:"cleared"`    // condition gone; kept until the follow-up is posted
+	Cleared    bool      `json:"cleared"`    // condition gone; kept, with its thread, until its cooldown ends
 	Suppressed bool      `json:"suppressed"` // held back by a snooze
+
+	// A condition that recovers and comes back within its cooldown is the same warning: it goes on
+	// in the first warning's thread. Downs are the times it went down (confirmed) within the flap
+	// window; from flapDowns of them on it is flapping, and its changes are summarised once it
+	// holds steady instead of posted one by one.
+	Confirmed bool        `json:"confirmed,omitempty"` // this episode reached Confirm
+	Recurring bool        `json:"recurring,omitempty"` // came back after it cleared; not yet said
+	ClearedAt time.Time   `json:"cleared_at,omitzero"` // when it last went away
+	Changed   time.Time   `json:"changed,omitzero"`    // last confirmed down or clear
+	Downs     []time.Time `json:"downs,omitempty"`
+	Flapping  bool        `json:"flapping,omitempty"`
+}
+
+// Flapping: a condition that goes down flapDowns times within flapWindow is flapping; it is
+// steady again once nothing changed for flapWindow.
+const (
+	flapWindow = 5 * time.Minute
+	flapDowns  = 5
+)
+
+// recentDowns is the downs within flapWindow of now.
+func (al *ActiveAlert) recentDowns(now time.Time) int {
+	n := 0
+	for _, d := range al.Downs {
+		if now.Sub(d) < flapWindow {
+			n++
+		}
+	}
+	return n
+}
+
+func (al *ActiveAlert) recordDown(now time.Time) {
+	kept := al.Downs[:0]
+	for _, d := range al.Downs {
+		if now.Sub(d) < flapWindow {
+			kept = append(kept, d)
+		}
+	}
+	al.Downs = append(kept, now)
+	al.Changed = now
 }
 
 // AlertPolicy sets how often each kind may be posted.
@@ -171,17 +223,68 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 	}
 	var posts []Post
 	current := map[string]bool{}
+	post := func(al *ActiveAlert, p Post) {
+		if a.Channel != nil {
+			p.Channel = a.Channel(al.Run)
+		}
+		posts = append(posts, p)
+	}
 	for _, ev := range evs {
 		run := ev.Run.Name
 		for _, c := range a.conditions(ev) {
 			current[c.key] = true
 			al := a.State.Active[c.key]
-			if al == nil || al.Cleared {
+			switch {
+			case al == nil || (al.Cleared && al.Posted.IsZero()):
 				al = &ActiveAlert{Kind: c.kind, Run: run, Since: now}
 				a.State.Active[c.key] = al
+			case al.Cleared:
+				// Back within its cooldown: the same warning, in the same thread.
+				al.Cleared, al.Confirmed, al.Recurring, al.Since, al.Seen = false, false, true, now, 0
 			}
 			al.Seen++
 			if al.Seen < max(1, a.Policy.Confirm[c.kind]) {
+				continue
+			}
+			if !al.Confirmed {
+				al.Confirmed = true
+				if c.kind != AlertShift && c.kind != AlertFinished {
+					al.recordDown(now)
+				}
+			}
+			if snoozed(run) {
+				if al.Posted.IsZero() || now.Sub(al.Posted) >= a.Policy.Cooldown[c.kind] {
+					al.Suppressed = true
+				}
+				continue
+			}
+			recurred := al.Recurring && al.Ref != ""
+			al.Recurring = false
+			if recurred {
+				n := al.recentDowns(now)
+				switch {
+				case al.Flapping:
+					continue // summarised when it holds steady
+				case n >= flapDowns:
+					al.Flapping = true
+					post(al, Post{Run: run, Kind: c.kind + "_flapping", Key: c.key, ThreadRef: al.Ref, Message: reports.Message{Sections: []string{fmt.Sprintf(
+						":arrows_counterclockwise: Flapping: down %d times in %s (%s). Changes are no longer posted one by one; this thread hears when it holds steady.",
+						n, reports.Duration(flapWindow.Seconds()), reports.Esc(c.summary))}}})
+					continue
+				}
+				al.Posted, al.Summary, al.Suppressed = now, c.summary, false
+				p := Post{Run: run, Kind: c.kind, Key: c.key, Message: c.msg, ThreadRef: al.Ref}
+				p.Message.Sections = append([]string{fmt.Sprintf(":repeat: Again (it had recovered at %s).", reports.SlackTime(al.ClearedAt, a.loc))}, p.Message.Sections...)
+				post(al, p)
+				continue
+			}
+			if al.Flapping {
+				if now.Sub(al.Changed) >= flapWindow {
+					al.Flapping, al.Posted = false, now
+					post(al, Post{Run: run, Kind: c.kind, Key: c.key, ThreadRef: al.Ref, Message: reports.Message{Sections: []string{fmt.Sprintf(
+						":red_circle: Holding steady, down, since %s, after flapping (down %d times within %s).",
+						reports.SlackTime(al.Changed, a.loc), len(al.Downs), reports.Duration(flapWindow.Seconds()))}}})
+				}
 				continue
 			}
 			// A shift is an event, not a state: each one the detector confirms is news (it has its
@@ -190,23 +293,16 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			if !due {
 				continue
 			}
-			if snoozed(run) {
-				al.Suppressed = true
-				continue
-			}
 			if c.kind == AlertFinished && !al.Posted.IsZero() {
 				continue // a finished job is announced once
 			}
 			al.Posted, al.Summary, al.Suppressed = now, c.summary, false
 			p := Post{Run: run, Kind: c.kind, Key: c.key, Message: c.msg}
-			if a.Channel != nil {
-				p.Channel = a.Channel(run)
-			}
 			if al.Ref != "" {
 				p.ThreadRef = al.Ref // a repeat goes under the first warning
 				p.Message.Sections = append([]string{fmt.Sprintf("Still %s (since %s).", reports.Esc(strings.ReplaceAll(c.kind, "_", " ")), reports.SlackTime(al.Since, a.loc))}, p.Message.Sections...)
 			}
-			posts = append(posts, p)
+			post(al, p)
 		}
 	}
 	// Conditions that went away: a follow-up in the warning's thread, once.
@@ -234,18 +330,34 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			}
 			continue
 		}
+		if al.Cleared {
+			// Gone, and kept for its cooldown so that a recurrence goes into its thread.
+			if al.Flapping && now.Sub(al.Changed) >= flapWindow {
+				al.Flapping = false
+				post(al, Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, ThreadRef: al.Ref, Message: reports.Message{Sections: []string{fmt.Sprintf(
+					":large_green_circle: Holding steady since %s: %s. It went down %d times within %s.",
+					reports.SlackTime(al.ClearedAt, a.loc), reports.Esc(recoveredText(al)), len(al.Downs), reports.Duration(flapWindow.Seconds()))}}})
+			}
+			if !al.Flapping && now.Sub(al.ClearedAt) >= a.Policy.Cooldown[al.Kind] {
+				delete(a.State.Active, k)
+			}
+			continue
+		}
 		if al.Posted.IsZero() || snoozed(al.Run) {
 			delete(a.State.Active, k)
 			continue
 		}
+		al.Cleared, al.ClearedAt = true, now
+		if !al.Confirmed {
+			continue // came back and went again before it was confirmed: nothing was said
+		}
+		al.Confirmed, al.Changed = false, now
+		if al.Flapping {
+			continue
+		}
 		msg := reports.Message{Sections: []string{fmt.Sprintf(":large_green_circle: Resolved after %s: %s.",
 			reports.Duration(now.Sub(al.Since).Seconds()), reports.Esc(recoveredText(al)))}}
-		p := Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, Message: msg, ThreadRef: al.Ref}
-		if a.Channel != nil {
-			p.Channel = a.Channel(al.Run)
-		}
-		posts = append(posts, p)
-		delete(a.State.Active, k)
+		post(al, Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, Message: msg, ThreadRef: al.Ref})
 	}
 	return posts
 }
@@ -292,16 +404,22 @@ func recoveredText(al *ActiveAlert) string {
 	return al.Summary + " no longer holds"
 }
 
+// followUp reports whether a post kind follows up a warning rather than being one: a resolution,
+// a flapping notice, a claim's reminder.
+func followUp(kind string) bool {
+	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder")
+}
+
 // Delivered records where a posted warning landed, so follow-ups can thread under it.
 func (a *Alerter) Delivered(p Post, ref string) {
-	if al := a.State.Active[p.Key]; al != nil && al.Ref == "" && ref != "" && !strings.HasSuffix(p.Kind, "_resolved") {
+	if al := a.State.Active[p.Key]; al != nil && al.Ref == "" && ref != "" && !followUp(p.Kind) {
 		al.Ref = ref
 	}
 }
 
 // Undelivered forgets that a post was made, so the next evaluation tries again instead of losing it.
 func (a *Alerter) Undelivered(p Post) {
-	if al := a.State.Active[p.Key]; al != nil && !strings.HasSuffix(p.Kind, "_resolved") {
+	if al := a.State.Active[p.Key]; al != nil && !followUp(p.Kind) {
 		al.Posted = time.Time{}
 	}
 }

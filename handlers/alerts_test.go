@@ -67,8 +67,14 @@ func TestAlerterLifecycle(t *testing.T) {
 	if !strings.Contains(posts[0].Message.Mrkdwn(), "making progress again") {
 		t.Errorf("recovery text = %q", posts[0].Message.Mrkdwn())
 	}
+	// Resolved, the warning is kept with its thread for its cooldown (a recurrence goes there), then
+	// forgotten. (Before the flapping fix it was forgotten at once.)
+	if al := a.State.Active["synth/stall"]; len(a.State.Active) != 1 || al == nil || !al.Cleared || al.Ref != "1700000000.000100" {
+		t.Errorf("active after recovery = %v; want the stall kept, cleared, with its thread", a.State.Active)
+	}
+	a.Process([]monitor.Evaluation{ev("synth", nil)}, t0.Add(131*time.Minute), never)
 	if len(a.State.Active) != 0 {
-		t.Errorf("active after recovery = %v", a.State.Active)
+		t.Errorf("active a cooldown after recovery = %v; want it forgotten", a.State.Active)
 	}
 }
 
@@ -143,5 +149,17 @@ func TestAlerterFinishedOnceAndUndelivered(t *testing.T) {
 		if posts := a.Process([]monitor.Evaluation{done}, t0.Add(time.Duration(i)*25*time.Hour), never); len(posts) != 0 {
 			t.Fatalf("finished announced again on day %d: %v", i, kinds(posts))
 		}
+	}
+}
+
+// TestAlerterStateFromBeforeFlapping: an alerts.json written before recurrences and flapping were
+// tracked (no confirmed, recurring or downs fields) does not make a held condition post again.
+func TestAlerterStateFromBeforeFlapping(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	a := NewAlerter(time.UTC, func(string) string { return "#synth" })
+	a.State.Active["synth/stall"] = &ActiveAlert{Kind: AlertStall, Run: "synth", Since: t0, Seen: 5, Posted: t0, Ref: "ts1", Summary: "no progress"}
+	never := func(string) bool { return false }
+	if posts := a.Process([]monitor.Evaluation{ev("synth", stalled)}, t0.Add(10*time.Minute), never); len(posts) != 0 {
+		t.Errorf("held stall from an old state file = %+v; want nothing within its cooldown", posts)
 	}
 }

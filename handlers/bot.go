@@ -56,9 +56,27 @@ type Attachment struct {
 	Data    []byte
 }
 
+// Runs is what the bot needs from the monitor (*monitor.Monitor, wired in cmd/bot): the run file,
+// the clock, each run's status and history, the sampler's evaluations and the few changes admins
+// make. Tests can stand in for it with a small fake.
+type Runs interface {
+	Config() *config.File
+	Now() time.Time
+	RunNames() []string
+	Status(ctx context.Context, need monitor.Need) reports.Status
+	RunStatus(ctx context.Context, name string, need monitor.Need) (reports.RunStatus, error)
+	Sample(ctx context.Context) []monitor.Evaluation
+	History(name string) []reports.Observation
+	EstimateConfig(name string) reports.EstimateConfig
+	ResolveTarget(ctx context.Context, run, path string) (reports.Target, error)
+	Snooze(name string, until time.Time) error
+	SnoozedUntil(name string) (time.Time, bool)
+	MarkStage(run, stage, state, by string) error
+}
+
 // Bot answers questions about the configured runs.
 type Bot struct {
-	mon      *monitor.Monitor
+	mon      Runs
 	loc      *time.Location
 	commands []Command
 	admins   map[string]bool
@@ -78,7 +96,7 @@ type Bot struct {
 }
 
 // NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.
-func NewBot(mon *monitor.Monitor, loc *time.Location, env config.Env) *Bot {
+func NewBot(mon Runs, loc *time.Location, env config.Env) *Bot {
 	b := &Bot{mon: mon, loc: loc, admins: map[string]bool{}, allowed: newChannelSet(), global: newChannelSet(),
 		channelIDs: map[string]string{}, Budget: 10 * time.Second, guard: probes.NewGuard()}
 	for _, a := range env.Admins {
@@ -101,8 +119,8 @@ func NewBot(mon *monitor.Monitor, loc *time.Location, env config.Env) *Bot {
 	return b
 }
 
-// Monitor is the monitor the bot answers from.
-func (b *Bot) Monitor() *monitor.Monitor { return b.mon }
+// Monitor is what the bot answers from.
+func (b *Bot) Monitor() Runs { return b.mon }
 
 // Commands is the command table.
 func (b *Bot) Commands() []Command { return b.commands }

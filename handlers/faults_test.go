@@ -182,34 +182,61 @@ process_start_time_seconds %d
 `, k*41580, k*10, f.start.Load())
 }
 
-// TestFaultMetricsEndpoint breaks the run's metrics endpoint each way real ones break. In each
-// case the bot keeps answering from the log, names the endpoint and what is wrong (in the answer
-// and in a warning), and once the endpoint is back it says so and answers from it again.
-func TestFaultMetricsEndpoint(t *testing.T) {
-	ep := newFaultEndpoint(t)
-	const timeout = 300 * time.Millisecond
+// faultBot is a bot over one endpoint with its sampler and what the sampler delivered.
+type faultBot struct {
+	e     *botEnv
+	posts *faultPosts
+	s     *Sampler
+	evs   *[]monitor.Evaluation
+}
+
+func newFaultBot(t *testing.T, ep *faultEndpoint, timeout time.Duration) *faultBot {
 	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: timeout})
 	posts := &faultPosts{}
 	s, evs := faultSampler(e, posts)
+	s.Tick(context.Background())
+	if a := faultAsk(e, "ETA?"); strings.Contains(a, "metrics "+ep.URL()) || !strings.Contains(a, "Engines: 1 of 1 up") {
+		t.Fatalf("healthy answer:\n%s\nwant the engine up and no problem", a)
+	}
+	return &faultBot{e: e, posts: posts, s: s, evs: evs}
+}
+
+// TestFaultMetricsEndpoint breaks the run's metrics endpoint each way real ones break. In each
+// case the bot keeps answering from the log, names the endpoint and what is wrong (in the answer
+// and in a warning), and once the endpoint is back it says so and answers from it again.
+//
+// Only the endpoint that never answers meets the probe timeout, so only that case runs with a short
+// one (its work is a loopback connect and a small log read, far inside a second even under -race on
+// a loaded machine); the others do real work (reading 8 MiB of a 50 MiB body) and get a timeout the
+// work cannot reach.
+func TestFaultMetricsEndpoint(t *testing.T) {
+	ep := newFaultEndpoint(t)
+	const short, long = time.Second, time.Minute
 	ctx := context.Background()
 	probe := "metrics " + ep.URL()
-	s.Tick(ctx)
-	if a := faultAsk(e, "ETA?"); strings.Contains(a, probe) || !strings.Contains(a, "Engines: 1 of 1 up") {
-		t.Fatalf("healthy answer:\n%s\nwant the engine up and no problem", a)
+	bots := map[time.Duration]*faultBot{}
+	botFor := func(timeout time.Duration) *faultBot {
+		if bots[timeout] == nil {
+			bots[timeout] = newFaultBot(t, ep, timeout)
+		}
+		return bots[timeout]
 	}
 
 	faults := []struct {
 		name       string
+		timeout    time.Duration
 		make, heal func()
 		want       string
 	}{
-		{"down", ep.down, ep.up, "connection refused"},
-		{"slow beyond the timeout", ep.set("slow"), ep.set("ok"), "no answer within " + timeout.String()},
-		{"garbage", ep.set("garbage"), ep.set("ok"), "not Prometheus text"},
-		{"a 50 MiB body", ep.set("huge"), ep.set("ok"), "body larger than 8 MiB"},
+		{"down", long, ep.down, ep.up, "connection refused"},
+		{"slow beyond the timeout", short, ep.set("slow"), ep.set("ok"), "no answer within " + short.String()},
+		{"garbage", long, ep.set("garbage"), ep.set("ok"), "not Prometheus text"},
+		{"a 50 MiB body", long, ep.set("huge"), ep.set("ok"), "body larger than 8 MiB"},
 	}
 	for _, fc := range faults {
 		t.Run(fc.name, func(t *testing.T) {
+			fb := botFor(fc.timeout)
+			e, posts, s := fb.e, fb.posts, fb.s
 			n := posts.count()
 			fc.make()
 			s.Tick(ctx)
@@ -240,10 +267,12 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 				t.Errorf("answer after recovery:\n%s\nwant the engine up and no problem", a)
 			}
 			t.Logf("figure: metrics endpoint %s: ETA answered in %v naming it (probe timeout %v); warning after 2 samples; resolved on the 1st sample after it cleared",
-				fc.name, took.Round(time.Millisecond), timeout)
+				fc.name, took.Round(time.Millisecond), fc.timeout)
 		})
 	}
 
+	fb := botFor(long)
+	e, posts, s, evs := fb.e, fb.posts, fb.s, fb.evs
 	t.Run("counters reset mid-run", func(t *testing.T) {
 		s.Tick(ctx)
 		s.Tick(ctx)
@@ -278,7 +307,9 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 // while the engines keep answering; each recovers by itself.
 func TestFaultJobLog(t *testing.T) {
 	vllm := vllmMetrics(t)
-	e := newBotEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}, timeout: 500 * time.Millisecond})
+	// No fault here meets the probe timeout (a FIFO is opened non-blocking), and a 10 MB line is
+	// real work: the timeout is one the work cannot reach.
+	e := newBotEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}, timeout: time.Minute})
 	posts := &faultPosts{}
 	s, evs := faultSampler(e, posts)
 	ctx := context.Background()
@@ -425,7 +456,8 @@ func TestFaultStatfsNeverReturns(t *testing.T) {
 		}
 		return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
 	}
-	const timeout = 300 * time.Millisecond
+	// Only the hung statfs meets the timeout; a second is far beyond the rest of an answer's work.
+	const timeout = time.Second
 	e := newBotEnv(t, botOpts{timeout: timeout, statfs: probes.NewStatFSFunc(timeout, usage)})
 	out := filepath.Join(e.dir, "out")
 	var slowest time.Duration
@@ -445,12 +477,13 @@ func TestFaultStatfsNeverReturns(t *testing.T) {
 		t.Errorf("statfs calls on the hung mount = %d; want 1 (no goroutine piles up per question)", n)
 	}
 	unblock()
+	// The stuck call's goroutine frees the mount once it returns: wait for that (polling the answer,
+	// with a bound that only guards against a hang).
 	var a string
-	for range 50 {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if a = faultAsk(e, "how much space is left on "+out+"?"); !strings.Contains(a, "statfs ") {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	if strings.Contains(a, "statfs ") || !strings.Contains(a, "42.9 GB free") {
 		t.Errorf("space after the mount came back:\n%s\nwant 40 GiB free and no problem", a)
@@ -541,7 +574,7 @@ func TestFaultSlackStorms(t *testing.T) {
 
 	t.Run("warnings through 429 and 5xx storms", func(t *testing.T) {
 		ep := newFaultEndpoint(t)
-		e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 300 * time.Millisecond})
+		e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}})
 		fake := newSlackFake(t)
 		logs := &logBuffer{}
 		api, waits := newTestAPI(t, fake, RedactLogger(logs.logger(), NewRedactor(testBotToken)), nil)

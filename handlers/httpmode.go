@@ -25,12 +25,12 @@ type httpMode struct {
 	secret  config.Secret
 	metrics *Metrics
 	// replays remembers verified signatures: the same signed request twice is a replay.
-	replays *slackSeen
+	replays *replayCache
 	log     *slog.Logger
 }
 
 func newHTTPMode(app *slackApp, secret config.Secret, m *Metrics, log *slog.Logger) *httpMode {
-	return &httpMode{app: app, secret: secret, metrics: m, replays: newSlackSeen(16384), log: log}
+	return &httpMode{app: app, secret: secret, metrics: m, replays: newReplayCache(nil), log: log}
 }
 
 func (h *httpMode) handler() http.Handler {
@@ -95,7 +95,7 @@ func (h *httpMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 			http.Error(w, "invalid request signature", http.StatusUnauthorized)
 			return
 		}
-		if !h.replays.first(r.Header.Get("X-Slack-Signature")) {
+		if !h.replays.first(r.Header.Get("X-Slack-Request-Timestamp"), r.Header.Get("X-Slack-Signature")) {
 			h.metrics.reject("replayed")
 			h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", "replayed")
 			http.Error(w, "request already received", http.StatusUnauthorized)

@@ -340,7 +340,7 @@ func TestHTTPSlashCommandSlowProbe(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); hung.Close() })
-	e := newHTTPEnv(t, botOpts{metrics: []string{hung.URL + "/metrics"}, timeout: 500 * time.Millisecond})
+	e := newHTTPEnv(t, botOpts{metrics: []string{hung.URL + "/metrics"}, timeout: time.Second})
 	e.app.inline = 100 * time.Millisecond
 	resp := e.post(t, "/slack/commands", slashBody("/eta", "", "C1", "U222", e.fake.ResponseURL("slow")), nil)
 	var ack slack.WebhookMessage

@@ -228,7 +228,7 @@ func TestManifest(t *testing.T) {
 		got, want []string
 	}{
 		{"slash commands", cmds, want},
-		{"bot scopes", m.OAuth.Scopes.Bot, []string{"app_mentions:read", "chat:write", "commands", "files:write", "im:history"}},
+		{"bot scopes", m.OAuth.Scopes.Bot, []string{"app_mentions:read", "channels:history", "chat:write", "commands", "files:write", "groups:history", "im:history"}},
 		{"bot events", m.Settings.Events.BotEvents, []string{"app_mention", "app_home_opened", "message.im"}},
 	}
 	for _, c := range checks {
@@ -294,6 +294,7 @@ var webAPIScopes = map[string]struct {
 	"PublishViewContext":            {"views.publish", nil},
 	"GetConversationHistoryContext": {"conversations.history", []string{"channels:history"}},
 	"GetConversationRepliesContext": {"conversations.replies", []string{"channels:history"}},
+	"GetPermalinkContext":           {"chat.getPermalink", nil},
 }
 
 // slackClientCalls finds, in every non-test Go file of the module, the calls of methods of

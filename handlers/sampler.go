@@ -30,6 +30,9 @@ type Sampler struct {
 	OnSample func(ctx context.Context)
 	// OnEvaluate sees every tick's evaluations (the bot's own metrics count probe failures).
 	OnEvaluate func(evs []monitor.Evaluation)
+	// Find asks the transport whether a post whose delivery a crash interrupted landed, and
+	// returns its reference ("" when it did not). Nil: such posts are delivered again.
+	Find func(ctx context.Context, p PendingPost) (string, error)
 	// Claims, when set, holds "I'm on it" and the open warnings the App Home shows.
 	Claims *Claims
 }
@@ -91,6 +94,7 @@ func (s *Sampler) Tick(ctx context.Context) {
 	if s.OnEvaluate != nil {
 		s.OnEvaluate(evs)
 	}
+	redo := s.recoverPending(ctx, now)
 	snoozed := func(run string) bool {
 		_, snoozed := s.bot.mon.SnoozedUntil(run)
 		return snoozed
@@ -99,10 +103,15 @@ func (s *Sampler) Tick(ctx context.Context) {
 	if s.Claims != nil {
 		posts = s.Claims.apply(s.Alerter, posts, now, snoozed)
 	}
+	posts = append(redo, posts...)
+	if s.Deliver != nil && len(posts) > 0 {
+		s.recordIntents(posts, now)
+	}
 	for _, p := range posts {
 		switch {
 		case s.Deliver != nil:
 			ref, err := s.Deliver(ctx, p)
+			delete(s.Alerter.State.Pending, p.ID)
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
 				if strings.HasSuffix(p.Kind, "_reminder") {

@@ -65,13 +65,35 @@ type Scheduler struct {
 	dir     *state.Dir
 	log     *slog.Logger
 	metrics *Metrics
-	// now is the scheduler's clock (wall time: cron runs on it).
-	now func() time.Time
+	// Clock tells the time and waits for the next fire; nil means the wall clock. Tests step it.
+	Clock Clock
 
 	mu    sync.Mutex // serialises posts and guards memo
 	memo  scheduleFile
 	specs map[string]cron.Schedule
-	cron  *cron.Cron
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	running  sync.WaitGroup
+}
+
+// Clock is a scheduler's time: what time it is, and a wait until a later one.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// wallClock is the real time.
+type wallClock struct{}
+
+func (wallClock) Now() time.Time                         { return time.Now() }
+func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func (s *Scheduler) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock.Now()
 }
 
 // NewScheduler prepares the schedules of every run with a channel; dir (nil: memory only) keeps
@@ -80,7 +102,7 @@ func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *M
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Scheduler{bot: b, poster: p, dir: dir, log: log, metrics: m, now: time.Now,
+	s := &Scheduler{bot: b, poster: p, dir: dir, log: log, metrics: m,
 		memo: scheduleFile{Runs: map[string]*scheduleMemo{}}, specs: map[string]cron.Schedule{}}
 	for _, r := range b.mon.Config().Runs {
 		if r.Channel == "" {
@@ -114,26 +136,49 @@ func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *M
 	return s, nil
 }
 
-// Start runs the schedules until Stop.
+// Start runs the schedules until Stop or until ctx ends: one goroutine per run waits on the clock
+// for the spec's next time in the bot's time zone, then posts.
 func (s *Scheduler) Start(ctx context.Context) {
-	s.cron = cron.New(cron.WithLocation(s.bot.loc))
-	for name, sch := range s.specs {
-		s.cron.Schedule(sch, cron.FuncJob(func() {
-			if err := s.fire(ctx, name, s.now(), false); err != nil {
-				s.log.Warn("scheduled status not posted; will retry", "run", name, "err", err)
-			}
-		}))
+	clock := s.Clock
+	if clock == nil {
+		clock = wallClock{}
 	}
-	s.cron.Start()
+	s.stop = make(chan struct{})
+	for name, sch := range s.specs {
+		s.running.Add(1)
+		go func() {
+			defer s.running.Done()
+			for {
+				now := clock.Now()
+				wait := sch.Next(now.In(s.bot.loc)).Sub(now)
+				select {
+				case <-ctx.Done():
+					return
+				case <-s.stop:
+					return
+				case <-clock.After(wait):
+				}
+				if err := s.fire(ctx, name, clock.Now(), false); err != nil {
+					s.log.Warn("scheduled status not posted; will retry", "run", name, "err", err)
+				}
+			}
+		}()
+	}
 }
 
 // Stop stops the schedules and waits (at most d) for a post in progress.
 func (s *Scheduler) Stop(d time.Duration) {
-	if s.cron == nil {
+	if s.stop == nil {
 		return
 	}
+	s.stopOnce.Do(func() { close(s.stop) })
+	done := make(chan struct{})
+	go func() {
+		s.running.Wait()
+		close(done)
+	}()
 	select {
-	case <-s.cron.Stop().Done():
+	case <-done:
 	case <-time.After(d):
 	}
 }

@@ -3,7 +3,9 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -195,6 +197,65 @@ func TestScheduleFailedPostRetried(t *testing.T) {
 	}
 }
 
+// stepClock is a Clock that moves only when the test steps it; After's channels fire when a step
+// reaches their time.
+type stepClock struct {
+	mu      sync.Mutex
+	t       time.Time
+	waiters []stepWaiter
+	waiting chan struct{} // a signal per After call
+}
+
+type stepWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func newStepClock(t time.Time) *stepClock {
+	return &stepClock{t: t, waiting: make(chan struct{}, 64)}
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *stepClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.waiters = append(c.waiters, stepWaiter{at: c.t.Add(d), ch: ch})
+	c.waiting <- struct{}{}
+	return ch
+}
+
+// awaitWaiter waits until something calls After.
+func (c *stepClock) awaitWaiter(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.waiting:
+	case <-time.After(30 * time.Second):
+		t.Fatal("nothing waits on the clock")
+	}
+}
+
+// advance moves the clock on by d and fires what is due.
+func (c *stepClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.t) {
+			kept = append(kept, w)
+			continue
+		}
+		w.ch <- c.t
+	}
+	c.waiters = kept
+}
+
 func TestScheduleEveryPostsOnTime(t *testing.T) {
 	t.Parallel()
 	e := &schedEnv{botEnv: newBotEnv(t, botOpts{run: func(r *config.Run) { r.Schedule = "@every 1s" }}), fake: newSlackFake(t)}
@@ -203,12 +264,26 @@ func TestScheduleEveryPostsOnTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clock := newStepClock(schedT0)
+	s.Clock = clock
 	ctx, cancel := context.WithCancel(context.Background())
 	s.Start(ctx)
 	t.Cleanup(func() {
 		cancel()
 		s.Stop(10 * time.Second)
 	})
+	// Half a second is not yet due; the second half is.
+	clock.awaitWaiter(t)
+	clock.advance(500 * time.Millisecond)
+	if n := len(e.fake.Calls("chat.postMessage")); n != 0 {
+		t.Errorf("posts half a second into an @every 1s schedule = %d; want none", n)
+	}
+	clock.advance(500 * time.Millisecond)
+	e.fake.wait(t, "chat.postMessage", 1)
+	// The job moves on (an unchanged status is not posted again), and the next second is due.
+	e.writeLog(t, 310, 25000)
+	clock.awaitWaiter(t)
+	clock.advance(time.Second)
 	posts := e.fake.wait(t, "chat.postMessage", 2)
 	for _, p := range posts[:2] {
 		if p.Form.Get("channel") == "" || !strings.Contains(p.Form.Get("text"), "synth · status") {
@@ -261,5 +336,23 @@ func TestStatusDigest(t *testing.T) {
 		if got := statusDigest(tc.m) == statusDigest(base); got != tc.same {
 			t.Errorf("%s: same digest = %v; want %v", tc.name, got, tc.same)
 		}
+	}
+}
+
+// TestScheduleStatusNamesFailedLog is the red team's finding 8: with the job's log gone, the
+// scheduled status said "No progress source configured"; it names the log that failed.
+func TestScheduleStatusNamesFailedLog(t *testing.T) {
+	e := newSchedEnv(t, "new", "@hourly", "")
+	if err := os.Remove(e.log); err != nil {
+		t.Fatal(err)
+	}
+	e.fireAt(t, schedT0)
+	posts := e.fake.Calls("chat.postMessage")
+	if len(posts) != 1 {
+		t.Fatalf("posts = %d; want 1 status", len(posts))
+	}
+	text := posts[0].Form.Get("text")
+	if strings.Contains(text, "No progress source configured") || !strings.Contains(text, "No progress reading: `log "+e.log+"` failed") {
+		t.Errorf("status with its log deleted:\n%s\nwant it to name the failed log, not say no source is configured", text)
 	}
 }

@@ -16,7 +16,10 @@ import (
 // TestSecurityNonAdminCannotMutate tries every command that changes state, from a user who is not
 // an admin, by every way a request arrives from Slack: refused each time, nothing changed.
 func TestSecurityNonAdminCannotMutate(t *testing.T) {
-	e := newHTTPEnv(t, botOpts{})
+	// The monitor's clock stands still: the checklist compared before and after carries an "as of"
+	// time that would otherwise differ across a minute boundary.
+	clock := &testClock{t: time.Date(2026, 11, 29, 7, 58, 59, 0, time.UTC)}
+	e := newHTTPEnv(t, botOpts{clock: clock})
 	ctx := context.Background()
 	if rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", User: "UADMIN", Source: "mention"}); rep.Refused {
 		t.Fatalf("admin snooze refused: %s", rep.Message.Text())
@@ -133,7 +136,7 @@ func TestSecurityLogMarkupNeverPings(t *testing.T) {
 func TestSecurityServeLogsNoCredentials(t *testing.T) {
 	ep := newFaultEndpoint(t)
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
-	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 300 * time.Millisecond})
+	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}})
 	fake := newSlackFake(t)
 	echo := fakeFailure{status: 502, body: "<html>upstream said: Authorization: Bearer " + testBotToken.Reveal() + " secret=" + secret + "</html>"}
 	for range 4 {

@@ -31,7 +31,7 @@ type ServeOptions struct {
 	// HTTP is the client for Slack's API; nil gets one with a 30 s timeout.
 	HTTP *http.Client
 	// InlineBudget is how long a slash command may take before it is acknowledged and answered
-	// through its response_url (default 2.5 s; Slack allows 3 s).
+	// through its response_url (default 2 s; Slack allows 3 s).
 	InlineBudget time.Duration
 }
 
@@ -137,6 +137,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	sampler.OnEvaluate = metrics.ObserveEvaluations
 	sampler.OnSample = sched.RetryPending
 	sampler.Deliver = slackDeliver(b, api, metrics)
+	sampler.Find = slackFind(b, api)
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
@@ -153,6 +154,9 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		var hm *httpMode
 		if modes.events {
 			hm = newHTTPMode(app, o.Env.SlackSigningSecret, metrics, log)
+			if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
+				log.Warn("seen Slack signatures not restored: a request replayed across this restart is refused only by its timestamp", "err", err)
+			}
 		} else {
 			hm = newHTTPMode(nil, config.Secret{}, metrics, log)
 		}
@@ -214,22 +218,41 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 }
 
 // slackDeliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
-// thread; a failed post returns its error so the alerter tries again on the next tick.
+// thread with a link to it; a failed post returns its error so the alerter tries again on the
+// next tick. Each post carries its intent ID as message metadata (see slackFind).
 func slackDeliver(b *Bot, api *SlackAPI, metrics *Metrics) func(ctx context.Context, p Post) (string, error) {
+	links := &permalinks{}
 	return func(ctx context.Context, p Post) (string, error) {
 		if p.Channel == "" {
 			return "", nil // nowhere to post; logged at start
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
+		channel := b.ChannelID(p.Channel)
 		if p.ThreadRef == "" && isWarning(p.Kind) {
 			p.Message.Controls = b.warningControls(p.Run, p.Key, "")
 		}
-		ch, ts, err := api.Post(ctx, b.ChannelID(p.Channel), p.ThreadRef, p.Message)
+		if p.ThreadRef != "" {
+			if link := links.get(ctx, api, channel, p.ThreadRef); link != "" {
+				p.Message.Context = append(p.Message.Context, "<"+link+"|↑ the first warning>")
+			}
+		}
+		ch, ts, err := api.PostTagged(ctx, channel, p.ThreadRef, p.ID, p.Message)
 		metrics.posted(p.Kind, err)
 		if err == nil {
 			b.LearnChannel(p.Channel, ch)
 		}
 		return ts, err
+	}
+}
+
+// slackFind asks Slack whether a post a crash interrupted landed: a message with its intent ID in
+// its metadata, in the channel's history (or the thread's replies).
+func slackFind(b *Bot, api *SlackAPI) func(ctx context.Context, pp PendingPost) (string, error) {
+	return func(ctx context.Context, pp PendingPost) (string, error) {
+		if pp.Post.Channel == "" || pp.Post.ID == "" {
+			return "", nil
+		}
+		return api.FindTagged(ctx, b.ChannelID(pp.Post.Channel), pp.Post.ThreadRef, pp.Post.ID, pp.At)
 	}
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -312,39 +311,6 @@ func (a *SlackAPI) Respond(ctx context.Context, responseURL string, m reports.Me
 	return err
 }
 
-// slackSeen remembers the last max keys (event ids, envelope ids, signatures), least recently
-// seen first out, so a redelivered request is recognised without unbounded memory.
-type slackSeen struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List
-	keys  map[string]*list.Element
-}
-
-func newSlackSeen(max int) *slackSeen {
-	return &slackSeen{max: max, order: list.New(), keys: map[string]*list.Element{}}
-}
-
-// first records key and reports whether it is new. An empty key is always new.
-func (s *slackSeen) first(key string) bool {
-	if key == "" {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.keys[key]; ok {
-		s.order.MoveToFront(e)
-		return false
-	}
-	s.keys[key] = s.order.PushFront(key)
-	for s.order.Len() > s.max {
-		old := s.order.Back()
-		s.order.Remove(old)
-		delete(s.keys, old.Value.(string))
-	}
-	return true
-}
-
 // slackApp is the Slack conversation both transports share.
 type slackApp struct {
 	bot     *Bot
@@ -360,15 +326,20 @@ type slackApp struct {
 	base  context.Context
 	slots chan struct{} // bounds concurrent answers on a small shared machine
 	wg    sync.WaitGroup
+	// flights shares evaluations of identical questions; limiter is the per-user rate limit;
+	// posts bounds concurrent answer posts (see answers.go).
+	flights flights
+	limiter *userLimiter
+	posts   chan struct{}
 	// claims is "I'm on it" and the open warnings (nil: no sampler, nothing to take).
 	claims *Claims
 }
 
-const defaultInlineBudget = 2500 * time.Millisecond
+const defaultInlineBudget = 2 * time.Second
 
 func newSlackApp(base context.Context, b *Bot, api *SlackAPI, self SlackIdentity, m *Metrics, log *slog.Logger) *slackApp {
 	return &slackApp{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(4096),
-		inline: defaultInlineBudget, base: base, slots: make(chan struct{}, 8)}
+		inline: defaultInlineBudget, base: base, slots: make(chan struct{}, 8), limiter: newUserLimiter(), posts: make(chan struct{}, 16)}
 }
 
 // wait waits for answers in flight, at most d.
@@ -381,113 +352,6 @@ func (s *slackApp) wait(d time.Duration) {
 	select {
 	case <-done:
 	case <-time.After(d):
-	}
-}
-
-// slashRequest is a slash command as both transports deliver it.
-type slashRequest struct {
-	Command, Text, Channel, ChannelName, User, ResponseURL string
-}
-
-func (s *slackApp) slashToRequest(sc slashRequest) Request {
-	req := Request{Text: sc.Text, Channel: sc.Channel, ChannelName: sc.ChannelName, User: sc.User, Source: "slash"}
-	for _, c := range s.bot.Commands() {
-		if c.Slash != "" && c.Slash == sc.Command {
-			req.Command = c.Name
-		}
-	}
-	if req.Command == "" && sc.Command == "/runwatch" && strings.TrimSpace(sc.Text) == "" {
-		req.Command = "help"
-	}
-	return req
-}
-
-// slash answers a slash command: inline when the answer is ready within the inline budget,
-// otherwise a "working on it" acknowledgement now and the answer through response_url later. The
-// reply is returned too when it was ready inline, so that a caller who cannot deliver the inline
-// message can follow up with it rather than ask again. The answer takes one of the answer slots,
-// like a mention's.
-func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
-	req := s.slashToRequest(sc)
-	start := time.Now()
-	done := make(chan Reply, 1)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-		case <-s.base.Done():
-			return
-		}
-		done <- s.bot.Ask(s.base, req)
-	}()
-	t := time.NewTimer(s.inline)
-	defer t.Stop()
-	select {
-	case rep := <-done:
-		s.metrics.answered("slash", time.Since(start))
-		if len(rep.Message.Charts) > 0 {
-			// Whether Slack draws the charts is known only from a call's answer, so they go through
-			// the response_url (PNG fallback included); the acknowledgement stays empty.
-			s.detach(func(ctx context.Context) { s.followUp(ctx, sc, rep) })
-			return nil, nil
-		}
-		if rep.Attachment != nil {
-			s.background(func(ctx context.Context) { s.upload(ctx, sc.Channel, "", *rep.Attachment) })
-		}
-		return slashMessage(rep), &rep
-	case <-t.C:
-	}
-	// Waiting for the answer costs nothing: it must not hold a slot the answer itself may need.
-	s.detach(func(ctx context.Context) {
-		var rep Reply
-		select {
-		case rep = <-done:
-		case <-ctx.Done():
-			return
-		}
-		s.metrics.answered("slash", time.Since(start))
-		s.followUp(ctx, sc, rep)
-	})
-	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
-		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}, nil
-}
-
-func slashMessage(rep Reply) *slack.WebhookMessage {
-	blocks := slack.Blocks{BlockSet: rep.Message.Blocks()}
-	msg := &slack.WebhookMessage{Text: fallbackText(rep.Message), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
-	if rep.Ephemeral {
-		msg.ResponseType = slack.ResponseTypeEphemeral
-	}
-	return msg
-}
-
-// followUp delivers a slash command's answer after the acknowledgement: through response_url, or
-// as a message when that fails.
-func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	err := errors.New("no response_url")
-	if sc.ResponseURL != "" {
-		err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { return s.api.Respond(ctx, sc.ResponseURL, m, rep.Ephemeral) })
-		s.metrics.posted("response", err)
-	}
-	if err != nil {
-		s.log.Warn("slash command follow-up via response_url failed; posting instead", "err", err)
-		if rep.Ephemeral {
-			err = s.api.Ephemeral(ctx, sc.Channel, sc.User, "", rep.Message)
-			s.metrics.posted("ephemeral", err)
-		} else {
-			err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { _, _, err := s.api.Post(ctx, sc.Channel, "", m); return err })
-			s.metrics.posted("answer", err)
-		}
-		if err != nil {
-			s.log.Warn("slash command answer lost", "command", sc.Command, "err", err)
-		}
-	}
-	if rep.Attachment != nil {
-		s.upload(ctx, sc.Channel, "", *rep.Attachment)
 	}
 }
 
@@ -532,7 +396,7 @@ type chatRequest struct {
 // event handles one Events API callback: it decides at once whether to answer (never twice for
 // one event id, never to a bot or to itself, never to edits or joins) and answers in the background.
 func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
-	if !s.seen.first("event:" + eventID) {
+	if !s.seen.first(eventKey(eventID, ev)) {
 		s.metrics.event("duplicate")
 		return
 	}
@@ -566,15 +430,44 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
 		s.metrics.event("ignored")
 		return
 	}
+	ok, wait, warned := s.limiter.allow(cr.req.User)
+	if !ok {
+		s.metrics.event("rate_limited")
+		if !warned {
+			// Told once per empty bucket; the flood itself gets no answers.
+			s.detach(func(ctx context.Context) { s.post(ctx, cr, rateLimited(wait)) })
+		}
+		return
+	}
 	s.metrics.event("answered")
-	s.background(func(ctx context.Context) { s.answer(ctx, cr) })
+	f := s.ask(cr.req)
+	s.detach(func(ctx context.Context) { s.answer(ctx, cr, f) })
 }
 
-// answer asks the bot and posts the reply where the question was asked.
-func (s *slackApp) answer(ctx context.Context, cr chatRequest) {
+// answer waits for the (possibly shared) evaluation and posts the reply where the question was
+// asked.
+func (s *slackApp) answer(ctx context.Context, cr chatRequest, f *flight) {
 	start := time.Now()
-	rep := s.bot.Ask(ctx, cr.req)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return
+	}
+	if !f.ok {
+		return
+	}
 	s.metrics.answered(cr.req.Source, time.Since(start))
+	s.post(ctx, cr, f.rep)
+}
+
+// post delivers a reply to a mention or DM, at most cap(s.posts) at a time.
+func (s *slackApp) post(ctx context.Context, cr chatRequest, rep Reply) {
+	select {
+	case s.posts <- struct{}{}:
+		defer func() { <-s.posts }()
+	case <-ctx.Done():
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var err error

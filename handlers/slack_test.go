@@ -44,6 +44,7 @@ type slackCall struct {
 	Method string
 	Form   url.Values
 	Body   []byte
+	TS     string // the ts the fake answered with
 }
 
 // blocksText returns the text of every block of a chat call, for assertions on content.
@@ -113,7 +114,8 @@ func newSlackFake(t testing.TB) *slackFake {
 	t.Helper()
 	f := &slackFake{t: t, fail: map[string][]fakeFailure{}, userID: "U111", notify: make(chan struct{}, 1)}
 	methods := []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral",
-		"files.getUploadURLExternal", "files.completeUploadExternal", "apps.connections.open", "views.publish"}
+		"files.getUploadURLExternal", "files.completeUploadExternal", "apps.connections.open", "views.publish",
+		"chat.getPermalink", "conversations.history", "conversations.replies"}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
 		for _, m := range methods {
 			c.Handle("/"+m, f.handler(m))
@@ -170,14 +172,24 @@ func (f *slackFake) handler(method string) http.HandlerFunc {
 				}
 			}
 		}
+		if method == "response_url" {
+			call.Form.Set("_path", r.URL.Path) // which response_url was answered
+		}
+		for k, vs := range r.URL.Query() {
+			if _, set := call.Form[k]; !set {
+				call.Form[k] = vs
+			}
+		}
 		f.mu.Lock()
+		f.seq++
+		ts := fmt.Sprintf("1700000000.%06d", f.seq)
+		call.TS = ts
 		f.calls = append(f.calls, call)
 		var fail *fakeFailure
 		if q := f.fail[method]; len(q) > 0 {
 			fail, f.fail[method] = &q[0], q[1:]
 		}
-		f.seq++
-		ts := fmt.Sprintf("1700000000.%06d", f.seq)
+		history := f.historyLocked(call.Form)
 		userID, authErr, openErr, wsURL := f.userID, f.authErr, f.openErr, f.wsURL
 		f.mu.Unlock()
 		select {
@@ -224,6 +236,12 @@ func (f *slackFake) handler(method string) http.HandlerFunc {
 			io.WriteString(w, "OK - "+fmt.Sprint(len(call.Body)))
 		case "files.completeUploadExternal":
 			ok(`,"files":[{"id":"F0001","title":"chart"}]`)
+		case "chat.getPermalink":
+			ok(fmt.Sprintf(`,"channel":%q,"permalink":"https://test.slack.com/archives/%s/p%s"`, call.Form.Get("channel"), call.Form.Get("channel"),
+				strings.ReplaceAll(call.Form.Get("message_ts"), ".", "")))
+		case "conversations.history", "conversations.replies":
+			b, _ := json.Marshal(history)
+			ok(fmt.Sprintf(`,"messages":%s,"has_more":false`, b))
 		case "apps.connections.open":
 			if openErr != "" {
 				fmt.Fprintf(w, `{"ok":false,"error":%q}`, openErr)
@@ -240,6 +258,25 @@ func (f *slackFake) handler(method string) http.HandlerFunc {
 			io.WriteString(w, "ok")
 		}
 	}
+}
+
+// historyLocked answers conversations.history (top-level messages) and conversations.replies (a
+// thread) from the chat.postMessage calls recorded so far, with their metadata, newest first.
+func (f *slackFake) historyLocked(q url.Values) []map[string]any {
+	var out []map[string]any
+	for i := len(f.calls) - 1; i >= 0; i-- {
+		c := f.calls[i]
+		if c.Method != "chat.postMessage" || channelID(c.Form.Get("channel")) != channelID(q.Get("channel")) || c.Form.Get("thread_ts") != q.Get("ts") {
+			continue
+		}
+		m := map[string]any{"type": "message", "ts": c.TS, "text": c.Form.Get("text"), "bot_id": "B111"}
+		var md map[string]any
+		if json.Unmarshal([]byte(c.Form.Get("metadata")), &md) == nil && q.Get("include_all_metadata") == "1" {
+			m["metadata"] = md
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // Calls returns the recorded calls of method ("" for all).

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"runwatch/checklist"
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
@@ -34,31 +35,25 @@ type runState struct {
 var ErrNotSaved = errors.New("kept in memory, not saved")
 
 type persisted struct {
-	Version int                    `json:"version"`
-	History []reports.Observation  `json:"history"`
-	Shift   reports.ShiftDetector  `json:"shift"`
-	LogFile *probes.LogFile        `json:"log_file,omitempty"`
-	Engines map[string]engineMemo  `json:"engines,omitempty"`
-	Free    map[string][]freePoint `json:"free,omitempty"`
-	Snooze  *time.Time             `json:"snooze_until,omitempty"`
-	Stages  map[string]StageMark   `json:"stage_marks,omitempty"`
-	Growing map[string]growingMemo `json:"growing,omitempty"`
-	Last    *reports.ETA           `json:"last_eta,omitempty"`
+	Version int                       `json:"version"`
+	History []reports.Observation     `json:"history"`
+	Shift   reports.ShiftDetector     `json:"shift"`
+	LogFile *probes.LogFile           `json:"log_file,omitempty"`
+	Engines map[string]engineMemo     `json:"engines,omitempty"`
+	Free    map[string][]freePoint    `json:"free,omitempty"`
+	Snooze  *time.Time                `json:"snooze_until,omitempty"`
+	Stages  map[string]StageMark      `json:"stage_marks,omitempty"`
+	Growing map[string]reports.Growth `json:"growing,omitempty"`
+	Last    *reports.ETA              `json:"last_eta,omitempty"`
 	// Moves is the first and announced estimates and the last shifts, for "why" and "on track" answers.
 	Moves reports.MoveLog `json:"moves"`
 }
 
 // StageMark is a stage state set by hand from Slack.
-type StageMark struct {
-	State string    `json:"state"`
-	By    string    `json:"by"`
-	At    time.Time `json:"at"`
-}
+type StageMark = checklist.Mark
 
-type freePoint struct {
-	T    float64 `json:"t"`
-	Free uint64  `json:"free"`
-}
+// freePoint is one free-space reading of a mount, kept in the run's state for the trend.
+type freePoint = reports.FreePoint
 
 // maxFreePoints bounds the free-space history per mount: two hours at the default interval.
 const maxFreePoints = 240
@@ -155,7 +150,7 @@ func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	out := map[string]float64{}
-	t := float64(now.UnixNano()) / 1e9
+	t := probes.UnixSeconds(now)
 	for _, o := range obs {
 		if o.Usage == nil || !o.HasMount {
 			continue
@@ -165,46 +160,11 @@ func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[
 			continue
 		}
 		pts := append(append([]freePoint(nil), rs.Free[mp]...), freePoint{T: t, Free: o.Usage.Free})
-		if rate, ok := shrinkRate(pts, t-1800); ok {
+		if rate, ok := reports.ShrinkRate(pts, t-1800); ok {
 			out[mp] = rate
 		}
 	}
 	return out
-}
-
-// shrinkRate fits free space against time over points after since; ok when the fit spans at least
-// two minutes and free space is falling.
-func shrinkRate(pts []freePoint, since float64) (float64, bool) {
-	var n, st, sf, stt, stf float64
-	var t0, t1 float64
-	first := true
-	for _, p := range pts {
-		if p.T < since {
-			continue
-		}
-		if first {
-			t0, first = p.T, false
-		}
-		t1 = p.T
-		x, y := p.T-t0, float64(p.Free)
-		n++
-		st += x
-		sf += y
-		stt += x * x
-		stf += x * y
-	}
-	if n < 3 || t1-t0 < 120 {
-		return 0, false
-	}
-	den := n*stt - st*st
-	if den == 0 {
-		return 0, false
-	}
-	slope := (n*stf - st*sf) / den
-	if slope >= 0 {
-		return 0, false
-	}
-	return -slope, true
 }
 
 // Evaluation is the outcome of one sampler tick for one run.
@@ -218,7 +178,7 @@ type Evaluation struct {
 // is set) and returns each run's status with any ETA shift.
 func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 	now := m.opts.Now()
-	shared := m.probeShared(ctx, All)
+	pass := m.newPass(ctx, All, true)
 	out := make([]Evaluation, len(m.file.Runs))
 	var wg sync.WaitGroup
 	for i := range m.file.Runs {
@@ -226,7 +186,7 @@ func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 		go func(i int) {
 			defer wg.Done()
 			r := &m.file.Runs[i]
-			rs, smp := m.runStatus(ctx, r, All, &shared, now)
+			rs, smp := m.runStatus(ctx, r, All, pass, now)
 			ev := Evaluation{Run: rs}
 			ev.Shift, ev.Sample = m.record(r, rs, smp, now)
 			// The status named the state as it was before this sample; name it as it is now.
@@ -234,6 +194,7 @@ func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 			if err := m.save(r.Name); err != nil {
 				ev.Run.Problems = append(ev.Run.Problems, reports.Problem{Probe: "state", Error: err.Error()})
 			}
+			m.keepLatest(r.Name, All, now, ev.Run)
 			out[i] = ev
 		}(i)
 	}
@@ -246,7 +207,7 @@ func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now t
 	st := m.runState(r.Name)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	t := float64(now.UnixNano()) / 1e9
+	t := probes.UnixSeconds(now)
 	for _, p := range rs.Storage.Paths {
 		if p.FreeBytes == nil || p.Mount == "" || p.Host != "" {
 			continue // remote paths keep no local free-space history

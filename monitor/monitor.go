@@ -4,7 +4,6 @@ package monitor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,7 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"runwatch/checklist"
 	"runwatch/config"
+	"runwatch/internal/flight"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
@@ -42,9 +43,18 @@ type Options struct {
 	// LookupEnv reads the environment variables a run names for its Prometheus credentials; nil
 	// means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// RateWindow is how long to wait for a second disk-counter reading when there is no recent
-	// one to measure write rates against (default 1 s; negative: do not wait, report no rate).
+	// RateWindow, when positive, is how long to wait for a second disk-counter reading when
+	// neither this monitor nor a running `bot serve` (through the state directory) has a recent
+	// one to measure write rates against. Zero or negative: do not wait; the status says the
+	// write rate needs a second sample.
 	RateWindow time.Duration
+	// Fresh is how old the latest evaluation of a run (a sample's, or an earlier answer's) may be
+	// for an answer or a scheduled post to read it instead of probing again; 0 (the default)
+	// probes for every answer.
+	Fresh time.Duration
+	// ScanEvery is how many samples one scan of open files in /proc serves (default 1: every
+	// sample scans). Answers that need storage always scan; samples in between reuse the last scan.
+	ScanEvery int
 	// StatFS reads mount capacity; nil gets probes.NewStatFS(ProbeTimeout). Tests pass
 	// probes.NewStatFSFunc to stand in for a mount whose statfs never returns.
 	StatFS *probes.StatFS
@@ -73,11 +83,13 @@ type Monitor struct {
 	writers *probes.Writers
 	diskio  *probes.DiskIO
 	metrics *probes.Metrics
-	logs    map[string]*probes.Log
+	// runMetrics holds the scrapers of runs with their own metrics_max_body.
+	runMetrics map[string]*probes.Metrics
+	logs       map[string]*probes.Log
 	// prom holds the Prometheus source of each run that has one; see prometheus.go.
 	prom map[string]*promSource
-	// stages checks stage conditions; see stages.go.
-	stages *stageChecker
+	// stages checks the runs' checklists; see stages.go.
+	stages *checklist.Checker
 	// runSlots bounds the runs probed at once.
 	runSlots chan struct{}
 	// signals keeps the engines' finish and drafter counters; see signals.go.
@@ -85,12 +97,12 @@ type Monitor struct {
 
 	mu   sync.Mutex
 	runs map[string]*runState
-	disk *diskSample // last disk counters, for write rates
-}
-
-type diskSample struct {
-	at       time.Time
-	counters probes.DiskCounters
+	disk *diskSample // last disk counters, for write rates; see shared.go
+	// lastScan is the last scan of open files, which samples reuse for ScanEvery samples.
+	lastScan *writerScan
+	// latest is each run's latest evaluation; inflight shares evaluations in progress (latest.go).
+	latest   map[string]latestEval
+	inflight flight.Group[reports.RunStatus]
 }
 
 // New builds a monitor for the runs in f and loads their persisted history.
@@ -115,6 +127,9 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	if o.MaxHistory <= 0 {
 		o.MaxHistory = 2000
 	}
+	if o.ScanEvery <= 0 {
+		o.ScanEvery = 1
+	}
 	if o.MaxConcurrentRuns <= 0 {
 		o.MaxConcurrentRuns = 16
 	}
@@ -135,19 +150,25 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 		metrics: probes.NewMetrics(o.HTTP, 0),
 		logs:    map[string]*probes.Log{},
 		runs:    map[string]*runState{},
+		latest:  map[string]latestEval{},
 
 		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
 	}
 	m.prom = newPromSources(f, o)
-	m.stages = newStageChecker(o.HTTP, o.Now, m.guard)
-	m.stages.promql = m.promQLCheck
+	m.stages = &checklist.Checker{HTTP: o.HTTP, Guard: m.guard, PromQL: m.promQLCheck}
 	var problems []reports.Problem
 	for i := range f.Runs {
 		r := &f.Runs[i]
+		if r.MetricsMaxBody > 0 {
+			if m.runMetrics == nil {
+				m.runMetrics = map[string]*probes.Metrics{}
+			}
+			m.runMetrics[r.Name] = probes.NewMetrics(o.HTTP, int64(r.MetricsMaxBody))
+		}
 		if r.Log != "" {
 			var pat *regexp.Regexp
 			if r.LogPattern != "" {
-				p, err := probes.CompileProgressPattern(r.LogPattern)
+				p, err := config.CompileProgressPattern(r.LogPattern)
 				if err != nil {
 					return nil, nil, fmt.Errorf("run %s: log_pattern: %w", r.Name, err)
 				}
@@ -174,14 +195,21 @@ func (m *Monitor) Now() time.Time { return m.opts.Now() }
 func (m *Monitor) Status(ctx context.Context, need Need) reports.Status {
 	now := m.opts.Now()
 	st := reports.Status{GeneratedAt: now.UTC()}
-	shared := m.probeShared(ctx, need)
+	// The shared probes start only if some run is not answered from its latest evaluation.
+	var pass *pass
+	var passOnce sync.Once
 	out := make([]reports.RunStatus, len(m.file.Runs))
 	var wg sync.WaitGroup
 	for i := range m.file.Runs {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			out[i], _ = m.runStatus(ctx, &m.file.Runs[i], need, &shared, now)
+			r := &m.file.Runs[i]
+			out[i] = m.evaluate(ctx, r.Name, need, func() reports.RunStatus {
+				passOnce.Do(func() { pass = m.newPass(ctx, need, false) })
+				rs, _ := m.runStatus(ctx, r, need, pass, now)
+				return rs
+			})
 		}(i)
 	}
 	wg.Wait()
@@ -216,8 +244,10 @@ func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (report
 	if !ok {
 		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, m.RunNames())
 	}
-	shared := m.probeShared(ctx, need)
-	rs, _ := m.runStatus(ctx, r, need, &shared, m.opts.Now())
+	rs := m.evaluate(ctx, name, need, func() reports.RunStatus {
+		rs, _ := m.runStatus(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now())
+		return rs
+	})
 	return rs, nil
 }
 
@@ -230,112 +260,9 @@ func (m *Monitor) RunNames() []string {
 	return names
 }
 
-// sharedProbes are read once per status for every run: the mount table, open files and disk counters.
-type sharedProbes struct {
-	table    *probes.MountTable
-	tableErr error
-	scan     *probes.WriterScan
-	scanErr  error
-	rates    map[string]float64 // by mount point
-	rateErr  error
-}
-
-// probeShared reads what every run shares: the mount table (for storage and plans), and for
-// storage also the open files and the disk counters.
-func (m *Monitor) probeShared(ctx context.Context, need Need) sharedProbes {
-	var s sharedProbes
-	if !need.Storage && !need.Plans {
-		return s
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-		defer cancel()
-		s.table, s.tableErr = m.mounts.Read(c)
-	}()
-	if !need.Storage {
-		wg.Wait()
-		return s
-	}
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
-		defer cancel()
-		scan, err := m.writers.Scan(c)
-		if err != nil {
-			s.scanErr = err
-			return
-		}
-		s.scan = &scan
-	}()
-	var cur probes.DiskCounters
-	var curErr error
-	go func() {
-		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-		defer cancel()
-		cur, curErr = m.diskio.Read(c)
-	}()
-	wg.Wait()
-	if curErr != nil {
-		s.rateErr = curErr
-		return s
-	}
-	now := m.opts.Now()
-	m.mu.Lock()
-	prev := m.disk
-	m.disk = &diskSample{at: now, counters: cur}
-	m.mu.Unlock()
-	if prev == nil || now.Sub(prev.at) > 10*time.Minute || now.Sub(prev.at) < time.Second {
-		// No recent reading to compare with: take a short second one, bounded by the deadline.
-		wait := m.opts.RateWindow
-		if wait == 0 {
-			wait = time.Second
-		}
-		if wait < 0 {
-			return s
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*wait {
-			return s
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return s
-		}
-		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-		next, err := m.diskio.Read(c)
-		cancel()
-		if err != nil {
-			s.rateErr = err
-			return s
-		}
-		prev = &diskSample{at: now, counters: cur}
-		now = m.opts.Now()
-		cur = next
-		m.mu.Lock()
-		m.disk = &diskSample{at: now, counters: cur}
-		m.mu.Unlock()
-	}
-	if s.table != nil {
-		dt := now.Sub(prev.at).Seconds()
-		s.rates = map[string]float64{}
-		for _, mt := range s.table.Visible() {
-			if probes.IsPseudoFS(mt.FSType) {
-				continue
-			}
-			if r, ok := probes.WriteRate(prev.counters, cur, mt, dt); ok {
-				s.rates[mt.MountPoint] = r
-			}
-		}
-	}
-	return s
-}
-
-func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, shared *sharedProbes, now time.Time) (reports.RunStatus, *sample) {
+// runStatus probes one run. Its own sources (log, engines) start at once; the parts that need the
+// shared probes wait for them.
+func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass *pass, now time.Time) (reports.RunStatus, *sample) {
 	if !m.acquireRun(ctx) {
 		return notProbed(r.Name, ctx.Err()), nil
 	}
@@ -346,7 +273,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		wg      sync.WaitGroup
 		smp     *sample
 		pathObs []reports.PathObservation
-		remote  promStorage
+		remote  reports.RemoteInput
 		writers promWriters
 	)
 	addProblem := func(probe string, err error) {
@@ -358,14 +285,14 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			smp = m.sampleProgress(ctx, r, now, addProblem)
+			smp = m.sampleProgress(ctx, r, pass, now, addProblem)
 		}()
 	}
 	if need.Storage || need.Plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pathObs = m.observePaths(ctx, r, shared, !need.Storage, addProblem)
+			pathObs = m.observePaths(ctx, r, pass, !need.Storage, addProblem)
 		}()
 	}
 	if ps := m.prom[r.Name]; ps != nil && need.Storage {
@@ -380,6 +307,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		}()
 	}
 	wg.Wait()
+	shared := pass.wait()
 
 	st := m.runState(r.Name)
 	var eta *reports.ETA
@@ -424,8 +352,8 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 			return 0, false
 		}
 		rs.Storage = reports.BuildStorage(in, ttf)
-		rs.Storage = promMergeStorage(rs.Storage, remote, ttf)
-		rs.Storage = promMergeWriters(rs.Storage, writers)
+		remote.Writers, remote.Invisible = writers.writers, writers.invisible
+		rs.Storage = reports.MergeRemote(rs.Storage, remote, ttf)
 		if shared.tableErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "mounts", Error: shared.tableErr.Error()})
 		}
@@ -435,6 +363,9 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		if shared.rateErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "disk activity", Error: shared.rateErr.Error()})
 		}
+		if shared.rateNote != "" {
+			rs.Notices = append(rs.Notices, shared.rateNote)
+		}
 	} else {
 		rs.Storage = reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}}
 	}
@@ -443,7 +374,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, share
 		rs.Measured = m.measurePlans(ctx, r, rs.Plans, rs.Progress, addProblem)
 	}
 	if need.Stages && len(r.Stages) > 0 {
-		rs.Stages = m.stages.check(ctx, r, st, smp, m.opts.ProbeTimeout, addProblem)
+		rs.Stages = m.checkStages(ctx, r, st, smp)
 	}
 	if until := st.snoozedUntil(); until != nil && until.After(now) {
 		rs.Snoozed = until
@@ -472,12 +403,4 @@ func estimateConfig(r *config.Run) reports.EstimateConfig {
 		c.StallAfter = r.StallAfter.Seconds()
 	}
 	return c
-}
-
-// errTimeout names a probe that ran out of time in words a person can act on.
-func describeErr(err error, timeout time.Duration) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("no answer within %s", timeout)
-	}
-	return err
 }

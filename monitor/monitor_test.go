@@ -60,6 +60,18 @@ func holdOpen(t *testing.T, file string) int {
 	if _, err := out.Read(buf); err != nil {
 		t.Fatal(err)
 	}
+	// "ready" comes from sh; the writer is the sleep it execs into. Wait for the exec, or a scan
+	// may still see sh.
+	comm := fmt.Sprintf("/proc/%d/comm", cmd.Process.Pid)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if b, err := os.ReadFile(comm); err == nil && strings.TrimSpace(string(b)) == "sleep" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not become sleep", comm)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	return cmd.Process.Pid
 }
 

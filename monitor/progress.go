@@ -58,8 +58,8 @@ func ptr(v float64) *float64 { return &v }
 // sampleProgress reads the run's log and engines concurrently and builds an observation. The
 // engines are the run's `metrics:` endpoints, or, without them, what its Prometheus server holds
 // (see prometheus.go for how the sources combine).
-func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Time, problem func(string, error)) *sample {
-	s := &sample{obs: reports.Observation{T: float64(now.UnixNano()) / 1e9}, metrics: map[string]float64{}}
+func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass, now time.Time, problem func(string, error)) *sample {
+	s := &sample{obs: reports.Observation{T: probes.UnixSeconds(now)}, metrics: map[string]float64{}}
 	st := m.runState(r.Name)
 	ps := m.promEngineSource(r)
 	if ps != nil && m.logs[r.Name] == nil {
@@ -88,9 +88,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Ti
 		wg.Add(1)
 		go func(i int, u string) {
 			defer wg.Done()
-			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-			defer cancel()
-			engines[i], errs[i] = m.metrics.Scrape(c, u)
+			engines[i], errs[i] = m.scrape(ctx, pass, r.Name, u) // once per pass, however many runs list it
 		}(i, u)
 	}
 	if ps != nil {
@@ -108,7 +106,9 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, now time.Ti
 	}
 	wg.Wait()
 	for i, u := range r.Metrics {
-		readings = append(readings, engineReading{key: u, url: u, probe: "metrics " + u, engine: engines[i], err: errs[i]})
+		// The URL becomes a memo key, a shown address and a probe name: redacted, once.
+		name := probes.RedactURL(u)
+		readings = append(readings, engineReading{key: name, url: name, probe: "metrics " + name, engine: engines[i], err: errs[i]})
 	}
 
 	// The engines: accumulate counters across restarts, sum over servers.
@@ -243,7 +243,7 @@ func (s *sample) foldEngines(readings []engineReading, prev map[string]engineMem
 		memo := prev[rd.key]
 		es := reports.EngineStatus{URL: rd.url, Host: rd.host, OK: rd.err == nil}
 		if rd.err != nil {
-			es.Error = describeErr(rd.err, timeout).Error()
+			es.Error = probes.NoAnswer(rd.err, timeout).Error()
 			problem(rd.probe, errors.New(es.Error))
 			if memo.Reads > 0 {
 				t.add(memo.Total, memo.Restarts)
@@ -337,5 +337,5 @@ func describeLogErr(err error, timeout time.Duration) error {
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("permission denied: run as the job's user: %w", err)
 	}
-	return describeErr(err, timeout)
+	return probes.NoAnswer(err, timeout)
 }

@@ -451,7 +451,7 @@ func (m *Monitor) itSampleProgress(ctx context.Context) {
 	now := m.opts.Now()
 	for i := range m.file.Runs {
 		r := &m.file.Runs[i]
-		rs, smp := m.runStatus(ctx, r, Need{Progress: true}, &sharedProbes{}, now)
+		rs, smp := m.runStatus(ctx, r, Need{Progress: true}, m.newPass(ctx, Need{Progress: true}, true), now)
 		m.record(r, rs, smp, now)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -138,11 +139,22 @@ func (j promFakeJob) fsSeries(i int, t float64) model.Vector {
 			v    float64
 		}{{"node_filesystem_avail_bytes", fs.avail}, {"node_filesystem_size_bytes", fs.size}, {"node_filesystem_free_bytes", fs.avail + 1e9}, {"node_filesystem_device_error", 0}} {
 			v = append(v, &model.Sample{Metric: model.Metric{"__name__": model.LabelValue(n.name), "instance": model.LabelValue(j.node(i)), "job": "node",
-				"host": model.LabelValue(promHost(j.node(i))), "mountpoint": model.LabelValue(fs.mp), "device": model.LabelValue(fs.dev), "fstype": "xfs"},
+				"host": model.LabelValue(promFakeHost(j.node(i))), "mountpoint": model.LabelValue(fs.mp), "device": model.LabelValue(fs.dev), "fstype": "xfs"},
 				Value: model.SampleValue(n.v), Timestamp: ts})
 		}
 	}
 	return v
+}
+
+// promFakeResetsName is the series name the engine query gives resets() of the token counters.
+const promFakeResetsName = "runwatch_resets_1h"
+
+// promFakeHost is an instance without its port, as the filesystem query's host label has it.
+func promFakeHost(instance string) string {
+	if h, _, err := net.SplitHostPort(instance); err == nil {
+		return h
+	}
+	return instance
 }
 
 // promFake answers the queries the monitor sends, for runs named in their selectors.
@@ -204,6 +216,8 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.queries.Add(1)
+	// Read the form first: the server notices a client that hung up only once the body is read.
+	r.ParseForm()
 	if f.latency > 0 {
 		select {
 		case <-time.After(f.latency):
@@ -211,7 +225,6 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r.ParseForm()
 	q := r.Form.Get("query")
 	at := float64(time.Now().UnixNano()) / 1e9
 	if s := r.Form.Get("time"); s != "" {
@@ -235,7 +248,7 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 			mat = append(mat, job.historySeries(run, i, start, end, step)...)
 		}
 		result = mat
-	case strings.Contains(q, promResetsName):
+	case strings.Contains(q, promFakeResetsName):
 		v := model.Vector{}
 		for i := range job.instances {
 			v = append(v, job.engineSeries(&f.labels, run, i, at)...)
@@ -244,7 +257,7 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 			v = append(v, &model.Sample{Metric: model.Metric{"__name__": "vllm:num_requests_running", "instance": model.LabelValue(fmt.Sprint("x", k))}, Timestamp: model.TimeFromUnixNano(int64(at * 1e9))})
 		}
 		if ok && job.restartAt > 0 && at >= job.restartAt {
-			v = append(v, &model.Sample{Metric: model.Metric{"__name__": promResetsName, "instance": model.LabelValue(job.instance(0))}, Value: 1, Timestamp: model.TimeFromUnixNano(int64(at * 1e9))})
+			v = append(v, &model.Sample{Metric: model.Metric{"__name__": promFakeResetsName, "instance": model.LabelValue(job.instance(0))}, Value: 1, Timestamp: model.TimeFromUnixNano(int64(at * 1e9))})
 		}
 		result = v
 	case strings.Contains(q, " and on(host) "):
@@ -422,7 +435,7 @@ func TestPrometheusSourceStatus(t *testing.T) {
 		t.Fatalf("remote paths = %+v; want the output on 3 hosts", remote)
 	}
 	for i, p := range remote {
-		host := promHost(job.node(i))
+		host := promFakeHost(job.node(i))
 		avail := job.dataAvailAt(float64(now.Unix()))
 		if p.Host != host || p.Mount != "/data" || p.Device != "/dev/nvme1n1" || p.FreeBytes == nil || float64(*p.FreeBytes) != avail {
 			t.Errorf("remote path %d = %+v; want /data on %s with %g free", i, p, host, avail)
@@ -564,8 +577,8 @@ func TestPrometheusNamedProblems(t *testing.T) {
 		probe string
 		want  string
 	}{
-		{"slow", func(fp *promFake, run *config.Run, env map[string]string) { fp.latency = 3 * time.Second },
-			"prometheus ", "no answer within 200ms"},
+		{"slow", func(fp *promFake, run *config.Run, env map[string]string) { fp.latency = time.Minute },
+			"prometheus ", "no answer within 1s"},
 		{"too many series", func(fp *promFake, run *config.Run, env map[string]string) { fp.series = probes.PromDefaultMaxSeries },
 			"prometheus ", "engine series not used: kept 2000 of"},
 		{"credential variable not set", func(fp *promFake, run *config.Run, env map[string]string) {
@@ -580,7 +593,13 @@ func TestPrometheusNamedProblems(t *testing.T) {
 			run := promTestRun("synth", fp.URL, 1e6)
 			env := map[string]string{}
 			tt.setup(fp, &run, env)
-			m, _, err := New(&config.File{Runs: []config.Run{run}}, Options{ProbeTimeout: 200 * time.Millisecond, Now: func() time.Time { return now },
+			// Only the slow server meets the timeout; the others do real work (2,000 series) and get
+			// a timeout that work cannot reach.
+			timeout := time.Minute
+			if tt.name == "slow" {
+				timeout = time.Second
+			}
+			m, _, err := New(&config.File{Runs: []config.Run{run}}, Options{ProbeTimeout: timeout, Now: func() time.Time { return now },
 				LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 			if err != nil {
 				t.Fatal(err)
@@ -654,172 +673,6 @@ func TestRunConcurrencyBound(t *testing.T) {
 	}
 }
 
-func TestPromSelector(t *testing.T) {
-	tests := []struct {
-		names []string
-		sel   string
-		extra []string
-		want  string
-	}{
-		{nil, "", nil, "{}"},
-		{[]string{"up"}, "", nil, `{__name__=~"up"}`},
-		{[]string{"up", "vllm:num_requests_running"}, promInner(`{job="vllm", run="synth-25k"}`), nil,
-			`{__name__=~"up|vllm:num_requests_running",job="vllm", run="synth-25k"}`},
-		{[]string{"a.b"}, promInner("{}"), []string{`mountpoint=~"/"`}, `{__name__=~"a\\.b",mountpoint=~"/"}`},
-	}
-	for _, tt := range tests {
-		if got := promSelector(tt.names, tt.sel, tt.extra...); got != tt.want {
-			t.Errorf("promSelector(%q, %q, %q) = %s; want %s", tt.names, tt.sel, tt.extra, got, tt.want)
-		}
-	}
-}
-
-func TestPromAncestors(t *testing.T) {
-	got := strings.Join(promAncestors([]string{"/data/run/out/", "/shared", "/data/x"}), " ")
-	if want := "/ /data /data/run /data/run/out /data/x /shared"; got != want {
-		t.Errorf("promAncestors = %q; want %q", got, want)
-	}
-}
-
-func TestPromHostAndDisks(t *testing.T) {
-	hosts := map[string]string{"gpu-node-3:9100": "gpu-node-3", "gpu-node-3": "gpu-node-3", "[::1]:9100": "::1", "10.0.0.7:8000": "10.0.0.7"}
-	for in, want := range hosts {
-		if got := promHost(in); got != want {
-			t.Errorf("promHost(%q) = %q; want %q", in, got, want)
-		}
-	}
-	disks := map[string]string{"/dev/sda1": "sda1 sda", "/dev/nvme0n1p2": "nvme0n1p2 nvme0n1", "/dev/nvme1n1": "nvme1n1",
-		"/dev/vda": "vda", "/dev/mmcblk0p1": "mmcblk0p1 mmcblk0", "/dev/mapper/vg-data": "mapper/vg-data", "overlay": "", "server:/export": ""}
-	for in, want := range disks {
-		if got := strings.Join(promDiskNames(in), " "); got != want {
-			t.Errorf("promDiskNames(%q) = %q; want %q", in, got, want)
-		}
-	}
-}
-
-func TestPromPathObservations(t *testing.T) {
-	fss := map[string][]promFS{
-		"gpu-node-1": {
-			{host: "gpu-node-1", instance: "gpu-node-1:9100", mountpoint: "/", device: "/dev/nvme0n1p2", fstype: "ext4", avail: 10, size: 100, free: 15, haveAvail: true, haveSize: true, haveFree: true},
-			{host: "gpu-node-1", instance: "gpu-node-1:9100", mountpoint: "/data", device: "/dev/nvme1n1", fstype: "xfs", avail: 500, size: 1000, haveAvail: true, haveSize: true},
-			{host: "gpu-node-1", instance: "gpu-node-1:9100", mountpoint: "/shared", device: "nfs:/export", fstype: "nfs4", deviceError: true},
-		},
-		"gpu-node-2": {},
-	}
-	specs := []pathSpec{{"/data/run/out", reports.RoleOutput}, {"/tmp/x", reports.RoleWatch}, {"/shared", reports.RoleProtected}}
-	got := promPathObservations(specs, fss)
-	type row struct {
-		host, path, mount string
-		free, used        uint64
-		err               string
-	}
-	want := []row{
-		{"gpu-node-1", "/data/run/out", "/data", 500, 500, ""},
-		{"gpu-node-1", "/tmp/x", "/", 10, 85, ""},
-		{"gpu-node-1", "/shared", "/shared", 0, 0, "could not stat /shared"},
-		{"gpu-node-2", "/data/run/out", "", 0, 0, "no filesystem that holds it"},
-		{"gpu-node-2", "/tmp/x", "", 0, 0, "no filesystem that holds it"},
-		{"gpu-node-2", "/shared", "", 0, 0, "no filesystem that holds it"},
-	}
-	if len(got) != len(want) {
-		t.Fatalf("promPathObservations = %d observations; want %d", len(got), len(want))
-	}
-	for i, w := range want {
-		o := got[i]
-		r := row{host: o.Host, path: o.Path, mount: o.Mount.MountPoint}
-		if o.Usage != nil {
-			r.free, r.used = o.Usage.Free, o.Usage.Used
-		}
-		if o.UsageErr != nil {
-			r.err = o.UsageErr.Error()
-		}
-		if r.host != w.host || r.path != w.path || r.mount != w.mount || r.free != w.free || r.used != w.used || !strings.Contains(r.err, w.err) || (w.err == "") != (r.err == "") {
-			t.Errorf("observation %d = %+v; want %+v", i, r, w)
-		}
-	}
-}
-
-func TestPromReadings(t *testing.T) {
-	s := func(name, inst string, v float64, extra ...string) probes.PromSeries {
-		l := map[string]string{"__name__": name, "instance": inst}
-		for i := 0; i+1 < len(extra); i += 2 {
-			l[extra[i]] = extra[i+1]
-		}
-		return probes.PromSeries{Labels: l, Samples: []probes.PromSample{{T: 1, V: v}}}
-	}
-	series := []probes.PromSeries{
-		s("up", "a:8000", 1), s("vllm:generation_tokens_total", "a:8000", 100), s("vllm:num_requests_running", "a:8000", 5),
-		s("up", "b:8000", 0),
-		s("up", "c:8000", 0),
-		s("up", "n:9100", 1), // node_exporter matching the selector: not an engine
-		s(promResetsName, "a:8000", 2),
-	}
-	known := map[string]bool{promMemoPrefix + "b:8000": true, promMemoPrefix + "gone:8000": true, "http://direct/metrics": true}
-	readings, restarts, down := promReadings(series, "http://prom", known)
-	var got []string
-	for _, r := range readings {
-		got = append(got, fmt.Sprintf("%s ok=%v", r.host, r.err == nil))
-	}
-	if want := "a:8000 ok=true, b:8000 ok=false, gone:8000 ok=false"; strings.Join(got, ", ") != want {
-		t.Errorf("readings = %s; want %s", strings.Join(got, ", "), want)
-	}
-	if restarts["a:8000"] != 2 || len(restarts) != 1 {
-		t.Errorf("restarts = %v; want a:8000: 2", restarts)
-	}
-	if strings.Join(down, ",") != "c:8000" {
-		t.Errorf("down = %v; want c:8000 (never an engine, so a problem, not an engine)", down)
-	}
-}
-
-func TestPromQLVerdict(t *testing.T) {
-	one := func(v float64) probes.PromSeries {
-		return probes.PromSeries{Labels: map[string]string{"__name__": "x", "job": "vllm"}, Samples: []probes.PromSample{{T: 1, V: v}}}
-	}
-	tests := []struct {
-		series []probes.PromSeries
-		done   bool
-		detail string
-	}{
-		{nil, false, "the query returns no series"},
-		{[]probes.PromSeries{one(0), one(0)}, false, "the query returns 2 series, all 0"},
-		{[]probes.PromSeries{one(math.NaN())}, false, "the query returns 1 series, all 0"},
-		{[]probes.PromSeries{one(0), one(3)}, true, `x{job="vllm"} = 3`},
-		{[]probes.PromSeries{one(1), one(2), one(3)}, true, `x{job="vllm"} = 1 (and 2 more)`},
-	}
-	for _, tt := range tests {
-		done, detail, err := promQLVerdict(probes.PromResult{Series: tt.series})
-		if err != nil || done != tt.done || detail != tt.detail {
-			t.Errorf("promQLVerdict(%v) = %v, %q, %v; want %v, %q", tt.series, done, detail, err, tt.done, tt.detail)
-		}
-	}
-}
-
-func TestPromRatesFromRawSamples(t *testing.T) {
-	now := 10_000.0
-	// Free space shrinking 1 MB/s for 10 minutes, sampled every 15 s.
-	var avail []probes.PromSample
-	for t := now - 600; t <= now; t += 15 {
-		avail = append(avail, probes.PromSample{T: t, V: 1e12 - 1e6*(t-now+600)})
-	}
-	fill := promFillRates([]probes.PromSeries{{Labels: map[string]string{"instance": "h:9100", "mountpoint": "/data"}, Samples: avail}}, now)
-	if r := fill["h"]["/data"]; math.Abs(r-1e6) > 1 {
-		t.Errorf("fill rate = %g; want 1e6", r)
-	}
-	// A disk counter 90 s old read over a 5-minute window: the rate over the 90 s it spans.
-	var written []probes.PromSample
-	for t := now - 90; t <= now; t += 15 {
-		written = append(written, probes.PromSample{T: t, V: 2e6 * (t - now + 90)})
-	}
-	diskOf := map[string]map[string][]promDiskMount{"h:9100": {"nvme1n1": {{"/data", false}}, "nvme1n1p1": {{"/data", true}}}}
-	rates := promWriteRates([]probes.PromSeries{
-		{Labels: map[string]string{"instance": "h:9100", "device": "nvme1n1p1"}, Samples: written},
-		{Labels: map[string]string{"instance": "h:9100", "device": "nvme1n1"}, Samples: []probes.PromSample{{T: now - 60, V: 0}, {T: now, V: 6e9}}},
-	}, diskOf)
-	if r := rates["h"]["/data"]; math.Abs(r-2e6) > 1 {
-		t.Errorf("write rate = %g; want 2e6 (the partition's own counter, over the 90 s it exists)", r)
-	}
-}
-
 // BenchmarkStatusManyRuns answers a full status (engines, storage on every host, checks) of 100
 // runs of 8 servers each from one Prometheus, with MaxConcurrentRuns at its default: "steady" is
 // a running bot (histories filled), "fresh" a bot that just started (each status fills 100
@@ -870,4 +723,25 @@ func BenchmarkStatusManyRuns(b *testing.B) {
 			check(b, m.Status(context.Background(), All))
 		}
 	})
+}
+
+func TestPromReadingsOf(t *testing.T) {
+	insts := []probes.PromInstance{
+		{Name: "a:8000", Up: 1, HasUp: true, Engine: probes.Engine{Kind: "vllm", GenerationTokens: 100}},
+		{Name: "b:8000", Up: 0, HasUp: true},
+		{Name: "c:8000", Up: 0, HasUp: true},
+		{Name: "n:9100", Up: 1, HasUp: true}, // node_exporter matching the selector: not an engine
+	}
+	known := map[string]bool{promMemoPrefix + "b:8000": true, promMemoPrefix + "gone:8000": true, "http://direct/metrics": true}
+	readings, down := promReadingsOf(insts, "http://prom", known)
+	var got []string
+	for _, r := range readings {
+		got = append(got, fmt.Sprintf("%s ok=%v", r.host, r.err == nil))
+	}
+	if want := "a:8000 ok=true, b:8000 ok=false, gone:8000 ok=false"; strings.Join(got, ", ") != want {
+		t.Errorf("readings = %s; want %s", strings.Join(got, ", "), want)
+	}
+	if strings.Join(down, ",") != "c:8000" {
+		t.Errorf("down = %v; want c:8000 (never an engine, so a problem, not an engine)", down)
+	}
 }

@@ -38,7 +38,8 @@ func runPaths(r *config.Run) []pathSpec {
 // observePaths resolves each configured path, finds its mount and reads the mount's capacity, each
 // under the probe timeout, all concurrently. With plansOnly, only the plans' targets: a "will it
 // fit?" answer must not wait for, or name, a hung mount it does not need.
-func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *sharedProbes, plansOnly bool, problem func(string, error)) []reports.PathObservation {
+func (m *Monitor) observePaths(ctx context.Context, r *config.Run, pass *pass, plansOnly bool, problem func(string, error)) []reports.PathObservation {
+	shared := pass.wait()
 	specs := runPaths(r)
 	if plansOnly {
 		specs = slices.DeleteFunc(specs, func(sp pathSpec) bool { return sp.role != "plan" })
@@ -49,7 +50,7 @@ func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *share
 		wg.Add(1)
 		go func(i int, sp pathSpec) {
 			defer wg.Done()
-			obs[i] = m.observePath(ctx, sp, shared.table)
+			obs[i] = m.observePath(ctx, pass, sp, shared.table)
 		}(i, sp)
 	}
 	wg.Wait()
@@ -68,13 +69,13 @@ func (m *Monitor) observePaths(ctx context.Context, r *config.Run, shared *share
 	return obs
 }
 
-func (m *Monitor) observePath(ctx context.Context, sp pathSpec, table *probes.MountTable) reports.PathObservation {
+func (m *Monitor) observePath(ctx context.Context, pass *pass, sp pathSpec, table *probes.MountTable) reports.PathObservation {
 	o := reports.PathObservation{Path: sp.path, Role: sp.role, Resolved: filepath.Clean(sp.path)}
 	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 	defer cancel()
 	res, err := m.guard.Resolve(c, sp.path)
 	if err != nil {
-		o.ResolveErr = describeErr(err, m.opts.ProbeTimeout)
+		o.ResolveErr = probes.NoAnswer(err, m.opts.ProbeTimeout)
 	} else {
 		o.Resolved = res
 		o.Exists = m.exists(c, res)
@@ -86,9 +87,9 @@ func (m *Monitor) observePath(ctx context.Context, sp pathSpec, table *probes.Mo
 	if !o.HasMount {
 		return o
 	}
-	u, err := m.statfs.Usage(c, o.Mount.MountPoint)
+	u, err := m.usage(c, pass, o.Mount.MountPoint) // once per pass, however many paths are on it
 	if err != nil {
-		o.UsageErr = describeErr(err, m.opts.ProbeTimeout)
+		o.UsageErr = probes.NoAnswer(err, m.opts.ProbeTimeout)
 		return o
 	}
 	o.Usage = &u
@@ -118,7 +119,7 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 	}
 	res, err := m.guard.Resolve(c, path)
 	if err != nil {
-		return reports.Target{}, describeErr(err, m.opts.ProbeTimeout)
+		return reports.Target{}, probes.NoAnswer(err, m.opts.ProbeTimeout)
 	}
 	mt, ok := table.Lookup(res)
 	if !ok {
@@ -162,7 +163,7 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			shape, err := m.guard.ReadModelConfig(c, p.ModelConfig)
 			cancel()
 			if err != nil {
-				problem("plan "+p.Name, describeErr(err, m.opts.ProbeTimeout))
+				problem("plan "+p.Name, probes.NoAnswer(err, m.opts.ProbeTimeout))
 				out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 					Sentence: fmt.Sprintf("*%s*: cannot read the model config: %s", reports.Esc(p.Name), reports.Esc(err.Error()))})
 				continue

@@ -29,7 +29,7 @@ func (m *Monitor) measurePlans(ctx context.Context, r *config.Run, plans []repor
 		w, err := m.guard.Written(c, p.Target, writtenLimits)
 		cancel()
 		if err != nil {
-			problem("written "+p.Target, describeErr(err, m.opts.ProbeTimeout))
+			problem("written "+p.Target, probes.NoAnswer(err, m.opts.ProbeTimeout))
 			continue
 		}
 		mp := reports.MeasurePlan(p, w, done)

@@ -161,3 +161,18 @@ func WriteRate(prev, cur DiskCounters, m Mount, dt float64) (bytesPerS float64, 
 	}
 	return float64(b-a) / dt, true
 }
+
+// WriteRates is WriteRate for every visible mount of table that is not a pseudo filesystem, by
+// mount point; mounts without both readings are left out.
+func WriteRates(prev, cur DiskCounters, table *MountTable, dt float64) map[string]float64 {
+	out := map[string]float64{}
+	for _, mt := range table.Visible() {
+		if IsPseudoFS(mt.FSType) {
+			continue
+		}
+		if r, ok := WriteRate(prev, cur, mt, dt); ok {
+			out[mt.MountPoint] = r
+		}
+	}
+	return out
+}

@@ -242,7 +242,7 @@ func TestPromEnginesNewEngines(t *testing.T) {
 		}
 		return PromSeries{Labels: l, Samples: []PromSample{{T: 1, V: v}}}
 	}
-	got := PromEngines([]PromSeries{
+	got := PromEnginesByInstance([]PromSeries{
 		s("nv_trt_llm_request_metrics", 7, "request_type", "active"),
 		s("nv_trt_llm_request_metrics", 512, "request_type", "max"),
 		s("nv_trt_llm_kv_cache_block_metrics", 100, "kv_cache_block_type", "used"),
@@ -253,7 +253,7 @@ func TestPromEnginesNewEngines(t *testing.T) {
 	if got.Kind != "trtllm-triton" || got.Running != 7 || got.KVCacheUsage != 0.25 || got.Signals.Finished["error"] != 10 {
 		t.Errorf("Triton through Prometheus = %+v; want 7 active, KV 25%%, 10 failed", got)
 	}
-	got = PromEngines([]PromSeries{
+	got = PromEnginesByInstance([]PromSeries{
 		s("vllm:request_success_total", 38, "finish_reason", "stop"),
 		s("vllm:request_success_total", 2, "finish_reason", "length"),
 		s("vllm:spec_decode_num_drafts_total", 59),

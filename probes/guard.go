@@ -2,31 +2,62 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"time"
 )
 
-// Guard runs filesystem calls that can hang on a dead mount (an NFS server gone, a stuck FUSE
-// daemon) where the caller's ctx can abandon them, one call per key at a time: while a call on a
-// key is still running, later callers wait for its result instead of starting another goroutine,
-// and another OS thread stuck in the kernel, that would hang as well. Without it a sampler that
-// resolves a path on a hung mount every 30 seconds adds a stuck thread each time, and Go stops a
-// program at 10,000 threads. StatFS keeps the same rule for statfs.
+// NoAnswer names a call that ran out of time in words a person can act on: "no answer within 2s".
+// Other errors are returned as they are.
+func NoAnswer(err error, timeout time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %s", timeout)
+	}
+	return err
+}
+
+// Guard runs calls that can hang on a dead mount (an NFS server gone, a stuck FUSE daemon) where
+// the caller's ctx can abandon them, one call per key at a time: while a call on a key is still
+// running, later callers join it instead of starting another goroutine, and another OS thread
+// stuck in the kernel, that would hang as well. Without it a sampler that resolves a path on a
+// hung mount every 30 seconds adds a stuck thread each time, and Go stops a program at 10,000
+// threads. node_exporter's stuckMountWatcher is the model.
+//
+// It is the one mechanism for such calls: path resolution, stat, model configs and directory
+// sizes go through a Guard; statfs (StatFS) and log reads (Log) through one that fails fast.
 type Guard struct {
 	mu    sync.Mutex
 	calls map[string]*guardCall
+	// failHung makes callers fail at once with errStillHung while an abandoned call on their
+	// key has not returned, instead of joining it (statfs and log reads: a status should name
+	// the hung mount at once, not wait out its deadline again).
+	failHung bool
+	// joined, when set (tests), is told each time a caller joins a call already running.
+	joined func(key string)
 }
 
 type guardCall struct {
 	done chan struct{}
 	v    any
 	err  error
+	hung bool // a caller gave up on it before it returned; guarded by Guard.mu
 }
+
+// errStillHung is returned by a failHung Guard while an abandoned call on the key is still running.
+var errStillHung = errors.New("an earlier call has not returned yet")
 
 // NewGuard returns an empty Guard.
 func NewGuard() *Guard {
 	return &Guard{calls: make(map[string]*guardCall)}
+}
+
+// newFailFastGuard returns a Guard whose callers fail at once while a call they would join hangs.
+func newFailFastGuard() *Guard {
+	g := NewGuard()
+	g.failHung = true
+	return g
 }
 
 // do runs fn for key, or joins the call on key already running, and waits for it or ctx.
@@ -36,12 +67,20 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 	}
 	g.mu.Lock()
 	c, running := g.calls[key]
+	if running && c.hung && g.failHung {
+		g.mu.Unlock()
+		return nil, errStillHung
+	}
+	if running && g.joined != nil {
+		g.joined(key)
+	}
 	if !running {
 		c = &guardCall{done: make(chan struct{})}
 		g.calls[key] = c
 		go func() {
-			c.v, c.err = fn()
+			v, err := fn()
 			g.mu.Lock()
+			c.v, c.err = v, err
 			delete(g.calls, key)
 			g.mu.Unlock()
 			close(c.done)
@@ -52,6 +91,13 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 	case <-c.done:
 		return c.v, c.err
 	case <-ctx.Done():
+		g.mu.Lock()
+		select {
+		case <-c.done:
+		default:
+			c.hung = true
+		}
+		g.mu.Unlock()
 		return nil, ctx.Err()
 	}
 }

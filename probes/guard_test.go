@@ -31,12 +31,15 @@ func TestGuardOneHungCallPerKey(t *testing.T) {
 		t.Errorf("hung calls started = %d; want 1 for 5 questions", n)
 	}
 	// A caller still waiting when the call returns gets its result.
+	joined := make(chan struct{})
+	g.joined = func(string) { close(joined) }
 	got := make(chan any, 1)
 	go func() {
 		v, _ := g.do(context.Background(), "resolve /shared/out", hung)
 		got <- v
 	}()
-	time.Sleep(10 * time.Millisecond)
+	<-joined
+	g.joined = nil
 	close(release)
 	if v := <-got; v != "/shared/out" {
 		t.Errorf("joined call = %v; want /shared/out", v)

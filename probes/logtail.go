@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -70,51 +69,36 @@ const (
 type Log struct {
 	path   string
 	custom *regexp.Regexp
-
-	mu   sync.Mutex
-	busy bool // a read is running (possibly stuck on a dead filesystem)
+	guard  *Guard
 }
 
 // NewLog returns a probe for the log at path. custom, when not nil, is tried
-// before the built-in formats; build it with CompileProgressPattern.
+// before the built-in formats; build it with config.CompileProgressPattern, which checks its
+// named groups.
 func NewLog(path string, custom *regexp.Regexp) *Log {
-	return &Log{path: path, custom: custom}
+	return &Log{path: path, custom: custom, guard: newFailFastGuard()}
 }
 
 // Read returns the newest progress line of the log and the identity of the
-// file it came from. The read happens in its own goroutine so that ctx can
-// abandon it when the filesystem hangs; while an abandoned read is still
-// blocked, further reads fail at once instead of piling up.
+// file it came from. The read goes through a fail-fast Guard so that ctx can
+// abandon it when the filesystem hangs; readers at the same moment share one
+// read, and while an abandoned read is still blocked, further reads fail at
+// once instead of piling up.
 func (l *Log) Read(ctx context.Context) (LogReading, error) {
 	if err := ctx.Err(); err != nil {
 		return LogReading{}, fmt.Errorf("read %s: %w", l.path, err)
 	}
-	l.mu.Lock()
-	if l.busy {
-		l.mu.Unlock()
+	// The read itself runs on: ctx only abandons the wait for it.
+	v, err := l.guard.do(ctx, "read", func() (any, error) { return l.read(context.WithoutCancel(ctx)) })
+	switch {
+	case err == nil:
+		return v.(LogReading), nil
+	case errors.Is(err, errStillHung):
 		return LogReading{}, fmt.Errorf("read %s: an earlier read has not returned yet (is the filesystem hung?)", l.path)
-	}
-	l.busy = true
-	l.mu.Unlock()
-
-	type result struct {
-		r   LogReading
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := l.read(ctx)
-		l.mu.Lock()
-		l.busy = false
-		l.mu.Unlock()
-		done <- result{r, err}
-	}()
-	select {
-	case res := <-done:
-		return res.r, res.err
-	case <-ctx.Done():
+	case ctx.Err() != nil:
 		return LogReading{}, fmt.Errorf("read %s: %w", l.path, ctx.Err())
 	}
+	return LogReading{}, err
 }
 
 func (l *Log) read(ctx context.Context) (LogReading, error) {
@@ -357,7 +341,7 @@ func logTailParseTqdm(line []byte) (Progress, bool) {
 	return p, true
 }
 
-// logTailParseCustom applies a user pattern checked by CompileProgressPattern.
+// logTailParseCustom applies a user pattern checked by config.CompileProgressPattern.
 func logTailParseCustom(line []byte, re *regexp.Regexp) (Progress, bool) {
 	m := re.FindSubmatchIndex(line)
 	if m == nil {
@@ -389,43 +373,6 @@ func logTailParseCustom(line []byte, re *regexp.Regexp) (Progress, bool) {
 		}
 	}
 	return p, haveDone && haveTotal
-}
-
-// logTailGroups are the named groups a custom pattern may use.
-var logTailGroups = []string{"done", "total", "errors", "elapsed", "avg_tokens", "rate"}
-
-// CompileProgressPattern compiles a user regex and checks it has named groups
-// done and total (others optional: errors, elapsed, avg_tokens, rate); a
-// clear error names what is missing or unknown.
-func CompileProgressPattern(expr string) (*regexp.Regexp, error) {
-	re, err := regexp.Compile(expr)
-	if err != nil {
-		return nil, fmt.Errorf("compile progress pattern: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, name := range re.SubexpNames() {
-		if name == "" {
-			continue
-		}
-		known := false
-		for _, k := range logTailGroups {
-			known = known || name == k
-		}
-		if !known {
-			return nil, fmt.Errorf("compile progress pattern: unknown group (?P<%s>); use %s", name, strings.Join(logTailGroups, ", "))
-		}
-		seen[name] = true
-	}
-	var missing []string
-	for _, name := range logTailGroups[:2] {
-		if !seen[name] {
-			missing = append(missing, "(?P<"+name+">...)")
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("compile progress pattern: missing named group %s", strings.Join(missing, " and "))
-	}
-	return re, nil
 }
 
 // logTailInt parses a count that may carry thousands separators.

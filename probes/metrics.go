@@ -1,8 +1,6 @@
 package probes
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,12 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Engine is what one inference server's /metrics says, summed over its
@@ -66,17 +61,14 @@ const (
 	metricsAccept         = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 )
 
-// NewMetrics returns a scraper that uses client (http.DefaultClient when nil)
-// and refuses bodies larger than maxBody bytes (0 means 8 MiB). Deadlines
-// come from the ctx given to Scrape.
+// NewMetrics returns a scraper that uses client (http.DefaultClient when nil),
+// never following a redirect to another host, and refuses bodies larger than
+// maxBody bytes (0 means 8 MiB). Deadlines come from the ctx given to Scrape.
 func NewMetrics(client *http.Client, maxBody int64) *Metrics {
-	if client == nil {
-		client = http.DefaultClient
-	}
 	if maxBody <= 0 {
 		maxBody = metricsDefaultMaxBody
 	}
-	return &Metrics{client: client, maxBody: maxBody}
+	return &Metrics{client: WithProbeRedirects(client), maxBody: maxBody}
 }
 
 // Scrape fetches url and parses it with ParseMetrics. Errors name the
@@ -84,7 +76,7 @@ func NewMetrics(client *http.Client, maxBody int64) *Metrics {
 // unexpected content type, an oversized body, or a body that is not
 // Prometheus text.
 func (m *Metrics) Scrape(ctx context.Context, rawURL string) (Engine, error) {
-	where := metricsRedact(rawURL)
+	where := RedactURL(rawURL)
 	failed := metricsEmpty()
 	failed.URL = where
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
@@ -107,13 +99,17 @@ func (m *Metrics) Scrape(ctx context.Context, rawURL string) (Engine, error) {
 		}
 	}
 	kept, orig, n, err := metricsFilter(io.LimitReader(resp.Body, m.maxBody+1))
+	if errors.Is(err, ErrAbsurdSeries) {
+		return failed, fmt.Errorf("scrape %s: %w", where, err)
+	}
 	if err != nil {
 		return failed, fmt.Errorf("scrape %s: read body: %w", where, metricsUnwrapURL(err))
 	}
 	if n > m.maxBody {
 		return failed, fmt.Errorf("scrape %s: body larger than %s", where, logTailSize(m.maxBody))
 	}
-	e, err := metricsParse(kept, orig)
+	// Parsing runs under the probe's deadline too: each pass checks ctx.
+	e, err := metricsParse(ctx, kept, orig)
 	e.URL = where
 	if err != nil {
 		return e, fmt.Errorf("scrape %s: %w", where, err)
@@ -132,170 +128,7 @@ func ParseMetrics(r io.Reader) (Engine, error) {
 	if err != nil {
 		return metricsEmpty(), fmt.Errorf("read metrics: %w", err)
 	}
-	return metricsParse(kept, orig)
-}
-
-func metricsParse(kept []byte, orig []int) (Engine, error) {
-	fams, skipped, err := metricsDecode(kept, orig)
-	if err != nil {
-		e := metricsEmpty()
-		e.Skipped = skipped
-		return e, err
-	}
-	e := metricsEngine(fams)
-	e.Skipped = skipped
-	return e, nil
-}
-
-// metricsDecode runs expfmt's text parser over the lines metricsFilter
-// keeps. The parser stops at the first bad line; each bad line is reported
-// (by its number in the original body), dropped, and the parse rerun.
-func metricsDecode(kept []byte, orig []int) (map[string]*dto.MetricFamily, []string, error) {
-	var (
-		removed []int // 1-based line numbers in kept, ascending
-		skipped []string
-	)
-	for {
-		p := expfmt.NewTextParser(model.LegacyValidation)
-		fams, err := p.TextToMetricFamilies(metricsWithout(kept, removed))
-		if err == nil {
-			if len(fams) == 0 && len(skipped) > 0 {
-				return nil, skipped, fmt.Errorf("not Prometheus text: no valid metric (%s)", skipped[0])
-			}
-			return fams, skipped, nil
-		}
-		var pe expfmt.ParseError
-		if !errors.As(err, &pe) {
-			return nil, skipped, fmt.Errorf("parse metrics: %w", err)
-		}
-		line := pe.Line
-		for _, r := range removed {
-			if r <= line {
-				line++
-			}
-		}
-		text, ok := metricsLine(kept, line)
-		if !ok || line > len(orig) {
-			return nil, skipped, fmt.Errorf("parse metrics: %w", err)
-		}
-		skipped = append(skipped, fmt.Sprintf("line %d: %s: %q", orig[line-1], pe.Msg, logTailLine(metricsClip(text))))
-		if len(skipped) > metricsMaxSkipped {
-			return nil, skipped, fmt.Errorf("not Prometheus text: more than %d invalid lines, the first %s", metricsMaxSkipped, skipped[0])
-		}
-		i, _ := slices.BinarySearch(removed, line)
-		removed = slices.Insert(removed, i, line)
-	}
-}
-
-// metricsFilter keeps the lines the parser has to see: samples and
-// HELP/TYPE lines of the families metricsEngine reads (minus histogram
-// buckets, of which only _sum and _count are used), every line that does
-// not start with a plain metric name, and the first metricsHeadLines lines
-// whatever they are, so that a body that is not an exposition at all is
-// still recognised and reported. The
-// rest — most of a vLLM scrape is latency histograms — is dropped unparsed,
-// which keeps a 1 MiB scrape well under 20 ms. orig maps each kept line to
-// its 1-based number in body. The result always ends with a newline.
-func metricsFilter(r io.Reader) (kept []byte, orig []int, n int64, err error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte // a line longer than br's buffer, being assembled
-	for num := 1; ; num++ {
-		line, err := br.ReadSlice('\n')
-		for errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], line...)
-			line, err = br.ReadSlice('\n')
-			line = append(long, line...)
-		}
-		n += int64(len(line))
-		if len(line) > 0 && (num <= metricsHeadLines || metricsWanted(line)) {
-			kept = append(kept, line...)
-			if line[len(line)-1] != '\n' {
-				kept = append(kept, '\n') // the parser wants a final newline
-			}
-			orig = append(orig, num)
-		}
-		if err == io.EOF {
-			return kept, orig, n, nil
-		}
-		if err != nil {
-			return nil, nil, n, err
-		}
-	}
-}
-
-// metricsWanted reports whether a line must go to the parser.
-func metricsWanted(line []byte) bool {
-	rest := bytes.TrimLeft(line, " \t")
-	if len(rest) > 0 && rest[0] == '#' {
-		rest = bytes.TrimLeft(rest[1:], " \t")
-		if !bytes.HasPrefix(rest, []byte("HELP")) && !bytes.HasPrefix(rest, []byte("TYPE")) {
-			return false // other comments mean nothing to the parser
-		}
-		rest = bytes.TrimLeft(rest[4:], " \t")
-	}
-	end := 0
-	for end < len(rest) && metricsNameByte(rest[end], end == 0) {
-		end++
-	}
-	if end == 0 || (end < len(rest) && rest[end] == '"') {
-		return true // not a plain sample: let the parser judge it
-	}
-	name := rest[:end]
-	if bytes.HasSuffix(name, []byte("_bucket")) {
-		return false
-	}
-	return metricsKnownName(name)
-}
-
-// metricsNameByte reports whether c may appear in a legacy metric name.
-func metricsNameByte(c byte, first bool) bool {
-	return c == '_' || c == ':' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (!first && c >= '0' && c <= '9')
-}
-
-// metricsWithout returns body minus the given lines (1-based, ascending).
-func metricsWithout(body []byte, removed []int) io.Reader {
-	if len(removed) == 0 {
-		return bytes.NewReader(body)
-	}
-	var parts []io.Reader
-	line, start, pos := 1, 0, 0
-	for _, r := range removed {
-		for line < r {
-			pos += bytes.IndexByte(body[pos:], '\n') + 1
-			line++
-		}
-		parts = append(parts, bytes.NewReader(body[start:pos]))
-		pos += bytes.IndexByte(body[pos:], '\n') + 1
-		line++
-		start = pos
-	}
-	parts = append(parts, bytes.NewReader(body[start:]))
-	return io.MultiReader(parts...)
-}
-
-// metricsLine returns line n (1-based) of body.
-func metricsLine(body []byte, n int) ([]byte, bool) {
-	for i := 1; i < n; i++ {
-		j := bytes.IndexByte(body, '\n')
-		if j < 0 {
-			return nil, false
-		}
-		body = body[j+1:]
-	}
-	if len(body) == 0 {
-		return nil, false
-	}
-	if j := bytes.IndexByte(body, '\n'); j >= 0 {
-		body = body[:j]
-	}
-	return body, true
-}
-
-func metricsClip(b []byte) []byte {
-	if len(b) > 80 {
-		return b[:80]
-	}
-	return b
+	return metricsParse(context.Background(), kept, orig)
 }
 
 func metricsEmpty() Engine {
@@ -531,16 +364,6 @@ func metricsLabel(mt *dto.Metric, name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// metricsRedact drops the password from a URL so errors and reports can
-// show it.
-func metricsRedact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }
 
 // metricsUnwrapURL drops net/http's *url.Error layer, which would repeat the

@@ -162,8 +162,8 @@ func TestParseMetricsVariants(t *testing.T) {
 			want: Engine{KVCacheUsage: nan, GenerationTokens: nan, PromptTokens: nan,
 				RequestsFinished: nan, FinishedLenSum: nan, FinishedLenCount: nan, GenThroughput: nan},
 		},
-		{name: "garbage", body: "hello world\n", wantErr: `not Prometheus text: no valid metric (line 1: expected float as value, got "world"`},
-		{name: "html page", body: strings.Repeat("<div>nope</div>\n", 40), wantErr: "not Prometheus text: more than 20 invalid lines, the first line 1: "},
+		{name: "garbage", body: "hello world\n", wantErr: `not Prometheus text: no valid metric (1 line invalid, the first at line 1;`},
+		{name: "html page", body: strings.Repeat("<div>nope</div>\n", 40), wantErr: "not Prometheus text: more than 20 invalid lines, the first at line 1 "},
 		{name: "json", body: `{"error": "not found"}`, wantErr: "not Prometheus text"},
 	}
 	for _, tt := range tests {

@@ -84,7 +84,7 @@ var ErrPromTooLarge = errors.New("answer too large")
 func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("prometheus url %q is not an http(s) URL", metricsRedact(o.URL))
+		return nil, fmt.Errorf("prometheus url %q is not an http(s) URL", RedactURL(o.URL))
 	}
 	if o.BearerToken != "" && (o.Username != "" || o.Password != "") {
 		return nil, errors.New("prometheus: give a bearer token or a username and password, not both")
@@ -114,16 +114,16 @@ func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 			base: rt, host: u.Host, maxBody: o.MaxBody,
 			bearer: o.BearerToken, user: o.Username, pass: o.Password,
 		},
-		CheckRedirect: base.CheckRedirect,
+		CheckRedirect: SameHostRedirects,
 		Jar:           base.Jar,
 	}
 	c, err := api.NewClient(api.Config{Address: o.URL, Client: client})
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", metricsRedact(o.URL), err)
+		return nil, fmt.Errorf("prometheus client for %s: %w", RedactURL(o.URL), err)
 	}
 	return &Prometheus{
 		api:    promv1.NewAPI(c),
-		where:  metricsRedact(o.URL),
+		where:  RedactURL(o.URL),
 		limits: o,
 		slots:  make(chan struct{}, o.MaxConcurrent),
 	}, nil
@@ -212,8 +212,13 @@ func promError(ctx context.Context, where, query string, err error) error {
 			return fmt.Errorf("query %s: %s: check the credentials the run names (bearer_token_env, username_env, password_env)", where, apiErr.Msg)
 		case strings.Contains(apiErr.Msg, ": 404"):
 			return fmt.Errorf("query %s: %s: is this the Prometheus base URL (without /api/v1)?", where, apiErr.Msg)
+		case promPlainWords(detail):
+			return fmt.Errorf("query %s: %s: %s", where, apiErr.Msg, detail)
 		case detail != "":
-			return fmt.Errorf("query %s: %s: %s", where, apiErr.Msg, promClip(detail))
+			// Any other body that is not an API answer (a proxy's error page, a login page, JSON
+			// from something else) is never quoted: it may hold anything.
+			return fmt.Errorf("query %s: %s, with %d bytes of body that are not a Prometheus API answer (is a proxy or a login page in front of it?)",
+				where, apiErr.Msg, len(detail))
 		}
 		return fmt.Errorf("query %s: %s", where, apiErr.Msg)
 	}
@@ -359,11 +364,11 @@ func PromProgressNames() []string {
 	return names
 }
 
-// PromEngines builds one Engine per `instance` label from the series of an instant query over
+// PromEnginesByInstance builds one Engine per `instance` label from the series of an instant query over
 // PromEngineNames, with the same rules as ParseMetrics (sums over data-parallel engines, the mean
 // of the KV-cache gauges, histogram sums where an engine has no counter). Series without an
 // instance label count under "". Instances whose series name no known engine have Kind "".
-func PromEngines(series []PromSeries) map[string]Engine {
+func PromEnginesByInstance(series []PromSeries) map[string]Engine {
 	byInstance := map[string]map[string]*dto.MetricFamily{}
 	for _, s := range series {
 		name := s.Labels["__name__"]
@@ -403,7 +408,7 @@ func PromEngines(series []PromSeries) map[string]Engine {
 func promPtr[T any](v T) *T { return &v }
 
 // PromEngineReplay builds one instance's Engine from the same series at moment after moment (a
-// query_range answer replayed step by step), reusing what it built, with the rules of PromEngines.
+// query_range answer replayed step by step), reusing what it built, with the rules of PromEnginesByInstance.
 type PromEngineReplay struct {
 	names   []string
 	metrics []*dto.Metric
@@ -533,4 +538,21 @@ func promClip(s string) string {
 		return c + "…"
 	}
 	return s
+}
+
+// promPlainWords reports whether an error body is a short phrase such as Prometheus's own
+// "Unauthorized": one line of at most 64 bytes of letters, digits, spaces and sentence
+// punctuation. Markup, JSON, key=value pairs and paths are not, and are never quoted.
+func promPlainWords(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(" .,:;!?'()-", r):
+		default:
+			return false
+		}
+	}
+	return true
 }

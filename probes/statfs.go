@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,8 +21,8 @@ var ErrUnresponsive = errors.New("not responding")
 
 // StatFS reads mount capacity with a timeout. A statfs on a dead NFS server
 // blocks in the kernel, uninterruptibly, for as long as the server is away;
-// the call runs in its own goroutine so the caller can give up on it. As in
-// node_exporter's stuckMountWatcher, a mount point whose call is still hung
+// the call runs through a fail-fast Guard so the caller can give up on it. As
+// in node_exporter's stuckMountWatcher, a mount point whose call is still hung
 // fails fast without starting another goroutine, and becomes usable again
 // when the hung call returns.
 type StatFS struct {
@@ -31,18 +30,7 @@ type StatFS struct {
 	// usage reads one mount's capacity: the statfs syscall, or what
 	// NewStatFSFunc was given (tests pass one that blocks).
 	usage func(mountPoint string) (Usage, error)
-
-	mu       sync.Mutex
-	inflight map[string]*statfsCall // mount point -> the call in flight on it
-}
-
-// statfsCall is one statfs in flight. Callers that arrive while it runs
-// wait for it instead of starting their own.
-type statfsCall struct {
-	done  chan struct{} // closed when the syscall returned
-	usage Usage
-	err   error
-	hung  bool // a caller gave up on it; guarded by StatFS.mu
+	guard *Guard
 }
 
 // NewStatFS returns a probe whose calls give up after timeout (or earlier if
@@ -56,11 +44,7 @@ func NewStatFS(timeout time.Duration) *StatFS {
 // stuck-mount rules. It lets a test stand in for a mount that hangs (a
 // dead NFS server) or fails, through everything built on the probe.
 func NewStatFSFunc(timeout time.Duration, usage func(mountPoint string) (Usage, error)) *StatFS {
-	return &StatFS{
-		timeout:  timeout,
-		usage:    usage,
-		inflight: make(map[string]*statfsCall),
-	}
+	return &StatFS{timeout: timeout, usage: usage, guard: newFailFastGuard()}
 }
 
 // statfsSyscall adapts a statfs(2)-shaped function to the probe's usage.
@@ -81,56 +65,20 @@ func (s *StatFS) Usage(ctx context.Context, mountPoint string) (Usage, error) {
 	if err := ctx.Err(); err != nil {
 		return Usage{}, fmt.Errorf("statfs %s: %w", mountPoint, err)
 	}
-	s.mu.Lock()
-	c := s.inflight[mountPoint]
-	if c != nil && c.hung {
-		s.mu.Unlock()
+	c, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	v, err := s.guard.do(c, mountPoint, func() (any, error) { return s.usage(mountPoint) })
+	switch {
+	case err == nil:
+		return v.(Usage), nil
+	case errors.Is(err, errStillHung):
 		return Usage{}, fmt.Errorf("statfs %s: %w (an earlier call is still hung)", mountPoint, ErrUnresponsive)
-	}
-	if c == nil {
-		c = &statfsCall{done: make(chan struct{})}
-		s.inflight[mountPoint] = c
-		go s.run(mountPoint, c)
-	}
-	s.mu.Unlock()
-
-	timer := time.NewTimer(s.timeout)
-	defer timer.Stop()
-	select {
-	case <-c.done:
-		return c.usage, c.err
-	case <-timer.C:
-		s.markHung(c)
-		return Usage{}, fmt.Errorf("statfs %s: %w after %v", mountPoint, ErrUnresponsive, s.timeout)
-	case <-ctx.Done():
-		s.markHung(c)
+	case ctx.Err() != nil:
 		return Usage{}, fmt.Errorf("statfs %s: %w (%w)", mountPoint, ErrUnresponsive, ctx.Err())
+	case c.Err() != nil:
+		return Usage{}, fmt.Errorf("statfs %s: %w after %v", mountPoint, ErrUnresponsive, s.timeout)
 	}
-}
-
-// markHung records that a caller gave up on c, unless c finished meanwhile.
-func (s *StatFS) markHung(c *statfsCall) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-c.done:
-	default:
-		c.hung = true
-	}
-}
-
-// run performs the syscall for c and retires it.
-func (s *StatFS) run(mountPoint string, c *statfsCall) {
-	u, err := s.usage(mountPoint)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		c.err = fmt.Errorf("statfs %s: %w", mountPoint, err)
-	} else {
-		c.usage = u
-	}
-	delete(s.inflight, mountPoint)
-	close(c.done)
+	return Usage{}, fmt.Errorf("statfs %s: %w", mountPoint, err)
 }
 
 // statfsUsage converts a statfs result to bytes the way df does: block

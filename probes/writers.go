@@ -20,8 +20,10 @@ type Writer struct {
 	Command string // from <proc>/<pid>/comm (read only for processes that have writers)
 	FD      int
 	File    string // the fd link target, e.g. /data/out/part-0001.jsonl (a " (deleted)" suffix kept)
-	MountID int    // mnt_id from fdinfo
-	Flags   uint64 // open flags from fdinfo (octal in the file)
+	MountID int    // the mount id (statx STATX_MNT_ID, or mnt_id from fdinfo)
+	// Flags are the open flags: all of them from fdinfo; only the access mode (O_WRONLY or
+	// O_RDWR, from the fd link's mode bits) where statx gave the mount id.
+	Flags uint64
 }
 
 // WriterScan is the result of one scan.
@@ -46,11 +48,15 @@ type HiddenProcess struct {
 const MaxHidden = 5
 
 // Writers finds the processes holding files open for writing, by walking
-// <procRoot>/<pid>/fd and reading fdinfo for the file descriptors that
-// point at paths.
+// <procRoot>/<pid>/fd. In a real procfs an fd link's mode bits say how the
+// file is open and statx(STATX_MNT_ID) through the link names its mount, two
+// calls per written file; fdinfo (pos, flags, mnt_id) is the fallback where
+// statx cannot tell (older kernels, fixture trees).
 type Writers struct {
 	procRoot string
 	workers  int
+	// fdinfoOnly turns the statx path off (tests and benchmarks compare the two).
+	fdinfoOnly bool
 	// openFdDir opens "<pid>/fd" relative to the open procRoot directory.
 	// Tests replace it: root, who runs them, is never refused.
 	openFdDir func(procFd int, name string) (int, error)
@@ -106,6 +112,7 @@ func (w *Writers) Scan(ctx context.Context) (WriterScan, error) {
 	var wg sync.WaitGroup
 	for i := range workers {
 		ww := newWritersWorker(procFd, realProc, w.openFdDir)
+		ww.statx = realProc && !w.fdinfoOnly
 		workers[i] = ww
 		wg.Add(1)
 		go func() {
@@ -228,6 +235,8 @@ type writersWorker struct {
 	dents []byte
 	link  []byte
 	info  []byte
+	// statx is false once statx has failed to give a mount id: fdinfo from then on.
+	statx bool
 
 	writers   []Writer
 	invisible int
@@ -331,6 +340,22 @@ func (ww *writersWorker) scanPid(pid string) {
 				if st.Mode&unix.S_IWUSR == 0 {
 					return
 				}
+				if ww.statx {
+					mnt, ok, err := writersStatxMount(fdDir, fdName)
+					switch {
+					case writersGone(err):
+						return
+					case ok:
+						acc := uint64(unix.O_WRONLY)
+						if st.Mode&unix.S_IRUSR != 0 {
+							acc = unix.O_RDWR
+						}
+						fd, _ := strconv.Atoi(fdName)
+						ww.writers = append(ww.writers, Writer{PID: pidNum, FD: fd, File: string(target), MountID: mnt, Flags: acc})
+						return
+					}
+					ww.statx = false // not supported here: fdinfo, which always says
+				}
 			}
 			if fdinfoDir < 0 {
 				fdinfoDir, err = writersOpenDir(ww.procFd, pid+"/fdinfo")
@@ -386,6 +411,26 @@ func (ww *writersWorker) scanPid(pid string) {
 	for i := first; i < len(ww.writers); i++ {
 		ww.writers[i].Command = command
 	}
+}
+
+// writersStatxMount is the mount id of the file an fd link points to, from statx through the link.
+// AT_STATX_DONT_SYNC and a mask of the mount id alone keep it from asking a network filesystem's
+// server: the id is the VFS's own. ok is false when the kernel does not report it.
+func writersStatxMount(fdDir int, fdName string) (mnt int, ok bool, err error) {
+	var sx unix.Statx_t
+	for {
+		err = unix.Statx(fdDir, fdName, unix.AT_STATX_DONT_SYNC, unix.STATX_MNT_ID, &sx)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if sx.Mask&unix.STATX_MNT_ID == 0 {
+		return 0, false, nil
+	}
+	return int(sx.Mnt_id), true, nil
 }
 
 // readlink reads the symlink name in dirfd into ww.link.

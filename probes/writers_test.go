@@ -259,7 +259,17 @@ func TestWritersScanRealProcesses(t *testing.T) {
 	reader := writersStartHolder(t, writersOpen(t, in, os.O_RDONLY))
 	updater := writersStartHolder(t, writersOpen(t, rw, os.O_RDWR))
 
-	scan, err := NewWriters("/proc").Scan(context.Background())
+	// The statx path and the fdinfo fallback report the same writers.
+	for _, fdinfoOnly := range []bool{false, true} {
+		w := NewWriters("/proc")
+		w.fdinfoOnly = fdinfoOnly
+		writersCheckRealHolders(t, w, dir, appender, updater, reader, out, rw)
+	}
+}
+
+func writersCheckRealHolders(t *testing.T, probe *Writers, dir string, appender, updater, reader int, out, rw string) {
+	t.Helper()
+	scan, err := probe.Scan(context.Background())
 	if err != nil {
 		t.Fatalf("Scan(/proc): %v", err)
 	}
@@ -292,11 +302,11 @@ func TestWritersScanRealProcesses(t *testing.T) {
 			continue
 		}
 		if w.PID != c.pid || w.Command != "sleep" || w.Flags&unix.O_ACCMODE != c.acc {
-			t.Errorf("writer for %s = %+v; want pid %d, command sleep, access mode %o", c.file, w, c.pid, c.acc)
+			t.Errorf("fdinfoOnly=%v: writer for %s = %+v; want pid %d, command sleep, access mode %o", probe.fdinfoOnly, c.file, w, c.pid, c.acc)
 		}
 		if w.MountID != wantMount.ID {
 			m, _ := tab.ByID(w.MountID)
-			t.Errorf("writer for %s on mount %d (%s); want %d (%s)", c.file, w.MountID, m.MountPoint, wantMount.ID, wantMount.MountPoint)
+			t.Errorf("fdinfoOnly=%v: writer for %s on mount %d (%s); want %d (%s)", probe.fdinfoOnly, c.file, w.MountID, m.MountPoint, wantMount.ID, wantMount.MountPoint)
 		}
 	}
 	if scan.Processes < 3 {
@@ -414,17 +424,26 @@ func BenchmarkWritersScanRealProc(b *testing.B) {
 		}
 		writersStartHolder(b, files...)
 	}
-	w := NewWriters("/proc")
-	b.ResetTimer()
-	var scan WriterScan
-	for b.Loop() {
-		var err error
-		if scan, err = w.Scan(context.Background()); err != nil {
-			b.Fatal(err)
+	// The default (statx for the mount id) beside the fdinfo fallback it replaces.
+	for _, fdinfoOnly := range []bool{false, true} {
+		name := "statx"
+		if fdinfoOnly {
+			name = "fdinfo"
 		}
-	}
-	if scan.Processes < procs || len(scan.Writers) < procs*(fds/3) {
-		b.Fatalf("Scan(/proc) = %d processes, %d writers; want at least %d, %d", scan.Processes, len(scan.Writers), procs, procs*(fds/3))
+		b.Run(name, func(b *testing.B) {
+			w := NewWriters("/proc")
+			w.fdinfoOnly = fdinfoOnly
+			var scan WriterScan
+			for b.Loop() {
+				var err error
+				if scan, err = w.Scan(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if scan.Processes < procs || len(scan.Writers) < procs*(fds/3) {
+				b.Fatalf("Scan(/proc) = %d processes, %d writers; want at least %d, %d", scan.Processes, len(scan.Writers), procs, procs*(fds/3))
+			}
+		})
 	}
 }
 

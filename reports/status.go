@@ -354,6 +354,21 @@ func StorageVerdict(st Storage) string {
 	return "Storage: " + strings.Join(parts, " · ")
 }
 
+// noProgressLine says why a status has no progress: a configured source that failed (the log, a
+// metrics endpoint, Prometheus), named, or no source at all.
+func noProgressLine(problems []Problem) string {
+	var failed []string
+	for _, p := range problems {
+		if strings.HasPrefix(p.Probe, "log ") || strings.HasPrefix(p.Probe, "metrics ") || strings.HasPrefix(p.Probe, "prometheus") {
+			failed = append(failed, Code(p.Probe))
+		}
+	}
+	if len(failed) == 0 {
+		return "No progress source configured (add `log:` or `metrics:` to the run file)."
+	}
+	return ":red_circle: No progress reading: " + strings.Join(failed, ", ") + " failed (details below)."
+}
+
 // RenderStatus renders a run's full status: the console's `status` and Slack's hourly post.
 func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	m := Message{Title: r.Name + " · status"}
@@ -373,7 +388,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 		head = append(head, l)
 	}
 	if len(head) == 0 {
-		head = append(head, "No progress source configured (add `log:` or `metrics:` to the run file).")
+		head = append(head, noProgressLine(r.Problems))
 	}
 	m.Sections = append(m.Sections, strings.Join(head, "\n"))
 	if l := EngineLineBeside(r.Engines, r.Problems); l != "" {

@@ -134,12 +134,31 @@ func (p protectedSpot) covers(file string, m probes.Mount, hasMount bool) bool {
 	if !hasMount || !p.hasMount {
 		return false
 	}
-	if m.ID == p.mount.ID && p.isMountPoint {
+	if sameMount(m, p.mount) && p.isMountPoint {
 		return true
 	}
 	// The same filesystem mounted elsewhere (a bind mount of /shared, the same NFS export twice) is
 	// still the protected filesystem, but only when the protected path is a whole mount.
-	return p.isMountPoint && m.Major == p.mount.Major && m.Minor == p.mount.Minor && m.Source == p.mount.Source
+	return p.isMountPoint && sameFilesystem(m, p.mount)
+}
+
+// sameMount reports whether a and b are one mount: by id in a local mount table; by mount point
+// among a host's filesystems read through node_exporter, which have no ids.
+func sameMount(a, b probes.Mount) bool {
+	if a.ID != 0 || b.ID != 0 {
+		return a.ID == b.ID
+	}
+	return a.MountPoint == b.MountPoint
+}
+
+// sameFilesystem reports whether a and b mount one filesystem: the same device numbers and source
+// locally; without device numbers (node_exporter), the same source when it names a device or an
+// export (tmpfs, overlay and the like are one filesystem per mount).
+func sameFilesystem(a, b probes.Mount) bool {
+	if a.ID != 0 || b.ID != 0 {
+		return a.Major == b.Major && a.Minor == b.Minor && a.Source == b.Source
+	}
+	return a.Source == b.Source && (strings.HasPrefix(a.Source, "/dev/") || strings.Contains(a.Source, ":/"))
 }
 
 // Under reports whether path is dir or inside it, on component boundaries (both clean).

@@ -45,10 +45,13 @@ measure() {
   tests+='|TestLogReadErrors|TestScrapeErrors|TestScrapeDefaultLimit|TestPrometheusDeadOrSlow|TestSlackSigningExample'
   tests+='|TestHTTPBodyCapped|TestHTTPEventsAnsweredOnce|TestHTTPMentionEscapesOutsideText|TestSlackAPIHonoursRetryAfter'
   tests+='|TestSlackAPIServerErrorsBounded|TestSlackAPIRedactsErrors|TestSocketMode|TestServeRestartKeepsSnoozeAndLivingMessage'
-  tests+='|TestWarningsThreadedAndRetried|TestAskMutatingCommandsNeedAdmins|TestBotAllowedChannels|TestResolveTargetRefusesUnconfiguredPaths)$'
+  tests+='|TestWarningsThreadedAndRetried|TestAskMutatingCommandsNeedAdmins|TestBotAllowedChannels|TestResolveTargetRefusesUnconfiguredPaths'
+  tests+='|TestServeLeaksNoURLCredentials|TestServeKill9MidPostPostsOnce|TestScrapeRefusesCrossHostRedirects|TestPrometheusRefusesCrossHostRedirects'
+  tests+='|TestHTTPReplayHexCaseAndRestart|TestEventsWithoutEventIDAnswered|TestHTTPLabelBombAnsweredWithinProbeTimeout'
+  tests+='|TestHTTPFloodAcksNeverWait|TestFlappingIsOneWarning|TestScheduleStatusNamesFailedLog|TestRunFileLimits)$'
   echo ">> go test -count=1 -v -run '$tests' (RUNWATCH_SOAK_HOURS=$soak_hours)" >&2
   set +e
-  RUNWATCH_SOAK_HOURS="$soak_hours" go test -count=1 -v -timeout 90m -run "$tests" ./state ./probes ./monitor ./handlers ./cmd/bot > "$dir/reliability.txt" 2>&1
+  RUNWATCH_SOAK_HOURS="$soak_hours" go test -count=1 -v -timeout 90m -run "$tests" ./state ./probes ./monitor ./handlers ./cmd/bot ./config > "$dir/reliability.txt" 2>&1
   status=$?
   set -e
   echo $status > "$dir/status"

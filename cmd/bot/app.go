@@ -131,7 +131,12 @@ func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
 	} else if _, err := os.Stat(a.env.StateDir); err == nil {
 		dir, _ = state.Open(a.env.StateDir)
 	}
-	o := monitor.Options{ProcRoot: a.env.ProcRoot, ProbeTimeout: a.env.ProbeTimeout, State: dir, ReadOnly: !longLived}
+	o := monitor.Options{ProcRoot: a.env.ProcRoot, ProbeTimeout: a.env.ProbeTimeout, State: dir, ReadOnly: !longLived,
+		ScanEvery: scanEvery(a.sampleInterval())}
+	if longLived {
+		// An answer within half a sample interval (at most 10 s) of the last evaluation reads it.
+		o.Fresh = min(a.sampleInterval()/2, maxFresh)
+	}
 	if a.demo != nil {
 		o.Now = a.demo.Now
 	}
@@ -204,6 +209,21 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 		go s.Run(sctx)
 	}
 	return c.Run(ctx)
+}
+
+// writerScanPeriod is how often a sampler scans /proc for open files at most: at a short sample
+// interval the scan is most of a sample's work, and answers about storage scan when asked anyway.
+const writerScanPeriod = 30 * time.Second
+
+// maxFresh bounds how old an evaluation an answer may read instead of probing again.
+const maxFresh = 10 * time.Second
+
+// scanEvery is how many samples at interval one writer scan serves.
+func scanEvery(interval time.Duration) int {
+	if interval <= 0 {
+		return 1
+	}
+	return max(1, int(writerScanPeriod/interval))
 }
 
 func (a *app) sampleInterval() time.Duration {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -50,13 +51,16 @@ type restartSlack struct {
 	mu    sync.Mutex
 	calls []restartCall
 	seq   int
+	// postDelay is how long chat.postMessage and conversations.history take to answer (the call
+	// is recorded, and a message is in the channel, as soon as it arrives).
+	postDelay atomic.Int64
 }
 
 func newRestartSlack(t *testing.T) *restartSlack {
 	t.Helper()
 	f := &restartSlack{}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
-		for _, m := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral"} {
+		for _, m := range []string{"auth.test", "chat.postMessage", "chat.update", "chat.postEphemeral", "conversations.history", "conversations.replies", "chat.getPermalink"} {
 			c.Handle("/"+m, f.handler(m))
 		}
 	})
@@ -72,9 +76,20 @@ func (f *restartSlack) handler(method string) http.HandlerFunc {
 		f.seq++
 		ts := fmt.Sprintf("1700000000.%06d", f.seq)
 		f.calls = append(f.calls, restartCall{Method: method, Form: r.PostForm, At: time.Now()})
+		history := f.historyLocked(r.PostForm)
 		f.mu.Unlock()
+		if d := time.Duration(f.postDelay.Load()); d > 0 && (method == "chat.postMessage" || method == "conversations.history") {
+			time.Sleep(d)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		switch method {
+		case "conversations.history", "conversations.replies":
+			b, _ := json.Marshal(history)
+			fmt.Fprintf(w, `{"ok":true,"messages":%s,"has_more":false}`, b)
+			return
+		case "chat.getPermalink":
+			fmt.Fprintf(w, `{"ok":true,"permalink":"https://test.slack.com/archives/%s/p%s"}`, r.PostForm.Get("channel"), strings.ReplaceAll(r.PostForm.Get("message_ts"), ".", ""))
+			return
 		case "auth.test":
 			io.WriteString(w, `{"ok":true,"user_id":"U111","bot_id":"B111","user":"runwatch","team":"Test Team","team_id":"T111"}`)
 		case "chat.postMessage":
@@ -89,6 +104,25 @@ func (f *restartSlack) handler(method string) http.HandlerFunc {
 			fmt.Fprintf(w, `{"ok":true,"message_ts":%q}`, ts)
 		}
 	}
+}
+
+// historyLocked is the channel's (or the thread's) messages so far, newest first, with their
+// metadata when asked for; each message's ts is its call's number, as chat.postMessage answered.
+func (f *restartSlack) historyLocked(q url.Values) []map[string]any {
+	var out []map[string]any
+	for i := len(f.calls) - 1; i >= 0; i-- {
+		c := f.calls[i]
+		if c.Method != "chat.postMessage" || c.Form.Get("channel") != q.Get("channel") || c.Form.Get("thread_ts") != q.Get("ts") {
+			continue
+		}
+		m := map[string]any{"type": "message", "ts": fmt.Sprintf("1700000000.%06d", i+1), "text": c.Form.Get("text")}
+		var md map[string]any
+		if q.Get("include_all_metadata") == "1" && json.Unmarshal([]byte(c.Form.Get("metadata")), &md) == nil {
+			m["metadata"] = md
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func (f *restartSlack) snapshot() []restartCall {

@@ -1,0 +1,193 @@
+// Package checklist owns a run's checklist: each stage's state from its check (http, exists,
+// progress, growing, metric, promql, manual) or from a mark an admin set by hand. It reads the
+// world through probes and decides through the pure verdicts in reports.
+package checklist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"runwatch/config"
+	"runwatch/probes"
+	"runwatch/reports"
+)
+
+// Checker sets each stage of a run's checklist from its check.
+type Checker struct {
+	HTTP  *http.Client
+	Guard *probes.Guard
+	// PromQL runs a promql check for a run; nil when no run has a Prometheus source.
+	PromQL func(ctx context.Context, r *config.Run, query string) (bool, string, error)
+}
+
+// Mark is a stage state set by hand (from Slack or the console).
+type Mark struct {
+	State string    `json:"state"`
+	By    string    `json:"by"`
+	At    time.Time `json:"at"`
+}
+
+// Input is what a run's checks read besides the world.
+type Input struct {
+	Marks    map[string]Mark
+	Progress *reports.Progress  // nil when no progress is known
+	Metrics  map[string]float64 // the sample's engine values by alias; nil without a sample
+	// Growing is the last look at each growing stage's directory, by stage name.
+	Growing map[string]reports.Growth
+	Now     time.Time
+}
+
+// MetricNames lists the names a metric stage check may use.
+func MetricNames() []string {
+	return []string{"running", "waiting", "kv_cache_usage", "generation_tokens", "prompt_tokens",
+		"requests_finished", "preemptions", "gen_throughput", "done", "total", "errors", "percent"}
+}
+
+// growthLooks collects the growing stages' new looks from checks that run at once.
+type growthLooks struct {
+	mu sync.Mutex
+	m  map[string]reports.Growth
+}
+
+// Check evaluates every stage of r, the checks at once and each within timeout. It returns the
+// stages' states and the growing stages' new looks, to keep for the next check.
+func (c *Checker) Check(ctx context.Context, r *config.Run, in Input, timeout time.Duration) ([]reports.StageStatus, map[string]reports.Growth) {
+	out := make([]reports.StageStatus, len(r.Stages))
+	looks := &growthLooks{m: map[string]reports.Growth{}}
+	var wg sync.WaitGroup
+	for i := range r.Stages {
+		s := &r.Stages[i]
+		if mk, ok := in.Marks[s.Name]; ok {
+			out[i] = reports.StageStatus{Name: s.Name, State: mk.State, Manual: true,
+				Detail: fmt.Sprintf("marked %s by %s at %s", strings.ReplaceAll(mk.State, "_", " "), mk.By, mk.At.Format("Jan 2 15:04 UTC"))}
+			continue
+		}
+		wg.Add(1)
+		go func(i int, s *config.Stage) {
+			defer wg.Done()
+			cc, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			out[i] = c.checkOne(cc, r, s, in, looks)
+			out[i].Name = s.Name
+		}(i, s)
+	}
+	wg.Wait()
+	return out, looks.m
+}
+
+func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, in Input, looks *growthLooks) reports.StageStatus {
+	switch s.Check {
+	case "http":
+		a, err := probes.CheckHTTP(ctx, c.HTTP, s.URL)
+		switch {
+		case errors.Is(err, probes.ErrBadRequest):
+			return reports.StageStatus{State: reports.StageFailed, Detail: err.Error()}
+		case err != nil:
+			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(err)}
+		case a.Code/100 == 2:
+			return reports.StageStatus{State: reports.StageDone, Detail: fmt.Sprintf("%s answers %d in %d ms", probes.RedactURL(s.URL), a.Code, a.Took.Milliseconds())}
+		}
+		return reports.StageStatus{State: reports.StageFailed, Detail: fmt.Sprintf("%s answers %s", probes.RedactURL(s.URL), a.Status)}
+	case "exists":
+		ok, err := statWithin(ctx, c.Guard, s.Path)
+		switch {
+		case err != nil:
+			return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
+		case ok:
+			return reports.StageStatus{State: reports.StageDone, Detail: s.Path + " is there"}
+		}
+		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
+	case "progress":
+		return reports.StageFromProgress(in.Progress)
+	case "growing":
+		return c.growing(ctx, s, in, looks)
+	case "metric":
+		if in.Metrics == nil {
+			return reports.StageStatus{State: reports.StagePending, Detail: "no metrics yet"}
+		}
+		name := s.Metric
+		if a, ok := probes.MetricAlias(name); ok {
+			name = a
+		}
+		vals := map[string]float64{}
+		for k, v := range in.Metrics {
+			vals[k] = v
+		}
+		if p := in.Progress; p != nil {
+			vals["done"], vals["total"], vals["errors"] = float64(p.Done), float64(p.Total), float64(p.Errors)
+			if p.Total > 0 {
+				vals["percent"] = 100 * float64(p.Done) / float64(p.Total)
+			}
+		}
+		return reports.StageFromMetric(s.Metric, name, s.Op, s.Value, vals, MetricNames())
+	case "promql":
+		if c.PromQL == nil {
+			return reports.StageStatus{State: reports.StagePending, Detail: "promql checks need prometheus: in the run"}
+		}
+		ok, detail, err := c.PromQL(ctx, r, s.Query)
+		if err != nil {
+			return reports.StageStatus{State: reports.StagePending, Detail: "query failed: " + shortErr(err)}
+		}
+		if ok {
+			return reports.StageStatus{State: reports.StageDone, Detail: detail}
+		}
+		return reports.StageStatus{State: reports.StagePending, Detail: detail}
+	case "manual":
+		name := s.Name
+		if strings.ContainsAny(name, " \t") {
+			name = `"` + name + `"`
+		}
+		return reports.StageStatus{State: reports.StagePending, Detail: "set it with /runwatch stage " + name + " done"}
+	}
+	return reports.StageStatus{State: reports.StagePending, Detail: "unknown check " + s.Check}
+}
+
+// growing compares a directory's top-level size and file count with the last look.
+func (c *Checker) growing(ctx context.Context, s *config.Stage, in Input, looks *growthLooks) reports.StageStatus {
+	size, files, err := c.Guard.DirSize(ctx, s.Path)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " did not answer in time"}
+	case os.IsNotExist(err):
+		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
+	case err != nil:
+		return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
+	}
+	now := in.Now.UTC()
+	prev, seen := in.Growing[s.Name]
+	cur := reports.Growth{Size: size, Files: files, Seen: now, Changed: prev.Changed}
+	if !seen || size != prev.Size || files != prev.Files {
+		cur.Changed = now
+	}
+	looks.mu.Lock()
+	looks.m[s.Name] = cur
+	looks.mu.Unlock()
+	return reports.StageFromGrowth(s.Path, prev, seen, cur, now)
+}
+
+func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error) {
+	_, err := g.Stat(ctx, path)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() != nil:
+		return false, fmt.Errorf("%s did not answer in time", path)
+	case os.IsNotExist(err):
+		return false, nil
+	}
+	return false, err
+}
+
+func shortErr(err error) string {
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

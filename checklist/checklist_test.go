@@ -1,0 +1,69 @@
+package checklist
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/probes"
+	"runwatch/reports"
+)
+
+// One run with a stage of every kind, checked against a real HTTP server and real files.
+func TestCheck(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "part-0"), make([]byte, 100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &config.Run{Name: "synth", Stages: []config.Stage{
+		{Name: "server", Check: "http", URL: srv.URL + "/health"},
+		{Name: "drafter", Check: "exists", Path: filepath.Join(dir, "drafter.pt")},
+		{Name: "generate", Check: "progress"},
+		{Name: "output", Check: "growing", Path: out},
+		{Name: "drained", Check: "metric", Metric: "vllm:num_requests_running", Op: "==", Value: 0},
+		{Name: "review", Check: "manual"},
+		{Name: "signed off", Check: "manual"},
+		{Name: "alerts", Check: "promql", Query: "up"},
+	}}
+	c := &Checker{HTTP: srv.Client(), Guard: probes.NewGuard()}
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	in := Input{
+		Now:      t0,
+		Progress: &reports.Progress{Done: 300, Total: 25000},
+		Metrics:  map[string]float64{"running": 0},
+		Marks:    map[string]Mark{"signed off": {State: reports.StageDone, By: "UADMIN", At: t0}},
+	}
+	got, looks := c.Check(context.Background(), r, in, time.Minute)
+	want := []struct{ state, detail string }{
+		{reports.StageDone, ""},
+		{reports.StagePending, filepath.Join(dir, "drafter.pt") + " does not exist yet"},
+		{reports.StageInProgress, "300 / 25,000 (1%)"},
+		{reports.StageInProgress, "100 B in 1 file"},
+		{reports.StageDone, "vllm:num_requests_running = 0 == 0"},
+		{reports.StagePending, "set it with /runwatch stage review done"},
+		{reports.StageDone, "marked done by UADMIN at Nov 29 12:00 UTC"},
+		{reports.StagePending, "promql checks need prometheus: in the run"},
+	}
+	for i, w := range want {
+		if got[i].Name != r.Stages[i].Name || got[i].State != w.state || (w.detail != "" && got[i].Detail != w.detail) {
+			t.Errorf("stage %s = %+v; want %s %q", r.Stages[i].Name, got[i], w.state, w.detail)
+		}
+	}
+	// The directory does not change for ten minutes: the growing stage is done.
+	in.Growing, in.Now = looks, t0.Add(11*time.Minute)
+	got, _ = c.Check(context.Background(), r, in, time.Minute)
+	if g := got[3]; g.State != reports.StageDone {
+		t.Errorf("growing stage unchanged for 11 minutes = %+v; want done", g)
+	}
+}

@@ -1,0 +1,327 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// secBinDir holds the bot secBinary builds; TestMain removes it.
+var secBinDir string
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if secBinDir != "" {
+		os.RemoveAll(secBinDir)
+	}
+	os.Exit(code)
+}
+
+// secBinary builds the bot once for the tests that run it as a process.
+var secBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "runwatch-bot-")
+	if err != nil {
+		return "", err
+	}
+	secBinDir = dir
+	bin := filepath.Join(dir, "bot")
+	args := []string{"build", "-o", bin}
+	if restartRace {
+		args = append(args, "-race")
+	}
+	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+		return "", &exec.ExitError{Stderr: out}
+	}
+	return bin, nil
+})
+
+func secBuild(t *testing.T) string {
+	t.Helper()
+	bin, err := secBinary()
+	if err != nil {
+		t.Fatalf("go build: %v", err)
+	}
+	return bin
+}
+
+// TestServeLeaksNoURLCredentials is the red team's finding 1 through the real binary: metrics
+// endpoints with a password and an api_key that fail, one that redirects to another host (a
+// stand-in for a cloud metadata service), a stage http check with a token. The password, the key,
+// the token and the other host's answer appear nowhere: not in Slack posts, the bot's /metrics,
+// alerts.json, the run state files, `bot status --json`, the checklist, or the bot's log.
+func TestServeLeaksNoURLCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	const (
+		password = "Pa55w0rdLeak"
+		apiKey   = "K3yLeakValue"
+		token    = "T0kenLeakValue"
+		cloudKey = "ASIALEAKEDKEY"
+	)
+	secrets := []string{password, apiKey, token, cloudKey}
+	bin := secBuild(t)
+	dir := t.TempDir()
+	var cloudHits atomic.Int32
+	cloud := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cloudHits.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, `{"AccessKeyId":"`+cloudKey+`"}`+"\n")
+	}))
+	defer cloud.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, cloud.URL+"/latest/meta-data", http.StatusFound)
+			return
+		}
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	// A port nothing listens on: the password-bearing URL fails with a connection error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	host := strings.TrimPrefix(failing.URL, "http://")
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := `runs:
+  - name: leak
+    channel: "#leak"
+    metrics:
+      - "http://admin:` + password + `@` + closed + `/metrics"
+      - "http://` + host + `/metrics?api_key=` + apiKey + `"
+      - "http://deploy:` + password + `@` + host + `/redirect"
+    stages:
+      - {name: server up, check: http, url: "http://` + host + `/ready?token=` + token + `"}
+      - {name: moved, check: http, url: "http://` + host + `/redirect"}
+`
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := newRestartSlack(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	bot := startRestartBot(t, bin, dir, env)
+	restartWait(t, "a source-down warning for each of the three endpoints", func() bool {
+		n := 0
+		for _, c := range slack.snapshot() {
+			if c.Method == "chat.postMessage" && strings.Contains(c.Form.Get("text"), "source down") {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	metrics := func() string {
+		resp, err := http.Get("http://" + bot.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}()
+	if !strings.Contains(metrics, `runwatch_probe_failures_total{probe="metrics http://`+closed+`/metrics"`) {
+		t.Errorf("/metrics lacks the failing probe under its redacted name:\n%s", grepLines(metrics, "probe_failures"))
+	}
+
+	places := map[string]string{"/metrics": metrics, "bot output": bot.stderr.String()}
+	for i, c := range slack.snapshot() {
+		places[fmt.Sprintf("Slack call %d (%s)", i, c.Method)] = c.Form.Encode()
+	}
+	ents, _ := os.ReadDir(stateDir)
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(stateDir, e.Name()))
+		places["state "+e.Name()] = string(b)
+	}
+	if _, ok := places["state alerts.json"]; !ok {
+		t.Errorf("no alerts.json in the state dir: %v", ents)
+	}
+	for _, args := range [][]string{{"status", "--json"}, {"status"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("bot %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		places["bot "+strings.Join(args, " ")] = string(out)
+	}
+	if strings.Contains(places["bot status"], "No progress source configured") || !strings.Contains(places["bot status"], "No progress reading: ") {
+		t.Errorf("the status with every metrics endpoint failing does not name them as failed:\n%s", places["bot status"])
+	}
+	if !strings.Contains(places["bot status"], "redirected to "+cloud.URL+"/latest/meta-data") {
+		t.Errorf("the checklist does not say where the stage's URL redirected:\n%s", places["bot status"])
+	}
+	if !strings.Contains(places["bot status"], "/ready?token=[redacted]") {
+		t.Errorf("the checklist does not show the stage's URL redacted:\n%s", places["bot status"])
+	}
+	leaks := 0
+	for where, text := range places {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				leaks++
+				t.Errorf("%s holds %q:\n%s", where, s, grepLines(text, s))
+			}
+		}
+	}
+	if n := cloudHits.Load(); n != 0 {
+		t.Errorf("the host a metrics URL redirected to was asked %d times; want 0", n)
+	}
+	t.Logf("figure: password, api_key, stage token and a redirect target's answer in %d places (Slack posts, /metrics, %d state files, status --json, checklist, log): %d leaks; the other host asked %d times",
+		len(places), len(ents), leaks, cloudHits.Load())
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// secAlerts is what the test reads back from alerts.json.
+type secAlerts struct {
+	Active map[string]struct {
+		Ref string `json:"ref"`
+	} `json:"active"`
+	Pending map[string]json.RawMessage `json:"pending"`
+}
+
+func secReadAlerts(stateDir string) secAlerts {
+	var a secAlerts
+	b, err := os.ReadFile(filepath.Join(stateDir, "alerts.json"))
+	if err == nil {
+		json.Unmarshal(b, &a)
+	}
+	return a
+}
+
+// secSamples is runwatch_samples_total on a bot's /metrics (0 when it cannot be read).
+func secSamples(addr string) int {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "runwatch_samples_total "); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return int(n)
+		}
+	}
+	return 0
+}
+
+// TestServeKill9MidPostPostsOnce is the red team's finding 7 with the real binary: Slack takes 4 s
+// to answer chat.postMessage and conversations.history, and `bot serve` is killed with SIGKILL
+// three times: the first time while its warning is in flight (Slack has it, the bot has no
+// answer), then while it asks Slack whether that post landed. The intent recorded before the post and the message
+// metadata read back through conversations.history leave exactly one copy of the warning.
+func TestServeKill9MidPostPostsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	bin := secBuild(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := "runs:\n  - name: down\n    channel: CWARN\n    metrics: [\"http://" + closed + "/metrics\"]\n    schedule: \"@every 24h\"\n"
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := newRestartSlack(t)
+	slack.postDelay.Store(int64(4 * time.Second))
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	copies := func(from int) int {
+		n := 0
+		for _, c := range slack.snapshot()[from:] {
+			if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" && strings.Contains(c.Form.Get("text"), "source down") {
+				n++
+			}
+		}
+		return n
+	}
+	settled := func() bool {
+		a := secReadAlerts(stateDir)
+		for _, al := range a.Active {
+			if al.Ref != "" && len(a.Pending) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	lookups := func(from int) int {
+		n := 0
+		for _, c := range slack.snapshot()[from:] {
+			if c.Method == "conversations.history" {
+				n++
+			}
+		}
+		return n
+	}
+	kills, midPost, midLookup := 0, 0, 0
+	for kills < 3 {
+		from := len(slack.snapshot())
+		bot := startRestartBot(t, bin, dir, env)
+		restartWait(t, "a warning or a look-up in flight", func() bool {
+			return copies(from) > 0 || lookups(from) > 0 || settled()
+		})
+		if copies(from) > 0 {
+			midPost++
+		}
+		if lookups(from) > 0 {
+			midLookup++
+		}
+		if err := bot.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-bot.exited
+		kills++
+	}
+	final := startRestartBot(t, bin, dir, env)
+	restartWait(t, "the warning settled and 4 samples after the last restart", func() bool {
+		return settled() && secSamples(final.addr) >= 4
+	})
+	history := 0
+	for _, c := range slack.snapshot() {
+		if c.Method == "conversations.history" {
+			history++
+		}
+	}
+	if n := copies(0); n != 1 {
+		t.Errorf("copies of the warning after %d kills (%d mid-post) = %d; want exactly 1", kills, midPost, n)
+	}
+	if midPost == 0 {
+		t.Errorf("no kill landed mid-post; the test proves nothing")
+	}
+	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d mid conversations.history; Slack answering both in 4 s): %d copy of the warning; %d look-ups",
+		midPost, midLookup, copies(0), history)
+}

@@ -1,0 +1,71 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// pendingGiveUp is how long a crash-interrupted post is looked up before it is delivered again
+// anyway: a Slack that cannot say whether the post landed for this long is more likely to have
+// lost it than to show it later.
+const pendingGiveUp = 10 * time.Minute
+
+// recordIntents gives each post an ID and saves it as pending before anything is sent: the state
+// file is written atomically, so after a kill -9 mid-post the restarted bot knows a post may have
+// landed and asks Slack (Find) instead of posting a second copy.
+func (s *Sampler) recordIntents(posts []Post, now time.Time) {
+	if s.Alerter.State.Pending == nil {
+		s.Alerter.State.Pending = map[string]PendingPost{}
+	}
+	for i := range posts {
+		if posts[i].ID == "" {
+			posts[i].ID = newPostID()
+		}
+		s.Alerter.State.Pending[posts[i].ID] = PendingPost{Post: posts[i], At: now}
+	}
+	if s.State != nil {
+		if err := s.State.Save(alertStateFile, s.Alerter.State); err != nil {
+			s.log.Warn("intent to post not saved: a crash mid-post may post a warning twice", "err", err)
+		}
+	}
+}
+
+// recoverPending settles posts a crash interrupted: one Slack has is recorded as delivered; a
+// warning Slack does not have is marked undelivered, so this tick's evaluation decides afresh
+// whether it is still news; a follow-up Slack does not have is returned to be delivered again,
+// under its first ID. A post Slack cannot be asked about stays pending until pendingGiveUp.
+func (s *Sampler) recoverPending(ctx context.Context, now time.Time) []Post {
+	var redo []Post
+	for id, pp := range s.Alerter.State.Pending {
+		ref := ""
+		if s.Find != nil {
+			c, cancel := context.WithTimeout(ctx, 30*time.Second)
+			r, err := s.Find(c, pp)
+			cancel()
+			if err != nil && now.Sub(pp.At) < pendingGiveUp {
+				s.log.Warn("cannot tell whether a post interrupted by a restart landed; asking again next sample", "run", pp.Post.Run, "kind", pp.Post.Kind, "err", err)
+				continue
+			}
+			ref = r
+		}
+		delete(s.Alerter.State.Pending, id)
+		switch {
+		case ref != "":
+			s.log.Info("a post interrupted by a restart had landed; not posting it again", "run", pp.Post.Run, "kind", pp.Post.Kind)
+			s.Alerter.Delivered(pp.Post, ref)
+		case followUp(pp.Post.Kind):
+			redo = append(redo, pp.Post)
+		default:
+			s.Alerter.Undelivered(pp.Post)
+		}
+	}
+	return redo
+}
+
+func newPostID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

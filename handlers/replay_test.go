@@ -1,0 +1,134 @@
+package handlers
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/state"
+)
+
+// TestHTTPReplayHexCaseAndRestart is the red team's finding 2: an admin's signed `snooze 14d`,
+// then an unsnooze; the first request sent again with its digest upper-cased (Slack's check
+// decodes hex in either case) and, after a restart over the same state directory, as it was. Both
+// replays are refused and the run stays unsnoozed; a new request is answered.
+func TestHTTPReplayHexCaseAndRestart(t *testing.T) {
+	e := newHTTPEnv(t, botOpts{})
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One HTTP mode per "process", each restoring the seen signatures from the state directory.
+	serve := func() *httptest.Server {
+		hm := newHTTPMode(e.app, config.NewSecret(e.secret), e.metrics, e.app.log)
+		if err := hm.replays.persist(dir, func(err error) { t.Errorf("replay journal: %v", err) }); err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(hm.handler())
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	send := func(srv *httptest.Server, body []byte, ts, sig string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/slack/commands", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", sig)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	snoozed := func() bool { _, ok := e.bot.mon.SnoozedUntil("synth"); return ok }
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	snooze := slashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", "")
+	sig := slackSign(e.secret, ts, snooze)
+	upper := "v0=" + strings.ToUpper(strings.TrimPrefix(sig, "v0="))
+
+	first := serve()
+	if code := send(first, snooze, ts, sig); code != http.StatusOK || !snoozed() {
+		t.Fatalf("snooze 14d = %d, snoozed %v; want 200 and snoozed", code, snoozed())
+	}
+	unsnooze := slashBody("/runwatch", "unsnooze synth", "C0SYNTH", "UADMIN", "")
+	if code := send(first, unsnooze, ts, slackSign(e.secret, ts, unsnooze)); code != http.StatusOK || snoozed() {
+		t.Fatalf("unsnooze = %d, snoozed %v; want 200 and not snoozed", code, snoozed())
+	}
+	refused := 0
+	if code := send(first, snooze, ts, upper); code != http.StatusUnauthorized || snoozed() {
+		t.Errorf("snooze replayed with the digest upper-cased = %d, snoozed %v; want 401 and not snoozed", code, snoozed())
+	} else {
+		refused++
+	}
+	first.Close()
+
+	second := serve() // the restart: nothing in memory, the journal on disk
+	for _, s := range []string{sig, upper} {
+		if code := send(second, snooze, ts, s); code != http.StatusUnauthorized || snoozed() {
+			t.Errorf("snooze replayed after a restart (%.8s…) = %d, snoozed %v; want 401 and not snoozed", s, code, snoozed())
+		} else {
+			refused++
+		}
+	}
+	now := strconv.FormatInt(time.Now().Unix()+1, 10)
+	status := slashBody("/runwatch", "runs", "C0SYNTH", "UADMIN", "")
+	if code := send(second, status, now, slackSign(e.secret, now, status)); code != http.StatusOK {
+		t.Errorf("a new request after the restart = %d; want 200", code)
+	}
+	if t.Failed() {
+		return
+	}
+	t.Logf("figure: admin's snooze 14d replayed after an unsnooze (hex upper-cased, and as sent after a restart): %d of 3 replays refused with 401, run left unsnoozed", refused)
+}
+
+func TestReplayCacheExpiresAndCompacts(t *testing.T) {
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	c := newReplayCache(func() time.Time { return now })
+	if err := c.persist(dir, func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	old := strconv.FormatInt(now.Add(-10*time.Minute).Unix(), 10)
+	fresh := strconv.FormatInt(now.Unix(), 10)
+	if !c.first(old, "v0=aa") || !c.first(fresh, "v0=bb") || c.first(fresh, "v0=BB") {
+		t.Fatal("first: want aa and bb new, BB the same as bb")
+	}
+	if c.first(fresh, "v0=zz") || c.first(fresh, "v1=bb") {
+		t.Error("first(undecodable signature) = true; want false")
+	}
+	d := newReplayCache(func() time.Time { return now })
+	if err := d.persist(dir, func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.seen) != 1 || d.first(fresh, "v0=bb") != false || d.first(old, "v0=aa") != true {
+		t.Errorf("after a restart: %v; want only the fresh key kept", d.seen)
+	}
+}
+
+func TestEventsWithoutEventIDAnswered(t *testing.T) {
+	metrics := vllmMetrics(t)
+	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	// The third is Slack redelivering the first, signed anew.
+	now := time.Now().Unix()
+	for i, ts := range []string{"1700000100.000100", "1700000200.000200", "1700000100.000100"} {
+		body := mentionEvent("", "<@U111> ETA?", "U222", "C0SYNTH", ts, "")
+		at := strconv.FormatInt(now+int64(i), 10)
+		h := http.Header{"X-Slack-Request-Timestamp": {at}, "X-Slack-Signature": {slackSign(e.secret, at, body)}}
+		if resp := e.post(t, "/slack/events", body, h); resp.StatusCode != http.StatusOK {
+			t.Fatalf("event %d = %d", i, resp.StatusCode)
+		}
+	}
+	e.app.wait(10 * time.Second)
+	if n := len(e.fake.Calls("chat.postMessage")); n != 2 {
+		t.Errorf("answers to 2 distinct mentions without event_id (one delivered twice) = %d; want 2", n)
+	} else {
+		t.Logf("figure: 3 deliveries of 2 mentions without event_id: %d answers", n)
+	}
+}

@@ -1,0 +1,62 @@
+// Package flight shares one call among the concurrent callers of a key: the first caller runs it,
+// the others wait for its result (or for their own context). The monitor uses it for one scrape
+// per URL and one statfs per mount in a pass, and one evaluation for identical questions.
+package flight
+
+import (
+	"context"
+	"sync"
+)
+
+// Group runs at most one call per key at a time. The zero Group is ready to use.
+type Group[T any] struct {
+	// Keep holds each result for every later caller of its key (a memo for one pass); without it
+	// a key is free again once its call returns.
+	Keep bool
+	// Joined, when set (tests), is told each time a caller joins a call of its key.
+	Joined func(key string)
+
+	mu    sync.Mutex
+	calls map[string]*call[T]
+}
+
+type call[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+// Do runs fn for key, or waits for the call of key already made. A caller whose ctx ends first
+// gets ctx's error; the call goes on for the others.
+func (g *Group[T]) Do(ctx context.Context, key string, fn func() (T, error)) (T, error) {
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = map[string]*call[T]{}
+	}
+	c, joined := g.calls[key]
+	if joined && g.Joined != nil {
+		g.Joined(key)
+	}
+	if !joined {
+		c = &call[T]{done: make(chan struct{})}
+		g.calls[key] = c
+	}
+	g.mu.Unlock()
+	if !joined {
+		c.v, c.err = fn()
+		if !g.Keep {
+			g.mu.Lock()
+			delete(g.calls, key)
+			g.mu.Unlock()
+		}
+		close(c.done)
+		return c.v, c.err
+	}
+	select {
+	case <-c.done:
+		return c.v, c.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}

@@ -1,0 +1,228 @@
+package monitor
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"runwatch/internal/flight"
+	"runwatch/probes"
+)
+
+// sharedProbes are read once per status for every run: the mount table, open files and disk counters.
+type sharedProbes struct {
+	table    *probes.MountTable
+	tableErr error
+	scan     *probes.WriterScan
+	scanErr  error
+	rates    map[string]float64 // by mount point
+	rateErr  error
+	// rateNote says why there are no write rates when there is nothing to measure them against.
+	rateNote string
+}
+
+// pass is one reading of the world that every run of a status or a sample shares: the shared
+// probes (mount table, open files, disk counters), read while each run reads its own sources;
+// each metrics URL scraped once and each mount statted once, however many runs list them.
+type pass struct {
+	done    chan struct{}
+	shared  sharedProbes
+	scrapes flight.Group[probes.Engine]
+	usage   flight.Group[probes.Usage]
+}
+
+// wait returns the shared probes once they are read.
+func (p *pass) wait() *sharedProbes {
+	<-p.done
+	return &p.shared
+}
+
+// newPass starts reading what every run shares. A sampler's pass (sampling) scans open files only
+// every ScanEvery samples and reuses the last scan in between; answers always scan.
+func (m *Monitor) newPass(ctx context.Context, need Need, sampling bool) *pass {
+	p := &pass{done: make(chan struct{})}
+	p.scrapes.Keep, p.usage.Keep = true, true
+	go func() {
+		defer close(p.done)
+		p.shared = m.probeShared(ctx, need, sampling)
+	}()
+	return p
+}
+
+// writerScan is the last scan of open files, kept for the samples that reuse it.
+type writerScan struct {
+	scan    *probes.WriterScan
+	err     error
+	samples int // samples that reused it
+}
+
+// scanWriters scans /proc for open files, or, for a sample within ScanEvery samples of the last
+// scan, returns that one.
+func (m *Monitor) scanWriters(ctx context.Context, sampling bool) (*probes.WriterScan, error) {
+	m.mu.Lock()
+	last := m.lastScan
+	if sampling && last != nil && last.samples+1 < m.opts.ScanEvery {
+		last.samples++
+		m.mu.Unlock()
+		return last.scan, last.err
+	}
+	m.mu.Unlock()
+	c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
+	defer cancel()
+	ws := &writerScan{}
+	if scan, err := m.writers.Scan(c); err != nil {
+		ws.err = err
+	} else {
+		ws.scan = &scan
+	}
+	m.mu.Lock()
+	m.lastScan = ws
+	m.mu.Unlock()
+	return ws.scan, ws.err
+}
+
+// scrape reads a metrics endpoint once per pass.
+func (m *Monitor) scrape(ctx context.Context, p *pass, run, url string) (probes.Engine, error) {
+	key, scraper := url, m.metrics
+	if s := m.runMetrics[run]; s != nil {
+		key, scraper = url+"\x00"+run, s // its own metrics_max_body: its own scrape
+	}
+	return p.scrapes.Do(ctx, key, func() (probes.Engine, error) {
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		return scraper.Scrape(c, url)
+	})
+}
+
+// usage reads a mount's capacity once per pass.
+func (m *Monitor) usage(ctx context.Context, p *pass, mountPoint string) (probes.Usage, error) {
+	return p.usage.Do(ctx, mountPoint, func() (probes.Usage, error) {
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		return m.statfs.Usage(c, mountPoint)
+	})
+}
+
+// diskSample is a reading of the disk counters and when it was taken; the long-lived monitor
+// persists the latest (diskStateFile) so that one-shot commands measure write rates against it
+// instead of waiting for a second reading of their own.
+type diskSample struct {
+	At       time.Time           `json:"at"`
+	Counters probes.DiskCounters `json:"counters"`
+}
+
+const diskStateFile = "disk.json"
+
+// rateNeedsSample is the status's note when no earlier reading is there to measure against.
+const rateNeedsSample = "write rate: needs a second sample (no reading from a running bot in the last 10 minutes)"
+
+// usable reports whether prev is a reading to measure a rate at now against.
+func (d *diskSample) usable(now time.Time) bool {
+	if d == nil {
+		return false
+	}
+	age := now.Sub(d.At)
+	return age >= time.Second && age <= 10*time.Minute
+}
+
+// previousDisk is the reading to measure against: this monitor's own, else the one a running bot
+// left in the state directory.
+func (m *Monitor) previousDisk(now time.Time) *diskSample {
+	m.mu.Lock()
+	prev := m.disk
+	m.mu.Unlock()
+	if prev.usable(now) || m.opts.State == nil {
+		return prev
+	}
+	// A missing or unreadable file is the same as none: no reading to measure against.
+	var saved diskSample
+	if err := m.opts.State.Load(diskStateFile, &saved); err == nil && saved.usable(now) {
+		return &saved
+	}
+	return prev
+}
+
+// keepDisk remembers cur as the latest reading, and persists it for one-shot commands.
+func (m *Monitor) keepDisk(cur *diskSample) {
+	m.mu.Lock()
+	m.disk = cur
+	m.mu.Unlock()
+	if m.opts.State != nil && !m.opts.ReadOnly {
+		// Best effort: without it a one-shot command says it needs a second sample.
+		_ = m.opts.State.Save(diskStateFile, cur)
+	}
+}
+
+// probeShared reads what every run shares: the mount table (for storage and plans), and for
+// storage also the open files and the disk counters.
+func (m *Monitor) probeShared(ctx context.Context, need Need, sampling bool) sharedProbes {
+	var s sharedProbes
+	if !need.Storage && !need.Plans {
+		return s
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		s.table, s.tableErr = m.mounts.Read(c)
+	}()
+	if !need.Storage {
+		wg.Wait()
+		return s
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.scan, s.scanErr = m.scanWriters(ctx, sampling)
+	}()
+	var cur probes.DiskCounters
+	var curErr error
+	go func() {
+		defer wg.Done()
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		defer cancel()
+		cur, curErr = m.diskio.Read(c)
+	}()
+	wg.Wait()
+	if curErr != nil {
+		s.rateErr = curErr
+		return s
+	}
+	now := m.opts.Now()
+	prev := m.previousDisk(now)
+	m.keepDisk(&diskSample{At: now, Counters: cur})
+	if !prev.usable(now) {
+		wait := m.opts.RateWindow
+		if wait <= 0 {
+			s.rateNote = rateNeedsSample
+			return s
+		}
+		// Asked to measure: take a short second reading, bounded by the deadline.
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*wait {
+			s.rateNote = rateNeedsSample
+			return s
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return s
+		}
+		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
+		next, err := m.diskio.Read(c)
+		cancel()
+		if err != nil {
+			s.rateErr = err
+			return s
+		}
+		prev = &diskSample{At: now, Counters: cur}
+		now = m.opts.Now()
+		cur = next
+		m.keepDisk(&diskSample{At: now, Counters: cur})
+	}
+	if s.table != nil {
+		s.rates = probes.WriteRates(prev.Counters, cur, s.table, now.Sub(prev.At).Seconds())
+	}
+	return s
+}

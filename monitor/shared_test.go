@@ -1,0 +1,246 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/probes"
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+// sharedProcTree writes a /proc with one ext4 root on 259:2 whose device has written sectors.
+func sharedProcTree(t *testing.T, root string, sectors uint64) {
+	t.Helper()
+	// self is a link to a process directory, as in the real /proc.
+	if err := os.MkdirAll(filepath.Join(root, "4242"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("4242", filepath.Join(root, "self")); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"4242/mountinfo": "1 0 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n",
+		"diskstats":      fmt.Sprintf(" 259       2 nvme0n1p2 1000 0 8000 100 500 0 %d 300 0 400 400 0 0 0 0 0 0\n", sectors),
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A one-shot command measures write rates against the reading a running bot left in the state
+// directory; without one it does not wait a second for its own, it says a second sample is needed.
+func TestWriteRateFromTheRunningBot(t *testing.T) {
+	proc, out := t.TempDir(), t.TempDir()
+	sharedProcTree(t, proc, 1_000_000)
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{out}}}}
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	storage := Need{Storage: true}
+	status := func(now time.Time, readOnly bool) (notices []string, rates map[string]float64) {
+		t.Helper()
+		m, _, err := New(f, Options{ProcRoot: proc, State: dir, ReadOnly: readOnly, Now: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		rs := m.Status(context.Background(), storage).Runs[0]
+		if len(rs.Problems) > 0 {
+			t.Fatalf("status problems = %+v; want none", rs.Problems)
+		}
+		if took := time.Since(start); took >= time.Second {
+			t.Logf("status took %v", took) // not asserted: a loaded machine may be this slow
+		}
+		rates = map[string]float64{}
+		for _, r := range rs.Storage.WriteRates {
+			rates[r.Mount] = r.BytesPerS
+		}
+		return rs.Notices, rates
+	}
+
+	// Nobody has read the counters yet: no rate, and the status says why.
+	notices, rates := status(t0, true)
+	if len(rates) != 0 || !strings.Contains(strings.Join(notices, "\n"), rateNeedsSample) {
+		t.Errorf("one-shot status with no earlier reading: rates %v, notices %q; want none and %q", rates, notices, rateNeedsSample)
+	}
+	// The running bot samples (and keeps its reading); a minute later the device wrote 60 MiB more.
+	status(t0, false)
+	sharedProcTree(t, proc, 1_000_000+60<<11)
+	notices, rates = status(t0.Add(time.Minute), true)
+	if got, want := rates["/"], float64(60<<20)/60; got != want || len(notices) != 0 {
+		t.Errorf("one-shot status after the bot's reading: rate on / = %v, notices %q; want %v B/s and no notice", got, notices, want)
+	}
+	// A reading older than ten minutes is not measured against.
+	notices, rates = status(t0.Add(11*time.Minute), true)
+	if len(rates) != 0 || len(notices) != 1 {
+		t.Errorf("one-shot status 11 minutes after the bot's reading: rates %v, notices %q; want none and the note", rates, notices)
+	}
+}
+
+// Ten runs that list one metrics endpoint and write to one mount: each sample scrapes the endpoint
+// once and stats the mount once, and every run gets the reading.
+func TestOnePassPerSample(t *testing.T) {
+	srv, scrapes := vllmServer(t, 1386*30)
+	dir := t.TempDir()
+	var statfs atomic.Int32
+	usage := func(string) (probes.Usage, error) {
+		statfs.Add(1)
+		return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
+	}
+	f := &config.File{Source: "test"}
+	for i := range 10 {
+		out := filepath.Join(dir, fmt.Sprintf("out-%d", i))
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f.Runs = append(f.Runs, config.Run{Name: fmt.Sprintf("r%d", i), Metrics: []string{srv.URL + "/metrics"}, Outputs: []string{out}})
+	}
+	m, _, err := New(f, Options{StatFS: probes.NewStatFSFunc(time.Minute, usage)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sample := 1; sample <= 3; sample++ {
+		evs := m.Sample(context.Background())
+		if got := scrapes.Load(); got != int64(sample) {
+			t.Errorf("after sample %d the endpoint served %d scrapes; want %d (one per sample for 10 runs)", sample, got, sample)
+		}
+		if got := statfs.Load(); got != int32(sample) {
+			t.Errorf("after sample %d statfs ran %d times; want %d (one per mount per sample)", sample, got, sample)
+		}
+		for _, ev := range evs {
+			if len(ev.Run.Engines) != 1 || !ev.Run.Engines[0].OK || len(ev.Run.Storage.Paths) != 1 || ev.Run.Storage.Paths[0].FreeBytes == nil {
+				t.Errorf("sample %d run %s: engines %+v, paths %+v; want the shared reading", sample, ev.Run.Name, ev.Run.Engines, ev.Run.Storage.Paths)
+			}
+		}
+	}
+}
+
+// With ScanEvery 3, samples scan /proc once in three and reuse the scan between; an answer scans
+// when it is asked.
+func TestSamplesShareTheWriterScan(t *testing.T) {
+	proc := filepath.Join(t.TempDir(), "proc")
+	if out, err := exec.Command("cp", "-a", "../probes/testdata/proc", proc).CombinedOutput(); err != nil {
+		t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
+	}
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth"}}}
+	m, _, err := New(f, Options{ProcRoot: proc, ScanEvery: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writers := func(sampling bool) int {
+		t.Helper()
+		scan, err := m.scanWriters(context.Background(), sampling)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(scan.Writers)
+	}
+	if n := writers(true); n != 10 {
+		t.Fatalf("first sample's scan = %d writers; want the fixture's 10", n)
+	}
+	// Process 1002 (two writers) exits.
+	if err := os.RemoveAll(filepath.Join(proc, "1002")); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{10, 10, 8, 8, 8, 8} {
+		if i == 3 {
+			// An answer between samples sees what is there now.
+			if n := writers(false); n != 8 {
+				t.Errorf("answer's scan = %d writers; want 8", n)
+			}
+		}
+		if n := writers(true); n != want {
+			t.Errorf("sample %d's scan = %d writers; want %d", i+2, n, want)
+		}
+	}
+}
+
+// An answer within Options.Fresh of the last sample reads that sample's evaluation; an older one
+// probes again; identical answers asked at once share one probe.
+func TestAnswersShareEvaluations(t *testing.T) {
+	release := make(chan struct{})
+	var scrapes atomic.Int64
+	var block atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := scrapes.Add(1)
+		if block.Load() {
+			<-release
+		}
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n# TYPE vllm:request_success_total counter\nvllm:request_success_total %d\n", n)
+	}))
+	t.Cleanup(srv.Close)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		now = now.Add(d)
+		mu.Unlock()
+	}
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Metrics: []string{srv.URL + "/metrics"}, Total: 100}}}
+	m, _, err := New(f, Options{Now: clock, Fresh: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	progress := Need{Progress: true}
+	m.Sample(ctx)
+	advance(5 * time.Second)
+	rs, _ := m.RunStatus(ctx, "synth", progress)
+	if scrapes.Load() != 1 || rs.Progress == nil || rs.Progress.Done != 1 {
+		t.Errorf("answer 5 s after a sample: %d scrapes, progress %+v; want the sample's evaluation (1 scrape, 1 done)", scrapes.Load(), rs.Progress)
+	}
+	advance(6 * time.Second)
+	rs, _ = m.RunStatus(ctx, "synth", progress)
+	if scrapes.Load() != 2 || rs.Progress == nil || rs.Progress.Done != 2 {
+		t.Errorf("answer 11 s after a sample: %d scrapes, progress %+v; want a fresh probe (2 scrapes, 2 done)", scrapes.Load(), rs.Progress)
+	}
+
+	// Five identical questions at once, 20 s later: one probe.
+	advance(20 * time.Second)
+	block.Store(true)
+	joined := make(chan struct{}, 8)
+	m.inflight.Joined = func(string) { joined <- struct{}{} }
+	var wg sync.WaitGroup
+	answers := make([]reports.RunStatus, 5)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], _ = m.RunStatus(ctx, "synth", progress)
+		}()
+	}
+	for range 4 {
+		<-joined
+	}
+	close(release)
+	wg.Wait()
+	if got := scrapes.Load(); got != 3 {
+		t.Errorf("5 identical questions at once: %d scrapes in all; want 3 (one for the five)", got)
+	}
+	for i, a := range answers {
+		if a.Progress == nil || a.Progress.Done != 3 {
+			t.Errorf("answer %d of the five = %+v; want 3 done", i, a.Progress)
+		}
+	}
+}

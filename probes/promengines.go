@@ -1,0 +1,241 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// PromEngines reads a run's inference servers from a Prometheus server and answers in the terms of
+// a direct scrape: one Engine per `instance` label (summed over data-parallel `engine` labels,
+// with the rules of ParseMetrics), beside the targets' `up`.
+type PromEngines struct {
+	client *Prometheus
+	sel    string // the run's label matchers without braces, e.g. job="vllm",run="x"
+}
+
+// NewPromEngines returns the engine source of the run whose series selector is selector.
+func NewPromEngines(client *Prometheus, selector string) *PromEngines {
+	return &PromEngines{client: client, sel: promInner(selector)}
+}
+
+// Selector is the run's series selector, as messages name it.
+func (p *PromEngines) Selector() string { return promSelector(nil, p.sel) }
+
+// PromInstance is one scrape target at one moment.
+type PromInstance struct {
+	Name   string
+	Up     float64 // the most of its targets' up
+	HasUp  bool
+	Engine Engine // Kind "" when none of its series names a known engine
+}
+
+// Down reports whether Prometheus cannot scrape the instance (up = 0).
+func (pi PromInstance) Down() bool { return pi.HasUp && pi.Up == 0 }
+
+// PromEngineReading is the run's instances at one moment, sorted by name, and how often each
+// server's token counter was reset in the last hour.
+type PromEngineReading struct {
+	Instances []PromInstance
+	Restarts  map[string]int
+}
+
+// Read reads the run's instances at at. An answer cut at the series limits is an error: part of
+// the servers would undercount the totals.
+func (p *PromEngines) Read(ctx context.Context, at time.Time) (PromEngineReading, error) {
+	res, err := p.client.Query(ctx, promEngineQuery(p.sel), at)
+	if err != nil {
+		return PromEngineReading{}, err
+	}
+	if res.Truncated != "" {
+		return PromEngineReading{}, fmt.Errorf("engine series not used: %s", res.Truncated)
+	}
+	return promEngineReading(res.Series), nil
+}
+
+// promEngineReading turns the series of one instant engine query into instances and restarts.
+func promEngineReading(series []PromSeries) PromEngineReading {
+	out := PromEngineReading{Restarts: map[string]int{}}
+	byName := map[string]*PromInstance{}
+	get := func(name string) *PromInstance {
+		if byName[name] == nil {
+			byName[name] = &PromInstance{Name: name}
+		}
+		return byName[name]
+	}
+	var engineSeries []PromSeries
+	for _, s := range series {
+		if len(s.Samples) == 0 {
+			continue
+		}
+		v := s.Samples[len(s.Samples)-1].V
+		inst := s.Labels["instance"]
+		switch s.Labels["__name__"] {
+		case "up":
+			pi := get(inst)
+			pi.Up, pi.HasUp = math.Max(pi.Up, v), true
+		case promResetsName:
+			if v > 0 {
+				out.Restarts[inst] = int(v)
+			}
+		default:
+			engineSeries = append(engineSeries, s)
+		}
+	}
+	for inst, e := range PromEnginesByInstance(engineSeries) {
+		get(inst).Engine = e
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out.Instances = append(out.Instances, *byName[name])
+	}
+	return out
+}
+
+// History settings: about promHistoryPoints steps per span, never finer than promMinStep.
+const (
+	promHistoryPoints = 360
+	promMinStep       = time.Second
+)
+
+// promStep is the query_range step that covers span in about promHistoryPoints points.
+func promStep(span time.Duration) time.Duration {
+	step := (span / promHistoryPoints).Truncate(time.Second)
+	return max(step, promMinStep)
+}
+
+// PromStep is the run's instances at one step of a history.
+type PromStep struct {
+	T         float64 // unix seconds
+	Instances []PromInstance
+}
+
+// History reads the run's instances from from to now, in steps that end at now (so the newest is
+// as fresh as the data). A run younger than a few dozen steps is asked again with a step fitted
+// to its age, so that its first minutes are measured too. A span shorter than two steps has no
+// history: nil, nil.
+func (p *PromEngines) History(ctx context.Context, from, now time.Time) ([]PromStep, error) {
+	if now.Sub(from) < 2*promMinStep {
+		return nil, nil
+	}
+	q := promHistoryQuery(p.sel)
+	query := func(span time.Duration) (PromResult, time.Duration, error) {
+		step := promStep(span)
+		n := span / step
+		res, err := p.client.QueryRange(ctx, q, now.Add(-n*step), now, step)
+		return res, step, err
+	}
+	res, step, err := query(now.Sub(from))
+	if err == nil && res.Truncated == "" {
+		if first := promFirstT(res.Series); first > 0 {
+			age := now.Sub(UnixTime(first)) + step
+			if age < 60*step && promStep(age) < step {
+				if fine, _, err := query(age); err == nil && fine.Truncated == "" {
+					res = fine
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Truncated != "" {
+		return nil, fmt.Errorf("history not used: %s", res.Truncated)
+	}
+	return promSteps(res.Series), nil
+}
+
+// promFirstT is the time of the earliest sample in series (0 when there is none).
+func promFirstT(series []PromSeries) float64 {
+	first := 0.0
+	for _, s := range series {
+		if len(s.Samples) > 0 && (first == 0 || s.Samples[0].T < first) {
+			first = s.Samples[0].T
+		}
+	}
+	return first
+}
+
+// promSteps replays a query_range answer step by step: at each instant, every instance with a
+// sample then, as an instant query at that moment would have read it.
+func promSteps(series []PromSeries) []PromStep {
+	type instData struct {
+		name          string
+		ups           [][]PromSample
+		eng           []PromSeries
+		replay        *PromEngineReplay
+		upCur, engCur []int
+		values        []float64
+	}
+	byName := map[string]*instData{}
+	tset := map[float64]bool{}
+	for _, s := range series {
+		inst := s.Labels["instance"]
+		d := byName[inst]
+		if d == nil {
+			d = &instData{name: inst}
+			byName[inst] = d
+		}
+		if s.Labels["__name__"] == "up" {
+			d.ups = append(d.ups, s.Samples)
+		} else {
+			d.eng = append(d.eng, s)
+		}
+		for _, smp := range s.Samples {
+			tset[smp.T] = true
+		}
+	}
+	list := make([]*instData, 0, len(byName))
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		d := byName[name]
+		d.replay = NewPromEngineReplay(d.eng)
+		d.upCur, d.engCur, d.values = make([]int, len(d.ups)), make([]int, len(d.eng)), make([]float64, len(d.eng))
+		list = append(list, d)
+	}
+	ts := make([]float64, 0, len(tset))
+	for t := range tset {
+		ts = append(ts, t)
+	}
+	sort.Float64s(ts)
+	// at reads a series at t: steps are the same instants in every series of the answer.
+	at := func(samples []PromSample, cur *int, t float64) (float64, bool) {
+		for *cur < len(samples) && samples[*cur].T < t {
+			*cur++
+		}
+		if *cur < len(samples) && samples[*cur].T == t {
+			return samples[*cur].V, true
+		}
+		return 0, false
+	}
+	out := make([]PromStep, 0, len(ts))
+	for _, t := range ts {
+		var insts []PromInstance
+		for _, d := range list {
+			pi := PromInstance{Name: d.name}
+			for k, ups := range d.ups {
+				if v, ok := at(ups, &d.upCur[k], t); ok {
+					pi.Up, pi.HasUp = math.Max(pi.Up, v), true
+				}
+			}
+			present := false
+			for j, es := range d.eng {
+				v, ok := at(es.Samples, &d.engCur[j], t)
+				if !ok {
+					v = math.NaN()
+				}
+				d.values[j], present = v, present || ok
+			}
+			if present {
+				pi.Engine = d.replay.At(d.values)
+			}
+			if present || pi.HasUp {
+				insts = append(insts, pi)
+			}
+		}
+		out = append(out, PromStep{T: t, Instances: insts})
+	}
+	return out
+}

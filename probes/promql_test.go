@@ -1,0 +1,166 @@
+package probes
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestPromSelector(t *testing.T) {
+	tests := []struct {
+		names []string
+		sel   string
+		extra []string
+		want  string
+	}{
+		{nil, "", nil, "{}"},
+		{[]string{"up"}, "", nil, `{__name__=~"up"}`},
+		{[]string{"up", "vllm:num_requests_running"}, promInner(`{job="vllm", run="synth-25k"}`), nil,
+			`{__name__=~"up|vllm:num_requests_running",job="vllm", run="synth-25k"}`},
+		{[]string{"a.b"}, promInner("{}"), []string{`mountpoint=~"/"`}, `{__name__=~"a\\.b",mountpoint=~"/"}`},
+	}
+	for _, tt := range tests {
+		if got := promSelector(tt.names, tt.sel, tt.extra...); got != tt.want {
+			t.Errorf("promSelector(%q, %q, %q) = %s; want %s", tt.names, tt.sel, tt.extra, got, tt.want)
+		}
+	}
+}
+
+func TestPromAncestors(t *testing.T) {
+	got := strings.Join(promAncestors([]string{"/data/run/out/", "/shared", "/data/x"}), " ")
+	if want := "/ /data /data/run /data/run/out /data/x /shared"; got != want {
+		t.Errorf("promAncestors = %q; want %q", got, want)
+	}
+}
+
+func TestPromHostAndDisks(t *testing.T) {
+	hosts := map[string]string{"gpu-node-3:9100": "gpu-node-3", "gpu-node-3": "gpu-node-3", "[::1]:9100": "::1", "10.0.0.7:8000": "10.0.0.7"}
+	for in, want := range hosts {
+		if got := promHost(in); got != want {
+			t.Errorf("promHost(%q) = %q; want %q", in, got, want)
+		}
+	}
+	disks := map[string]string{"/dev/sda1": "sda1 sda", "/dev/nvme0n1p2": "nvme0n1p2 nvme0n1", "/dev/nvme1n1": "nvme1n1",
+		"/dev/vda": "vda", "/dev/mmcblk0p1": "mmcblk0p1 mmcblk0", "/dev/mapper/vg-data": "mapper/vg-data", "overlay": "", "server:/export": ""}
+	for in, want := range disks {
+		if got := strings.Join(promDiskNames(in), " "); got != want {
+			t.Errorf("promDiskNames(%q) = %q; want %q", in, got, want)
+		}
+	}
+}
+
+func TestPromCheckVerdict(t *testing.T) {
+	one := func(v float64) PromSeries {
+		return PromSeries{Labels: map[string]string{"__name__": "x", "job": "vllm"}, Samples: []PromSample{{T: 1, V: v}}}
+	}
+	tests := []struct {
+		series []PromSeries
+		done   bool
+		detail string
+	}{
+		{nil, false, "the query returns no series"},
+		{[]PromSeries{one(0), one(0)}, false, "the query returns 2 series, all 0"},
+		{[]PromSeries{one(math.NaN())}, false, "the query returns 1 series, all 0"},
+		{[]PromSeries{one(0), one(3)}, true, `x{job="vllm"} = 3`},
+		{[]PromSeries{one(1), one(2), one(3)}, true, `x{job="vllm"} = 1 (and 2 more)`},
+	}
+	for _, tt := range tests {
+		done, detail, err := promCheckVerdict(PromResult{Series: tt.series})
+		if err != nil || done != tt.done || detail != tt.detail {
+			t.Errorf("promCheckVerdict(%v) = %v, %q, %v; want %v, %q", tt.series, done, detail, err, tt.done, tt.detail)
+		}
+	}
+}
+
+func TestPromWriteRates(t *testing.T) {
+	now := 10_000.0
+	// A disk counter 90 s old read over a 5-minute window: the rate over the 90 s it spans.
+	var written []PromSample
+	for t := now - 90; t <= now; t += 15 {
+		written = append(written, PromSample{T: t, V: 2e6 * (t - now + 90)})
+	}
+	diskOf := map[string]map[string][]promDiskMount{"h:9100": {"nvme1n1": {{"/data", false}}, "nvme1n1p1": {{"/data", true}}}}
+	rates := promWriteRates([]PromSeries{
+		{Labels: map[string]string{"instance": "h:9100", "device": "nvme1n1p1"}, Samples: written},
+		{Labels: map[string]string{"instance": "h:9100", "device": "nvme1n1"}, Samples: []PromSample{{T: now - 60, V: 0}, {T: now, V: 6e9}}},
+	}, diskOf)
+	if r := rates["h"]["/data"]; math.Abs(r-2e6) > 1 {
+		t.Errorf("write rate = %g; want 2e6 (the partition's own counter, over the 90 s it exists)", r)
+	}
+}
+
+func TestPromEngineReading(t *testing.T) {
+	s := func(name, inst string, v float64) PromSeries {
+		return PromSeries{Labels: map[string]string{"__name__": name, "instance": inst}, Samples: []PromSample{{T: 1, V: v}}}
+	}
+	rd := promEngineReading([]PromSeries{
+		s("up", "a:8000", 1), s("vllm:generation_tokens_total", "a:8000", 100), s("vllm:num_requests_running", "a:8000", 5),
+		s("up", "b:8000", 0),
+		s("up", "n:9100", 1), // node_exporter matching the selector: not an engine
+		s(promResetsName, "a:8000", 2),
+	})
+	var got []string
+	for _, pi := range rd.Instances {
+		got = append(got, fmt.Sprintf("%s kind=%q down=%v tokens=%g", pi.Name, pi.Engine.Kind, pi.Down(), pi.Engine.GenerationTokens))
+	}
+	if want := `a:8000 kind="vllm" down=false tokens=100, b:8000 kind="" down=true tokens=0, n:9100 kind="" down=false tokens=0`; strings.Join(got, ", ") != want {
+		t.Errorf("instances = %s; want %s", strings.Join(got, ", "), want)
+	}
+	if rd.Restarts["a:8000"] != 2 || len(rd.Restarts) != 1 {
+		t.Errorf("restarts = %v; want a:8000: 2", rd.Restarts)
+	}
+}
+
+func TestRemoteHostLookup(t *testing.T) {
+	h := RemoteHost{Name: "gpu-node-1", Filesystems: []RemoteFS{
+		{Mount: Mount{MountPoint: "/"}}, {Mount: Mount{MountPoint: "/data"}}, {Mount: Mount{MountPoint: "/data/run"}},
+	}}
+	for path, want := range map[string]string{"/data/run/out/": "/data/run", "/data/x": "/data", "/database": "/", "/tmp": "/"} {
+		if f, ok := h.Lookup(path); !ok || f.Mount.MountPoint != want {
+			t.Errorf("Lookup(%q) = %q, %v; want %q", path, f.Mount.MountPoint, ok, want)
+		}
+	}
+	if f, ok := (RemoteHost{}).Lookup("/data"); ok {
+		t.Errorf("Lookup on a host without filesystems = %+v; want none", f)
+	}
+}
+
+func TestPromHosts(t *testing.T) {
+	s := func(name, inst, mp, dev string, v float64) PromSeries {
+		return PromSeries{Labels: map[string]string{"__name__": name, "instance": inst, "mountpoint": mp, "device": dev, "fstype": "xfs"},
+			Samples: []PromSample{{T: 1, V: v}}}
+	}
+	hosts := promHosts([]PromSeries{
+		s("node_filesystem_avail_bytes", "gpu-node-1:9100", "/", "/dev/nvme0n1p2", 10),
+		s("node_filesystem_size_bytes", "gpu-node-1:9100", "/", "/dev/nvme0n1p2", 100),
+		s("node_filesystem_free_bytes", "gpu-node-1:9100", "/", "/dev/nvme0n1p2", 15),
+		s("node_filesystem_avail_bytes", "gpu-node-1:9100", "/data", "/dev/nvme1n1", 500),
+		s("node_filesystem_size_bytes", "gpu-node-1:9100", "/data", "/dev/nvme1n1", 1000),
+		s("node_filesystem_device_error", "gpu-node-1:9100", "/shared", "nfs:/export", 1),
+		s("node_filesystem_avail_bytes", "gpu-node-2:9100", "/", "/dev/sda1", 7),
+	})
+	var got []string
+	for _, h := range hosts {
+		for _, f := range h.Filesystems {
+			u := "-"
+			if f.Usage != nil {
+				u = fmt.Sprintf("%d/%d used %d", f.Usage.Free, f.Usage.Total, f.Usage.Used)
+			}
+			e := ""
+			if f.Err != nil {
+				e = " err: " + f.Err.Error()
+			}
+			got = append(got, fmt.Sprintf("%s %s %s %s%s", h.Name, f.Mount.MountPoint, f.Mount.Source, u, e))
+		}
+	}
+	want := []string{
+		"gpu-node-1 / /dev/nvme0n1p2 10/100 used 85",
+		"gpu-node-1 /data /dev/nvme1n1 500/1000 used 500",
+		"gpu-node-1 /shared nfs:/export - err: node_exporter on gpu-node-1:9100 could not stat /shared (node_filesystem_device_error = 1)",
+		"gpu-node-2 / /dev/sda1 - err: node_exporter on gpu-node-2:9100 gives no size or free space for /",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("promHosts =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,104 @@
+package probes
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// RedactURL is the one place a configured URL becomes a name: the form probe names, metric
+// labels, state keys, warnings, status output and stage details carry. Credentials ride in URLs
+// two ways, user:password@ and query values (token=, api_key=, sig=, ...), and no list of
+// parameter names is complete, so the user info is dropped and every query value is replaced:
+// http://admin:pw@host:9000/metrics?api_key=K&x=1 names itself http://host:9000/metrics?api_key=[redacted]&x=[redacted].
+// The fragment, never sent, is dropped too. A URL that does not parse names itself by its scheme
+// alone, since the text around a parse error may be a secret.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.Index(raw, "://"); i > 0 && i < 10 {
+			return raw[:i] + "://(unparseable URL)"
+		}
+		return "(unparseable URL)"
+	}
+	u.User = nil
+	u.Fragment, u.RawFragment = "", ""
+	if u.RawQuery == "" && !u.ForceQuery {
+		return u.String()
+	}
+	var parts []string
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if kv == "" {
+			continue
+		}
+		k, _, _ := strings.Cut(kv, "=")
+		if name, err := url.QueryUnescape(k); err == nil {
+			k = url.QueryEscape(name)
+		} else {
+			k = "(name)"
+		}
+		parts = append(parts, k+"=[redacted]")
+	}
+	u.RawQuery, u.ForceQuery = "", false
+	if len(parts) == 0 {
+		return u.String()
+	}
+	return u.String() + "?" + strings.Join(parts, "&")
+}
+
+// ErrRedirectRefused marks a probe request that was redirected to another host.
+var ErrRedirectRefused = errors.New("redirect to another host refused")
+
+// SameHostRedirects is the CheckRedirect of every probe client: a redirect within the configured
+// host and port (or from http to https on the default ports) is followed, at most 5 times; one to
+// another host or port is refused and the error names where it pointed, redacted. Following it
+// would send the request, and whatever the other host answers (a cloud metadata service, a login
+// page), into Slack.
+func SameHostRedirects(req *http.Request, via []*http.Request) error {
+	if len(via) >= 5 {
+		return fmt.Errorf("stopped after %d redirects", len(via))
+	}
+	if !sameOrigin(via[0].URL, req.URL) {
+		return fmt.Errorf("%w: %s redirected to %s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()))
+	}
+	return nil
+}
+
+// sameOrigin reports whether b is on a's host and port; the default ports of http and https count
+// as one, so an upgrade to https is followed.
+func sameOrigin(a, b *url.URL) bool {
+	if !strings.EqualFold(a.Hostname(), b.Hostname()) {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		return "default"
+	}
+	pa, pb := port(a), port(b)
+	norm := func(u *url.URL, p string) string {
+		if (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+			return "default"
+		}
+		return p
+	}
+	return norm(a, pa) == norm(b, pb)
+}
+
+// WithProbeRedirects returns a copy of c (http.DefaultClient when nil) that follows redirects only
+// within one host (SameHostRedirects). Every probe that fetches a configured URL uses one.
+func WithProbeRedirects(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	cp := *c
+	cp.CheckRedirect = SameHostRedirects
+	return &cp
+}
+
+// UnwrapURLError drops net/http's *url.Error layer, which repeats the method and the full address
+// (credentials included) in front of what went wrong.
+func UnwrapURLError(err error) error { return metricsUnwrapURL(err) }

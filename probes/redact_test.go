@@ -1,0 +1,150 @@
+package probes
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"http://127.0.0.1:8000/metrics", "http://127.0.0.1:8000/metrics"},
+		{"http://admin:PASSWORD@host:9000/metrics", "http://host:9000/metrics"},
+		{"http://admin@host/metrics", "http://host/metrics"},
+		{"https://host/metrics?api_key=KEY", "https://host/metrics?api_key=[redacted]"},
+		{"https://host/x?token=T&sig=S&key&password=P#frag", "https://host/x?token=[redacted]&sig=[redacted]&key=[redacted]&password=[redacted]"},
+		{"https://u:p@host/x?%zz=SECRET", "https://host/x?(name)=[redacted]"},
+		{"https://host/x?", "https://host/x"},
+		{"http://host:port:bad/PASSWORD", "http://(unparseable URL)"},
+		{"::PASSWORD", "(unparseable URL)"},
+	}
+	for _, tt := range tests {
+		if got := RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestScrapeRefusesCrossHostRedirects is the red team's finding 3: a metrics URL that redirects to
+// another host (here a stand-in for a cloud metadata service) must not be followed, and the error
+// must say where it pointed without quoting anything that host says; a body that is not an
+// exposition is never quoted either.
+func TestScrapeRefusesCrossHostRedirects(t *testing.T) {
+	const secret = `{"AccessKeyId":"ASIAEXAMPLESECRET","SecretAccessKey":"wJalrXUtnFEMI"}`
+	var metadataHits atomic.Int32
+	metadata := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		metadataHits.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte(secret + "\n"))
+	}))
+	defer metadata.Close()
+	engine := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/metrics":
+			http.Redirect(w, r, metadata.URL+"/latest/meta-data/iam?token=T0KEN", http.StatusFound)
+		case "/moved":
+			http.Redirect(w, r, "/real", http.StatusMovedPermanently)
+		case "/real":
+			w.Header().Set("Content-Type", "text/plain")
+			w.Write([]byte("vllm:num_requests_running 3\n"))
+		case "/json":
+			w.Header().Set("Content-Type", "text/plain")
+			w.Write([]byte(secret + "\n"))
+		}
+	}))
+	defer engine.Close()
+	m := NewMetrics(nil, 0)
+
+	_, err := m.Scrape(context.Background(), engine.URL+"/metrics")
+	if err == nil || !strings.Contains(err.Error(), "redirected to "+metadata.URL+"/latest/meta-data/iam?token=[redacted]") {
+		t.Errorf("Scrape(redirect to another host) = %v; want the refusal naming where it redirected", err)
+	}
+	if n := metadataHits.Load(); n != 0 {
+		t.Errorf("the other host was asked %d times; want 0", n)
+	}
+	if err != nil && (strings.Contains(err.Error(), "AccessKeyId") || strings.Contains(err.Error(), "T0KEN")) {
+		t.Errorf("error quotes the other host or the token: %v", err)
+	}
+
+	e, err := m.Scrape(context.Background(), engine.URL+"/moved")
+	if err != nil || e.Running != 3 {
+		t.Errorf("Scrape(redirect on the same host) = %v running, %v; want 3, followed", e.Running, err)
+	}
+
+	_, err = m.Scrape(context.Background(), engine.URL+"/json")
+	if err == nil || strings.Contains(err.Error(), "AccessKeyId") || strings.Contains(err.Error(), "ASIA") {
+		t.Errorf("Scrape(a JSON body as text/plain) = %v; want an error quoting nothing of the body", err)
+	}
+	t.Logf("figure: metrics URL redirecting to another host: refused before asking it (%d requests there), the error naming where it pointed with its token redacted; a JSON body served as text/plain: error quotes none of it", metadataHits.Load())
+}
+
+func TestSameOrigin(t *testing.T) {
+	tests := []struct {
+		from, to string
+		want     bool
+	}{
+		{"http://h/metrics", "https://h/metrics", true},
+		{"http://h:80/metrics", "https://h/metrics", true},
+		{"http://h:8000/a", "http://H:8000/b", true},
+		{"http://h:8000/a", "http://h:8001/b", false},
+		{"http://h/a", "http://169.254.169.254/latest", false},
+		{"http://h/a", "http://h.evil/a", false},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodGet, tt.to, nil)
+		via, _ := http.NewRequest(http.MethodGet, tt.from, nil)
+		err := SameHostRedirects(req, []*http.Request{via})
+		if (err == nil) != tt.want {
+			t.Errorf("SameHostRedirects(%s -> %s) = %v; want allowed %v", tt.from, tt.to, err, tt.want)
+		}
+	}
+}
+
+// TestPrometheusRefusesCrossHostRedirects: the Prometheus client, which carries credentials, must
+// not follow a redirect to another host either.
+func TestPrometheusRefusesCrossHostRedirects(t *testing.T) {
+	var otherHits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		otherHits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
+	}))
+	defer other.Close()
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer prom.Close()
+	p, err := NewPrometheus(PrometheusOptions{URL: prom.URL, BearerToken: "PROMTOKEN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(context.Background(), "up", time.Now())
+	if err == nil || !strings.Contains(err.Error(), "redirected to "+other.URL) || otherHits.Load() != 0 {
+		t.Errorf("Query through a cross-host redirect = %v, other host asked %d times; want refused, naming it, 0 asks", err, otherHits.Load())
+	}
+}
+
+// TestPrometheusNeverQuotesOtherBodies: what a proxy or login page in front of Prometheus says is
+// not quoted in the error, whether it comes with an error status or 200.
+func TestPrometheusNeverQuotesOtherBodies(t *testing.T) {
+	for _, code := range []int{http.StatusBadGateway, http.StatusOK} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(code)
+			w.Write([]byte(`<html>session=SECRETCOOKIE AccessKeyId=ASIALEAK</html>`))
+		}))
+		p, err := NewPrometheus(PrometheusOptions{URL: srv.URL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Query(context.Background(), "up", time.Now())
+		srv.Close()
+		if err == nil || strings.Contains(err.Error(), "SECRETCOOKIE") || strings.Contains(err.Error(), "ASIALEAK") {
+			t.Errorf("Query against an HTML page (HTTP %d) = %v; want an error quoting none of it", code, err)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The checklist's verdicts, from what the probes read: pure functions of the readings.
+
+// StageFromProgress is a `progress` check's state; p is nil when no progress is known.
+func StageFromProgress(p *Progress) StageStatus {
+	if p == nil {
+		return StageStatus{State: StagePending, Detail: "no progress reported yet"}
+	}
+	switch {
+	case p.Total > 0 && p.Done >= p.Total:
+		return StageStatus{State: StageDone, Detail: fmt.Sprintf("%s items done", Count(float64(p.Done)))}
+	case p.Done > 0 && p.Total > 0:
+		return StageStatus{State: StageInProgress, Detail: fmt.Sprintf("%s / %s (%s)", Count(float64(p.Done)), Count(float64(p.Total)), Percent(float64(p.Done)/float64(p.Total)))}
+	case p.Done > 0:
+		return StageStatus{State: StageInProgress, Detail: fmt.Sprintf("%s done", Count(float64(p.Done)))}
+	}
+	return StageStatus{State: StagePending, Detail: "not started"}
+}
+
+// StageFromMetric is a `metric` check's state: done when vals[name] op value holds. metric is the
+// name as configured (for the detail), name the one vals are keyed by, known the names there are.
+func StageFromMetric(metric, name, op string, value float64, vals map[string]float64, known []string) StageStatus {
+	v, ok := vals[name]
+	if !ok {
+		return StageStatus{State: StagePending, Detail: fmt.Sprintf("metric %s not scraped (known: %s)", metric, strings.Join(known, ", "))}
+	}
+	if compare(v, op, value) {
+		return StageStatus{State: StageDone, Detail: fmt.Sprintf("%s = %g %s %g", metric, v, op, value)}
+	}
+	return StageStatus{State: StagePending, Detail: fmt.Sprintf("%s = %g, waiting for %s %g", metric, v, op, value)}
+}
+
+func compare(v float64, op string, x float64) bool {
+	switch op {
+	case ">":
+		return v > x
+	case ">=":
+		return v >= x
+	case "<":
+		return v < x
+	case "<=":
+		return v <= x
+	case "==":
+		return v == x
+	case "!=":
+		return v != x
+	}
+	return false
+}
+
+// Growth is a directory's top-level regular files at one look.
+type Growth struct {
+	Size  int64 `json:"size"`
+	Files int   `json:"files"`
+	// Changed is when size or count last changed.
+	Changed time.Time `json:"changed"`
+	Seen    time.Time `json:"seen"`
+}
+
+// growthQuiet is how long a directory must stay unchanged to count as done.
+const growthQuiet = 10 * time.Minute
+
+// StageFromGrowth is a `growing` check's state from this look (cur) and the one before (prev,
+// when seen).
+func StageFromGrowth(path string, prev Growth, seen bool, cur Growth, now time.Time) StageStatus {
+	summary := fmt.Sprintf("%s in %s", Bytes(float64(cur.Size)), Plural(cur.Files, "file", "files"))
+	switch {
+	case cur.Files == 0:
+		return StageStatus{State: StagePending, Detail: path + " is empty"}
+	case seen && cur.Size > prev.Size:
+		return StageStatus{State: StageInProgress, Detail: fmt.Sprintf("%s, +%s since %s", summary, Bytes(float64(cur.Size-prev.Size)), prev.Seen.Format("15:04 UTC"))}
+	case !seen || now.Sub(cur.Changed) < growthQuiet:
+		return StageStatus{State: StageInProgress, Detail: summary}
+	}
+	return StageStatus{State: StageDone, Detail: fmt.Sprintf("%s, unchanged since %s", summary, cur.Changed.Format("Jan 2 15:04 UTC"))}
+}

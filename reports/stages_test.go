@@ -1,0 +1,87 @@
+package reports
+
+import (
+	"testing"
+	"time"
+)
+
+func TestStageFromProgress(t *testing.T) {
+	tests := []struct {
+		p     *Progress
+		state string
+		want  string
+	}{
+		{nil, StagePending, "no progress reported yet"},
+		{&Progress{}, StagePending, "not started"},
+		{&Progress{Done: 300, Total: 25000}, StageInProgress, "300 / 25,000 (1%)"},
+		{&Progress{Done: 12}, StageInProgress, "12 done"},
+		{&Progress{Done: 25000, Total: 25000}, StageDone, "25,000 items done"},
+	}
+	for _, tt := range tests {
+		if got := StageFromProgress(tt.p); got.State != tt.state || got.Detail != tt.want {
+			t.Errorf("StageFromProgress(%+v) = %+v; want %s %q", tt.p, got, tt.state, tt.want)
+		}
+	}
+}
+
+func TestStageFromMetric(t *testing.T) {
+	vals := map[string]float64{"running": 0, "done": 300}
+	tests := []struct {
+		metric, name, op string
+		value            float64
+		state, want      string
+	}{
+		{"vllm:num_requests_running", "running", "==", 0, StageDone, "vllm:num_requests_running = 0 == 0"},
+		{"done", "done", ">=", 25000, StagePending, "done = 300, waiting for >= 25000"},
+		{"x", "x", ">", 1, StagePending, "metric x not scraped (known: running, done)"},
+	}
+	for _, tt := range tests {
+		if got := StageFromMetric(tt.metric, tt.name, tt.op, tt.value, vals, []string{"running", "done"}); got.State != tt.state || got.Detail != tt.want {
+			t.Errorf("StageFromMetric(%s %s %g) = %+v; want %s %q", tt.metric, tt.op, tt.value, got, tt.state, tt.want)
+		}
+	}
+}
+
+func TestStageFromGrowth(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	prev := Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0}
+	tests := []struct {
+		name  string
+		seen  bool
+		cur   Growth
+		now   time.Time
+		state string
+		want  string
+	}{
+		{"empty", false, Growth{Changed: t0, Seen: t0}, t0, StagePending, "/out is empty"},
+		{"first look", false, prev, t0, StageInProgress, "1.05 MB in 2 files"},
+		{"grew", true, Growth{Size: 2 << 20, Files: 3, Changed: t0.Add(time.Minute), Seen: t0.Add(time.Minute)}, t0.Add(time.Minute), StageInProgress, "2.10 MB in 3 files, +1.05 MB since 12:00 UTC"},
+		{"quiet a while", true, Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0.Add(5 * time.Minute)}, t0.Add(5 * time.Minute), StageInProgress, "1.05 MB in 2 files"},
+		{"quiet 10 minutes", true, Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0.Add(11 * time.Minute)}, t0.Add(11 * time.Minute), StageDone, "1.05 MB in 2 files, unchanged since Nov 29 12:00 UTC"},
+	}
+	for _, tt := range tests {
+		if got := StageFromGrowth("/out", prev, tt.seen, tt.cur, tt.now); got.State != tt.state || got.Detail != tt.want {
+			t.Errorf("%s: StageFromGrowth = %+v; want %s %q", tt.name, got, tt.state, tt.want)
+		}
+	}
+}
+
+func TestShrinkRate(t *testing.T) {
+	var falling, rising []FreePoint
+	for i := range 11 {
+		falling = append(falling, FreePoint{T: float64(1000 + 30*i), Free: uint64(1e9 - 1e6*30*i)})
+		rising = append(rising, FreePoint{T: float64(1000 + 30*i), Free: uint64(1e9 + 1e6*30*i)})
+	}
+	if r, ok := ShrinkRate(falling, 0); !ok || r < 0.999e6 || r > 1.001e6 {
+		t.Errorf("ShrinkRate(falling 1 MB/s) = %g, %v; want 1e6", r, ok)
+	}
+	if _, ok := ShrinkRate(rising, 0); ok {
+		t.Error("ShrinkRate(rising) = ok; want no rate")
+	}
+	if _, ok := ShrinkRate(falling[:3], 0); ok {
+		t.Error("ShrinkRate(one minute) = ok; want no rate under two minutes")
+	}
+	if _, ok := ShrinkRate(falling, 1250); ok {
+		t.Error("ShrinkRate(since the last 2 points) = ok; want no rate from too few points")
+	}
+}

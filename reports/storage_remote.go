@@ -1,0 +1,119 @@
+package reports
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"runwatch/probes"
+)
+
+// Other hosts' storage, read through Prometheus: node_exporter's filesystems and the writers other
+// nodes' `bot exporter`s report. The local report speaks for this machine; these entries carry
+// their host.
+
+// RemoteInput is what was read about other hosts for one run.
+type RemoteInput struct {
+	// Paths are the run's paths placed on each host's filesystems (PlaceOnHosts).
+	Paths []PathObservation
+	// WriteRates and FillRates are bytes/s by host, then mount point.
+	WriteRates, FillRates map[string]map[string]float64
+	// Writers are other hosts' processes writing under protected paths (Host set).
+	Writers   []WriterInfo
+	Invisible int
+}
+
+// PlaceOnHosts places each path (Path and Role set) on the filesystem of each host that holds it,
+// as the local probes place it on the mount table. Exists is left true (node_exporter cannot say,
+// and an answer should not claim "not created yet" on that) and Resolved is the path as
+// configured (symlinks on the host cannot be followed from here).
+func PlaceOnHosts(paths []PathObservation, hosts []probes.RemoteHost) []PathObservation {
+	var out []PathObservation
+	for _, h := range hosts {
+		for _, p := range paths {
+			o := PathObservation{Path: p.Path, Role: p.Role, Resolved: filepath.Clean(p.Path), Exists: true, Host: h.Name}
+			f, ok := h.Lookup(p.Path)
+			if !ok {
+				o.UsageErr = probes.ErrNoRemoteFS
+				out = append(out, o)
+				continue
+			}
+			o.HasMount, o.Mount, o.Usage, o.UsageErr = true, f.Mount, f.Usage, f.Err
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// FillRatesByHost fits free space against time (ShrinkRate over the window before now) for each
+// host and mount point, as for local disks.
+func FillRatesByHost(free map[string]map[string][]probes.PromSample, now, window float64) map[string]map[string]float64 {
+	out := map[string]map[string]float64{}
+	for host, mounts := range free {
+		for mp, samples := range mounts {
+			pts := make([]FreePoint, 0, len(samples))
+			for _, smp := range samples {
+				if smp.V >= 0 && smp.V == smp.V { // not NaN
+					pts = append(pts, FreePoint{T: smp.T, Free: uint64(smp.V)})
+				}
+			}
+			rate, ok := ShrinkRate(pts, now-window)
+			if !ok {
+				continue
+			}
+			if out[host] == nil {
+				out[host] = map[string]float64{}
+			}
+			out[host][mp] = rate
+		}
+	}
+	return out
+}
+
+// MergeRemote adds other hosts' entries to the local storage report: each host's paths are built
+// like local ones (capacity, time to full, warnings), then appended with their host; other hosts'
+// protected writers are added with a warning per host and path, so "are we writing to /shared?"
+// answers for every node that exports. A host's protected paths also flag outputs that land on
+// them: the local answer "no writes to /shared" speaks for this machine's processes only.
+func MergeRemote(local Storage, in RemoteInput, ttf func(string) (float64, bool)) Storage {
+	byHost := map[string][]PathObservation{}
+	for _, o := range in.Paths {
+		byHost[o.Host] = append(byHost[o.Host], o)
+	}
+	hosts := make([]string, 0, len(byHost))
+	for h := range byHost {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, host := range hosts {
+		st := BuildStorage(StorageInput{Paths: byHost[host], WriteRates: in.WriteRates[host], FillRates: in.FillRates[host]}, ttf)
+		local.Paths = append(local.Paths, st.Paths...)
+		for _, w := range st.WriteRates {
+			w.Host, w.FromSource = host, "node_exporter"
+			local.WriteRates = append(local.WriteRates, w)
+		}
+		local.Warnings = append(local.Warnings, st.Warnings...)
+	}
+
+	local.Invisible += in.Invisible
+	warned := map[string]int{}
+	for _, w := range in.Writers {
+		local.Writers = append(local.Writers, w)
+		local.ProtectedWrites = true
+		warned[w.Host+"\x00"+w.ProtectedPath] += w.Processes
+	}
+	keys := make([]string, 0, len(warned))
+	for k := range warned {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		host, path, _ := strings.Cut(k, "\x00")
+		local.Warnings = append(local.Warnings, StorageWarning{
+			Kind: "protected_write", Mount: host + ":" + path,
+			Message: fmt.Sprintf("On host %s, %s writing to protected %s.", Code(host), Plural(warned[k], "process is", "processes are"), Code(path)),
+		})
+	}
+	return local
+}
