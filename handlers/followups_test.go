@@ -71,7 +71,7 @@ func TestReplayedJobAnswers(t *testing.T) {
 	}
 	replayLog(t, e, clock, t0, 4200, 2)
 	why := ask("why did the ETA move?")
-	for _, want := range []string{"the finish moved +", "throughput:", "items left:", "Now: ETA"} {
+	for _, want := range []string{"the finish moved +", "• throughput ", "items left:", "Now: ETA"} {
 		if !strings.Contains(why, want) {
 			t.Errorf("why after the move = %q; want %q", why, want)
 		}

@@ -140,6 +140,7 @@ type accResult struct {
 	points          int     // evaluated points: after 5% progress, not done, not stalled
 	est, naive, ema float64 // sums of |predicted finish - true finish| / job duration
 	covered         int     // points whose [low, high] holds the true finish
+	late            int     // points whose true finish came after high
 	settled         int     // points after the last event has been visible for 15 min
 	settledCovered  int
 	shifts          int // shift warnings
@@ -212,6 +213,9 @@ func runAccuracy(c accCase, seed int64, every float64) accResult {
 		if covered {
 			res.covered++
 		}
+		if line.High != nil && finish > o.T+*line.High {
+			res.late++
+		}
 		if o.T >= c.settledAfter() {
 			res.settled++
 			if covered {
@@ -227,6 +231,7 @@ type accRow struct {
 	c                      accCase
 	est, naive, ema        float64
 	cover, settledCover    float64
+	late                   float64 // share of points whose true finish came after the range
 	shifts, absurd         int
 	unknown, stalled       int
 	emaAbsurd, stalledRuns int
@@ -238,7 +243,7 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 	var rows []accRow
 	for _, c := range cases {
 		row := accRow{c: c}
-		var covered, points, settled, settledCovered int
+		var covered, late, points, settled, settledCovered int
 		if c.peer != "" {
 			seeds = []int64{0} // a recorded trace is one run
 		}
@@ -254,11 +259,13 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 			row.stalled += r.stalled
 			row.emaAbsurd += r.emaAbsurd
 			covered += r.covered
+			late += r.late
 			points += r.points
 			settled += r.settled
 			settledCovered += r.settledCovered
 		}
 		row.cover = float64(covered) / float64(points)
+		row.late = float64(late) / float64(points)
 		row.settledCover = math.NaN()
 		if settled > 0 && len(c.s.Events) > 0 {
 			row.settledCover = float64(settledCovered) / float64(settled)
@@ -318,15 +325,15 @@ func accSummary(rows []accRow, keep func(accRow) bool) (est, better float64) {
 
 func formatAccTable(rows []accRow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-32s %7s %7s %7s %8s %6s %7s %6s %6s %7s\n", "scenario", "estim", "naive", "tqdm",
-		"vs best", "cover", "settled", "shifts", "absurd", "stalled")
+	fmt.Fprintf(&b, "%-32s %7s %7s %7s %8s %6s %5s %7s %6s %6s %7s\n", "scenario", "estim", "naive", "tqdm",
+		"vs best", "cover", "late", "settled", "shifts", "absurd", "stalled")
 	for _, r := range rows {
 		settled := "-"
 		if !math.IsNaN(r.settledCover) {
 			settled = fmt.Sprintf("%.0f%%", 100*r.settledCover)
 		}
-		fmt.Fprintf(&b, "%-32s %6.2f%% %6.2f%% %6.2f%% %+7.0f%% %5.0f%% %7s %6d %6d %7d\n", r.c.name(), 100*r.est,
-			100*r.naive, 100*r.ema, 100*(r.est/r.better()-1), 100*r.cover, settled, r.shifts, r.absurd, r.stalled)
+		fmt.Fprintf(&b, "%-32s %6.2f%% %6.2f%% %6.2f%% %+7.0f%% %5.0f%% %4.0f%% %7s %6d %6d %7d\n", r.c.name(), 100*r.est,
+			100*r.naive, 100*r.ema, 100*(r.est/r.better()-1), 100*r.cover, 100*r.late, settled, r.shifts, r.absurd, r.stalled)
 	}
 	groups := []struct {
 		name string
@@ -344,6 +351,22 @@ func formatAccTable(rows []accRow) string {
 				100*better, est/better)
 		}
 	}
+	// The brief's per-scenario targets, counted over the cases at their own pace (a stretched trace repeats one).
+	var cases, worse, within int
+	for _, r := range rows {
+		if r.c.stretch > 1 {
+			continue
+		}
+		cases++
+		if r.est > r.better() {
+			worse++
+		}
+		if r.cover >= 0.75 && r.cover <= 0.90 {
+			within++
+		}
+	}
+	fmt.Fprintf(&b, "scenarios worse than their better baseline: %d of %d; range coverage within 75-90%%: %d of %d\n",
+		worse, cases, within, cases)
 	for _, r := range rows {
 		if r.stalled > 0 {
 			fmt.Fprintf(&b, "%s: %d stalled points left out; the tqdm baseline was absurd (infinite or > 10x the job) at %d of them\n",
@@ -427,16 +450,23 @@ func TestAccuracy(t *testing.T) {
 		}
 	}
 	// The peer corpus: jobs against a simulator nobody here wrote. The brief asks for 0.8x the better
-	// baseline; the estimator reaches about 1.01x (from 2.14x), held here at 1.10x.
+	// baseline; the estimator reaches about 0.97x (from 2.14x, then 1.01x), held here at 1.05x.
 	peer := accTable(nil, 0, accPeerCases(t, 1))
 	t.Log("\n" + formatAccTable(peer))
 	for _, r := range peer {
 		if r.absurd > 0 || r.unknown > 0 {
 			t.Errorf("%s: %d absurd figures, %d points without an estimate; want none", r.c.name(), r.absurd, r.unknown)
 		}
+		// The brief: no trace worse than its better baseline. The worst reach 1.50x (replicas behind one URL,
+		// whose counters are left out: the log's early item rate runs ahead) and 1.21x (dp2-uneven, a rate that
+		// keeps falling, which the EMA follows); held at 1.6x.
+		if r.est > 1.6*r.better() {
+			t.Errorf("%s: mean error %.2f%%, better baseline %.2f%%; want at most 1.6x (the brief: 1x)", r.c.name(),
+				100*r.est, 100*r.better())
+		}
 	}
-	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 1.10*better {
-		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 1.10x (the brief: 0.8x)", 100*est, 100*better)
+	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 1.05*better {
+		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 1.05x (the brief: 0.8x)", 100*est, 100*better)
 	}
 	for _, m := range []struct {
 		mode accMode

@@ -160,29 +160,35 @@ func mainCause(sh Shift) string {
 	return best.text
 }
 
-// moveBreakdown lists a move's parts in plain numbers, one bullet each, largest share first.
+// moveBreakdown lists a move's parts in plain numbers, one bullet each: what changed, by how much, and what it
+// did to the finish ("completions grew 666 → 903 tokens (+36%): +56 min"), as the shift warnings read. A share
+// of the move ("+83% of the move") reads like growth; minutes do not.
 func moveBreakdown(sh Shift) []string {
 	var lines []string
-	share := func(f float64) string {
+	move := sh.ToFinish - sh.FromFinish
+	effect := func(f float64) string {
 		if f == 0 {
 			return ""
 		}
-		return fmt.Sprintf(" — %+.0f%% of the move", 100*f)
+		return ": " + shiftMinutes(f*move)
 	}
 	if sh.From.TokensPerItem > 0 && sh.To.TokensPerItem > 0 {
-		lines = append(lines, fmt.Sprintf("• completions: %s → %s tokens per item (%s)%s", Count(sh.From.TokensPerItem),
-			Count(sh.To.TokensPerItem), pctChange(sh.From.TokensPerItem, sh.To.TokensPerItem), share(sh.TokensPerItemShare)))
+		lines = append(lines, fmt.Sprintf("• completions %s %s → %s tokens per item (%s)%s", shiftVerb(sh.To.TokensPerItem, sh.From.TokensPerItem),
+			Count(sh.From.TokensPerItem), Count(sh.To.TokensPerItem), pctChange(sh.From.TokensPerItem, sh.To.TokensPerItem), effect(sh.TokensPerItemShare)))
 	}
 	if sh.From.TokensPerS > 0 && sh.To.TokensPerS > 0 {
-		lines = append(lines, fmt.Sprintf("• throughput: %s → %s (%s)%s", shiftNum(sh.From.TokensPerS), Rate(sh.To.TokensPerS, "tok/s"),
-			pctChange(sh.From.TokensPerS, sh.To.TokensPerS), share(sh.ThroughputShare)))
+		lines = append(lines, fmt.Sprintf("• throughput %s %s → %s (%s)%s", shiftVerb(sh.To.TokensPerS, sh.From.TokensPerS), shiftNum(sh.From.TokensPerS),
+			Rate(sh.To.TokensPerS, "tok/s"), pctChange(sh.From.TokensPerS, sh.To.TokensPerS), effect(sh.ThroughputShare)))
 	} else if sh.From.ItemsPerS > 0 && sh.To.ItemsPerS > 0 {
-		lines = append(lines, fmt.Sprintf("• throughput: %s → %s (%s)%s", shiftNum(sh.From.ItemsPerS), Rate(sh.To.ItemsPerS, "items/s"),
-			pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), share(sh.ThroughputShare)))
+		lines = append(lines, fmt.Sprintf("• throughput %s %s → %s (%s)%s", shiftVerb(sh.To.ItemsPerS, sh.From.ItemsPerS), shiftNum(sh.From.ItemsPerS),
+			Rate(sh.To.ItemsPerS, "items/s"), pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), effect(sh.ThroughputShare)))
 	}
 	if sh.From.ItemsLeft > 0 || sh.To.ItemsLeft > 0 {
-		lines = append(lines, fmt.Sprintf("• items left: %s when announced, %s now%s", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft),
-			share(sh.OtherShare)))
+		line := fmt.Sprintf("• items left: %s when announced, %s now", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))
+		if sh.OtherShare != 0 {
+			line += "; progress against the old schedule" + effect(sh.OtherShare)
+		}
+		lines = append(lines, line)
 	}
 	return lines
 }

@@ -5,8 +5,10 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 
 	"runwatch/probes"
+	"runwatch/reports/estimate"
 )
 
 // Engine signals beside progress: why requests finished (quality.go) and how well the drafter does
@@ -54,9 +56,10 @@ type signalStep struct {
 	drafter                       bool
 }
 
-// steps turns each server's counters into the counts each sample added, in time order. A server's
-// first sample counts what it did before runwatch looked; a counter that went down means the server
-// restarted, and the new value is what it did since.
+// steps turns each server's counters into the counts each sample added, in time order. Each server's
+// counters are folded by estimate.Counter, the one owner of counter folding: a server's first sample counts
+// what it did before runwatch looked, a counter that drops to a fraction of itself restarted and what it shows
+// is what it did since, and one that steps back a little (another replica, a stale reading) adds nothing.
 func (s SignalSeries) steps() []signalStep {
 	var out []signalStep
 	keys := make([]string, 0, len(s))
@@ -65,69 +68,57 @@ func (s SignalSeries) steps() []signalStep {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		var prev *SignalSample
-		for i := range s[k] {
-			cur := &s[k][i]
+		var c estimate.Counter
+		for _, cur := range s[k] {
+			before := c.Total.Named
+			c, _ = c.Add(signalCounts(cur), 0, cur.T)
+			d := func(name string) float64 { return c.Total.Named[name] - before[name] }
 			st := signalStep{t: cur.T, drafter: cur.Drafter}
-			reset := prev == nil || signalWentDown(*prev, *cur)
-			d := func(now, before float64) float64 {
-				if math.IsNaN(now) {
-					return 0
-				}
-				if reset || math.IsNaN(before) {
-					return now
-				}
-				return now - before
-			}
 			if cur.Finished != nil {
 				st.finished = map[string]float64{}
-				for r, v := range cur.Finished {
-					before := math.NaN()
-					if prev != nil && prev.Finished != nil {
-						before = prev.Finished[r]
-					}
-					st.finished[r] = d(v, before)
+				for r := range cur.Finished {
+					st.finished[r] = d("finished:" + r)
 				}
 			}
 			if cur.Drafter {
-				var p SignalSample
-				if prev != nil {
-					p = *prev
-				}
-				if !p.Drafter {
-					reset = true
-				}
-				st.drafts, st.draftTokens, st.accepted = d(cur.Drafts, p.Drafts), d(cur.DraftTokens, p.DraftTokens), d(cur.Accepted, p.Accepted)
+				st.drafts, st.draftTokens, st.accepted = d("drafts"), d("draft_tokens"), d("accepted")
 				st.perPos = make([]float64, len(cur.PerPos))
-				for i, v := range cur.PerPos {
-					before := math.NaN()
-					if i < len(p.PerPos) {
-						before = p.PerPos[i]
-					}
-					st.perPos[i] = d(v, before)
+				for i := range cur.PerPos {
+					st.perPos[i] = d("pos:" + strconv.Itoa(i))
 				}
 			}
 			out = append(out, st)
-			prev = cur
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].t < out[j].t })
 	return out
 }
 
-// signalWentDown reports whether any counter of b is below a's: the server restarted in between.
-func signalWentDown(a, b SignalSample) bool {
-	for r, v := range a.Finished {
-		if w, ok := b.Finished[r]; ok && w < v {
-			return true
+// signalCounts is a sample's counters as estimate.Counter folds them: finished requests (all reasons together)
+// match the reading to a server lifetime; each reason and drafter counter is a named counter.
+func signalCounts(smp SignalSample) estimate.Counts {
+	r := estimate.Missing()
+	r.Named = map[string]float64{}
+	if smp.Finished != nil {
+		r.Done = 0
+		for reason, v := range smp.Finished {
+			r.Named["finished:"+reason] = v
+			if !math.IsNaN(v) {
+				r.Done += v
+			}
 		}
 	}
-	for _, pair := range [][2]float64{{a.Drafts, b.Drafts}, {a.DraftTokens, b.DraftTokens}, {a.Accepted, b.Accepted}} {
-		if !math.IsNaN(pair[0]) && !math.IsNaN(pair[1]) && pair[1] < pair[0] {
-			return true
+	if smp.Drafter {
+		for name, v := range map[string]float64{"drafts": smp.Drafts, "draft_tokens": smp.DraftTokens, "accepted": smp.Accepted} {
+			if !math.IsNaN(v) {
+				r.Named[name] = v
+			}
+		}
+		for i, v := range smp.PerPos {
+			r.Named["pos:"+strconv.Itoa(i)] = v
 		}
 	}
-	return false
+	return r
 }
 
 // signalSplit finds the recent window: the latest steps whose weight adds up to at least min. It

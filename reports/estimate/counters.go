@@ -1,6 +1,7 @@
 package estimate
 
 import (
+	"maps"
 	"math"
 	"slices"
 )
@@ -15,6 +16,9 @@ type Counts struct {
 	FinSum   float64 `json:"fin_sum,omitempty"`
 	FinCount float64 `json:"fin_count,omitempty"`
 	Capped   float64 `json:"capped,omitempty"`
+	// Named are further counters by name (finishes by reason, the drafter's), folded by the same rules; a name
+	// a reading lacks is absent, one a lane has not seen yet counts from zero.
+	Named map[string]float64 `json:"named,omitempty"`
 }
 
 // Missing is a Counts with every counter absent, to fill in from a reading.
@@ -29,14 +33,50 @@ func (c *Counts) fields() [6]*float64 {
 }
 
 // key is the counter a reading is matched to a lane by: generated tokens, else finished requests, else the
-// histogram's count.
-func (c Counts) key() float64 {
-	for _, v := range []float64{c.Gen, c.Done, c.FinCount} {
+// histogram's count, else the sum of the named counters (counters that only grow add up to one that does).
+func (c Counts) key() float64 { return c.keyAs(c) }
+
+// keyAs is c's value of the counter r's key is: a lane is compared with a reading on the counter the reading
+// has (a lane opened by a reading without generated tokens holds 0 there, which says nothing).
+func (c Counts) keyAs(r Counts) float64 {
+	for i, v := range []float64{r.Gen, r.Done, r.FinCount} {
 		if valid(v) {
-			return v
+			return [3]float64{c.Gen, c.Done, c.FinCount}[i]
 		}
 	}
+	sum, any := 0.0, false
+	for k, v := range r.Named {
+		if valid(v) {
+			sum, any = sum+c.Named[k], true
+		}
+	}
+	if any {
+		return sum
+	}
 	return math.NaN()
+}
+
+// foldNamed adds to tot what the reading r's named counters grew by over last (when add), and moves last up
+// to them. The maps are copied first: a Counter is a value, and the one it came from keeps its own.
+func foldNamed(last, tot *Counts, r Counts, add bool) {
+	if len(r.Named) == 0 {
+		return
+	}
+	last.Named, tot.Named = maps.Clone(last.Named), maps.Clone(tot.Named)
+	if last.Named == nil {
+		last.Named = map[string]float64{}
+	}
+	if tot.Named == nil {
+		tot.Named = map[string]float64{}
+	}
+	for k, v := range r.Named {
+		if valid(v) && v > last.Named[k] {
+			if add {
+				tot.Named[k] += v - last.Named[k]
+			}
+			last.Named[k] = v
+		}
+	}
 }
 
 // below reports whether every counter of c is at or below the reading's: the reading can continue c.
@@ -44,6 +84,11 @@ func (c Counts) below(r Counts) bool {
 	mine, theirs := c.fields(), r.fields()
 	for i, f := range theirs {
 		if valid(*f) && *f < *mine[i] {
+			return false
+		}
+	}
+	for k, v := range r.Named {
+		if valid(v) && v < c.Named[k] {
 			return false
 		}
 	}
@@ -82,6 +127,10 @@ type Step struct {
 	// Replica: a reading below every lane that is not a fresh start: another replica behind the address, or a
 	// counter that stepped back. It counts from here on; what it shows now was never observed being made.
 	Replica bool
+	// Switched: the reading continued a lane other than the one the reading before it did, and that lane had
+	// gone unread for more than one turn: servers behind one address answering irregularly, each one's growth
+	// arriving in lumps.
+	Switched bool
 }
 
 // maxLanes bounds the lanes a Counter remembers; the one matched least recently goes first.
@@ -125,11 +174,11 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		// is at or above in every counter, the one whose value by now (its last value and rate) is closest.
 		top, above := -1, valid(v)
 		for i, l := range c.Lanes {
-			if l.Start > 0 || l.Last.key() > v {
+			if l.Start > 0 || l.Last.keyAs(r) > v {
 				above = false
 				break
 			}
-			if top < 0 || l.Last.key() > c.Lanes[top].Last.key() {
+			if top < 0 || l.Last.keyAs(r) > c.Lanes[top].Last.keyAs(r) {
 				top = i
 			}
 		}
@@ -144,7 +193,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 			if l.Start > 0 || !valid(v) || !l.Last.below(r) {
 				continue
 			}
-			expect := l.Last.key()
+			expect := l.Last.keyAs(r)
 			if l.Rate > 0 && now > l.At && l.At > 0 {
 				expect += l.Rate * (now - l.At)
 			}
@@ -157,8 +206,10 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		}
 	}
 	if match >= 0 {
+		// A lane that went unread for more than a turn has grown unseen: what it shows now lands in one lump.
+		switched := len(c.Lanes) > 1 && c.latest() != match && c.Reads-c.Lanes[match].Read > 2
 		l := &c.Lanes[match]
-		prev := l.Last.key()
+		prev := l.Last.keyAs(r)
 		last := l.Last.fields()
 		tot := c.Total.fields()
 		for i, f := range r.fields() {
@@ -167,6 +218,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 				*last[i] = *f
 			}
 		}
+		foldNamed(&l.Last, &c.Total, r, true)
 		if now > 0 && l.At > 0 && now > l.At && valid(v) && v >= prev {
 			inst := (v - prev) / (now - l.At)
 			if l.Rate > 0 {
@@ -181,14 +233,14 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		if now > 0 {
 			c.LastRead = now
 		}
-		return c, Step{}
+		return c, Step{Switched: switched}
 	}
 	var step Step
 	switch {
 	case len(c.Lanes) == 0:
 	case start > 0 && c.LastRead > 0 && start > c.LastRead:
 		step.Restart = true
-	case valid(v) && !math.IsInf(c.above(v), 1) && v <= restartShare*c.above(v) && start >= c.maxStart():
+	case valid(v) && !math.IsInf(c.above(r), 1) && v <= restartShare*c.above(r) && start >= c.maxStart():
 		// Far below the lane it fell from, and (with start times) no older than any server seen: a restart
 		// whose server clock is behind ours, or a server that gives no start time.
 		step.Restart = true
@@ -206,6 +258,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 			}
 		}
 	}
+	foldNamed(&nl.Last, &c.Total, r, !step.Replica)
 	if step.Restart {
 		c.Restarts++
 	}
@@ -245,11 +298,12 @@ func (c Counter) latest() int {
 	return k
 }
 
-// above is the lowest lane value above v (the lane v fell from).
-func (c Counter) above(v float64) float64 {
+// above is the lowest lane value above the reading r's key (the lane r fell from).
+func (c Counter) above(r Counts) float64 {
+	v := r.key()
 	low := math.Inf(1)
 	for _, l := range c.Lanes {
-		if k := l.Last.key(); k > v && k < low {
+		if k := l.Last.keyAs(r); k > v && k < low {
 			low = k
 		}
 	}

@@ -115,3 +115,78 @@ func TestCounterLanesBounded(t *testing.T) {
 		t.Errorf("after 50 server lifetimes %d lanes; want at most %d", len(c.Lanes), maxLanes)
 	}
 }
+
+// TestCounterSwitched: a reading that continues a lane left unread for more than a turn is a switch (its growth
+// arrives in one lump); replicas answering strictly in turn, or one server, never are.
+func TestCounterSwitched(t *testing.T) {
+	tests := []struct {
+		name string
+		gens []float64
+		want []int // indexes of the readings Add must call switched
+	}{
+		{"one server", []float64{100, 200, 300, 400, 500}, nil},
+		{"two replicas in turn", []float64{1000, 600, 1010, 610, 1020, 620, 1030}, nil},
+		{"a replica that answers now and then", []float64{1000, 600, 1010, 1020, 1030, 700, 1040}, []int{5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Counter
+			var got []int
+			for i, g := range tt.gens {
+				var st Step
+				c, st = c.Add(gen(g, math.NaN()), 0, 0)
+				if st.Switched {
+					got = append(got, i)
+				}
+			}
+			if len(got) != len(tt.want) || len(got) > 0 && got[0] != tt.want[0] {
+				t.Errorf("Add(%v): switched at %v; want %v", tt.gens, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCounterNamed: counters by name (finishes by reason, the drafter's) fold by the same rules as the six,
+// matched on finished requests when the readings have no token counter, else on the named counters' sum.
+func TestCounterNamed(t *testing.T) {
+	reading := func(done float64, named map[string]float64) Counts {
+		c := Missing()
+		c.Done, c.Named = done, named
+		return c
+	}
+	tests := []struct {
+		name  string
+		reads []Counts
+		want  map[string]float64
+	}{
+		{"growing", []Counts{reading(10, map[string]float64{"stop": 8, "length": 2}), reading(30, map[string]float64{"stop": 25, "length": 5})},
+			map[string]float64{"stop": 25, "length": 5}},
+		{"a restart without token counters", []Counts{reading(160, map[string]float64{"stop": 138, "length": 22}), reading(40, map[string]float64{"stop": 38, "length": 2})},
+			map[string]float64{"stop": 176, "length": 24}},
+		{"a reason seen late counts from zero", []Counts{reading(10, map[string]float64{"stop": 10}), reading(13, map[string]float64{"stop": 11, "abort": 2})},
+			map[string]float64{"stop": 11, "abort": 2}},
+		{"drafter counters only, restarted", []Counts{reading(math.NaN(), map[string]float64{"drafts": 1000, "accepted": 700}),
+			reading(math.NaN(), map[string]float64{"drafts": 1500, "accepted": 1000}), reading(math.NaN(), map[string]float64{"drafts": 100, "accepted": 60})},
+			map[string]float64{"drafts": 1600, "accepted": 1060}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Counter
+			for i, r := range tt.reads {
+				c, _ = c.Add(r, 0, float64(100+30*i))
+			}
+			for k, v := range tt.want {
+				if got := c.Total.Named[k]; got != v {
+					t.Errorf("Add(%v): %s = %v; want %v", tt.reads, k, got, v)
+				}
+			}
+		})
+	}
+	// A Counter is a value: folding into the next one leaves the one before as it was.
+	var c Counter
+	c, _ = c.Add(reading(10, map[string]float64{"stop": 10}), 0, 100)
+	next, _ := c.Add(reading(20, map[string]float64{"stop": 20}), 0, 130)
+	if c.Total.Named["stop"] != 10 || c.Lanes[0].Last.Named["stop"] != 10 || next.Total.Named["stop"] != 20 {
+		t.Errorf("after Add: before %v (lane %v), next %v; want 10, 10, 20", c.Total.Named, c.Lanes[0].Last.Named, next.Total.Named)
+	}
+}

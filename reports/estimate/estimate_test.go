@@ -439,3 +439,56 @@ func TestEstimateMessyHistories(t *testing.T) {
 }
 
 func obsF(v float64) *float64 { return &v }
+
+// gaugeHist is a run whose batch gauge drops from 200 to 150 requests half-way (another replica's, or the KV
+// cache taking fewer), the item rate going from 1 to rate items/s, with waiting requests after the change.
+func gaugeHist(rate, waiting float64) ([]Observation, float64) {
+	const m = 1400.0
+	var hist []Observation
+	done, gen := 0.0, 0.0
+	for t := 0.0; t <= 3600; t += 30 {
+		r, running, w := 1.0, 200.0, 50.0
+		if t > 1800 {
+			r, running, w = rate, 150.0, waiting
+		}
+		if t > 0 {
+			done += r * 30
+			gen += r * 30 * m
+		}
+		age := math.Min(gen, 200*m/2)
+		hist = append(hist, Observation{T: t, Done: int64(done), Total: 25000, Elapsed: obsF(t), AvgCompletion: obsF(m),
+			GenTokens: obsF(gen + age), Running: obsF(running), Waiting: obsF(w),
+			FinishedLenSum: obsF(gen), FinishedLenCount: obsF(done), MaxTokens: int64(4 * m)})
+	}
+	return hist, 25000 - done
+}
+
+// TestEstimateFullBatchRateFloor: the batch gauge says the batch is no longer full (one replica's behind a
+// shared address) and nothing waits, while the engines' tokens come twice as fast: the rate of the blocks that
+// were full is not the run's any more; the latest blocks' rate is a floor under it.
+func TestEstimateFullBatchRateFloor(t *testing.T) {
+	hist, left := gaugeHist(2, 0)
+	e, _ := Compute(hist, Config{Window: 900})
+	if e.Seconds == nil || *e.Seconds > 0.6*left || *e.Seconds < 0.45*left {
+		t.Errorf("Compute(gauge not full, tokens twice as fast) = %v s; want about %.0f s (2 items/s)", secondsOf(e), left/2)
+	}
+}
+
+// TestEstimateQueuedIsFull: fewer requests run than before but others wait for a slot: the engine runs all it
+// can take, and the blocks' slower rate is its full-batch rate.
+func TestEstimateQueuedIsFull(t *testing.T) {
+	hist, left := gaugeHist(0.8, 50)
+	e, _ := Compute(hist, Config{Window: 900})
+	want := left / 0.8
+	if e.Seconds == nil || *e.Seconds < 0.93*want || *e.Seconds > 1.1*want {
+		t.Errorf("Compute(fewer running, others waiting, 0.8 items/s) = %v s; want about %.0f s", secondsOf(e), want)
+	}
+}
+
+// secondsOf is an estimate's seconds for a failure message (NaN when there are none).
+func secondsOf(e ETA) float64 {
+	if e.Seconds == nil {
+		return math.NaN()
+	}
+	return *e.Seconds
+}

@@ -25,6 +25,7 @@ type point struct {
 	hasFinN  bool    // finN is known: fin and finN come from the same scrape
 	hasAge   bool    // age is known
 	running  float64 // requests in the batch; 0 when unknown
+	queued   bool    // requests were waiting for a slot: the engine ran as many as it could take
 	seg      int     // engine counter segment: increments at each server restart
 	progress bool    // done or tokens moved since the previous point
 }
@@ -81,6 +82,7 @@ func build(hist []Observation, cfg Config) series {
 				p.running = *o.Running
 				s.slots = math.Max(s.slots, p.running)
 			}
+			p.queued = o.Waiting != nil && *o.Waiting > 0
 		}
 		switch {
 		case engineFin:
@@ -218,6 +220,15 @@ func (s series) restartIn(a, z float64) bool {
 // token rate is the engine's full-batch rate.
 func (s series) saturated(b block) bool {
 	pts := s.pts[b.from+1 : b.to+1]
+	// Requests waiting throughout: the engine ran all it could take (its KV cache, not the largest batch seen,
+	// set the batch), so the block's rate is its full rate whatever the gauge of running requests says.
+	queued := len(pts) > 0
+	for _, p := range pts {
+		queued = queued && p.hasG && p.queued
+	}
+	if queued {
+		return true
+	}
 	if s.kind == OnFinish {
 		// Tokens counted on finish arrive as a request leaves, when the batch is one short for a moment: a
 		// sample there says nothing of the batch. The mean over the block does.

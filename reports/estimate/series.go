@@ -44,7 +44,7 @@ func FoldSeries(hist []Observation) []Folded {
 		if o.GenTokens != nil || o.FinishedLenSum != nil {
 			c, st = c.Add(r, 0, o.T)
 			reads++
-			if st.Replica {
+			if st.Replica || st.Switched {
 				replicas++
 			}
 		}

@@ -52,6 +52,21 @@ func TestFoldSeries(t *testing.T) {
 	if f := FoldSeries(turns); f[len(f)-1].Gen != 38000+36000 || f[len(f)-1].Unreliable {
 		t.Errorf("FoldSeries(two replicas in turn) = %+v; want 74,000 tokens", f[len(f)-1])
 	}
+	// Two replicas answering irregularly (one of them now and then, its growth landing in lumps): the folded
+	// rate would be lumpy either way, so the counters are left out and the job's own progress speaks.
+	var irregular []Observation
+	a, b := 0.0, -1500.0
+	for i := 0; i < 60; i++ {
+		a, b = a+1000, b+1000
+		g := a
+		if i%5 == 4 {
+			g = b
+		}
+		irregular = append(irregular, Observation{T: float64(30 * i), GenTokens: fp(g)})
+	}
+	if f := FoldSeries(irregular); !f[len(f)-1].Unreliable {
+		t.Errorf("FoldSeries(replicas answering irregularly) = %+v; want them left out as unreliable", f[len(f)-1])
+	}
 	// One server's counters that jitter: the fold follows them and never adds the jitter up (the truth is
 	// 39,000 tokens since the first reading).
 	var jittery []Observation

@@ -29,7 +29,8 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// relative error of at least CV/√n however steady the engine, the floor fitLevel puts under the noise of
 	// units of den. Without it the item rate of a few quiet blocks passed for a change.
 	var tpi, tps, spi, fps []measure
-	var tpiLater measure // blocks after the first restart
+	var tpiLater measure        // blocks after the first restart
+	var lastTokens []tokenBlock // every block's tokens, full batch or not
 	for _, b := range bs {
 		a, z := s.pts[b.from], s.pts[b.to]
 		span := z.active - a.active
@@ -37,8 +38,12 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 			spi = append(spi, measure{span, z.done - a.done})
 		}
 		// Across a restart the tokens decoded between the last sample and the crash are lost to the counters.
-		if a.hasG && z.hasG && a.seg == z.seg && s.saturated(b) {
-			tps = append(tps, measure{z.g - a.g, span})
+		if a.hasG && z.hasG && a.seg == z.seg {
+			sat := s.saturated(b)
+			if sat {
+				tps = append(tps, measure{z.g - a.g, span})
+			}
+			lastTokens = append(lastTokens, tokenBlock{measure{z.g - a.g, span}, sat})
 		}
 		if !s.warming(a.t, z.t, cfg.Window) {
 			if r, ok := blockTokensPerItem(a, z); ok {
@@ -89,6 +94,21 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		rFit := fitLevel(tps, rateZ, true, 0, rateRecent)
 		r, rSE, rFrom := rFit.Level, rFit.RelSE, rFit.From
 		wobble = rFit.BlockSD
+		// A batch that is not full generates fewer tokens per second than a full one, so the latest blocks' token
+		// rate, full or not, is a floor under the full-batch rate while items still wait to start. Where the
+		// batch gauge misleads (it is one replica's behind a shared address, or it wobbles on a small job) the
+		// full blocks are few and old, and their rate would stand for the run's long after it sped up.
+		if k := rateRecent + 1; len(lastTokens) >= k && e.ItemsLeft > 2*last.running {
+			var g measure
+			full := false
+			for _, b := range lastTokens[len(lastTokens)-k:] {
+				g.num, g.den = g.num+b.num, g.den+b.den
+				full = full || b.full
+			}
+			if !full && g.den > 0 && g.num/g.den > r {
+				r, rFrom = g.num/g.den, len(tps)
+			}
+		}
 		e.TokensPerItem, e.TokensPerS = m, r
 		e.ItemsPerS = r / m
 		sec, drain, drainLow, drainHigh = s.tokenSeconds(e.ItemsLeft, m, r)
@@ -163,4 +183,10 @@ type parts struct {
 	drainLow, drainHigh float64
 	rel                 float64 // the model's own relative half-width of the busy part (about 80%)
 	rate                float64 // items/s of the busy part
+}
+
+// tokenBlock is one block's tokens generated over its active seconds, and whether the batch was full throughout.
+type tokenBlock struct {
+	measure
+	full bool
 }
