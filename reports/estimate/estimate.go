@@ -103,7 +103,7 @@ func roughETA(o Observation, e ETA, from string) ETA {
 		e.Lengths = &l
 		finish := Unix(o.T + sec)
 		e.FinishAt = &finish
-		e.Reason = fmt.Sprintf("rough, from %s: %s tokens in %s = %s; completions %s-%s tokens (%s finished, %s in flight), %s items left",
+		e.Reason = fmt.Sprintf("From %s: %s tokens in %s = %s; completions %s-%s tokens (%s finished, %s in flight), %s items left",
 			from, format.Tokens(*o.GenTokens), format.Span(el), format.Rate(r, "tok/s"), format.Count(l.Low),
 			format.Count(l.High), format.Count(l.Finished), format.Count(l.InFlight), format.Count(e.ItemsLeft))
 		return e
@@ -116,7 +116,7 @@ func roughETA(o Observation, e ETA, from string) ETA {
 	e.ItemsPerS = rate
 	finish := Unix(o.T + sec)
 	e.FinishAt = &finish
-	e.Reason = fmt.Sprintf("rough, from %s: %s items in %s = %s, %s items left",
+	e.Reason = fmt.Sprintf("From %s: %s items in %s = %s, %s items left",
 		from, format.Count(float64(o.Done)), format.Duration(el), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
 	return e
 }
