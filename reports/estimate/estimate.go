@@ -55,6 +55,9 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	est, pr := s.model(e, last.T, cfg)
 	if pr.ok {
 		est = s.choose(est, pr, last.T)
+		if !cfg.noBacktest {
+			est = backtest(hist, s, est, cfg)
+		}
 	}
 	if est.State == StateUnknown && est.Reason == noRate {
 		// Items are finishing but the history is shorter than one rate block: the latest sample's

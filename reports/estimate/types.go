@@ -19,6 +19,8 @@ type Config struct {
 	// the same relative figures.
 	Window     float64
 	StallAfter float64 // no progress (done and tokens flat) for this long -> stalled (default 600)
+	// noBacktest leaves out the range's last check (backtest): set for the estimates at past times it scores.
+	noBacktest bool
 }
 
 func (c Config) withDefaults() Config {

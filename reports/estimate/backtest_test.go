@@ -1,0 +1,54 @@
+package estimate
+
+import (
+	"math"
+	"testing"
+)
+
+// slowingHist is a log-only run whose item rate keeps falling, from 2 to 0.5 items/s over its history: every
+// past forecast of the time to today's done came out short.
+func slowingHist() []Observation {
+	var hist []Observation
+	const end, dt = 6000.0, 30.0
+	for t := 0.0; t <= end; t += dt {
+		// rate(t) = 2 - 1.5 t/end; done is its integral.
+		done := int64(2*t - 0.75*t*t/end)
+		o := Observation{T: t, Done: done, Total: 20000, Elapsed: obsF(t)}
+		if done > 0 {
+			o.AvgCompletion = obsF(500)
+		}
+		hist = append(hist, o)
+	}
+	return hist
+}
+
+func TestBacktestWidensTheRange(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		hist  []Observation
+		widen bool
+	}{
+		{"steady", estHist(12000, 30, 1.4, 25000, false), false},
+		{"slowing", slowingHist(), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			with, _ := Compute(c.hist, Config{})
+			without, _ := Compute(c.hist, Config{noBacktest: true})
+			if with.Seconds == nil || without.Seconds == nil {
+				t.Fatalf("Compute = %v, %v s; want an estimate both ways", with.Seconds, without.Seconds)
+			}
+			sec := *with.Seconds
+			if sec != *without.Seconds {
+				t.Errorf("Compute point %v s with the backtest, %v s without; want the same", sec, *without.Seconds)
+			}
+			wider := *with.HighS > *without.HighS*1.01
+			if wider != c.widen || *with.HighS < *without.HighS || *with.LowS > *without.LowS {
+				t.Errorf("Compute range %v-%v s with the backtest, %v-%v s without; want it widened: %v",
+					*with.LowS, *with.HighS, *without.LowS, *without.HighS, c.widen)
+			}
+			if *with.HighS > math.Max(*without.HighS, sec*2.5)*(1+1e-9) {
+				t.Errorf("Compute high %v s for a %v s point; want at most 2.5x", *with.HighS, sec)
+			}
+		})
+	}
+}
