@@ -384,7 +384,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	}
 	if r.Finish != nil {
 		head = append(head, FinishLine(*r.Finish, loc))
-	} else if l := LastMoveLine(r.Moves, loc); l != "" {
+	} else if l := LastMoveLine(r.Moves, r.ETA, loc); l != "" {
 		head = append(head, l)
 	}
 	if len(head) == 0 {
