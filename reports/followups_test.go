@@ -228,7 +228,7 @@ func TestAnnounceWaitMatchesDetector(t *testing.T) {
 		e    ETA
 		want string
 	}{
-		{"rough", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2, Rough: true}, "second sample"},
+		{"rough", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2, Rough: true}, "measure a rate"},
 		{"early", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.012}, "(1.2% now)"},
 		{"wide", ETA{State: StateRunning, Seconds: f(3600), LowS: f(1000), HighS: f(9000), Progress: 0.2}, "range is within 25%"},
 		{"stalled", ETA{State: StateStalled, Progress: 0.2}, "making progress"},

@@ -126,7 +126,7 @@ func announceWait(e *ETA) string {
 	case e == nil || e.State != StateRunning || e.Seconds == nil:
 		return "once the run is making progress"
 	case e.Rough:
-		return "once a second sample confirms the rate (this one is from a single sample)"
+		return "once the samples span enough time to measure a rate (this one is rough)"
 	case e.Progress > 0 && e.Progress < cfg.MinProgress:
 		return fmt.Sprintf("once %s of the items are done (%.1f%% now)", Percent(cfg.MinProgress), 100*e.Progress)
 	case e.LowS == nil || e.HighS == nil || math.Min(*e.Seconds-*e.LowS, *e.HighS-*e.Seconds) > cfg.MinFraction**e.Seconds:
