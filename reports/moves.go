@@ -123,8 +123,10 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 func announceWait(e *ETA) string {
 	cfg := ShiftConfig{}.withDefaults()
 	switch {
+	case e != nil && e.State == StateStalled:
+		return "once the run is moving again"
 	case e == nil || e.State != StateRunning || e.Seconds == nil:
-		return "once the run is making progress"
+		return "once there is an estimate to announce"
 	case e.Rough:
 		return "once the samples span enough time to measure a rate (this one is rough)"
 	case e.Progress > 0 && e.Progress < cfg.MinProgress:
