@@ -116,7 +116,7 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	if len(st.ProtectedMounts) == 0 || len(mounts) == 0 {
 		w := AnswerWrites(run, st, t)
 		if t.Path != "" && len(st.ProtectedMounts) > 0 {
-			w.Sections[0] = fmt.Sprintf("%s is not one of run %s's protected mounts; here is what writes to it. ", Code(t.Path), Esc(run)) + w.Sections[0]
+			w.Sections[0] = fmt.Sprintf("%s is not one of run %s's protected mounts, so no write there breaks the run file's rules; here is what writes to it. ", Code(t.Path), Esc(run)) + w.Sections[0]
 		}
 		w.Title = m.Title
 		return w

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -65,7 +66,13 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
 	case len(hits) > 0:
-		verdict = fmt.Sprintf(":rotating_light: *Yes* — %s writing to %s:", Plural(countPIDs(hits), "process is", "processes are"), subject)
+		// An alarm only for a write that breaks the run file's rule: the job writing its own output to
+		// an unprotected /data is the answer, not a warning.
+		alarm := ":rotating_light: "
+		if t.Path != "" && !slices.ContainsFunc(hits, func(w WriterInfo) bool { return w.Protected }) {
+			alarm = ""
+		}
+		verdict = fmt.Sprintf("%s*Yes* — %s writing to %s:", alarm, Plural(countPIDs(hits), "process is", "processes are"), subject)
 	case st.Invisible > 0 && landing > 0:
 		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s.", subject)
 	case st.Invisible > 0:
