@@ -193,9 +193,6 @@ func ETALine(e ETA, loc *time.Location) string {
 	return s
 }
 
-// EngineLine summarises the engines.
-func EngineLine(es []EngineStatus) string { return EngineLineBeside(es, nil) }
-
 // EngineLineBeside summarises the engines in an answer whose context lists the problems ps: a failing
 // endpoint whose error is among them is marked down without repeating the error, so each failure is
 // printed once.
