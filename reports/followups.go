@@ -141,8 +141,8 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		}
 	}
 	var landing []PathInfo
-	for _, p := range st.Paths {
-		if p.Role == RoleOutput && p.Protected && in(p.ProtectedPath) {
+	for _, p := range st.OutputsInProtected() {
+		if in(p.ProtectedPath) {
 			landing = append(landing, p)
 		}
 	}

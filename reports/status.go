@@ -311,13 +311,7 @@ func StorageVerdict(st Storage) string {
 			mounts = append(mounts, Code(p.Path))
 		}
 		s := ":large_green_circle: no writes to " + strings.Join(mounts, ", ")
-		landing := 0
-		for _, p := range st.Paths {
-			if p.Role == RoleOutput && p.Protected {
-				landing++
-			}
-		}
-		if landing > 0 {
+		if landing := len(st.OutputsInProtected()); landing > 0 {
 			// "No writes" is not the news when an output already resolves there: lead with the risk.
 			s = fmt.Sprintf(":warning: *%s inside protected %s* (no writes there yet)",
 				Plural(landing, "output resolves", "outputs resolve"), strings.Join(mounts, ", "))

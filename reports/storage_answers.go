@@ -52,9 +52,8 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	// not be inspected go below, so the output that will land there is not buried behind them.
 	landing := 0
 	if len(hits) == 0 && st.ScanError == "" {
-		for _, p := range st.Paths {
-			if p.Role == RoleOutput && p.Protected && (t.Path == "" || p.ProtectedPath == t.Path || p.ProtectedPath == t.Resolved ||
-				Under(p.Resolved, t.Resolved)) {
+		for _, p := range st.OutputsInProtected() {
+			if t.Path == "" || p.ProtectedPath == t.Path || p.ProtectedPath == t.Resolved || Under(p.Resolved, t.Resolved) {
 				landing++
 			}
 		}
@@ -189,12 +188,7 @@ func AnswerWhere(run string, st Storage) Message {
 		}
 		return m
 	}
-	onProt := 0
-	for _, p := range st.Paths {
-		if p.Role == RoleOutput && p.Protected {
-			onProt++
-		}
-	}
+	onProt := len(st.OutputsInProtected())
 	verdict := ":large_green_circle: Every output lands off the protected mounts."
 	if onProt > 0 {
 		verdict = fmt.Sprintf(":rotating_light: %s on a protected mount.", Plural(onProt, "output lands", "outputs land"))
