@@ -91,7 +91,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 	var risks []string
 	for _, p := range r.Plans {
 		if p.Fits != nil && !*p.Fits {
-			risks = append(risks, ":red_circle: "+p.Sentence)
+			risks = append(risks, p.Sentence) // its own verdict carries the :red_circle:
 		}
 	}
 	for _, w := range r.Storage.Warnings {
