@@ -31,6 +31,17 @@ func (f *flight) started() bool {
 	}
 }
 
+// wait returns the evaluation's reply once it is done; ok is false when ctx ended first or the app
+// shut down before it answered.
+func (f *flight) wait(ctx context.Context) (Reply, bool) {
+	select {
+	case <-f.done:
+		return f.rep, f.ok
+	case <-ctx.Done():
+		return Reply{}, false
+	}
+}
+
 // flights shares evaluations of identical read-only questions (singleflight): a thousand people
 // asking "/eta" at once cost one evaluation, not a thousand.
 type flights struct {
@@ -219,16 +230,12 @@ func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 	}
 	// Waiting for the answer costs nothing: it must not hold a slot the answer itself may need.
 	s.detach(func(ctx context.Context) {
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return
-		}
-		if !f.ok {
+		rep, ok := f.wait(ctx)
+		if !ok {
 			return
 		}
 		s.metrics.answered("slash", time.Since(start))
-		s.followUp(ctx, sc, f.rep)
+		s.followUp(ctx, sc, rep)
 	})
 	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
 		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}, nil

@@ -111,7 +111,7 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	// Every ETA answer says how it got here: the finish of a finished run, else the last move.
 	if rs.Finish != nil {
 		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
-	} else if l := reports.LastMoveLine(rs.Moves, b.loc); l != "" {
+	} else if l := reports.LastMoveLine(rs.Moves, rs.ETA, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {

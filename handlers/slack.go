@@ -224,17 +224,7 @@ func (a *SlackAPI) AuthTest(ctx context.Context) (SlackIdentity, error) {
 // Post sends a message to a channel (a reply when threadTS is set) and returns the channel id and
 // the message ts.
 func (a *SlackAPI) Post(ctx context.Context, channel, threadTS string, m reports.Message) (string, string, error) {
-	opts := msgOptions(m)
-	if threadTS != "" {
-		opts = append(opts, slack.MsgOptionTS(threadTS))
-	}
-	var ch, ts string
-	err := a.call(ctx, "chat.postMessage", func(ctx context.Context) error {
-		var err error
-		ch, ts, err = a.client.PostMessageContext(ctx, channel, opts...)
-		return err
-	})
-	return ch, ts, err
+	return a.PostTagged(ctx, channel, threadTS, "", m)
 }
 
 // Update edits a message in place.
@@ -448,16 +438,12 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
 // asked.
 func (s *slackApp) answer(ctx context.Context, cr chatRequest, f *flight) {
 	start := time.Now()
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return
-	}
-	if !f.ok {
+	rep, ok := f.wait(ctx)
+	if !ok {
 		return
 	}
 	s.metrics.answered(cr.req.Source, time.Since(start))
-	s.post(ctx, cr, f.rep)
+	s.post(ctx, cr, rep)
 }
 
 // post delivers a reply to a mention or DM, at most cap(s.posts) at a time.

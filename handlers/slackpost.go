@@ -16,7 +16,7 @@ import (
 // whether a post landed before posting it again.
 const postMetadataType = "runwatch_post"
 
-// PostTagged is Post with message metadata carrying id.
+// PostTagged is Post with message metadata carrying id (none when id is "").
 func (a *SlackAPI) PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error) {
 	opts := msgOptions(m)
 	if threadTS != "" {

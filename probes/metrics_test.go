@@ -364,7 +364,7 @@ func FuzzParseMetrics(f *testing.F) {
 			return
 		}
 		switch e.Kind {
-		case "vllm", "vllm-v0", "sglang", "tgi":
+		case "vllm", "vllm-v0", "sglang", "tgi", "llamacpp", "trtllm", "trtllm-triton":
 			if e.Engines < 1 {
 				t.Errorf("ParseMetrics(%q).Engines = %d; want at least 1", body, e.Engines)
 			}

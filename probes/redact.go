@@ -98,7 +98,3 @@ func WithProbeRedirects(c *http.Client) *http.Client {
 	cp.CheckRedirect = SameHostRedirects
 	return &cp
 }
-
-// UnwrapURLError drops net/http's *url.Error layer, which repeats the method and the full address
-// (credentials included) in front of what went wrong.
-func UnwrapURLError(err error) error { return metricsUnwrapURL(err) }

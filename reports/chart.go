@@ -9,6 +9,7 @@ import (
 	"image/draw"
 	"image/png"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,12 +111,7 @@ func RenderChart(hist []Observation, cfg EstimateConfig, o ChartOptions) ([]byte
 	draw.Draw(img, img.Bounds(), image.NewUniform(chartBG), image.Point{}, draw.Src)
 	t0, t1 := hist[0].T, hist[len(hist)-1].T
 
-	useTokens := false
-	for _, p := range pts {
-		if p.TokensPerS > 0 {
-			useTokens = true
-		}
-	}
+	useTokens := chartInTokens(pts)
 	rate := func(p ChartPoint) float64 {
 		if useTokens {
 			return p.TokensPerS
@@ -126,19 +122,7 @@ func RenderChart(hist []Observation, cfg EstimateConfig, o ChartOptions) ([]byte
 	if useTokens {
 		unit = "tok/s"
 	}
-	var etaMax float64
-	for _, p := range pts {
-		if p.HighS != nil {
-			etaMax = math.Max(etaMax, *p.HighS)
-		}
-		if p.ETAS != nil {
-			etaMax = math.Max(etaMax, *p.ETAS)
-		}
-	}
-	etaUnit, etaDiv := "hours", 3600.0
-	if etaMax < 2*3600 {
-		etaUnit, etaDiv = "minutes", 60.0
-	}
+	etaMax, etaUnit, etaDiv := chartETAScale(pts)
 
 	mid := o.Height / 2
 	top := image.Rect(chartMargin.left, chartMargin.top, o.Width-chartMargin.right, mid-14)
@@ -392,4 +376,27 @@ func chartAbs(v int) int {
 		return -v
 	}
 	return v
+}
+
+// chartInTokens says whether a chart of pts plots tokens/s (some engine counted tokens) or items/s. The
+// PNG and the Slack-drawn charts ask it, so the fallback shows what the chart it replaces would.
+func chartInTokens(pts []ChartPoint) bool {
+	return slices.ContainsFunc(pts, func(p ChartPoint) bool { return p.TokensPerS > 0 })
+}
+
+// chartETAScale is the ETA axis of a chart of pts: the largest ETA or range top, and its unit (hours,
+// or minutes below two hours) with the seconds per unit.
+func chartETAScale(pts []ChartPoint) (maxS float64, unit string, div float64) {
+	for _, p := range pts {
+		if p.HighS != nil {
+			maxS = math.Max(maxS, *p.HighS)
+		}
+		if p.ETAS != nil {
+			maxS = math.Max(maxS, *p.ETAS)
+		}
+	}
+	if maxS < 2*3600 {
+		return maxS, "minutes", 60
+	}
+	return maxS, "hours", 3600
 }

@@ -142,12 +142,7 @@ func TrendCharts(pts []ChartPoint, loc *time.Location) []Chart {
 	if loc == nil {
 		loc = time.UTC
 	}
-	useTokens := false
-	for _, p := range pts {
-		if p.TokensPerS > 0 {
-			useTokens = true
-		}
-	}
+	useTokens := chartInTokens(pts)
 	rate := Chart{Title: "Throughput", YLabel: "items/s"}
 	name := "items/s"
 	if useTokens {
@@ -173,17 +168,7 @@ func TrendCharts(pts []ChartPoint, loc *time.Location) []Chart {
 	if len(withETA) < 2 {
 		return out
 	}
-	var maxS float64
-	for _, p := range withETA {
-		maxS = math.Max(maxS, *p.ETAS)
-		if p.HighS != nil {
-			maxS = math.Max(maxS, *p.HighS)
-		}
-	}
-	unit, div := "hours", 3600.0
-	if maxS < 2*3600 {
-		unit, div = "minutes", 60.0
-	}
+	_, unit, div := chartETAScale(withETA)
 	eta := Chart{Title: "ETA with its range", YLabel: "ETA, " + unit}
 	mid, low, high := ChartLine{Name: "ETA"}, ChartLine{Name: "low"}, ChartLine{Name: "high"}
 	ranged := true

@@ -91,7 +91,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 	var risks []string
 	for _, p := range r.Plans {
 		if p.Fits != nil && !*p.Fits {
-			risks = append(risks, ":red_circle: "+p.Sentence)
+			risks = append(risks, p.Sentence) // its own verdict carries the :red_circle:
 		}
 	}
 	for _, w := range r.Storage.Warnings {
@@ -116,7 +116,7 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	if len(st.ProtectedMounts) == 0 || len(mounts) == 0 {
 		w := AnswerWrites(run, st, t)
 		if t.Path != "" && len(st.ProtectedMounts) > 0 {
-			w.Sections[0] = fmt.Sprintf("%s is not one of run %s's protected mounts; here is what writes to it. ", Code(t.Path), Esc(run)) + w.Sections[0]
+			w.Sections[0] = fmt.Sprintf("%s is not one of run %s's protected mounts, so no write there breaks the run file's rules; here is what writes to it. ", Code(t.Path), Esc(run)) + w.Sections[0]
 		}
 		w.Title = m.Title
 		return w
@@ -141,8 +141,8 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		}
 	}
 	var landing []PathInfo
-	for _, p := range st.Paths {
-		if p.Role == RoleOutput && p.Protected && in(p.ProtectedPath) {
+	for _, p := range st.OutputsInProtected() {
+		if in(p.ProtectedPath) {
 			landing = append(landing, p)
 		}
 	}

@@ -217,3 +217,35 @@ func TestFinishSummaryPeerCorpus(t *testing.T) {
 		})
 	}
 }
+
+// TestAnnounceWaitMatchesDetector holds the "no estimate announced yet" answer to the detector's own rule:
+// it names the condition that kept a fresh ShiftDetector from announcing, and promises the next sample only
+// when the detector does announce.
+func TestAnnounceWaitMatchesDetector(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	cases := []struct {
+		name string
+		e    ETA
+		want string
+	}{
+		{"rough", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2, Rough: true}, "measure a rate"},
+		{"early", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.012}, "(1.2% now)"},
+		{"wide", ETA{State: StateRunning, Seconds: f(3600), LowS: f(1000), HighS: f(9000), Progress: 0.2}, "range is within 25%"},
+		{"stalled", ETA{State: StateStalled, Progress: 0.2}, "moving again"},
+		{"unknown", ETA{State: StateUnknown, Progress: 0.2}, "once there is an estimate"},
+		{"ready", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2}, "next sample"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := announceWait(&c.e)
+			if !strings.Contains(got, c.want) {
+				t.Errorf("announceWait(%s) = %q; want it to contain %q", c.name, got, c.want)
+			}
+			var d ShiftDetector
+			d.Update(c.e, 1000, ShiftConfig{})
+			if promised := strings.Contains(got, "next sample"); promised != d.Announced {
+				t.Errorf("announceWait(%s) = %q, but the detector announced = %v", c.name, got, d.Announced)
+			}
+		})
+	}
+}

@@ -92,7 +92,7 @@ func signedDuration(s float64) string {
 // LastMoveLine is the one line every ETA answer carries about how the estimate moved: the last sharp move
 // with its cause, how far the estimate is from the first one when it never moved sharply, or that none has
 // been announced yet. It is "" without a move log.
-func LastMoveLine(l *MoveLog, loc *time.Location) string {
+func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 	if l == nil {
 		return ""
 	}
@@ -106,7 +106,7 @@ func LastMoveLine(l *MoveLog, loc *time.Location) string {
 		return s + ". Ask _why did the ETA move?_ for the breakdown."
 	}
 	if l.First == nil {
-		return "No estimate announced yet, so none has moved: one is announced once 5% of the items are done and its range is narrow."
+		return "No estimate announced yet, so none has moved: one is announced " + announceWait(e) + "."
 	}
 	s := fmt.Sprintf("No sharp move since the first estimate at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
@@ -115,6 +115,26 @@ func LastMoveLine(l *MoveLog, loc *time.Location) string {
 			SlackTime(tTime(l.Announced.At), loc))
 	}
 	return s + "."
+}
+
+// announceWait says what an estimate still lacks before ShiftDetector.Update announces it, from the same
+// conditions, so the answer never names one the ETA line above it already meets ("once 5% are done" under
+// "1,296 / 25,000 done (5%)").
+func announceWait(e *ETA) string {
+	cfg := ShiftConfig{}.withDefaults()
+	switch {
+	case e != nil && e.State == StateStalled:
+		return "once the run is moving again"
+	case e == nil || e.State != StateRunning || e.Seconds == nil:
+		return "once there is an estimate to announce"
+	case e.Rough:
+		return "once the samples span enough time to measure a rate (this one is rough)"
+	case e.Progress > 0 && e.Progress < cfg.MinProgress:
+		return fmt.Sprintf("once %s of the items are done (%.1f%% now)", Percent(cfg.MinProgress), 100*e.Progress)
+	case e.LowS == nil || e.HighS == nil || math.Min(*e.Seconds-*e.LowS, *e.HighS-*e.Seconds) > cfg.MinFraction**e.Seconds:
+		return fmt.Sprintf("once its range is within %s of the time left", Percent(cfg.MinFraction))
+	}
+	return "at the next sample that confirms this one"
 }
 
 // mainCause names the largest share of a move in plain words: "longer completions (650 → 1,066 tokens)".
@@ -215,7 +235,7 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 	if len(moves) == 0 {
 		lead := ":large_green_circle: *It has not moved sharply.*"
 		if l == nil || l.First == nil {
-			lead = ":white_large_square: *No estimate has been announced yet*, so none has moved. I announce one once 5% of the items are done and its range is narrow."
+			lead = ":white_large_square: *No estimate has been announced yet*, so none has moved. I announce one " + announceWait(e) + "."
 		} else {
 			lead += fmt.Sprintf(" The first estimate, at %s, said the run would finish at %s.", SlackTime(tTime(l.First.At), loc),
 				SlackTime(tTime(l.First.FinishT), loc))
@@ -315,7 +335,7 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 			SlackTime(tTime(a.FinishT), loc), signedDuration(finish-a.FinishT))
 	}
 	m.Sections = append(m.Sections, s, ETALine(*e, loc))
-	if line := LastMoveLine(l, loc); line != "" {
+	if line := LastMoveLine(l, e, loc); line != "" {
 		m.Sections = append(m.Sections, line)
 	}
 	return m

@@ -193,9 +193,6 @@ func ETALine(e ETA, loc *time.Location) string {
 	return s
 }
 
-// EngineLine summarises the engines.
-func EngineLine(es []EngineStatus) string { return EngineLineBeside(es, nil) }
-
 // EngineLineBeside summarises the engines in an answer whose context lists the problems ps: a failing
 // endpoint whose error is among them is marked down without repeating the error, so each failure is
 // printed once.
@@ -314,13 +311,7 @@ func StorageVerdict(st Storage) string {
 			mounts = append(mounts, Code(p.Path))
 		}
 		s := ":large_green_circle: no writes to " + strings.Join(mounts, ", ")
-		landing := 0
-		for _, p := range st.Paths {
-			if p.Role == RoleOutput && p.Protected {
-				landing++
-			}
-		}
-		if landing > 0 {
+		if landing := len(st.OutputsInProtected()); landing > 0 {
 			// "No writes" is not the news when an output already resolves there: lead with the risk.
 			s = fmt.Sprintf(":warning: *%s inside protected %s* (no writes there yet)",
 				Plural(landing, "output resolves", "outputs resolve"), strings.Join(mounts, ", "))
@@ -384,7 +375,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	}
 	if r.Finish != nil {
 		head = append(head, FinishLine(*r.Finish, loc))
-	} else if l := LastMoveLine(r.Moves, loc); l != "" {
+	} else if l := LastMoveLine(r.Moves, r.ETA, loc); l != "" {
 		head = append(head, l)
 	}
 	if len(head) == 0 {

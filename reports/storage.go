@@ -61,6 +61,18 @@ type Storage struct {
 	Warnings        []StorageWarning `json:"warnings,omitempty"`
 }
 
+// OutputsInProtected are the configured outputs that resolve inside a protected mount: the one list the
+// status headline, the where, writes and safe answers count from.
+func (st Storage) OutputsInProtected() []PathInfo {
+	var out []PathInfo
+	for _, p := range st.Paths {
+		if p.Role == RoleOutput && p.Protected {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // PathInfo is one configured path and where it really lands.
 type PathInfo struct {
 	Path       string  `json:"path"`

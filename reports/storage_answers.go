@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -47,6 +48,16 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		}
 	}
 	m := Message{Title: fmt.Sprintf("%s · writes", run)}
+	// No writes yet is half the story when an output already resolves there; then the processes that could
+	// not be inspected go below, so the output that will land there is not buried behind them.
+	landing := 0
+	if len(hits) == 0 && st.ScanError == "" {
+		for _, p := range st.OutputsInProtected() {
+			if t.Path == "" || p.ProtectedPath == t.Path || p.ProtectedPath == t.Resolved || Under(p.Resolved, t.Resolved) {
+				landing++
+			}
+		}
+	}
 	var verdict string
 	switch {
 	case t.Path == "" && len(st.ProtectedMounts) == 0:
@@ -54,7 +65,15 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
 	case len(hits) > 0:
-		verdict = fmt.Sprintf(":rotating_light: *Yes* — %s writing to %s:", Plural(countPIDs(hits), "process is", "processes are"), subject)
+		// An alarm only for a write that breaks the run file's rule: the job writing its own output to
+		// an unprotected /data is the answer, not a warning.
+		alarm := ":rotating_light: "
+		if t.Path != "" && !slices.ContainsFunc(hits, func(w WriterInfo) bool { return w.Protected }) {
+			alarm = ""
+		}
+		verdict = fmt.Sprintf("%s*Yes* — %s writing to %s:", alarm, Plural(countPIDs(hits), "process is", "processes are"), subject)
+	case st.Invisible > 0 && landing > 0:
+		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s.", subject)
 	case st.Invisible > 0:
 		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s.", subject, invisibleClause(st))
 	default:
@@ -62,22 +81,15 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	}
 	if t.Path != "" && !t.Exists && len(hits) == 0 {
 		verdict += fmt.Sprintf(" (%s does not exist here; it would land on %s.)", Code(t.Path), Code(t.Mount))
+	} else if t.Path != "" && t.Mount != "" && len(hits) > 0 {
+		// The writers' list follows the colon; the mount goes before it.
+		verdict = strings.TrimSuffix(verdict, ":") + fmt.Sprintf(", which is on %s (%s %s):", Code(t.Mount), Esc(t.FSType), Code(t.Device))
 	} else if t.Path != "" && t.Mount != "" {
 		verdict += fmt.Sprintf(" It is on %s (%s %s).", Code(t.Mount), Esc(t.FSType), Code(t.Device))
 	}
-	if len(hits) == 0 && st.ScanError == "" {
-		// No writes yet is half the story when an output already resolves there.
-		landing := 0
-		for _, p := range st.Paths {
-			if p.Role == RoleOutput && p.Protected && (t.Path == "" || p.ProtectedPath == t.Path || p.ProtectedPath == t.Resolved ||
-				Under(p.Resolved, t.Resolved)) {
-				landing++
-			}
-		}
-		if landing > 0 {
-			verdict += fmt.Sprintf(" :warning: *Not yet, but %s inside it* (below): the job's writes will land there.",
-				Plural(landing, "output resolves", "outputs resolve"))
-		}
+	if landing > 0 {
+		verdict += fmt.Sprintf(" :warning: *Not yet, but %s inside it* (below): the job's writes will land there.",
+			Plural(landing, "output resolves", "outputs resolve"))
 	}
 	m.Sections = append(m.Sections, verdict)
 	if len(hits) > 0 {
@@ -86,7 +98,7 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	if lines := outputLines(st); lines != "" {
 		m.Sections = append(m.Sections, "*Where the outputs resolve*\n"+lines)
 	}
-	if st.Invisible > 0 && len(hits) > 0 {
+	if st.Invisible > 0 && (len(hits) > 0 || landing > 0) {
 		m.Context = append(m.Context, invisibleClause(st))
 	}
 	return m
@@ -176,12 +188,7 @@ func AnswerWhere(run string, st Storage) Message {
 		}
 		return m
 	}
-	onProt := 0
-	for _, p := range st.Paths {
-		if p.Role == RoleOutput && p.Protected {
-			onProt++
-		}
-	}
+	onProt := len(st.OutputsInProtected())
 	verdict := ":large_green_circle: Every output lands off the protected mounts."
 	if onProt > 0 {
 		verdict = fmt.Sprintf(":rotating_light: %s on a protected mount.", Plural(onProt, "output lands", "outputs land"))
