@@ -413,6 +413,11 @@ func TestAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 72 simulated runs")
 	}
+	if raceDetector {
+		// Pure arithmetic, no goroutines: the race detector finds nothing here and makes the replay of
+		// 72 runs and the corpus take about 3 minutes. .ci/run runs this test again without -race.
+		t.Skip("replays 72 simulated runs; .ci/run runs it without -race")
+	}
 	var rows []accRow
 	for _, c := range accCases() {
 		seeds := []int64{1, 2}
