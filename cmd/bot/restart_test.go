@@ -348,14 +348,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 		t.Skip("builds and runs the bot for about 20 seconds")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "bot")
-	args := []string{"build", "-o", bin}
-	if restartRace {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildBot(t)
 	job := startRestartJob(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	cfg := filepath.Join(dir, "runwatch.yaml")

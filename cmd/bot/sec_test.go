@@ -12,50 +12,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// secBinDir holds the bot secBinary builds; TestMain removes it.
-var secBinDir string
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if secBinDir != "" {
-		os.RemoveAll(secBinDir)
-	}
-	os.Exit(code)
-}
-
-// secBinary builds the bot once for the tests that run it as a process.
-var secBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "runwatch-bot-")
-	if err != nil {
-		return "", err
-	}
-	secBinDir = dir
-	bin := filepath.Join(dir, "bot")
-	args := []string{"build", "-o", bin}
-	if restartRace {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		return "", &exec.ExitError{Stderr: out}
-	}
-	return bin, nil
-})
-
-func secBuild(t *testing.T) string {
-	t.Helper()
-	bin, err := secBinary()
-	if err != nil {
-		t.Fatalf("go build: %v", err)
-	}
-	return bin
-}
 
 // TestServeLeaksNoURLCredentials is the red team's finding 1 through the real binary: metrics
 // endpoints with a password and an api_key that fail, one that redirects to another host (a
@@ -73,7 +34,7 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 		cloudKey = "ASIALEAKEDKEY"
 	)
 	secrets := []string{password, apiKey, token, cloudKey}
-	bin := secBuild(t)
+	bin := buildBot(t)
 	dir := t.TempDir()
 	var cloudHits atomic.Int32
 	cloud := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +202,7 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
-	bin := secBuild(t)
+	bin := buildBot(t)
 	dir := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
