@@ -5,9 +5,19 @@ import (
 )
 
 // defaultSpeedup is the assumed ratio of one request's decode speed when it runs alone to its speed in a full
-// batch. Decoding is memory-bound at small batches, so as the batch drains the stragglers speed up; a lone
-// vLLM request typically decodes several times faster than one of a couple of hundred.
-const defaultSpeedup = 5.0
+// batch, until the drain shows it (drainCurve). Decoding is memory-bound at small batches, so as the batch
+// drains the stragglers speed up, but by how much depends on the engine, the model and the batch, and a run
+// whose batch stays full never shows it: nothing before the drain measures it. The engines measured here
+// span 1.2x (the peer simulator at --time-factor-under-load 1.2, 32 slots) to 8.6x (runwatch's own sim: 7 tok/s
+// per request in a batch of 200, 60 alone), and a vLLM 8B model on one H100 at a batch of 256 is about 3-4x.
+// 3 is the middle of that span in log terms, and the range covers both ends (see tokenSeconds).
+//
+// Chosen on the accuracy benchmark (December 2026, with the capped-share spread below): over all 72 rows the
+// mean error was 0.91x the better baseline at 5x, 0.89x at 3x, 0.91x at 2.2x; the sim's rows lose at lower
+// values (0.73x at 5x, 0.77x at 3x, 0.88x at 2.2x, sim full data) while the peer corpus gains (0.94x, 0.91x,
+// 0.92x). A ceiling on a lone request's tokens/s (an absolute rate) would tell the two apart but is a fixed
+// time constant: the same job stretched 10x in time would get another drain.
+const defaultSpeedup = 3.0
 
 // quantiles is the most residual-length quantiles the drain model tracks.
 const quantiles = 256
@@ -18,8 +28,10 @@ const quantiles = 256
 // distribution of a lognormal length with the measured mean, its spread taken from the age of the batch (the
 // mean age of a request in flight is E[L²]/2E[L]) and capped at max_tokens; as requests finish, the rest
 // decode faster (see drainCurve), and the last one sets the finish. It returns the seconds, the drain's part,
-// and the drain's range: how fast the stragglers speed up is a guess until the drain shows it (3x to 10x), and
-// without max_tokens so is the longest request.
+// and the drain's range: how fast the stragglers speed up is a guess until the drain shows it (from not at all
+// to 10x), and without max_tokens so is the longest request. Without the batch's age (a counter that moves only
+// on finish) the spread of the lengths is fitted to the share of requests that ran to max_tokens (see
+// cappedLognormal), when the engines count it.
 func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHigh float64) {
 	last := -1
 	for i := len(s.pts) - 1; i >= 0; i-- {
@@ -35,7 +47,15 @@ func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHig
 	slots := s.slots
 	n := int(math.Min(slots, quantiles))
 	cv2 := s.lengthCV2(m)
-	res := residuals(m, cv2, s.maxTokens, 0.995, n)
+	mu, sigma := lognormalFor(m, cv2)
+	if !s.ageKnown() {
+		// Without the batch's age (a counter on finish), the spread comes from how many requests ran to
+		// max_tokens, when the engines say.
+		if fmu, fsigma, ok := cappedLognormal(m, s.maxTokens, s.capped); ok {
+			mu, sigma = fmu, fsigma
+		}
+	}
+	res := residualsOf(mu, sigma, s.maxTokens, 0.995, n)
 	b, measured := s.drainCurve(last, r)
 	// drainFrom is the time for the last k of the n residual quantiles to finish.
 	drainFrom := func(res []float64, b float64, k int) float64 {
@@ -74,10 +94,10 @@ func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHig
 	if !measured {
 		short, long := res, res
 		if s.maxTokens <= 0 {
-			short, long = residuals(m, cv2, 0, 0.98, n), residuals(m, cv2, 0, 0.999, n)
+			short, long = residualsOf(mu, sigma, 0, 0.98, n), residualsOf(mu, sigma, 0, 0.999, n)
 		}
 		drainLow = math.Min(drainLow, drainFrom(short, curveB(slots, 10), k))
-		drainHigh = math.Max(drainHigh, drainFrom(long, curveB(slots, 3), k))
+		drainHigh = math.Max(drainHigh, drainFrom(long, curveB(slots, 1), k))
 	}
 	return busy + drain, drain, drainLow, drainHigh
 }
@@ -124,8 +144,49 @@ func (s series) drainCurve(last int, r float64) (b float64, measured bool) {
 // equilibrium residual of a length L that is lognormal with mean m and squared coefficient of variation cv2,
 // capped at maxTokens (0 = unknown: at the given quantile of L). Its density is P(L > x) / E[L].
 func residuals(m, cv2, maxTokens, quantile float64, n int) []float64 {
-	sigma := math.Sqrt(math.Log1p(cv2))
-	mu := math.Log(m) - sigma*sigma/2
+	mu, sigma := lognormalFor(m, cv2)
+	return residualsOf(mu, sigma, maxTokens, quantile, n)
+}
+
+// lognormalFor is the mu and sigma of a lognormal with mean m and squared coefficient of variation cv2.
+func lognormalFor(m, cv2 float64) (mu, sigma float64) {
+	sigma = math.Sqrt(math.Log1p(cv2))
+	return math.Log(m) - sigma*sigma/2, sigma
+}
+
+// cappedLognormal fits a lognormal length L to what a run shows of its finished requests: the mean of
+// min(L, maxTokens) is m, and a share capped of them reached maxTokens. Generation lengths are often bimodal
+// against max_tokens (most stop early, a fair share runs to the cap), and a lognormal with the mean alone
+// puts almost nothing at the cap; that share is what sets the drain, because the last request to finish is
+// one that ran to max_tokens. ok is false when the share is unknown, zero or not compatible with the mean.
+func cappedLognormal(m, maxTokens, capped float64) (mu, sigma float64, ok bool) {
+	if !(maxTokens > 0) || !(capped > 0.001) || capped >= 0.999 || !(m > 0) || m >= maxTokens {
+		return 0, 0, false
+	}
+	z := math.Sqrt2 * math.Erfinv(1-2*capped) // P(L > maxTokens) = capped: ln maxTokens = mu + sigma·z
+	meanCapped := func(sg float64) float64 {
+		mu := math.Log(maxTokens) - sg*z
+		return math.Exp(mu+sg*sg/2)*0.5*math.Erfc(-(z-sg)/math.Sqrt2) + maxTokens*capped
+	}
+	// The capped mean falls as sigma grows (the share at the cap held): bisect for m.
+	lo, hi := 0.05, 4.0
+	if meanCapped(lo) < m || meanCapped(hi) > m {
+		return 0, 0, false
+	}
+	for range 60 {
+		mid := (lo + hi) / 2
+		if meanCapped(mid) > m {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	sigma = (lo + hi) / 2
+	return math.Log(maxTokens) - sigma*z, sigma, true
+}
+
+// residualsOf is residuals for a lognormal given by mu and sigma.
+func residualsOf(mu, sigma, maxTokens, quantile float64, n int) []float64 {
 	// Beyond the 99.99th percentile there is nothing left to integrate.
 	top := math.Min(maxTokens, math.Exp(mu+3.72*sigma))
 	if maxTokens <= 0 {

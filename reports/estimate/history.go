@@ -38,7 +38,23 @@ type series struct {
 	restarts  []float64 // T the batch started afresh: resets, and pauses in completions when there are no counters
 	slots     float64   // largest batch seen: the engine's concurrency
 	maxTokens float64
-	kind      CounterKind // what the engines' token counter means
+	// capped is the share of finished requests the engines stopped at max_tokens (LengthCapped over
+	// FinishedLenCount of the latest scrape that has both; the two reset together), -1 when unknown.
+	capped float64
+	kind   CounterKind // what the engines' token counter means
+}
+
+// cappedShare is the share of finished requests stopped at max_tokens, from the latest observation whose
+// engines report both the capped count and the finished count (-1 when none does, or too few have finished
+// for a share to mean anything).
+func cappedShare(hist []Observation) float64 {
+	for i := len(hist) - 1; i >= 0; i-- {
+		o := hist[i]
+		if o.LengthCapped != nil && o.FinishedLenCount != nil && *o.FinishedLenCount >= 20 {
+			return math.Max(0, math.Min(1, *o.LengthCapped / *o.FinishedLenCount))
+		}
+	}
+	return -1
 }
 
 // currentRun drops the history before the job last started over (done went backwards).
@@ -65,6 +81,7 @@ func build(hist []Observation, cfg Config) series {
 		}
 	}
 	folded := FoldSeries(hist)
+	s.capped = cappedShare(hist)
 	logFinBase := 0.0 // the log's finished tokens when the current server lifetime began
 	for i, o := range hist {
 		f := folded[i]

@@ -119,6 +119,16 @@ func (s series) lengthCV2(m float64) float64 {
 	return math.Max(0.1, math.Min(4, 2*sum/float64(n)-1))
 }
 
+// ageKnown reports whether any point knows the batch's age (the engines count tokens as they are generated).
+func (s series) ageKnown() bool {
+	for _, p := range s.pts {
+		if p.hasAge {
+			return true
+		}
+	}
+	return false
+}
+
 // meanAge is the mean age of the batch over the last two windows of settled points (same engine segment, past the
 // warm-up) up to point z with the batch full: the tokens left in flight, which the age stands for, without the
 // point-to-point noise of one reading.
