@@ -407,8 +407,9 @@ func accTied(c accCase) bool { return c.s.Name == "steady" || c.s.Name == "resta
 //     sits on a step's edge flips between two windows and pays for it, which the runs at constant speed
 //     without the engines' full data show most (allowed 10% over naive);
 //   - range coverage before an event nobody can see coming (a drift, a drop, a stall) is not what a range is
-//     for: runs with one are held to 65% once it has been visible for 15 minutes (the brief asks for 75-90% everywhere; the
-//     calibrated range reaches 70-97% settled, 45-97% overall), and log-only runs not at all.
+//     for: runs with one are held to 70% once it has been visible for 15 minutes (the brief asks for 75-90% everywhere; the
+//     range rescaled by its own backtest reaches 77-96% settled, 80-95% overall, from 62-97% before it), and
+//     log-only runs not at all (the stragglers' tail, which the log cannot see: 52%).
 func TestAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 72 simulated runs")
@@ -450,8 +451,8 @@ func TestAccuracy(t *testing.T) {
 		if len(r.c.s.Events) > 0 {
 			cover = r.settledCover
 		}
-		if cover < 0.65 && r.c.mode != accLogOnly {
-			t.Errorf("%s: range coverage %.0f%%; want at least 65%% (the brief: 75-90%%)", name, 100*cover)
+		if cover < 0.70 && r.c.mode != accLogOnly {
+			t.Errorf("%s: range coverage %.0f%%; want at least 70%% (the brief: 75-90%%)", name, 100*cover)
 		}
 	}
 	// The peer corpus: jobs against a simulator nobody here wrote. The brief asks for 0.8x the better
@@ -469,6 +470,18 @@ func TestAccuracy(t *testing.T) {
 			t.Errorf("%s: mean error %.2f%%, better baseline %.2f%%; want at most 1.6x (the brief: 1x)", r.c.name(),
 				100*r.est, 100*r.better())
 		}
+	}
+	// Range coverage within 75-90%: 14 of the 18 traces (about half before the range's backtest rescaled it);
+	// the others are the stragglers' tail (39%, late), the 150-item job (67%), and two just above 90%. Held at 13.
+	within := 0
+	for _, r := range peer {
+		if r.cover >= 0.75 && r.cover <= 0.90 {
+			within++
+		}
+	}
+	if within < 13 {
+		t.Errorf("peer corpus: range coverage within 75-90%% in %d of %d traces; want at least 13 (the brief: all)",
+			within, len(peer))
 	}
 	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 1.05*better {
 		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 1.05x (the brief: 0.8x)", 100*est, 100*better)

@@ -6,7 +6,7 @@ import (
 )
 
 // slowingHist is a log-only run whose item rate keeps falling, from 2 to 0.5 items/s over its history: every
-// past forecast of the time to today's done came out short.
+// past forecast of the time to today's done came out short, so the high end widens and the low end narrows.
 func slowingHist() []Observation {
 	var hist []Observation
 	const end, dt = 6000.0, 30.0
@@ -22,7 +22,7 @@ func slowingHist() []Observation {
 	return hist
 }
 
-func TestBacktestWidensTheRange(t *testing.T) {
+func TestBacktestRescalesTheRange(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		hist  []Observation
@@ -41,14 +41,38 @@ func TestBacktestWidensTheRange(t *testing.T) {
 			if sec != *without.Seconds {
 				t.Errorf("Compute point %v s with the backtest, %v s without; want the same", sec, *without.Seconds)
 			}
+			// The high end never narrows, and widens where past forecasts came out short; the low end may move
+			// either way, but not past the point.
 			wider := *with.HighS > *without.HighS*1.01
-			if wider != c.widen || *with.HighS < *without.HighS || *with.LowS > *without.LowS {
-				t.Errorf("Compute range %v-%v s with the backtest, %v-%v s without; want it widened: %v",
+			if wider != c.widen || *with.HighS < *without.HighS || *with.LowS > sec {
+				t.Errorf("Compute range %v-%v s with the backtest, %v-%v s without; want the high end widened: %v",
 					*with.LowS, *with.HighS, *without.LowS, *without.HighS, c.widen)
+			}
+			if narrowed := *with.LowS > *without.LowS*1.01; narrowed != c.widen {
+				t.Errorf("Compute low %v s with the backtest, %v s without; want it narrowed: %v", *with.LowS,
+					*without.LowS, c.widen)
 			}
 			if *with.HighS > math.Max(*without.HighS, sec*2.5)*(1+1e-9) {
 				t.Errorf("Compute high %v s for a %v s point; want at most 2.5x", *with.HighS, sec)
 			}
 		})
+	}
+}
+
+func TestConformalQ(t *testing.T) {
+	// Sorted, the twelve scores are -1, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 0.9, 1, 1.2, 1.5, 2.
+	scores := []float64{0.3, -1, 2, 0.5, 1, 0.1, 0.7, 1.5, 0.2, 0.9, 0.4, 1.2}
+	for _, c := range []struct {
+		n       int
+		p, want float64
+	}{
+		{6, 0.9, 2},    // rank ceil(7 × 0.9) = 7 of 6: the largest
+		{12, 0.9, 2},   // rank ceil(13 × 0.9) = 12 of 12
+		{12, 0.8, 1.5}, // rank 11
+		{12, 0.5, 0.7}, // rank 7
+	} {
+		if got := conformalQ(scores[:c.n], c.p); got != c.want {
+			t.Errorf("conformalQ(%v, %v) = %v; want %v", scores[:c.n], c.p, got, c.want)
+		}
 	}
 }

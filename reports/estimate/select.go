@@ -335,6 +335,7 @@ func calibrate(busy, rel float64, errs []float64, stretch float64) (low, high fl
 // priorFloor is the share of the structural model's own range (in log terms) the calibrated one never goes
 // below: the errors of past rate predictions miss what only the finish shows (the drain, lengths that grow
 // later): a range built from them alone held the finish in 33-80% of answers on the peer corpus. With the
-// backtest's widening (backtest.go), 0.5 puts the most scenarios of the accuracy benchmark within 75-90% (18 of
-// 36; 17 at 0.6, 16 at 0.4); without it, 0.6 did (12 of 36; 8 at 0.8, 10 at 0.5).
+// backtest's rescaling (backtest.go), 0.5 puts the most scenarios of the accuracy benchmark within 75-90% (30 of
+// 36; 29 at 0.3, where peer runs fall under 75%, and 29 at 0.7, where the queued ones pass 90%); with the
+// backtest's earlier widening it was 18 (17 at 0.6, 16 at 0.4); without a backtest, 0.6 did (12 of 36).
 const priorFloor = 0.5
