@@ -127,12 +127,18 @@ func build(hist []Observation, cfg Config) series {
 	// quiet is an interval with no progress or, without token counts, with far fewer items than the rate
 	// before it would have finished (a server restart the log does not mention: the few items in flight
 	// finish, then nothing until the batch refills).
+	//
+	// Not in the job's first window: its first batch started all at once, the short requests finish in a
+	// burst and the long ones after a gap, which is the job's start, not a restart (with replicas behind one
+	// address, whose counters are left out, the gap took a second of the first 2.5 s for a restart, and the
+	// rates from the active time after it ran 10% ahead of the job's).
+	starting := func(i int) bool { return s.pts[0].done == 0 && s.pts[i].t < s.pts[0].t+cfg.Window }
 	quiet := func(i int) bool {
 		if !s.pts[i].progress {
 			return true
 		}
 		expected := s.recentItemRate(i-1) * (s.pts[i].t - s.pts[i-1].t)
-		return !engines && expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
+		return !engines && !starting(i-1) && expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
 	}
 	for i := 1; i < len(s.pts); {
 		if !quiet(i) {
@@ -151,7 +157,7 @@ func build(hist []Observation, cfg Config) series {
 		}
 		span := s.pts[j-1].t - s.pts[i-1].t
 		expected := s.recentItemRate(i-1) * span
-		pause := !engines && expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
+		pause := !engines && !starting(i-1) && expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
 		idle := flat && (tokensKnown || span >= cfg.StallAfter/2) || down || pause
 		if pause && j < len(s.pts) {
 			s.restarts = append(s.restarts, s.pts[j-1].t)
