@@ -79,8 +79,11 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	}
 	mFit := fitLevel(tpi, lengthZ, false, math.Sqrt(s.lengthCV2(pooledRatio(tpi))), lengthRecent)
 	if mFit.BaseFrom == 0 {
-		// No change (or one not yet sure): every item so far counts.
-		if cum, young, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok {
+		// No change (or one not yet sure): every item so far counts, or with an on-finish counter every item
+		// past the warm-up once there are enough of them.
+		if s.settledLengths(tpi) {
+			// fitLevel's level of the blocks past the warm-up stands (see settledLengths).
+		} else if cum, young, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok {
 			mFit.Base = cum
 			if len(tpi) == 0 {
 				mFit.BaseSE = 0.1
@@ -110,9 +113,10 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		// to come (peer slowdown, clients 8 -> 64: 115-119 tokens mid-run where the job's mean is 127, its busy
 		// rate 10-20% fast). Where the batch was not full past the warm-up, the lengths come from the same full
 		// blocks as the token rate, so that their ratio is the item rate of a full batch: slowdown 8.05% ->
-		// 6.52% (tqdm 7.04%). A batch full throughout keeps the whole history's mean: the same blocks' mean
-		// is rougher, and on those traces it moved the estimate away (failures 1.68% -> 4.36%, queued 1.60%
-		// -> 3.45%). A per-iteration counter gives the batch's age, and with it the censored mean.
+		// 6.52% (tqdm 7.04%). A batch full throughout keeps the mean of the items so far, or past the warm-up
+		// (settledLengths): the same blocks' mean is rougher early on, and on those traces it moved the
+		// estimate away (failures 1.68% -> 4.36%, queued 1.60% -> 3.45%). A per-iteration counter gives the
+		// batch's age, and with it the censored mean.
 		if s.kind == OnFinish && mFit.BaseFrom == 0 && mFit.Weight == 0 && partial > 0 {
 			var l measure
 			for _, b := range tpsLengths[rFrom:] {
