@@ -187,6 +187,26 @@ func (s series) recentItemRate(i int) float64 {
 	return 0
 }
 
+// busyUntil is the index of the last point the rates may use: the last that moved, or with a counter that
+// moves only on finish, in the warm-up after a fresh start, the last of the points after it at which the
+// engines answered with requests running. Such a counter stands still while requests decode, and a batch
+// that started all at once finishes its short requests first, then nothing while its long ones decode: that
+// is work the items in flight are doing, not a pause. peer small (150 items, 16 at a time) went 1.25 s
+// without a finished item in its first batch, and the estimate kept the rate of the short ones before (34%
+// early where linear extrapolation, which counts the time, was 2% late): 14.00% -> 12.44% (linear 12.64%).
+// Past the warm-up a flat stretch is one of a lumpy job's gaps, and counting it there moved onfinish-lumpy
+// 5.21% -> 6.06% (linear 5.78%).
+func (s series) busyUntil() int {
+	last := s.lastProgress()
+	if s.kind != OnFinish {
+		return last
+	}
+	for i := last + 1; i < len(s.pts) && s.pts[i].hasG && s.pts[i].running > 0 && s.warming(s.pts[i].t, s.pts[i].t, s.window); i++ {
+		last = i
+	}
+	return last
+}
+
 // lastProgress is the index of the last point that moved (0 when none did).
 func (s series) lastProgress() int {
 	for i := len(s.pts) - 1; i > 0; i-- {
