@@ -144,12 +144,18 @@ func build(hist []Observation, cfg Config) series {
 	// quiet is an interval with no progress or, without token counts, with far fewer items than the rate
 	// before it would have finished (a server restart the log does not mention: the few items in flight
 	// finish, then nothing until the batch refills).
+	//
+	// Not in the job's first window: its first batch started all at once, the short requests finish in a
+	// burst and the long ones after a gap, which is the job's start, not a restart (with replicas behind one
+	// address, whose counters are left out, the gap took a second of the first 2.5 s for a restart, and the
+	// rates from the active time after it ran 10% ahead of the job's).
+	starting := func(i int) bool { return s.pts[0].done == 0 && s.pts[i].t < s.pts[0].t+cfg.Window }
 	quiet := func(i int) bool {
 		if !s.pts[i].progress {
 			return true
 		}
 		expected := s.recentItemRate(i-1) * (s.pts[i].t - s.pts[i-1].t)
-		return !engines && expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
+		return !engines && !starting(i-1) && expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
 	}
 	for i := 1; i < len(s.pts); {
 		if !quiet(i) {
@@ -168,7 +174,7 @@ func build(hist []Observation, cfg Config) series {
 		}
 		span := s.pts[j-1].t - s.pts[i-1].t
 		expected := s.recentItemRate(i-1) * span
-		pause := !engines && expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
+		pause := !engines && !starting(i-1) && expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
 		idle := flat && (tokensKnown || span >= cfg.StallAfter/2) || down || pause
 		if pause && j < len(s.pts) {
 			s.restarts = append(s.restarts, s.pts[j-1].t)
@@ -196,6 +202,26 @@ func (s series) recentItemRate(i int) float64 {
 		return (s.pts[i].done - s.pts[k].done) / d
 	}
 	return 0
+}
+
+// busyUntil is the index of the last point the rates may use: the last that moved, or with a counter that
+// moves only on finish, in the warm-up after a fresh start, the last of the points after it at which the
+// engines answered with requests running. Such a counter stands still while requests decode, and a batch
+// that started all at once finishes its short requests first, then nothing while its long ones decode: that
+// is work the items in flight are doing, not a pause. peer small (150 items, 16 at a time) went 1.25 s
+// without a finished item in its first batch, and the estimate kept the rate of the short ones before (34%
+// early where linear extrapolation, which counts the time, was 2% late): 14.00% -> 12.44% (linear 12.64%).
+// Past the warm-up a flat stretch is one of a lumpy job's gaps, and counting it there moved onfinish-lumpy
+// 5.21% -> 6.06% (linear 5.78%).
+func (s series) busyUntil() int {
+	last := s.lastProgress()
+	if s.kind != OnFinish {
+		return last
+	}
+	for i := last + 1; i < len(s.pts) && s.pts[i].hasG && s.pts[i].running > 0 && s.warming(s.pts[i].t, s.pts[i].t, s.window); i++ {
+		last = i
+	}
+	return last
 }
 
 // lastProgress is the index of the last point that moved (0 when none did).

@@ -148,7 +148,7 @@ func (s series) candidates(st []blockStats, bs []block, window, structRate float
 			r := fitLevel(tps, rateChangeZ, true, 0, 1).Level
 			mf := fitLevel(tpi, changeZ, false, 0, 2)
 			m := mf.Level
-			if mf.BaseFrom == 0 {
+			if mf.BaseFrom == 0 && !s.settledLengths(tpi) {
 				// No change in the lengths: every item so far counts, as the model counts them.
 				past := s
 				past.pts = s.pts[:bs[k-1].to+1]
