@@ -210,22 +210,30 @@ func CensoredMean(o Observation, kind CounterKind) (Lengths, bool) {
 }
 
 // settledBatches is how many batches' worth of items must have finished past the warm-up before an on-finish
-// counter's lengths come from those items alone (settledLengths): 16 put the accuracy benchmark's overall mean
+// counter's lengths take in those items (settledLengths): 16 put the accuracy benchmark's overall mean
 // error at 0.90x the better baseline, from 0.92x (8: 0.90x but 15 scenarios worse than their better baseline,
 // from 13; 32: 0.91x).
 const settledBatches = 16
 
-// settledLengths reports whether tokens per item should be the mean of the items finished past the warm-up
-// (the blocks of tpi, which leave it out) rather than of every item so far (cumTokensPerItem). With a counter
-// that moves only on finish nothing says how far the requests in flight have got, so every item so far means
-// the finished ones only, and those of the warm-up are the short requests of a batch that started all at once:
-// the whole history's mean stays below the job's for a long time (peer steady: 153 tokens at 40% done, 162 for
-// the job; dp2-uneven 151 and 167). Past the warm-up, in a busy batch, as many requests start as finish and
-// the mean of those that finish is the job's. Once settledBatches batches' worth have finished there it is
-// the better figure: peer steady 3.04% -> 2.24%, dp2-uneven 6.38% -> 5.22% (tqdm 5.27%), seed-moment-25k
-// 5.21% -> 3.87%, stall 5.73% -> 5.10%; on failures (1.68% -> 2.68%), queued (1.60% -> 2.20%) and steady-chat
-// (1.73% -> 2.30%) the item rate that came was faster than the history's, and the shorter lengths had made up
-// for it. A per-iteration counter gives the batch's age, and with it the censored mean of every item.
+// settledLengths reports whether tokens per item should take in the mean of the items finished past the
+// warm-up (the blocks of tpi, which leave it out) rather than rest on every item so far (cumTokensPerItem) alone.
+// With a counter that moves only on finish nothing says how far the requests in flight have got, so every item
+// so far means the finished ones only, and those leave out the requests in flight, the longest (a request is
+// in flight for as long as its length): the whole history's mean is biased low by about slots × CV² ÷ items
+// finished (peer steady: 153 tokens at 40% done, 162 for the job; dp2-uneven 151 and 167). Past the warm-up,
+// in a busy batch, the long requests in flight at its start make up for those in flight at the end, and the
+// mean of those that finish is the job's, but from fewer items: with lengths as spread as these (two thirds
+// stop within ~60 tokens, most of the rest run to max_tokens) stretches of a few hundred items differ by
+// 5-10% by chance (failures: 171, 159, 149, 191, 179, 153 tokens in successive 7.5 s), and the stretch past the
+// warm-up alone put peer failures 1.88x linear's error, queued 1.49x, steady-chat 1.21x. Once
+// settledBatches batches' worth have finished past the warm-up, tokens per item is halfway between the two (the
+// bias halved, the chance of the shorter stretch shared with every item): failures 3.04% -> 2.51% (linear
+// 1.62%), queued 2.38% -> 2.05%, steady-chat 2.18% -> 1.83% (1.80%), steady 1.98% -> 1.83%, while dp2-uneven
+// 4.23% -> 4.78% (tqdm 5.27%), seed-moment-25k 3.47% -> 3.61%, stall 4.75% -> 4.96%; overall unchanged at 0.86x
+// the better baseline, coverage 22 -> 23 of 36 within 75-90%. On the peer corpus the stretch alone had been
+// 0.87x its better baseline, every item so far alone 0.89x; the in-flight share added back to every item so far, at the capped-lognormal fit's spread,
+// overshot (failures 4.44%, queued 3.54%, overall 0.98x on the peer corpus). A per-iteration counter gives
+// the batch's age, and with it the censored mean of every item.
 func (s series) settledLengths(tpi []measure) bool {
 	if s.kind != OnFinish || s.slots <= 0 {
 		return false

@@ -148,12 +148,19 @@ func (s series) candidates(st []blockStats, bs []block, window, structRate float
 			r := fitLevel(tps, rateChangeZ, true, 0, 1).Level
 			mf := fitLevel(tpi, changeZ, false, 0, 2)
 			m := mf.Level
-			if mf.BaseFrom == 0 && !s.settledLengths(tpi) {
-				// No change in the lengths: every item so far counts, as the model counts them.
+			if mf.BaseFrom == 0 {
+				// No change in the lengths: every item so far counts, as the model counts them (halfway with
+				// the blocks past the warm-up once settledLengths holds).
 				past := s
 				past.pts = s.pts[:bs[k-1].to+1]
 				if cum, _, ok := past.cumTokensPerItem(window, measure{}); ok && cum > 0 {
-					m, _ = blend(cum, 0, mf.Split, 0, mf.Weight)
+					if s.settledLengths(tpi) {
+						if mf.Weight == 0 {
+							m = (m + cum) / 2
+						}
+					} else {
+						m, _ = blend(cum, 0, mf.Split, 0, mf.Weight)
+					}
 				}
 			}
 			return r / m
