@@ -179,6 +179,8 @@ func (s series) choose(e ETA, pr parts, now float64) ETA {
 	sec := busy + pr.drain
 	lo, hi := math.Max(0, low+pr.drainLow), high+pr.drainHigh
 	e.Seconds, e.LowS, e.HighS = &sec, &lo, &hi
+	e.split = &rangeSplit{busy: busy, busyLow: low, busyHigh: high, drain: pr.drain, drainLow: pr.drainLow,
+		drainHigh: pr.drainHigh}
 	finish := Unix(now + sec)
 	e.FinishAt = &finish
 	if e.ItemsPerS > 0 {
