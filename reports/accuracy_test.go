@@ -407,9 +407,11 @@ func accTied(c accCase) bool { return c.s.Name == "steady" || c.s.Name == "resta
 //     sits on a step's edge flips between two windows and pays for it, which the runs at constant speed
 //     without the engines' full data show most (allowed 10% over naive);
 //   - range coverage before an event nobody can see coming (a drift, a drop, a stall) is not what a range is
-//     for: runs with one are held to 70% once it has been visible for 15 minutes (the brief asks for 75-90% everywhere; the
-//     range rescaled by its own backtest reaches 77-96% settled, 80-95% overall, from 62-97% before it), and
-//     log-only runs not at all (the stragglers' tail, which the log cannot see: 52%).
+//     for: runs with one are held to 75% once it has been visible for 15 minutes, the others to 75% overall
+//     (the brief asks for 75-90% everywhere; with the busy part and the drain rescaled apart by the backtest
+//     the runs with an event reach 76-89% settled, the others 82-97%, the small job's stragglers too wide at
+//     95-97%; from 67-69% on the restart with the whole range rescaled as one), and log-only runs not at all
+//     (the stragglers' tail, which the log cannot see: 50%).
 func TestAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays 72 simulated runs")
@@ -451,8 +453,8 @@ func TestAccuracy(t *testing.T) {
 		if len(r.c.s.Events) > 0 {
 			cover = r.settledCover
 		}
-		if cover < 0.70 && r.c.mode != accLogOnly {
-			t.Errorf("%s: range coverage %.0f%%; want at least 70%% (the brief: 75-90%%)", name, 100*cover)
+		if cover < 0.75 && r.c.mode != accLogOnly {
+			t.Errorf("%s: range coverage %.0f%%; want at least 75%% (the brief: 75-90%%)", name, 100*cover)
 		}
 	}
 	// The peer corpus: jobs against a simulator nobody here wrote. The brief asks for 0.8x the better
@@ -474,18 +476,17 @@ func TestAccuracy(t *testing.T) {
 				100*r.est, 100*r.better())
 		}
 	}
-	// Range coverage within 75-90%: 11 of the 18 traces (about half before the range's backtest rescaled it,
-	// 14 before the longer drain); the others are the stragglers' tail (43%, late), and the queued ones, dp2,
-	// slowdown and onfinish-lumpy just above 90%. Held at 11, loosened from 13: main was at 11 already (the
-	// longer drain of 8dbc4a3 with the on-finish busy rates), and this hold failed there.
+	// Range coverage within 75-90%: 16 of the 18 traces (11 with the whole range rescaled as one, about half
+	// before the range's backtest); the others are the stragglers' tail (44%, late) and replicas behind one
+	// URL (72%, late at the end). Held at 16.
 	within := 0
 	for _, r := range peer {
 		if r.cover >= 0.75 && r.cover <= 0.90 {
 			within++
 		}
 	}
-	if within < 11 {
-		t.Errorf("peer corpus: range coverage within 75-90%% in %d of %d traces; want at least 11 (the brief: all)",
+	if within < 16 {
+		t.Errorf("peer corpus: range coverage within 75-90%% in %d of %d traces; want at least 16 (the brief: all)",
 			within, len(peer))
 	}
 	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 1.0*better {

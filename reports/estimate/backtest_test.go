@@ -41,12 +41,23 @@ func TestBacktestRescalesTheRange(t *testing.T) {
 			if sec != *without.Seconds {
 				t.Errorf("Compute point %v s with the backtest, %v s without; want the same", sec, *without.Seconds)
 			}
-			// The high end never narrows, and widens where past forecasts came out short; the low end may move
-			// either way, but not past the point.
+			// The high end widens where past forecasts came out short and may narrow where they erred by less
+			// than their widths, but the busy part's high end not below priorFloor of its calibrated width and
+			// the drain's not below the drain's point; the low end may move either way, but not past the point.
 			wider := *with.HighS > *without.HighS*1.01
-			if wider != c.widen || *with.HighS < *without.HighS || *with.LowS > sec {
+			if wider != c.widen || *with.LowS > sec {
 				t.Errorf("Compute range %v-%v s with the backtest, %v-%v s without; want the high end widened: %v",
 					*with.LowS, *with.HighS, *without.LowS, *without.HighS, c.widen)
+			}
+			if sp := without.split; sp != nil && sp.busy > 0 {
+				floor := sp.busy*math.Pow(sp.busyHigh/sp.busy, priorFloor) + sp.drain
+				if *with.HighS < floor*(1-1e-9) {
+					t.Errorf("Compute high %v s; want at least %v s (busy %v-%v s, drain %v s)", *with.HighS, floor,
+						sp.busy, sp.busyHigh, sp.drain)
+				}
+			} else if *with.HighS < *without.HighS {
+				t.Errorf("Compute high %v s with the backtest, %v s without; want it not narrowed without the parts",
+					*with.HighS, *without.HighS)
 			}
 			if narrowed := *with.LowS > *without.LowS*1.01; narrowed != c.widen {
 				t.Errorf("Compute low %v s with the backtest, %v s without; want it narrowed: %v", *with.LowS,

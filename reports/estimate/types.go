@@ -68,4 +68,14 @@ type ETA struct {
 	Lengths *Lengths `json:"lengths,omitempty"`
 	// Estimator names the estimator that the run's own history weighed most for the busy part.
 	Estimator string `json:"estimator,omitempty"`
+
+	// split is the range's two parts, the busy part and the drain, each with its own range: the backtest
+	// rescales the busy part alone (see backtest). Nil when the estimate has no such parts.
+	split *rangeSplit
+}
+
+// rangeSplit is the time left as its busy part and its drain, each with its low and high.
+type rangeSplit struct {
+	busy, busyLow, busyHigh    float64
+	drain, drainLow, drainHigh float64
 }
