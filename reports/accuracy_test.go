@@ -388,14 +388,15 @@ func accTied(c accCase) bool { return c.s.Name == "steady" || c.s.Name == "resta
 // same errors, most of them early on: the throughput's slow wobble averaged over the run so far, and the mean
 // length of the items started so far. Naive counts the requests in flight as no work done, which makes it late
 // at first; the estimator is rid of that, but prices the drain at the end from a prior until it starts (a lone
-// request decoding 3x faster than one in a full batch, where the simulated engine does 8.6x in this job and
+// request decoding 4x faster than one in a full batch, where the simulated engine does 8.6x in this job and
 // 5.2x in the small one, and the peer simulator 1.2-4x: see defaultSpeedup). With a 5x prior, which of the two
 // a seed favoured decided the comparison (from 23% better to 48% worse than naive on the steady run of seeds 1
-// to 16 taken one by one; over 40 seeds within 1%). The 3x prior, the middle of what engines do, makes this
-// engine's drain too long: on seeds 1-8 the steady run and the restart come out 1.26x and 1.21x naive's
-// error (0.93% and 0.87% of the job, against 0.74% and 0.72%), 1.41x and 1.33x with the monitor's data (no
-// max_tokens, so the longest request is a guess too); held at 1.3x and 1.45x. Where the drain is the peer
-// simulator's, the same prior took the peer corpus from 0.97x to 0.91x the better baseline.
+// to 16 taken one by one; over 40 seeds within 1%). The 4x prior, within what engines do, makes this engine's
+// drain too long: on seeds 1-8 the steady run and the restart come out 1.10x and 1.09x naive's error (0.81%
+// and 0.78% of the job, against 0.74% and 0.72%), 1.20x and 1.17x with the monitor's data (no max_tokens, so
+// the longest request is a guess too); held at 1.15x and 1.25x (at a 3x prior: 1.26x, 1.21x, 1.41x, 1.33x).
+// Where the drain is the peer simulator's, a lower prior than 5x took the peer corpus from 0.97x to 0.91x the
+// better baseline.
 //
 // Where the estimator falls short of its brief, the test holds it to the level it reaches and the message says
 // why; the shortfalls:
@@ -446,9 +447,9 @@ func TestAccuracy(t *testing.T) {
 		slack := 1.05 // no worse than the better baseline, give or take the seeds
 		switch {
 		case accTied(r.c) && r.c.mode == accFull:
-			slack = 1.30 // the drain's prior speed-up (3x) where this engine does 8.6x: see above
+			slack = 1.15 // the drain's prior speed-up (4x) where this engine does 8.6x: see above
 		case accTied(r.c) && r.c.mode == accMonitor:
-			slack = 1.45 // the same, and no max_tokens
+			slack = 1.25 // the same, and no max_tokens
 		case accTied(r.c):
 			slack = 1.10 // the pace window's grid (log only): see above
 		}
@@ -465,36 +466,35 @@ func TestAccuracy(t *testing.T) {
 		}
 	}
 	// The peer corpus: jobs against a simulator nobody here wrote. The brief asks for 0.8x the better
-	// baseline; the estimator reaches about 0.87x (from 2.14x, then 1.01x, 0.97x, 0.92x), held here at 0.92x.
+	// baseline; the estimator reaches about 0.88x (from 2.14x, then 1.01x, 0.97x, 0.92x), held here at 0.92x.
 	peer := accTable(nil, 0, accPeerCases(t, 1))
 	t.Log("\n" + formatAccTable(peer))
 	for _, r := range peer {
 		if r.absurd > 0 || r.unknown > 0 {
 			t.Errorf("%s: %d absurd figures, %d points without an estimate; want none", r.c.name(), r.absurd, r.unknown)
 		}
-		// The brief: no trace worse than its better baseline. The worst reach 1.55x (failures: the items that
-		// came after mid-run were shorter than those before, about 155 tokens against 166, by chance; it was
-		// 1.88x with tokens per item on an on-finish counter from the stretch past the warm-up alone, and 1.04x
-		// with every item so far alone, while steady went 0.94x -> 0.57x and dp2-uneven 1.21x -> 0.91x), 1.28x
-		// (queued, the same) and 1.28x (replicas behind one URL, whose counters are left out: the log's early
-		// item rate runs ahead); held at 1.6x, from 1.7x.
+		// The brief: no trace worse than its better baseline. The worst reach 1.49x (failures, 1.55x at a 3x
+		// drain prior: the items that came after mid-run were shorter than those before, about 155 tokens
+		// against 166, by chance; it was 1.88x with tokens per item on an on-finish counter from the stretch
+		// past the warm-up alone, and 1.04x with every item so far alone, while steady went 0.94x -> 0.57x and
+		// dp2-uneven 1.21x -> 0.91x), 1.25x (queued, the same) and 1.28x (replicas behind one URL, whose
+		// counters are left out: the log's early item rate runs ahead); held at 1.6x.
 		if r.est > 1.6*r.better() {
 			t.Errorf("%s: mean error %.2f%%, better baseline %.2f%%; want at most 1.6x (the brief: 1x)", r.c.name(),
 				100*r.est, 100*r.better())
 		}
 	}
-	// Range coverage within 75-90%: 14 of the 18 traces (16 before the on-finish busy rates of 62e8ceb and
-	// b51c340 were merged with the range that rescales the busy part and the drain apart; 11 with the whole
-	// range rescaled as one; about half before the range's backtest). Out: the stragglers' tail (43%, late),
-	// replicas behind one URL (71%, late at the end), dp2-uneven (92%) and queued (91%). Held at 14.
+	// Range coverage within 75-90%: 16 of the 18 traces (14 at a 3x drain prior; 11 with the whole range
+	// rescaled as one; about half before the range's backtest). Out: the stragglers' tail (43%, late) and
+	// replicas behind one URL (71%, late at the end). Held at 16.
 	within := 0
 	for _, r := range peer {
 		if r.cover >= 0.75 && r.cover <= 0.90 {
 			within++
 		}
 	}
-	if within < 14 {
-		t.Errorf("peer corpus: range coverage within 75-90%% in %d of %d traces; want at least 14 (the brief: all)",
+	if within < 16 {
+		t.Errorf("peer corpus: range coverage within 75-90%% in %d of %d traces; want at least 16 (the brief: all)",
 			within, len(peer))
 	}
 	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.92*better {

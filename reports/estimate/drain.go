@@ -10,17 +10,22 @@ import (
 // whose batch stays full never shows it: nothing before the drain measures it. The engines measured here
 // span 1.2x (the peer simulator at --time-factor-under-load 1.2, 32 slots) to 8.6x (runwatch's own sim: 7 tok/s
 // per request in a batch of 200, 60 alone), and a vLLM 8B model on one H100 at a batch of 256 is about 3-4x.
-// 3 is the middle of that span in log terms; the range runs from no speed-up to twice it (see tokenSeconds).
-// With the whole range rescaled by the backtest, no speed-up to 10x put 19 of the benchmark's 36 scenarios'
-// coverage within 75-90%, 1.5x-6x 23, 2x-10x 24; with the drain's range apart from the busy part's and its
-// high end narrowed by the run's own late scores (backtest.go), no speed-up to 6x puts 31, 1.5x-6x 30, 1.5x-9x 30.
+// The range runs from no speed-up to twice the prior (see tokenSeconds). With the whole range rescaled by the
+// backtest, no speed-up to 10x put 19 of the benchmark's 36 scenarios' coverage within 75-90%, 1.5x-6x 23,
+// 2x-10x 24; with the drain's range apart from the busy part's and its high end narrowed by the run's own late
+// scores (backtest.go), no speed-up to 6x put 31, 1.5x-6x 30, 1.5x-9x 30 (at a 3x prior).
 //
-// Chosen on the accuracy benchmark (December 2026, with the capped-share spread below): over all 72 rows the
-// mean error was 0.91x the better baseline at 5x, 0.89x at 3x, 0.91x at 2.2x; the sim's rows lose at lower
-// values (0.73x at 5x, 0.77x at 3x, 0.88x at 2.2x, sim full data) while the peer corpus gains (0.94x, 0.91x,
-// 0.92x). A ceiling on a lone request's tokens/s (an absolute rate) would tell the two apart but is a fixed
-// time constant: the same job stretched 10x in time would get another drain.
-const defaultSpeedup = 3.0
+// Chosen on the accuracy benchmark (December 2026). With the capped-share spread below and the first busy-rate
+// changes, over all 72 rows the mean error was 0.91x the better baseline at 5x, 0.89x at 3x, 0.91x at 2.2x;
+// the sim's rows lose at lower values (0.73x at 5x, 0.77x at 3x, 0.88x at 2.2x, sim full data) while the peer
+// corpus gains (0.94x, 0.91x, 0.92x). With everything else as it is now: 5.18% of the job at 2.5x, 5.16% at
+// 3x, 5.18% at 4x (0.86x the better baseline each); 4x puts 31 of 36 scenarios within 75-90% coverage (29 at
+// 3x and 2.5x) and brings every scenario worse than its better baseline closer to it (peer failures 1.55x ->
+// 1.49x, queued 1.28x -> 1.25x, onfinish-lumpy 1.08x -> 1.04x, dp2 1.06x -> 1.03x, the sim's steady run 1.52x
+// -> 1.33x; only peer steady-chat 1.02x -> 1.03x), so 4x. A ceiling on a lone request's tokens/s (an absolute
+// rate) would tell the engines apart but is a fixed time constant: the same job stretched 10x in time would
+// get another drain.
+const defaultSpeedup = 4.0
 
 // quantiles is the most residual-length quantiles the drain model tracks.
 const quantiles = 256
