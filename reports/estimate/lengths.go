@@ -244,3 +244,19 @@ func (s series) settledLengths(tpi []measure) bool {
 	}
 	return n >= settledBatches*s.slots
 }
+
+// withCumulative sets the level of tokens per item where no change was found (BaseFrom 0) from every item so far,
+// cum: the base is cum itself, or once settledLengths holds, halfway between cum and the blocks past the
+// warm-up. Without a split the split's level is the base. The model and its candidate at past boundaries
+// (select.go) both take their lengths from here, so that the candidate predicts as the model would have.
+func (s series) withCumulative(f levelFit, tpi []measure, cum float64) levelFit {
+	if s.settledLengths(tpi) {
+		f.Base = (f.Base + cum) / 2
+	} else {
+		f.Base = cum
+	}
+	if f.Weight == 0 {
+		f.Split = f.Base
+	}
+	return f
+}

@@ -154,13 +154,8 @@ func (s series) candidates(st []blockStats, bs []block, window, structRate float
 				past := s
 				past.pts = s.pts[:bs[k-1].to+1]
 				if cum, _, ok := past.cumTokensPerItem(window, measure{}); ok && cum > 0 {
-					if s.settledLengths(tpi) {
-						if mf.Weight == 0 {
-							m = (m + cum) / 2
-						}
-					} else {
-						m, _ = blend(cum, 0, mf.Split, 0, mf.Weight)
-					}
+					mf = s.withCumulative(mf, tpi, cum)
+					m, _ = blend(mf.Base, 0, mf.Split, 0, mf.Weight)
 				}
 			}
 			return r / m

@@ -82,12 +82,8 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		// No change (or one not yet sure): every item so far counts, or with an on-finish counter every item
 		// past the warm-up once there are enough of them.
 		if s.settledLengths(tpi) {
-			// Halfway between the blocks past the warm-up and every item so far (see settledLengths).
 			if cum, _, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok && cum > 0 {
-				mFit.Base = (mFit.Base + cum) / 2
-				if mFit.Weight == 0 {
-					mFit.Split = mFit.Base
-				}
+				mFit = s.withCumulative(mFit, tpi, cum)
 			}
 		} else if cum, young, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok {
 			mFit.Base = cum
