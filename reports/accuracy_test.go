@@ -148,6 +148,9 @@ type accResult struct {
 	emaAbsurd       int // of those, points where the tqdm baseline gave an absurd figure
 	unknown         int // evaluated points without an estimate (counted as an error of 1)
 	absurd          int // points (any) with a negative, NaN or > 10x-the-job figure
+	// jumps counts the consecutive evaluated points whose range width (as a share of the time left) more
+	// than doubled or halved from one answer to the next, of pairs: a range that flaps reads as noise.
+	jumps, pairs int
 }
 
 // run is the case's observations and the true finish: the sim run on a seed, or the peer trace (stretched).
@@ -175,6 +178,7 @@ func runAccuracy(c accCase, seed int64, every float64) accResult {
 	var res accResult
 	rp := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{})
 	var tq accTQDM
+	prevW := math.NaN() // the previous evaluated answer's range width ÷ its time left
 	for i, o := range obs {
 		line := rp.Step(o)
 		if line.Shift {
@@ -206,8 +210,20 @@ func runAccuracy(c accCase, seed int64, every float64) accResult {
 		if line.ETAS == nil {
 			res.unknown++
 			res.est++
+			prevW = math.NaN()
 			continue
 		}
+		w := math.NaN()
+		if line.Low != nil && line.High != nil && *line.ETAS > 0 {
+			w = (*line.High - *line.Low) / *line.ETAS
+		}
+		if w > 0 && prevW > 0 {
+			res.pairs++
+			if math.Abs(math.Log(w/prevW)) > math.Ln2 {
+				res.jumps++
+			}
+		}
+		prevW = w
 		res.est += math.Abs(o.T+*line.ETAS-finish) / finish
 		covered := line.Low != nil && line.High != nil && o.T+*line.Low <= finish && finish <= o.T+*line.High
 		if covered {
@@ -232,6 +248,7 @@ type accRow struct {
 	est, naive, ema        float64
 	cover, settledCover    float64
 	late                   float64 // share of points whose true finish came after the range
+	jumps                  float64 // share of consecutive answers whose range width more than doubled or halved
 	shifts, absurd         int
 	unknown, stalled       int
 	emaAbsurd, stalledRuns int
@@ -243,7 +260,7 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 	var rows []accRow
 	for _, c := range cases {
 		row := accRow{c: c}
-		var covered, late, points, settled, settledCovered int
+		var covered, late, points, settled, settledCovered, jumps, pairs int
 		if c.peer != "" {
 			seeds = []int64{0} // a recorded trace is one run
 		}
@@ -263,6 +280,11 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 			points += r.points
 			settled += r.settled
 			settledCovered += r.settledCovered
+			jumps += r.jumps
+			pairs += r.pairs
+		}
+		if pairs > 0 {
+			row.jumps = float64(jumps) / float64(pairs)
 		}
 		row.cover = float64(covered) / float64(points)
 		row.late = float64(late) / float64(points)
@@ -325,15 +347,16 @@ func accSummary(rows []accRow, keep func(accRow) bool) (est, better float64) {
 
 func formatAccTable(rows []accRow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-32s %7s %7s %7s %8s %6s %5s %7s %6s %6s %7s\n", "scenario", "estim", "naive", "tqdm",
-		"vs best", "cover", "late", "settled", "shifts", "absurd", "stalled")
+	fmt.Fprintf(&b, "%-32s %7s %7s %7s %8s %6s %5s %7s %6s %6s %6s %7s\n", "scenario", "estim", "naive", "tqdm",
+		"vs best", "cover", "late", "settled", "jumps", "shifts", "absurd", "stalled")
 	for _, r := range rows {
 		settled := "-"
 		if !math.IsNaN(r.settledCover) {
 			settled = fmt.Sprintf("%.0f%%", 100*r.settledCover)
 		}
-		fmt.Fprintf(&b, "%-32s %6.2f%% %6.2f%% %6.2f%% %+7.0f%% %5.0f%% %4.0f%% %7s %6d %6d %7d\n", r.c.name(), 100*r.est,
-			100*r.naive, 100*r.ema, 100*(r.est/r.better()-1), 100*r.cover, 100*r.late, settled, r.shifts, r.absurd, r.stalled)
+		fmt.Fprintf(&b, "%-32s %6.2f%% %6.2f%% %6.2f%% %+7.0f%% %5.0f%% %4.0f%% %7s %5.0f%% %6d %6d %7d\n", r.c.name(),
+			100*r.est, 100*r.naive, 100*r.ema, 100*(r.est/r.better()-1), 100*r.cover, 100*r.late, settled, 100*r.jumps,
+			r.shifts, r.absurd, r.stalled)
 	}
 	groups := []struct {
 		name string
@@ -367,6 +390,12 @@ func formatAccTable(rows []accRow) string {
 	}
 	fmt.Fprintf(&b, "scenarios worse than their better baseline: %d of %d; range coverage within 75-90%%: %d of %d\n",
 		worse, cases, within, cases)
+	var jumps float64
+	for _, r := range rows {
+		jumps += r.jumps / float64(len(rows))
+	}
+	fmt.Fprintf(&b, "range width more than doubled or halved from one answer to the next: %.1f%% of answers (mean over rows)\n",
+		100*jumps)
 	for _, r := range rows {
 		if r.stalled > 0 {
 			fmt.Fprintf(&b, "%s: %d stalled points left out; the tqdm baseline was absurd (infinite or > 10x the job) at %d of them\n",
@@ -557,14 +586,16 @@ func BenchmarkAccuracy(b *testing.B) {
 	est, better := accSummary(rows, func(accRow) bool { return true })
 	b.ReportMetric(100*est, "est_err_%")
 	b.ReportMetric(100*better, "best_baseline_err_%")
-	var cover float64
+	var cover, jumps float64
 	for _, r := range rows {
 		cover += r.cover / float64(len(rows))
+		jumps += r.jumps / float64(len(rows))
 		if r.c.mode == accFull && r.c.peer == "" {
 			b.ReportMetric(100*r.est, strings.ReplaceAll(r.c.s.Name, "-", "_")+"_err_%")
 		}
 	}
 	b.ReportMetric(100*cover, "coverage_%")
+	b.ReportMetric(100*jumps, "range_jumps_%")
 	if testing.Verbose() {
 		fmt.Println(formatAccTable(rows))
 	}
