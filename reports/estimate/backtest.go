@@ -100,20 +100,7 @@ func backtest(hist []Observation, s series, est ETA, cfg Config) ETA {
 		wl = -math.Log(low / sec)
 	}
 	var late, early []float64 // scores: errors in units of the past range's width on their side
-	last := -1
-	for _, f := range btFractions {
-		// A horizon shorter than a block (the estimator's own resolution) measures the waves in which a batch
-		// finishes, not the estimate: on the peer corpus, ±16-20% over 2 s at a steady 41 items/s, which
-		// against a past range's width scaled down to the horizon made scores of ±50-160 and tossed the range
-		// between its narrowest and btMaxErr from one answer to the next.
-		i := n
-		for i > 0 && (s.pts[i].t > now-span*f || s.pts[n].active-s.pts[i].active < cfg.Window/3) {
-			i--
-		}
-		if i == last {
-			continue // the same past forecast as the fraction before, its horizon raised to a block
-		}
-		last = i
+	for _, i := range s.backtestPasts(cfg.Window / 3) {
 		// Active time: the estimate forecasts the time the job works; a stall it could not see coming is not
 		// the kind of error a range is for, and would stretch it without bound.
 		actual, items := s.pts[n].active-s.pts[i].active, s.pts[n].done-s.pts[i].done
@@ -156,6 +143,30 @@ func backtest(hist []Observation, s series, est ETA, cfg Config) ETA {
 	}
 	est.LowS, est.HighS = &lo, &hi
 	return est
+}
+
+// backtestPasts are the indices of the past points scored, oldest last: one per fraction of btFractions back
+// from the newest point, each at least a block (blockLen of active time) back. A horizon shorter than a block
+// (the estimator's own resolution) measures the waves in which a batch finishes, not the estimate: on the peer
+// corpus, ±16-20% over 2 s at a steady 41 items/s, which against a past range's width scaled down to the horizon
+// made scores of ±50-160 and tossed the range between its narrowest and btMaxErr from one answer to the next.
+// Fractions whose point is raised to the same one count once.
+func (s series) backtestPasts(blockLen float64) []int {
+	n := len(s.pts) - 1
+	now := s.pts[n].t
+	span := now - s.pts[0].t
+	var out []int
+	for _, f := range btFractions {
+		i := n
+		for i > 0 && (s.pts[i].t > now-span*f || s.pts[n].active-s.pts[i].active < blockLen) {
+			i--
+		}
+		if len(out) > 0 && out[len(out)-1] == i {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
 }
 
 // conformalQ is the quantile p of the scores at the finite-sample rank of split conformal prediction, rank

@@ -87,3 +87,36 @@ func TestConformalQ(t *testing.T) {
 		}
 	}
 }
+
+// TestBacktestPastsSpanABlock checks the past forecasts scored: each at least a block of active time back (the
+// shortest fractions of a short history are raised to one), each once, oldest last.
+func TestBacktestPastsSpanABlock(t *testing.T) {
+	for _, end := range []float64{1500, 3000, 12000} {
+		hist := estHist(end, 30, 1.4, 25000, false)
+		cfg := Config{Window: PaceWindow(hist)}.withDefaults()
+		s := build(hist, cfg)
+		block := cfg.Window / 3
+		n := len(s.pts) - 1
+		pasts := s.backtestPasts(block)
+		if len(pasts) < 2 || len(pasts) > len(btFractions) {
+			t.Fatalf("end %v: backtestPasts(%v) = %v; want 2 to %d points", end, block, pasts, len(btFractions))
+		}
+		var raised bool
+		for k, i := range pasts {
+			if h := s.pts[n].active - s.pts[i].active; h < block {
+				t.Errorf("end %v: past point %d is %v s of active time back; want at least a block (%v s)", end, i, h,
+					block)
+			}
+			if k > 0 && i >= pasts[k-1] {
+				t.Errorf("end %v: backtestPasts = %v; want each once, oldest last", end, pasts)
+			}
+		}
+		// The newest past forecast is the 5% fraction's, unless that was less than a block back.
+		raised = s.pts[n].t-s.pts[pasts[0]].t > btFractions[0]*(s.pts[n].t-s.pts[0].t)+30
+		t.Logf("end %v: block %v s, pasts %v", end, block, pasts)
+		if want := end*btFractions[0] < block; raised != want {
+			t.Errorf("end %v (block %v s): backtestPasts = %v, a fraction raised to a block: %v; want %v", end, block,
+				pasts, raised, want)
+		}
+	}
+}
