@@ -261,6 +261,17 @@ func (s series) restartIn(a, z float64) bool {
 
 // saturated reports whether every request slot was busy through a block (after its first point), so its
 // token rate is the engine's full-batch rate.
+//
+// onFinishFull: with a counter that moves on finish, a block whose batch was at most one request short on
+// average is full. Such a counter credits a block with the tokens of the requests that finished in it, decoded
+// over their whole lives, and the gauge is read as they leave, so the blocks in which most requests finish (and
+// most tokens arrive) are the ones whose samples show the batch short. With a small batch 0.9 of it is less than
+// one request (7.2 of 8), and such a block was left out of the token rate while its items counted in tokens per
+// item: peer onfinish-lumpy (8 slots, ~2,000 tokens a request) lost a block of 12,700 tokens and 19 items at
+// 37% done, its rate 2,570 tok/s where every block gave 3,100 (the rest of the job ran at 3,200-3,400), and the
+// estimate came out 10-22% of the job late where linear extrapolation was within 1%: 6.00% -> 5.00% of the job
+// (linear 5.78%), no other trace of the corpus moved (their batches are 16 or more, or queued).
+
 func (s series) saturated(b block) bool {
 	pts := s.pts[b.from+1 : b.to+1]
 	// Requests waiting throughout: the engine ran all it could take (its KV cache, not the largest batch seen,
@@ -274,7 +285,8 @@ func (s series) saturated(b block) bool {
 	}
 	if s.kind == OnFinish {
 		// Tokens counted on finish arrive as a request leaves, when the batch is one short for a moment: a
-		// sample there says nothing of the batch. The mean over the block does.
+		// sample there says nothing of the batch. The mean over the block does, and one short on average is
+		// still full (onFinishFull).
 		var sum float64
 		n := 0
 		for _, p := range pts {
@@ -283,7 +295,7 @@ func (s series) saturated(b block) bool {
 				n++
 			}
 		}
-		return n == 0 || sum/float64(n) >= 0.9*s.slots
+		return n == 0 || sum/float64(n) >= math.Min(0.9*s.slots, s.slots-1)
 	}
 	for _, p := range pts {
 		if p.hasG && p.running < 0.9*s.slots {

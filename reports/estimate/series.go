@@ -87,12 +87,52 @@ func FoldSeries(hist []Observation) []Folded {
 		out[i] = f
 	}
 	// Counters that keep stepping back are several servers answering in turn with values too close to tell
-	// apart (replicas behind a proxy): their sum is not known, and a rate from them is wrong either way. The
+	// apart (replicas behind a proxy), and counters that see fewer of the job's items finish than its log
+	// (coversJob) miss some of its servers: their sum is not known, and a rate from them is wrong either way. The
 	// history then has no engine counters at all; the job's own progress says how fast it goes.
-	if replicas > max(2, reads/20) {
+	if replicas > max(2, reads/20) || !coversJob(hist, out) {
 		for i := range out {
 			out[i] = Folded{Seg: out[i].Seg, Restart: out[i].Restart, Unreliable: true}
 		}
 	}
 	return out
+}
+
+// coverShare is the least share of the job's finished items the engines' finished-request count must show, once
+// coverItems of them have finished, for the counters to stand for the job's servers.
+const (
+	coverShare = 0.8
+	coverItems = 50
+)
+
+// coversJob reports whether the engines' folded finished-request count (the histogram's count) kept up with the
+// job's own count of finished items at every point of the history. Counters summed over the job's servers count
+// every request that finishes; a sum that counts markedly fewer is missing servers: replicas behind one URL,
+// each scrape answered by one of them (peer replicas-one-url: the engines counted 60% of the items the job did
+// by 1 s and 50% by 4.5 s, while every other trace of the corpus shows 98.9% or more throughout), or a
+// data-parallel rank nobody scrapes. Their tokens are a share of the job's, and so are their batch gauges:
+// before the steps back gave the replicas away (t = 8.5 s), the estimate from them came out 23% early, 39%
+// early and 22% late of the job in successive samples where linear extrapolation was within 6%. Once short, a
+// history stays short (a later lump when the other replica answers, 87% at 5.5 s, does not make up for it),
+// so the verdict does not flip from one sample to the next. Without the histogram it says nothing.
+//
+// With the time of blocks without a finished item kept (structural.go), replicas-one-url comes to 1.91% of the
+// job, linear extrapolation's own figure (the job's log alone, at a steady rate, is linear extrapolation),
+// from 2.44%; no other trace or sim run moves.
+func coversJob(hist []Observation, folded []Folded) bool {
+	first := -1
+	for i, f := range folded {
+		if !f.HasFinN {
+			continue
+		}
+		if first < 0 {
+			first = i
+			continue
+		}
+		done := float64(hist[i].Done - hist[first].Done)
+		if done >= coverItems && f.FinN-folded[first].FinN < coverShare*done {
+			return false
+		}
+	}
+	return true
 }

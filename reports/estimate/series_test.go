@@ -67,6 +67,17 @@ func TestFoldSeries(t *testing.T) {
 	if f := FoldSeries(irregular); !f[len(f)-1].Unreliable {
 		t.Errorf("FoldSeries(replicas answering irregularly) = %+v; want them left out as unreliable", f[len(f)-1])
 	}
+	// The engines' finished count falls behind the job's (one of two replicas answering every scrape): the
+	// counters miss servers and are left out.
+	var half []Observation
+	for i := 0; i < 40; i++ {
+		g, n := float64(1000*i), float64(i)
+		half = append(half, Observation{T: float64(30 * i), Done: int64(2 * i), GenTokens: fp(g), FinishedLenSum: fp(g),
+			FinishedLenCount: fp(n)})
+	}
+	if f := FoldSeries(half); !f[len(f)-1].Unreliable || f[len(f)-1].HasGen {
+		t.Errorf("FoldSeries(counters that see half the job's items) = %+v; want them left out as unreliable", f[len(f)-1])
+	}
 	// One server's counters that jitter: the fold follows them and never adds the jitter up (the truth is
 	// 39,000 tokens since the first reading).
 	var jittery []Observation
