@@ -71,7 +71,9 @@ const btHorizonPower = 1.25
 // above 5/7 (quantiles interpolated below the largest, 0.8 or 0.9 on either side, put 11-29 of 36 within 75-90%,
 // from 30): the past forecasts' errors understate the finish's (lengths that grow later). With btEnds ends per
 // forecast the scores are up to 48, correlated in sixes: 0.87 keeps 31 of 36 within 75-90% (30 at 0.9, whose
-// peer dp2-uneven passes 90%; 18 at 0.8), pooled coverage 80.3%.
+// peer dp2-uneven passes 90%; 18 at 0.8), pooled coverage 80.3%. With the on-finish block changes after it, 30
+// at 0.87 (the sim's stall, log only, at 74.9%), 30 at 0.88 (peer dp2-uneven at 90.8%), 29 at 0.89: the level
+// trades those two on a knife's edge.
 const btLevel = 0.87
 
 // btEnds is how many points each past forecast is scored up to: the newest and those before it within a block.
