@@ -58,9 +58,21 @@ func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHig
 	mu, sigma := lognormalFor(m, cv2)
 	if !s.ageKnown() {
 		// Without the batch's age (a counter on finish), the spread comes from how many requests ran to
-		// max_tokens, when the engines say.
-		if fmu, fsigma, ok := cappedLognormal(m, s.maxTokens, s.capped); ok {
+		// max_tokens, when the engines say, at the max_tokens most items finished under (capAt). Where the job
+		// has raised it since (a second pass over the truncated items), the requests in flight and to come run
+		// to the new one: the peer's stragglers (the last 40 of 2,500 items at 4,096 tokens, 256 before) 25.73%
+		// -> 25.09% of the job, its length drift (256 -> 1,024) 15.97% -> 15.43%; fitted at the new cap, the
+		// share at the cap was not compatible with the mean and the spread fell back to the mean's alone.
+		fitCap := s.maxTokens
+		if s.capAt > 0 {
+			fitCap = s.capAt
+		}
+		if fmu, fsigma, ok := cappedLognormal(m, fitCap, s.capped); ok {
 			mu, sigma = fmu, fsigma
+			if s.maxTokens > 0 && s.maxTokens != fitCap {
+				// The cap changed since most items finished: the items to come run to the new one.
+				m = cappedMean(mu, sigma, s.maxTokens)
+			}
 		}
 	}
 	res := residualsOf(mu, sigma, s.maxTokens, 0.995, n)
@@ -203,6 +215,14 @@ func cappedLognormal(m, maxTokens, capped float64) (mu, sigma float64, ok bool) 
 	}
 	sigma = (lo + hi) / 2
 	return math.Log(maxTokens) - sigma*z, sigma, true
+}
+
+// cappedMean is the mean of min(L, maxTokens) for a lognormal L given by mu and sigma.
+func cappedMean(mu, sigma, maxTokens float64) float64 {
+	z := (math.Log(maxTokens) - mu) / sigma
+	below := 0.5 * math.Erfc(-(z-sigma)/math.Sqrt2) // Φ(z - σ)
+	above := 0.5 * math.Erfc(z/math.Sqrt2)          // 1 - Φ(z)
+	return math.Exp(mu+sigma*sigma/2)*below + maxTokens*above
 }
 
 // residualsOf is residuals for a lognormal given by mu and sigma.

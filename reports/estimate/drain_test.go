@@ -71,3 +71,55 @@ func TestDrainUsesCappedShare(t *testing.T) {
 		t.Errorf("15%% capped at 512 tokens: %.1f s left; without a capped share %.1f s; want the drain longer", *with.Seconds, *without.Seconds)
 	}
 }
+
+// A job that raises max_tokens for its last items (a second pass over the truncated ones): the capped share was
+// measured at the old cap, so the lengths are fitted there, and the items to come and those in flight run to
+// the new cap: more time left than at the old cap.
+func TestDrainAfterTheCapRises(t *testing.T) {
+	hist := func(raised bool) []Observation {
+		var out []Observation
+		for i := 0; i <= 60; i++ {
+			done := float64(40 * i)
+			g, run, fin, c := done*158, 32.0, done, 0.15*done
+			o := Observation{T: float64(i), Done: int64(done), Total: 2500, GenTokens: &g, Running: &run,
+				FinishedLenSum: &g, FinishedLenCount: &fin, LengthCapped: &c, MaxTokens: 512}
+			if raised && i >= 58 {
+				o.MaxTokens = 4096
+			}
+			out = append(out, o)
+		}
+		return out
+	}
+	if s := build(hist(true), Config{Window: 10}); s.capAt != 512 || s.maxTokens != 4096 {
+		t.Errorf("build: capAt %v, maxTokens %v; want 512 (most items finished under it) and 4096", s.capAt, s.maxTokens)
+	}
+	same, _ := Compute(hist(false), Config{})
+	raised, _ := Compute(hist(true), Config{})
+	if same.Seconds == nil || raised.Seconds == nil {
+		t.Fatalf("no estimate: %+v / %+v", same, raised)
+	}
+	if !(*raised.Seconds > 1.2**same.Seconds) {
+		t.Errorf("max_tokens 512 -> 4096 for the last items: %.1f s left; at 512 throughout %.1f s; want more time left",
+			*raised.Seconds, *same.Seconds)
+	}
+}
+
+// cappedMean agrees with a numerical integral of min(L, max) for a lognormal L.
+func TestCappedMean(t *testing.T) {
+	for _, c := range []struct{ mu, sigma, max float64 }{{4.2, 1.3, 256}, {4.2, 1.3, 4096}, {6.5, 0.6, 3400}} {
+		var mean, below float64
+		const n = 20000
+		lo, hi := c.mu-8*c.sigma, math.Log(c.max)
+		h := (hi - lo) / n
+		for i := 0; i < n; i++ {
+			x := lo + (float64(i)+0.5)*h
+			pdf := math.Exp(-(x-c.mu)*(x-c.mu)/(2*c.sigma*c.sigma)) / (c.sigma * math.Sqrt(2*math.Pi))
+			mean += math.Exp(x) * pdf * h
+			below += pdf * h
+		}
+		mean += c.max * (1 - below)
+		if got := cappedMean(c.mu, c.sigma, c.max); math.Abs(got/mean-1) > 0.005 {
+			t.Errorf("cappedMean(%v, %v, %v) = %.2f; the integral says %.2f", c.mu, c.sigma, c.max, got, mean)
+		}
+	}
+}

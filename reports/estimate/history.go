@@ -37,7 +37,11 @@ type series struct {
 	resets    []float64 // T of each engine counter reset
 	restarts  []float64 // T the batch started afresh: resets, and pauses in completions when there are no counters
 	slots     float64   // largest batch seen: the engine's concurrency
-	maxTokens float64
+	maxTokens float64   // the latest max_tokens
+	// capAt is the max_tokens most of the finished items ran under (by items finished), the cap that capped
+	// describes: a job that raises max_tokens for its last items (a second pass over the truncated ones) has
+	// capped measured at the old cap.
+	capAt float64
 	// capped is the share of finished requests the engines stopped at max_tokens (LengthCapped over
 	// FinishedLenCount of the latest scrape that has both; the two reset together), -1 when unknown.
 	capped float64
@@ -83,7 +87,14 @@ func build(hist []Observation, cfg Config) series {
 	folded := FoldSeries(hist)
 	s.capped = cappedShare(hist)
 	logFinBase := 0.0 // the log's finished tokens when the current server lifetime began
+	finishedUnder := map[int64]float64{}
 	for i, o := range hist {
+		if i > 0 && o.MaxTokens > 0 && o.Done > hist[i-1].Done {
+			finishedUnder[o.MaxTokens] += float64(o.Done - hist[i-1].Done)
+			if most := finishedUnder[int64(s.capAt)]; finishedUnder[o.MaxTokens] > most {
+				s.capAt = float64(o.MaxTokens)
+			}
+		}
 		f := folded[i]
 		p := point{t: o.T, done: float64(o.Done), g: f.Gen, seg: f.Seg}
 		if o.MaxTokens > 0 {
