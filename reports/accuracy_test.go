@@ -530,14 +530,14 @@ func TestAccuracy(t *testing.T) {
 	}
 	// The range's stability: the share of answers whose range width more than doubled or halved from the one
 	// before, over the corpus. 9.8% when each past forecast was scored up to the newest point alone, over
-	// horizons down to 5% of the history; 6.9% scored up to the points of the last block, none under a block.
-	// Held at 8%.
+	// horizons down to 5% of the history; 6.9% scored up to the points of the last block, none under a block;
+	// 5.8% with the backtest's widening bound at 2x instead of 2.5x. Held at 7%.
 	var jumps float64
 	for _, r := range peer {
 		jumps += r.jumps / float64(len(peer))
 	}
-	if jumps > 0.08 {
-		t.Errorf("peer corpus: the range width doubled or halved from one answer to the next in %.1f%% of answers; want at most 8%%",
+	if jumps > 0.07 {
+		t.Errorf("peer corpus: the range width doubled or halved from one answer to the next in %.1f%% of answers; want at most 7%%",
 			100*jumps)
 	}
 	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.92*better {
