@@ -193,6 +193,7 @@ var emojiText = map[string]string{
 	"scissors":                 "(cut)",
 	"zap":                      "(spec)",
 	"grey_question":            "(?)",
+	"information_source":       "(i)", // nothing to report yet: an empty checkbox ([    ]) read as a stray glyph
 }
 
 // PlainText turns Slack mrkdwn into readable terminal text: dates and links show their fallback,

@@ -204,7 +204,7 @@ func moveBreakdown(sh Shift) []string {
 			Rate(sh.To.ItemsPerS, "items/s"), pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), effect(sh.ThroughputShare)))
 	}
 	if sh.From.ItemsLeft > 0 || sh.To.ItemsLeft > 0 {
-		line := fmt.Sprintf("• items left: %s when announced, %s now", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))
+		line := fmt.Sprintf("• items left: %s when announced, %s at the move", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))
 		if sh.OtherShare != 0 {
 			line += "; progress against the old schedule" + effect(sh.OtherShare)
 		}
@@ -235,7 +235,7 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 	if len(moves) == 0 {
 		lead := ":large_green_circle: *It has not moved sharply.*"
 		if l == nil || l.First == nil {
-			lead = ":white_large_square: *No estimate has been announced yet*, so none has moved. I announce one " + announceWait(e) + "."
+			lead = ":information_source: *No estimate has been announced yet*, so none has moved. I announce one " + announceWait(e) + "."
 		} else {
 			lead += fmt.Sprintf(" The first estimate, at %s, said the run would finish at %s.", SlackTime(tTime(l.First.At), loc),
 				SlackTime(tTime(l.First.FinishT), loc))
@@ -298,7 +298,7 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 		return m
 	}
 	if l == nil || l.First == nil {
-		m.Sections = append(m.Sections, ":white_large_square: *No estimate has been announced yet* to be on track against. "+ETALine(*e, loc))
+		m.Sections = append(m.Sections, ":information_source: *No estimate has been announced yet* to be on track against. "+ETALine(*e, loc))
 		return m
 	}
 	first := l.First

@@ -61,7 +61,7 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	var verdict string
 	switch {
 	case t.Path == "" && len(st.ProtectedMounts) == 0:
-		verdict = fmt.Sprintf(":white_large_square: No protected mounts are configured for run %s, so nothing counts as a protected write. Add `protected:` (e.g. `/shared`) to the run file, or ask about a path: _are we writing to /data?_", Esc(run))
+		verdict = fmt.Sprintf(":information_source: No protected mounts are configured for run %s, so nothing counts as a protected write. Add `protected:` (e.g. `/shared`) to the run file, or ask about a path: _are we writing to /data?_", Esc(run))
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
 	case len(hits) > 0:

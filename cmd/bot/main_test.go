@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +203,31 @@ func TestConsoleEOF(t *testing.T) {
 	code, out, errb := run(t, "help\nruns\n", "console", "--no-sample")
 	if code != 0 || !strings.Contains(out, "runwatch help") || !strings.Contains(out, "local") {
 		t.Errorf("console = %d %q %q", code, out, errb)
+	}
+}
+
+// TestReplayText checks the text mode: times as the trace gives them (0.5 s steps, not rounded to 0, 2, 2)
+// and each estimate with its range.
+func TestReplayText(t *testing.T) {
+	dir := setEnv(t)
+	trace := filepath.Join(dir, "trace.jsonl")
+	var b strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&b, `{"t": %g, "done": %d, "total": 10000, "gen_tokens": %d, "running": 200, "elapsed": %g}`+"\n",
+			0.5*float64(i), i*80, i*80000+150000, 0.5*float64(i)+30)
+	}
+	os.WriteFile(trace, []byte(b.String()), 0o644)
+	code, out, errb := run(t, "", "replay", "--trace", trace, "--json=false")
+	if code != 0 {
+		t.Fatalf("replay --json=false = %d, %q", code, errb)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 12 || !strings.HasPrefix(lines[1], "t=0.5 ") || !strings.HasPrefix(lines[5], "t=2.5 ") {
+		t.Fatalf("replay --json=false printed %d lines; want 12, the second at t=0.5 and the sixth at t=2.5:\n%s",
+			len(lines), out)
+	}
+	if !regexp.MustCompile(`eta=\S+ \S+ \(\S+ \S+ – \S+ \S+\)`).MatchString(lines[len(lines)-1]) {
+		t.Errorf("last line %q; want the estimate with its range, eta=N s (LOW – HIGH)", lines[len(lines)-1])
 	}
 }
 

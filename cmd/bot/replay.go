@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"runwatch/reports"
@@ -47,15 +48,7 @@ func replay(in io.Reader, out io.Writer, asJSON bool) error {
 			}
 			continue
 		}
-		eta := "-"
-		if res.ETAS != nil {
-			eta = reports.Duration(*res.ETAS)
-		}
-		shift := ""
-		if res.Shift {
-			shift = " SHIFT"
-		}
-		fmt.Fprintf(w, "t=%-8.0f %-8s eta=%-12s%s %s\n", res.T, res.State, eta, shift, res.Reason)
+		fmt.Fprintln(w, replayText(res))
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read trace line %d: %w", n+1, err)
@@ -64,4 +57,22 @@ func replay(in io.Reader, out io.Writer, asJSON bool) error {
 		return fmt.Errorf("%d of %d trace lines could not be read (see the output)", bad, n)
 	}
 	return nil
+}
+
+// replayText is one replay line as text: the time as the trace gives it (0.5, not rounded to 0 or 2), the state,
+// the estimate with its range, SHIFT where a warning would go out, and the reason.
+func replayText(res reports.ReplayLine) string {
+	eta := "-"
+	if res.ETAS != nil {
+		eta = reports.Duration(*res.ETAS)
+		if res.Low != nil && res.High != nil {
+			eta += " (" + reports.Duration(*res.Low) + " – " + reports.Duration(*res.High) + ")"
+		}
+	}
+	shift := ""
+	if res.Shift {
+		shift = " SHIFT"
+	}
+	return fmt.Sprintf("t=%-8s %-8s eta=%-28s%s %s", strconv.FormatFloat(res.T, 'f', -1, 64), res.State, eta, shift,
+		res.Reason)
 }

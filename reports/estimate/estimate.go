@@ -62,8 +62,12 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	if est.State == StateUnknown && est.Reason == noRate {
 		// Items are finishing but the history is shorter than one rate block: the latest sample's
 		// own count and elapsed time give a rough figure, as for a single sample.
-		early := fmt.Sprintf("too early to measure a rate (%s of history)", format.Duration(last.T-hist[0].T))
-		if rough := roughETA(last, e, "the latest sample, "+early); rough.State == StateRunning {
+		// Worded as a single sample's figure is ("From one sample: …"), so that the answer does not say it
+		// cannot measure a rate and then give one.
+		span := format.Duration(last.T - hist[0].T)
+		early := fmt.Sprintf("too early to measure a rate (%s of history)", span)
+		from := fmt.Sprintf("one sample (%s of history, too short for a rate between samples)", span)
+		if rough := roughETA(last, e, from); rough.State == StateRunning {
 			return rough, tp
 		}
 		if last.Done > 0 {
@@ -72,6 +76,10 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	}
 	return est, tp
 }
+
+// oneSampleRate is how far either way the throughput of one sample (tokens ÷ the job's elapsed time) may be
+// from the rate to come.
+const oneSampleRate = 1.25
 
 // roughETA estimates from a single observation and the job's own elapsed time.
 func roughETA(o Observation, e ETA, from string) ETA {
@@ -94,12 +102,14 @@ func roughETA(o Observation, e ETA, from string) ETA {
 	if l, ok := CensoredMean(o, KindUnknown); ok && o.Running != nil {
 		// The engines' tokens: the work left is the items left at the censored mean length, less what the
 		// requests in flight have decoded, at tokens ÷ elapsed. The range is the censored mean's, and a
-		// tenth either way for the rate of one sample.
+		// quarter either way for the rate of one sample: it counts the warm-up and says nothing of how the rate
+		// moves after. With a tenth the demo's first answer, 2 h 53 min (2 h 26 min – 3 h 24 min), was
+		// narrower than the next one's, 3 h 3 min (3 h 2 min – 7 h 39 min), from more evidence.
 		r := *o.GenTokens / el
 		left := func(m float64) float64 {
 			return math.Max(e.ItemsLeft*m-math.Min(l.Age, *o.Running*m), 0.05*e.ItemsLeft*m) / r
 		}
-		sec, low, high := left(l.Point), left(l.Low)/1.1, left(l.High)*1.1
+		sec, low, high := left(l.Point), left(l.Low)/oneSampleRate, left(l.High)*oneSampleRate
 		e.State = StateRunning
 		e.Seconds, e.LowS, e.HighS = &sec, &low, &high
 		e.TokensPerS, e.TokensPerItem, e.ItemsPerS = r, l.Point, r/l.Point

@@ -161,7 +161,7 @@ func TestEstimateShortHistory(t *testing.T) {
 	if !e.Rough || e.State != StateRunning || e.Seconds == nil || math.Abs(*e.Seconds-want) > 1 {
 		t.Fatalf("Compute(two samples a minute apart) = %+v; want rough %v s", e, want)
 	}
-	if !strings.HasPrefix(e.Reason, "From the latest sample, too early to measure a rate (60 s of history): 150 items in 3 min") {
+	if !strings.HasPrefix(e.Reason, "From one sample (60 s of history, too short for a rate between samples): 150 items in 3 min") {
 		t.Errorf("reason = %q; want it to say the history is too short", e.Reason)
 	}
 	for i := range two {

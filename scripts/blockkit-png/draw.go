@@ -201,6 +201,9 @@ func (c *canvas) emoji(x, baseline, size float64, name string) float64 {
 		}
 	case "large_yellow_circle":
 		c.disc(cx, cy, r, color.RGBA{253, 203, 88, 255})
+	case "information_source":
+		c.roundRect(cx-r, cy-r, 2*r, 2*r, r*0.3, color.RGBA{59, 136, 195, 255})
+		c.text(cx-r*0.15, cy+r*0.55, "i", style{bold: true, size: size * 0.8, col: colWhite})
 	case "warning":
 		c.path(color.RGBA{255, 204, 77, 255}, func(rz *vector.Rasterizer, s func(float64) float32) {
 			rz.MoveTo(s(cx), s(cy-r))
