@@ -316,6 +316,9 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta)
 	m.Context = append(m.Context, context1(rs)...)
+	if rs.Storage.RateNote != "" {
+		m.Context = append(m.Context, reports.Esc(rs.Storage.RateNote))
+	}
 	return Reply{Message: m, Data: map[string]any{"paths": paths, "write_rates": rs.Storage.WriteRates, "eta": rs.ETA, "problems": problemsData(rs.Problems)}}
 }
 

@@ -363,9 +363,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		if shared.rateErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "disk activity", Error: shared.rateErr.Error()})
 		}
-		if shared.rateNote != "" {
-			rs.Notices = append(rs.Notices, shared.rateNote)
-		}
+		rs.Storage.RateNote = shared.rateNote
 	} else {
 		rs.Storage = reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}}
 	}

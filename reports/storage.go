@@ -55,10 +55,13 @@ type Storage struct {
 	Hidden []probes.HiddenProcess `json:"invisible,omitempty"`
 	AsRoot bool                   `json:"scanned_as_root,omitempty"`
 	// ScanError is why the open-files scan failed (writers and protected_writes are then unknown).
-	ScanError       string           `json:"scan_error,omitempty"`
-	ProtectedWrites bool             `json:"protected_writes"`
-	WriteRates      []WriteRate      `json:"write_rates"`
-	Warnings        []StorageWarning `json:"warnings,omitempty"`
+	ScanError       string      `json:"scan_error,omitempty"`
+	ProtectedWrites bool        `json:"protected_writes"`
+	WriteRates      []WriteRate `json:"write_rates"`
+	// RateNote says why there are no write rates (nothing to measure them against yet): a line for the
+	// answers that show write rates (free space), not for every answer about the run.
+	RateNote string           `json:"rate_note,omitempty"`
+	Warnings []StorageWarning `json:"warnings,omitempty"`
 }
 
 // OutputsInProtected are the configured outputs that resolve inside a protected mount: the one list the
