@@ -192,14 +192,19 @@ func moveBreakdown(sh Shift) []string {
 		}
 		return ": " + shiftMinutes(f*move)
 	}
-	if sh.From.TokensPerItem > 0 && sh.To.TokensPerItem > 0 {
+	// A part that changed by less than half a percent reads "+0%" and is noise ("throughput grew 1,352 →
+	// 1,355 tok/s (+0%): -23 s"): it is left out.
+	moved := func(from, to float64) bool { return from > 0 && to > 0 && math.Abs(to-from) >= 0.005*from }
+	if moved(sh.From.TokensPerItem, sh.To.TokensPerItem) {
 		lines = append(lines, fmt.Sprintf("• completions %s %s → %s tokens per item (%s)%s", shiftVerb(sh.To.TokensPerItem, sh.From.TokensPerItem),
 			Count(sh.From.TokensPerItem), Count(sh.To.TokensPerItem), pctChange(sh.From.TokensPerItem, sh.To.TokensPerItem), effect(sh.TokensPerItemShare)))
 	}
 	if sh.From.TokensPerS > 0 && sh.To.TokensPerS > 0 {
-		lines = append(lines, fmt.Sprintf("• throughput %s %s → %s (%s)%s", shiftVerb(sh.To.TokensPerS, sh.From.TokensPerS), shiftNum(sh.From.TokensPerS),
-			Rate(sh.To.TokensPerS, "tok/s"), pctChange(sh.From.TokensPerS, sh.To.TokensPerS), effect(sh.ThroughputShare)))
-	} else if sh.From.ItemsPerS > 0 && sh.To.ItemsPerS > 0 {
+		if moved(sh.From.TokensPerS, sh.To.TokensPerS) {
+			lines = append(lines, fmt.Sprintf("• throughput %s %s → %s (%s)%s", shiftVerb(sh.To.TokensPerS, sh.From.TokensPerS), shiftNum(sh.From.TokensPerS),
+				Rate(sh.To.TokensPerS, "tok/s"), pctChange(sh.From.TokensPerS, sh.To.TokensPerS), effect(sh.ThroughputShare)))
+		}
+	} else if moved(sh.From.ItemsPerS, sh.To.ItemsPerS) {
 		lines = append(lines, fmt.Sprintf("• throughput %s %s → %s (%s)%s", shiftVerb(sh.To.ItemsPerS, sh.From.ItemsPerS), shiftNum(sh.From.ItemsPerS),
 			Rate(sh.To.ItemsPerS, "items/s"), pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), effect(sh.ThroughputShare)))
 	}
