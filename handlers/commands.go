@@ -73,7 +73,7 @@ func commandTable() []Command {
 		{Name: "logs", Usage: "/runwatch logs [run]", NeedsRun: true, Handler: handleLogs,
 			Description: "The last lines of the run's job log, escaped, shown only to you.",
 			Examples:    []string{"/runwatch logs"}},
-		{Name: "runs", Usage: "runs", Handler: handleRuns,
+		{Name: "runs", Usage: "/runwatch runs", Handler: handleRuns,
 			Description: "The runs I watch and their channels.",
 			Examples:    []string{"which runs do you watch?"}},
 		{Name: "snooze", Usage: "snooze <duration> [run]", NeedsRun: true, Mutating: true, Verb: "snooze warnings", Handler: handleSnooze,
@@ -439,7 +439,7 @@ func Help(cmds []Command) reports.Message {
 	}
 	return reports.Message{Title: "runwatch help", Sections: []string{
 		"*Ask me* (mention me, DM me, or type in the console):\n" + strings.Join(ask, "\n"),
-		"*Commands*\n" + strings.Join(do, "\n") + "\n• `/runwatch runs` — the runs I watch",
+		"*Commands*\n" + strings.Join(do, "\n"),
 		"Name a run in the question when I watch several; in a run's channel I pick that run.",
 	}}
 }
