@@ -108,6 +108,10 @@ func TestSeedMoment(t *testing.T) {
 	if !strings.Contains(ans.Text, "1,386 tok/s") || strings.Contains(ans.Text, "not measured") {
 		t.Errorf("ETA answer does not show 1,386 tok/s:\n%s", ans.Text)
 	}
+	// The job's log prints 1,066 tokens on average; the answer says why its completions are longer.
+	if !strings.Contains(ans.Text, "300 finished at 1,066 on average, 200 in flight and longer") {
+		t.Errorf("ETA answer does not set the log's average (1,066) beside its completions:\n%s", ans.Text)
+	}
 
 	code, out, errb = run(t, "", "ask", "--json", "will the hidden states fit?")
 	if code != 0 {

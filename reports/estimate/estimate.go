@@ -116,9 +116,17 @@ func roughETA(o Observation, e ETA, from string) ETA {
 		e.Lengths = &l
 		finish := Unix(o.T + sec)
 		e.FinishAt = &finish
-		e.Reason = fmt.Sprintf("From %s: %s tokens in %s = %s; completions %s-%s tokens (%s finished, %s in flight), %s items left",
+		finished := format.Count(l.Finished) + " finished"
+		if l.FinishedMean > 0 && l.InFlight > 0 {
+			// The log's average is the finished items'; say why the figure here is higher.
+			finished += fmt.Sprintf(" at %s on average, %s in flight and longer", format.Count(l.FinishedMean),
+				format.Count(l.InFlight))
+		} else {
+			finished += ", " + format.Count(l.InFlight) + " in flight"
+		}
+		e.Reason = fmt.Sprintf("From %s: %s tokens in %s = %s; completions %s-%s tokens (%s), %s items left",
 			from, format.Tokens(*o.GenTokens), format.Span(el), format.Rate(r, "tok/s"), format.Count(l.Low),
-			format.Count(l.High), format.Count(l.Finished), format.Count(l.InFlight), format.Count(e.ItemsLeft))
+			format.Count(l.High), finished, format.Count(e.ItemsLeft))
 		return e
 	}
 	rate := float64(o.Done) / el

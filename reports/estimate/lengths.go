@@ -161,6 +161,9 @@ type Lengths struct {
 	InFlight         float64 // items in flight
 	// Age is the tokens the requests in flight have decoded so far (0 when nothing says).
 	Age float64
+	// FinishedMean is the mean length of the items finished (0 when unknown): what the job's log prints as
+	// its average, below the censored mean because the long requests are the ones still in flight.
+	FinishedMean float64
 }
 
 // CensoredMean estimates the mean completion length from one observation: the items finished with their
@@ -187,6 +190,9 @@ func CensoredMean(o Observation, kind CounterKind) (Lengths, bool) {
 		fin, known = *o.FinishedLenSum, true
 	case o.AvgCompletion != nil && *o.AvgCompletion > 0:
 		fin, known = *o.AvgCompletion*done, true
+	}
+	if known {
+		l.FinishedMean = fin / done
 	}
 	n := done + running
 	switch {
