@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"runwatch/config"
 	"runwatch/probes"
@@ -163,7 +165,8 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			shape, err := m.guard.ReadModelConfig(c, p.ModelConfig)
 			cancel()
 			if err != nil {
-				problem("plan "+p.Name, probes.NoAnswer(err, m.opts.ProbeTimeout))
+				err = describeModelConfigErr(p.ModelConfig, err, m.opts.ProbeTimeout)
+				problem("plan "+p.Name, err)
 				out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 					Sentence: fmt.Sprintf("*%s*: cannot read the model config: %s", reports.Esc(p.Name), reports.Esc(err.Error()))})
 				continue
@@ -243,4 +246,16 @@ func autoTokens(smp *sample, eta *reports.ETA) (estimate.Projection, bool) {
 func (m *Monitor) exists(ctx context.Context, path string) bool {
 	_, err := m.guard.Stat(ctx, path)
 	return err == nil
+}
+
+// describeModelConfigErr words a failed read of a plan's model_config for the person who wrote the run file:
+// the key that names the file and what is wrong with it, not the open(2) error under two wrappings.
+func describeModelConfigErr(path string, err error, timeout time.Duration) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s (model_config in the run file) does not exist", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s (model_config in the run file) may not be read: permission denied; run as a user who may read it", path)
+	}
+	return probes.NoAnswer(err, timeout)
 }
