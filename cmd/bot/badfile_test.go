@@ -132,3 +132,18 @@ func TestAskAnswersWithoutGoInternals(t *testing.T) {
 		})
 	}
 }
+
+// TestAskModelConfigPastTheBounds: a config.json is held to the bounds the run file's num_layers and
+// hidden_size have; before, 10^8 layers were priced at "35.8 EB ... At most 0 tokens fit".
+func TestAskModelConfigPastTheBounds(t *testing.T) {
+	dir := setEnv(t)
+	cfg := filepath.Join(dir, "config.json")
+	os.WriteFile(cfg, []byte(`{"num_hidden_layers": 100000000, "hidden_size": 7168, "torch_dtype": "bfloat16"}`), 0o644)
+	p := filepath.Join(dir, "run.yaml")
+	os.WriteFile(p, []byte(fmt.Sprintf("runs:\n  - name: a\n    plans:\n      - {name: hs, target: %s, tokens: 25M, model_config: %s}\n", dir, cfg)), 0o644)
+	code, out, errb := run(t, "", "ask", "--config", p, "will the hidden states fit?")
+	want := "hs: " + cfg + " (model_config in the run file) gives 100,000,000 layers, more than any model has (at most 10,000)."
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "EB") {
+		t.Errorf("bot ask fit with a config.json of 10^8 layers = %d, %q %q; want %q", code, out, errb, want)
+	}
+}
