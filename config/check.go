@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/robfig/cron/v3"
 	"go.yaml.in/yaml/v3"
 )
@@ -73,12 +74,18 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string, lines keyLines) error
 			return fmt.Errorf("line %d: %s must be a mapping of keys", n.Line, describe(where))
 		}
 		fields := yamlFields(t)
+		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
 				return fmt.Errorf("line %d: unknown key %q in %s (known: %s)", k.Line, k.Value, describe(where), knownKeys(t))
 			}
+			if first, dup := seen[k.Value]; dup {
+				// The decoder would say so too, as "unmarshal errors:" with the line on a second line.
+				return fmt.Errorf("line %d: %q is defined twice in %s (first on line %d): keep one", k.Line, k.Value, describe(where), first)
+			}
+			seen[k.Value] = k.Line
 			if err := checkKeys(v, ft, join(where, k.Value), lines); err != nil {
 				return err
 			}
@@ -138,10 +145,19 @@ func checkScalar(n *yaml.Node, kind reflect.Kind, where string) error {
 		return nil
 	}
 	// Integer kinds.
-	i, err := strconv.ParseInt(strings.ReplaceAll(v, "_", ""), 10, 64)
+	num := strings.ReplaceAll(v, "_", "")
+	i, err := strconv.ParseInt(num, 10, 64)
 	if err != nil {
-		f, ferr := strconv.ParseFloat(strings.ReplaceAll(v, "_", ""), 64)
-		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		f, ferr := strconv.ParseFloat(num, 64)
+		huge := errors.Is(err, strconv.ErrRange) ||
+			(ferr == nil || errors.Is(ferr, strconv.ErrRange)) && f == math.Trunc(f) && math.Abs(f) > 1<<53
+		switch {
+		case huge && f < 0:
+			return fmt.Errorf("line %d: %s: %s must not be negative; give a count like %s", n.Line, where, v, exampleCount(where))
+		case huge:
+			// A whole number, only past what any count here can be.
+			return fmt.Errorf("line %d: %s: %s is too large (at most %s); give a count like %s", n.Line, where, v, countMax(where), exampleCount(where))
+		case ferr != nil || f != math.Trunc(f):
 			what := fmt.Sprintf("%q is not a whole number", v)
 			if ferr == nil {
 				what = fmt.Sprintf("%s is not a whole number", v)
@@ -150,8 +166,73 @@ func checkScalar(n *yaml.Node, kind reflect.Kind, where string) error {
 		}
 		i = int64(f)
 	}
+	if err := checkCount(where, v, i); err != nil {
+		return fmt.Errorf("line %d: %s: %w", n.Line, where, err)
+	}
 	n.Value, n.Tag, n.Style = strconv.FormatInt(i, 10), "!!int", 0
 	return nil
+}
+
+// Upper bounds on the counts a run file gives. Each is far above any real job or model, so no real run
+// file meets it, and low enough that what is computed from it stays exact and readable: counts are int64
+// and float64 (exact to 2^53, about 9e15) in the estimator and the plans, and a typo of a few extra digits
+// (or math.MaxInt64 from a script) otherwise comes out as a negative total or a size in units nobody uses.
+const (
+	// MaxTotal bounds total, the items in a job. A generation job of a billion prompts is already
+	// exceptional; 10^12 leaves a thousandfold margin, and items × tokens per item (at most MaxMaxTokens)
+	// stays well inside float64.
+	MaxTotal = 1_000_000_000_000
+	// MaxMaxTokens bounds max_tokens, the completion cap: the longest context windows are 10M tokens
+	// (Llama 4 Scout); a cap ten times that is a typo.
+	MaxMaxTokens = 100_000_000
+	// MaxNumLayers bounds num_layers and layer indices: the deepest published LLMs have about 120 layers
+	// (PaLM 118, Llama 3.1 405B 126); 10,000 is eighty times that.
+	MaxNumLayers = 10_000
+	// MaxHiddenSize bounds hidden_size: the widest published models are about 20,000 wide (PaLM 18,432,
+	// Megatron-Turing NLG 20,480); 1,000,000 is fifty times that.
+	MaxHiddenSize = 1_000_000
+	// MaxPlanTokens bounds a plan's tokens: the largest training corpora are tens of trillions of tokens
+	// (Llama 3 15T, Qwen3 36T), and hidden states are captured for far fewer. With the bounds above a plan
+	// needs at most 10^4 layers × 10^6 × 8 B × 10^15 tokens = 8×10^25 bytes (80 YB): still a size with a unit.
+	MaxPlanTokens = 1e15
+)
+
+// countLimits are the integer keys' upper bounds, by key, with what they count.
+var countLimits = map[string]struct {
+	max  int64
+	unit string
+}{
+	"total":       {MaxTotal, " items"},
+	"max_tokens":  {MaxMaxTokens, " tokens"},
+	"num_layers":  {MaxNumLayers, " layers"},
+	"hidden_size": {MaxHiddenSize, ""},
+}
+
+// countMax says an integer key's upper bound: "1,000,000,000,000 items".
+func countMax(where string) string {
+	if l, ok := countLimits[lastKey(where)]; ok {
+		return humanize.Comma(l.max) + l.unit
+	}
+	return humanize.Comma(1 << 53)
+}
+
+// checkCount refuses an integer past its key's bound, and a total of 0: a job has items, and a run whose
+// log says how many leaves total out, so 0 is a slip (an unset ${TOTAL:-0}, a count not filled in), which
+// would otherwise pass silently as "the total is unknown".
+func checkCount(where, text string, i int64) error {
+	key := lastKey(where)
+	if l, ok := countLimits[key]; ok && i > l.max {
+		return fmt.Errorf("%s is too large (at most %s); give a count like %s", text, countMax(where), exampleCount(where))
+	}
+	if key == "total" && i == 0 {
+		return fmt.Errorf("0 is not a number of items: give the number of items in the job, like 25000, or leave total out when the log says")
+	}
+	return nil
+}
+
+// lastKey is the last key of a path: "num_layers" of "runs[0].plans[1].num_layers".
+func lastKey(where string) string {
+	return where[strings.LastIndexByte(where, '.')+1:]
 }
 
 // exampleCount is an example value for an integer key's error.
@@ -299,8 +380,8 @@ func (f *File) validate(lines keyLines) error {
 		}
 		if r.Schedule != "" {
 			if _, err := cron.ParseStandard(r.Schedule); err != nil {
-				return fmt.Errorf("%s %q: %v; use a cron spec like \"0 * * * *\" (minute hour day month weekday), @hourly or @every 30m",
-					at("schedule"), r.Schedule, err)
+				return fmt.Errorf("%s %q: %s; use a cron spec like \"0 * * * *\" (minute hour day month weekday), @hourly or @every 30m",
+					at("schedule"), r.Schedule, cronProblem(r.Schedule, err))
 			}
 		}
 		if r.Prometheus != nil {
@@ -340,6 +421,22 @@ func (f *File) validate(lines keyLines) error {
 	return nil
 }
 
+// cronProblem says what is wrong with a schedule. The cron parser's own word for a wrong number of fields
+// quotes them as a Go list ("found 2: [every hour]").
+func cronProblem(spec string, err error) string {
+	fields := strings.Fields(spec)
+	if len(fields) > 0 && (strings.HasPrefix(fields[0], "TZ=") || strings.HasPrefix(fields[0], "CRON_TZ=")) {
+		fields = fields[1:]
+	}
+	if len(fields) > 0 && !strings.HasPrefix(fields[0], "@") && len(fields) != 5 {
+		if len(fields) == 1 {
+			return "it has 1 field, where a cron spec has 5"
+		}
+		return fmt.Sprintf("it has %d fields, where a cron spec has 5", len(fields))
+	}
+	return err.Error()
+}
+
 // itemError places a plan's or a stage's error on its key's line.
 func itemError(lines keyLines, base string, line int, err error) error {
 	var fe fieldError
@@ -372,6 +469,15 @@ func (p *Plan) validate() error {
 	}
 	if !p.Tokens.Auto && p.Tokens.N <= 0 {
 		return fieldError{"tokens", "is missing: give a number of tokens or auto"}
+	}
+	if p.Tokens.N > MaxPlanTokens {
+		return fieldError{"tokens", fmt.Sprintf("%s is too large (at most %s tokens); give a number like 25M",
+			strconv.FormatFloat(p.Tokens.N, 'g', -1, 64), humanize.Comma(MaxPlanTokens))}
+	}
+	for _, l := range p.Layers.List {
+		if l >= MaxNumLayers {
+			return fieldError{"layers", fmt.Sprintf("index %d is out of range: no model has more than %s layers", l, humanize.Comma(MaxNumLayers))}
+		}
 	}
 	if p.ModelConfig == "" {
 		if p.NumLayers <= 0 || p.HiddenSize <= 0 || p.DType == "" {

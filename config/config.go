@@ -173,6 +173,12 @@ func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 	}
 	var f File
 	if err := root.Decode(&f); err != nil {
+		// checkKeys has seen every key and value, so this is a case it does not know; the decoder's
+		// "unmarshal errors:" lists each on a line of its own: one line, the first.
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			return nil, errors.New(te.Errors[0])
+		}
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	recordLines(&root, &f)

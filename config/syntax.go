@@ -25,6 +25,12 @@ func syntaxError(b []byte, err error) error {
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 	}
+	if strings.Contains(msg, "unknown escape character") {
+		if at, key, esc, ok := badEscape(b, line); ok {
+			return fmt.Errorf("line %d: %sin double quotes a backslash must be doubled (%s is not an escape YAML knows): write %s, or put the value in single quotes, where a backslash stays as it is",
+				at, key, esc, `\`+esc)
+		}
+	}
 	if dl, ok := unquotedVar(b); ok {
 		return fmt.Errorf("line %d: %s; quote values that start with ${ (write \"${VAR}\"): in YAML a { starts a mapping", dl, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
 	}
@@ -158,4 +164,34 @@ func stripComment(line string) string {
 		}
 	}
 	return line
+}
+
+// yamlEscapes are the characters YAML allows after a backslash in a double-quoted value.
+const yamlEscapes = "0abt\tnvfre \"/\\N_LPxuU"
+
+// badEscape finds, from line from on, the first double-quoted value holding a backslash YAML does not know
+// (a regex's \d or \s): its line, "key: " of the line when it has one, and the escape. YAML names neither
+// the key nor the usual cause, a regex written in double quotes.
+func badEscape(b []byte, from int) (int, string, string, bool) {
+	lines := strings.Split(string(b), "\n")
+	for i := max(from, 1) - 1; i < len(lines); i++ {
+		raw := lines[i]
+		in := false
+		for j := 0; j < len(raw); j++ {
+			switch c := raw[j]; {
+			case c == '"':
+				in = !in
+			case c == '\\' && in && j+1 < len(raw):
+				if !strings.ContainsRune(yamlEscapes, rune(raw[j+1])) {
+					key := ""
+					if k, _, ok := strings.Cut(strings.TrimLeft(strings.TrimSpace(raw), "- "), ":"); ok && !strings.ContainsAny(k, `"'`) {
+						key = k + ": "
+					}
+					return i + 1, key, raw[j : j+2], true
+				}
+				j++
+			}
+		}
+	}
+	return 0, "", "", false
 }

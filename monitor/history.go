@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -335,7 +336,10 @@ func (m *Monitor) MarkStage(run, stage, state, by string) error {
 		for _, s := range r.Stages {
 			names = append(names, s.Name)
 		}
-		return fmt.Errorf("run %s has no stage %q (stages: %v)", run, stage, names)
+		if len(names) == 0 {
+			return fmt.Errorf("run %s has no stage %q: it has no stages (they are listed under stages: in the run file)", run, stage)
+		}
+		return fmt.Errorf("run %s has no stage %q (stages: %s)", run, stage, strings.Join(names, ", "))
 	}
 	st := m.runState(run)
 	st.mu.Lock()

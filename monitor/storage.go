@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"runwatch/config"
 	"runwatch/probes"
@@ -162,8 +164,17 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 			shape, err := m.guard.ReadModelConfig(c, p.ModelConfig)
 			cancel()
+			if err == nil {
+				if err := checkModelShape(p.ModelConfig, shape); err != nil {
+					problem("plan "+p.Name, err)
+					out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
+						Sentence: fmt.Sprintf("*%s*: %s.", reports.Esc(p.Name), reports.Esc(err.Error()))})
+					continue
+				}
+			}
 			if err != nil {
-				problem("plan "+p.Name, probes.NoAnswer(err, m.opts.ProbeTimeout))
+				err = describeModelConfigErr(p.ModelConfig, err, m.opts.ProbeTimeout)
+				problem("plan "+p.Name, err)
 				out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 					Sentence: fmt.Sprintf("*%s*: cannot read the model config: %s", reports.Esc(p.Name), reports.Esc(err.Error()))})
 				continue
@@ -243,4 +254,30 @@ func autoTokens(smp *sample, eta *reports.ETA) (estimate.Projection, bool) {
 func (m *Monitor) exists(ctx context.Context, path string) bool {
 	_, err := m.guard.Stat(ctx, path)
 	return err == nil
+}
+
+// checkModelShape holds a config.json to the bounds the run file's num_layers and hidden_size have, so a
+// corrupt or hand-edited one is named instead of priced at zettabytes.
+func checkModelShape(path string, s probes.ModelShape) error {
+	switch {
+	case s.NumLayers > config.MaxNumLayers:
+		return fmt.Errorf("%s (model_config in the run file) gives %s layers, more than any model has (at most %s)",
+			path, reports.Count(float64(s.NumLayers)), reports.Count(config.MaxNumLayers))
+	case s.HiddenSize > config.MaxHiddenSize:
+		return fmt.Errorf("%s (model_config in the run file) gives a hidden size of %s, more than any model has (at most %s)",
+			path, reports.Count(float64(s.HiddenSize)), reports.Count(config.MaxHiddenSize))
+	}
+	return nil
+}
+
+// describeModelConfigErr words a failed read of a plan's model_config for the person who wrote the run file:
+// the key that names the file and what is wrong with it, not the open(2) error under two wrappings.
+func describeModelConfigErr(path string, err error, timeout time.Duration) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s (model_config in the run file) does not exist", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s (model_config in the run file) may not be read: permission denied; run as a user who may read it", path)
+	}
+	return probes.NoAnswer(err, timeout)
 }

@@ -2,7 +2,9 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"runwatch/config"
 	"runwatch/probes"
@@ -28,6 +30,13 @@ func (m *Monitor) measurePlans(ctx context.Context, r *config.Run, plans []repor
 		c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 		w, err := m.guard.Written(c, p.Target, writtenLimits)
 		cancel()
+		if errors.Is(err, fs.ErrNotExist) {
+			// Normal before the job starts writing: a fact of the plan, not a failed probe.
+			mp := reports.MeasurePlan(p, probes.Written{Dir: p.Target}, done)
+			mp.Sentence = fmt.Sprintf("Written so far to %s: nothing — it does not exist yet.", reports.Code(p.Target))
+			out = append(out, mp)
+			continue
+		}
 		if err != nil {
 			problem("written "+p.Target, probes.NoAnswer(err, m.opts.ProbeTimeout))
 			continue

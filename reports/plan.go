@@ -99,13 +99,13 @@ func EvaluatePlan(s PlanSpec, free *uint64, mount, host string) PlanResult {
 
 func layerPhrase(s PlanSpec) string {
 	if s.AllLayers || len(s.Layers) == 0 {
-		return fmt.Sprintf("all %d layers", s.NumLayers)
+		return fmt.Sprintf("all %s layers", Count(float64(s.NumLayers)))
 	}
 	idx := make([]string, len(s.Layers))
 	for i, l := range s.Layers {
 		idx[i] = fmt.Sprint(l)
 	}
-	return fmt.Sprintf("%d of %d layers (%s)", len(s.Layers), s.NumLayers, strings.Join(idx, ", "))
+	return fmt.Sprintf("%s of %s layers (%s)", Count(float64(len(s.Layers))), Count(float64(s.NumLayers)), strings.Join(idx, ", "))
 }
 
 func planSentence(s PlanSpec, r PlanResult) string {
@@ -149,12 +149,16 @@ func planSentence(s PlanSpec, r PlanResult) string {
 			where, Bytes(float64(*r.FreeBytes)), Bytes(spare), Percent(spare/float64(*r.FreeBytes)))
 	default:
 		short := need - float64(*r.FreeBytes)
-		fmt.Fprintf(&b, " — :red_circle: does not fit: %s has %s free, %s short. At most %s tokens fit",
-			where, Bytes(float64(*r.FreeBytes)), Bytes(short), Tokens(*r.MaxTokens))
+		fmt.Fprintf(&b, " — :red_circle: does not fit: %s has %s free, %s short. ", where, Bytes(float64(*r.FreeBytes)), Bytes(short))
+		if *r.MaxTokens < 1 {
+			fmt.Fprintf(&b, "Not one token fits (%s per token)", Bytes(r.BytesPerToken))
+		} else {
+			fmt.Fprintf(&b, "At most %s tokens fit", Tokens(*r.MaxTokens))
+		}
 		if s.NumLayers > 0 && s.Hidden > 0 && s.ElemBytes > 0 {
 			perLayer := s.Tokens * float64(s.Hidden) * float64(s.ElemBytes)
 			if n := int(float64(*r.FreeBytes) / perLayer); n > 0 && n < r.Layers {
-				fmt.Fprintf(&b, ", or %d layers at this token count", n)
+				fmt.Fprintf(&b, ", or %s layers at this token count", Count(float64(n)))
 			}
 		}
 		b.WriteString(".")

@@ -46,7 +46,7 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		return e, tp
 	}
 	if last.Total <= 0 {
-		e.Reason = "the total number of items is unknown (the progress source gives no total)"
+		e.Reason = reasonNoTotal
 		return e, tp
 	}
 	// Rates come from the history up to the last progress: a flat stretch still going on is either the start
@@ -81,12 +81,18 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 // from the rate to come.
 const oneSampleRate = 1.25
 
+// reasonNoTotal is why there is no ETA without a total, and what gives one: the run file's total (used
+// whatever the source: the engines and Prometheus count finished requests but not the job's size), or a log
+// whose progress lines carry it.
+const reasonNoTotal = "the total number of items is unknown (the progress source gives none): add `total:` with the job's item count " +
+	"(e.g. `total: 25000`) to the run in the run file, or have the job log its progress as N/M"
+
 // roughETA estimates from a single observation and the job's own elapsed time.
 func roughETA(o Observation, e ETA, from string) ETA {
 	e.Rough = true
 	switch {
 	case o.Total <= 0:
-		e.Reason = "the total number of items is unknown (the progress source gives no total)"
+		e.Reason = reasonNoTotal
 		return e
 	case o.Elapsed == nil || *o.Elapsed <= 0 || o.Done <= 0:
 		e.Reason = "a single observation without elapsed time or finished items: need a second sample"

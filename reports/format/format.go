@@ -10,8 +10,12 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
-// Bytes formats a size with SI units and three significant figures: 21.9 TB, 1.08 TB, 512 MB.
+// Bytes formats a size with SI units and three significant figures: 21.9 TB, 1.08 TB, 512 MB. Past the
+// largest prefix (Q, 10^30) it stays there and counts in it: 40,000 QB, not 40000 QB or a made-up unit.
 func Bytes(n float64) string {
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		return "?"
+	}
 	if n < 0 {
 		return "-" + Bytes(-n)
 	}
@@ -19,21 +23,37 @@ func Bytes(n float64) string {
 		return fmt.Sprintf("%.0f B", n)
 	}
 	v, prefix := humanize.ComputeSI(n)
+	if v >= 1000 {
+		return Count(v) + " " + prefix + "B"
+	}
 	return sig3(v) + " " + prefix + "B"
 }
 
-// Count formats an integer-ish quantity with thousands separators: 25,000.
+// Count formats an integer-ish quantity with thousands separators: 25,000. A value past int64 is
+// written out from the float (9,223,372,036,854,776,000), never wrapped to a negative number.
 func Count(n float64) string {
 	if math.IsNaN(n) || math.IsInf(n, 0) {
 		return "?"
 	}
-	return humanize.Comma(int64(math.Round(n)))
+	r := math.Round(n)
+	if math.Abs(r) >= 1<<63 {
+		return humanize.Commaf(r)
+	}
+	return humanize.Comma(int64(r))
 }
 
-// Tokens formats a token count compactly: 565K, 25M, 1.08B.
+// maxTokenUnit is the largest unit a token count is said in: people say 25M, 1.08B and 15T tokens, and
+// nobody knows what 1P or 1Q tokens are.
+const maxTokenUnit = 1e12
+
+// Tokens formats a token count compactly: 565K, 25M, 1.08B; from a thousand trillion on, a count of
+// trillions (1,000T).
 func Tokens(n float64) string {
 	if n < 10000 {
 		return Count(n)
+	}
+	if n >= 1000*maxTokenUnit {
+		return Count(n/maxTokenUnit) + "T"
 	}
 	v, prefix := humanize.ComputeSI(n)
 	if prefix == "G" {
@@ -77,6 +97,10 @@ func Duration(s float64) string {
 			return fmt.Sprintf("%d h", int(math.Round(s/3600)))
 		}
 		return fmt.Sprintf("%d h %d min", h, m)
+	case s >= 1000*86400:
+		// Past a thousand days the hours say nothing, and int(hours) wraps for an ETA of a job whose log
+		// reports an absurd total.
+		return Count(s/86400) + " d"
 	default:
 		h := int(math.Round(s / 3600))
 		d, h := h/24, h%24

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The run files a reviewer tried, through `bot ask --config FILE`: each answer, or refusal, reads as a
+// sentence a person can act on.
+
+// askWith writes a run file ({dir} standing for the test's directory) and asks one question with it.
+func askWith(t *testing.T, runFile, question string) (code int, out, errb string, dir string) {
+	t.Helper()
+	dir = setEnv(t)
+	p := filepath.Join(dir, "run.yaml")
+	if err := os.WriteFile(p, []byte(strings.ReplaceAll(runFile, "{dir}", dir)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errb = run(t, "", "ask", "--config", p, question)
+	return code, out, errb, dir
+}
+
+func writeLog(t *testing.T, dir, line string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "gen.log"), []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAskRefusesCountsPastAnyJob: before, total: 9223372036854775807 answered
+// "300 / -9,223,372,036,854,775,808 done (<1%)", and a plan of 10^8 layers "40000000000000000 QB".
+func TestAskRefusesCountsPastAnyJob(t *testing.T) {
+	tests := []struct{ name, file, want string }{
+		{"total", "runs:\n  - name: a\n    log: {dir}/gen.log\n    total: 9223372036854775807\n",
+			"line 4: runs[0].total: 9223372036854775807 is too large (at most 1,000,000,000,000 items)"},
+		{"a total past int64", "runs:\n  - name: a\n    log: {dir}/gen.log\n    total: 99999999999999999999999999\n",
+			"line 4: runs[0].total: 99999999999999999999999999 is too large (at most 1,000,000,000,000 items)"},
+		{"total 0", "runs:\n  - name: a\n    log: {dir}/gen.log\n    total: 0\n",
+			"line 4: runs[0].total: 0 is not a number of items"},
+		{"layers", "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}/hs, tokens: 1e30, num_layers: 100000000, hidden_size: 100000000, dtype: float32}\n",
+			"line 4: runs[0].plans[0].num_layers: 100000000 is too large (at most 10,000 layers)"},
+		{"tokens", "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}/hs, tokens: 1e30, num_layers: 61, hidden_size: 7168, dtype: float32}\n",
+			"line 4: runs[0].plans[0].tokens: 1e+30 is too large (at most 1,000,000,000,000,000 tokens)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errb, _ := askWith(t, tt.file, "ETA?")
+			if code != 1 || !strings.Contains(errb, tt.want) {
+				t.Errorf("bot ask with %q = %d, %q %q; want exit 1 and %q", tt.file, code, out, errb, tt.want)
+			}
+		})
+	}
+}
+
+// TestAskHugeLogTotalIsNotNegative: a log may still report a total past int64's exact range, which the
+// answer used to print as -9,223,372,036,854,775,808.
+func TestAskHugeLogTotalIsNotNegative(t *testing.T) {
+	dir := setEnv(t)
+	writeLog(t, dir, "Progress: 300/9223372036854775807 (0 errors), elapsed: 60s")
+	p := filepath.Join(dir, "run.yaml")
+	os.WriteFile(p, []byte(fmt.Sprintf("runs:\n  - name: a\n    log: %s/gen.log\n", dir)), 0o644)
+	code, out, errb := run(t, "", "ask", "--config", p, "ETA?")
+	if code != 0 || strings.Contains(out, "-9,223") || !strings.Contains(out, "300 / 9,223,372,036,854,776,000 done") {
+		t.Errorf("bot ask ETA? with a log total of 2^63-1 = %d, %q %q; want 300 / 9,223,372,036,854,776,000 and nothing negative", code, out, errb)
+	}
+}
+
+// TestAskPlanAtTheBounds: the largest plan the run file allows reads with separators and a unit: before,
+// the layer count had none and a size past Q ran to 17 digits.
+func TestAskPlanAtTheBounds(t *testing.T) {
+	code, out, errb, _ := askWith(t, "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}, tokens: 1e15, num_layers: 10000, hidden_size: 1000000, dtype: float64}\n", "will the hidden states fit?")
+	for _, w := range []string{"all 10,000 layers × 1,000,000 × 8 B (float64) × 1,000T tokens = 80.0 YB", "Not one token fits (80.0 GB per token)"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Errorf("bot ask fit = %d, %q %q; want %q", code, out, errb, w)
+		}
+	}
+	if strings.Contains(out, "QB") || strings.Contains(out, "At most 0 tokens") {
+		t.Errorf("bot ask fit = %q; want no QB and no \"At most 0 tokens\"", out)
+	}
+}
+
+// TestAskWithoutTotalSaysWhatToDo: before, "ETA: unknown — the total number of items is unknown (the
+// progress source gives no total)" and no word of what would give one.
+func TestAskWithoutTotalSaysWhatToDo(t *testing.T) {
+	dir := setEnv(t)
+	writeLog(t, dir, "Progress: 300/0 (0 errors), elapsed: 60s")
+	p := filepath.Join(dir, "run.yaml")
+	os.WriteFile(p, []byte(fmt.Sprintf("runs:\n  - name: a\n    log: %s/gen.log\n", dir)), 0o644)
+	code, out, errb := run(t, "", "ask", "--config", p, "ETA?")
+	if code != 0 || !strings.Contains(out, "ETA: unknown — the total number of items is unknown") || !strings.Contains(out, "add total: with the job's item count") {
+		t.Errorf("bot ask ETA? without a total = %d, %q %q; want it to say to add total: to the run file", code, out, errb)
+	}
+}
+
+// TestAskAnswersWithoutGoInternals: what used to leak Go's list syntax and raw errors.
+func TestAskAnswersWithoutGoInternals(t *testing.T) {
+	tests := []struct {
+		name, file, question string
+		want                 []string
+		not                  []string
+	}{
+		{"an unknown stage", "runs:\n  - name: a\n    stages:\n      - {name: vllm-server, check: manual}\n      - {name: generate, check: progress}\n      - {name: review-samples, check: manual}\n",
+			"stage foo done", []string{`run a has no stage "foo" (stages: vllm-server, generate, review-samples)`}, []string{"["}},
+		{"a plan target not written yet", "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}/out, tokens: 25M, num_layers: 61, hidden_size: 7168, dtype: bf16}\n",
+			"will the hidden states fit?", []string{"/out: nothing — it does not exist yet."}, []string{"lstat", "(!) written", "no such file"}},
+		{"a model config that is not there", "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}, tokens: 25M, model_config: /nonexist.json}\n",
+			"will the hidden states fit?", []string{"hs: cannot read the model config: /nonexist.json (model_config in the run file) does not exist"},
+			[]string{"read model config:", "open /nonexist.json", "no such file"}},
+		{"a schedule in words", "runs:\n  - name: a\n    outputs: [{dir}]\n    schedule: \"every hour\"\n",
+			"ETA?", []string{`line 4: runs[0].schedule "every hour": it has 2 fields, where a cron spec has 5`}, []string{"[every", "found 2"}},
+		{"a key twice", "runs:\n  - name: a\n    outputs: [{dir}]\n    outputs: [{dir}/b]\n",
+			"ETA?", []string{`line 4: "outputs" is defined twice in runs[0] (first on line 3)`}, []string{"unmarshal errors", "\n  line"}},
+		{"a regex in double quotes", "runs:\n  - name: a\n    log_pattern: \"(?P<done>\\d+\"\n",
+			"ETA?", []string{"line 3: log_pattern: in double quotes a backslash must be doubled", `write \\d`, "single quotes"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, out, errb, _ := askWith(t, tt.file, tt.question)
+			for _, w := range tt.want {
+				if !strings.Contains(out+errb, w) {
+					t.Errorf("bot ask %q = %q %q; want %q", tt.question, out, errb, w)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(out+errb, n) {
+					t.Errorf("bot ask %q = %q %q; want no %q", tt.question, out, errb, n)
+				}
+			}
+		})
+	}
+}
+
+// TestAskModelConfigPastTheBounds: a config.json is held to the bounds the run file's num_layers and
+// hidden_size have; before, 10^8 layers were priced at "35.8 EB ... At most 0 tokens fit".
+func TestAskModelConfigPastTheBounds(t *testing.T) {
+	dir := setEnv(t)
+	cfg := filepath.Join(dir, "config.json")
+	os.WriteFile(cfg, []byte(`{"num_hidden_layers": 100000000, "hidden_size": 7168, "torch_dtype": "bfloat16"}`), 0o644)
+	p := filepath.Join(dir, "run.yaml")
+	os.WriteFile(p, []byte(fmt.Sprintf("runs:\n  - name: a\n    plans:\n      - {name: hs, target: %s, tokens: 25M, model_config: %s}\n", dir, cfg)), 0o644)
+	code, out, errb := run(t, "", "ask", "--config", p, "will the hidden states fit?")
+	want := "hs: " + cfg + " (model_config in the run file) gives 100,000,000 layers, more than any model has (at most 10,000)."
+	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "EB") {
+		t.Errorf("bot ask fit with a config.json of 10^8 layers = %d, %q %q; want %q", code, out, errb, want)
+	}
+}

@@ -1,0 +1,94 @@
+package format
+
+import (
+	"math"
+	"testing"
+)
+
+func TestCount(t *testing.T) {
+	tests := []struct {
+		n    float64
+		want string
+	}{
+		{0, "0"},
+		{25000, "25,000"},
+		{-1234.4, "-1,234"},
+		{math.NaN(), "?"},
+		{math.Inf(1), "?"},
+		// A total of math.MaxInt64 converts to 2^63 as a float; int64(2^63) wraps to the most negative int64.
+		{float64(math.MaxInt64), "9,223,372,036,854,776,000"},
+		{-float64(math.MaxInt64), "-9,223,372,036,854,776,000"},
+		{1e26, "100,000,000,000,000,000,000,000,000"},
+	}
+	for _, tt := range tests {
+		if got := Count(tt.n); got != tt.want {
+			t.Errorf("Count(%v) = %q; want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestBytes(t *testing.T) {
+	tests := []struct {
+		n    float64
+		want string
+	}{
+		{512, "512 B"},
+		{21.9e12, "21.9 TB"},
+		{1.08e12, "1.08 TB"},
+		{3.58e22, "35.8 ZB"},
+		{8e25, "80.0 YB"},
+		{1e30, "1.00 QB"},
+		{999e30, "999 QB"},
+		// Past the largest prefix the count of Q gets separators, not 17 digits run together.
+		{4e46, "40,000,000,000,000,000 QB"},
+		{-4e33, "-4,000 QB"},
+		{math.Inf(1), "?"},
+	}
+	for _, tt := range tests {
+		if got := Bytes(tt.n); got != tt.want {
+			t.Errorf("Bytes(%v) = %q; want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	tests := []struct {
+		n    float64
+		want string
+	}{
+		{9999, "9,999"},
+		{565e3, "565K"},
+		{25e6, "25M"},
+		{1.08e9, "1.08B"},
+		{15e12, "15T"},
+		{999e12, "999T"},
+		{1e15, "1,000T"},
+		{1e30, "1,000,000,000,000,000,000T"},
+	}
+	for _, tt := range tests {
+		if got := Tokens(tt.n); got != tt.want {
+			t.Errorf("Tokens(%v) = %q; want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestDuration(t *testing.T) {
+	tests := []struct {
+		s    float64
+		want string
+	}{
+		{45, "45 s"},
+		{12 * 60, "12 min"},
+		{3*3600 + 600, "3 h 10 min"},
+		{52 * 3600, "2 d 4 h"},
+		{999 * 86400, "999 d"},
+		{1000 * 86400, "1,000 d"},
+		// More hours than an int holds: int(hours) wrapped to a negative number of days.
+		{1e30, "11,574,074,074,074,075,000,000,000 d"},
+	}
+	for _, tt := range tests {
+		if got := Duration(tt.s); got != tt.want {
+			t.Errorf("Duration(%v) = %q; want %q", tt.s, got, tt.want)
+		}
+	}
+}
