@@ -210,6 +210,7 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 				} else if pr.High > pr.Low {
 					spec.TokensLow, spec.TokensHigh = pr.Low, pr.High
 					spec.Items, spec.PerItemLow, spec.PerItemHigh = pr.Items, pr.PerItemLow, pr.PerItemHigh
+					spec.PromptPerItem = pr.PromptPerItem
 				}
 			}
 		} else {

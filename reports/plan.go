@@ -17,6 +17,7 @@ type PlanSpec struct {
 	TokensLow, TokensHigh   float64
 	Items                   float64
 	PerItemLow, PerItemHigh float64
+	PromptPerItem           float64 // the prompt part of PerItemLow and PerItemHigh (0 when none or unknown)
 	AllLayers               bool
 	Layers                  []int
 	NumLayers               int
@@ -131,10 +132,18 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		// "25-36 TB projected (25,000 items × 1,131-1,650 tokens × 874 KB)": the range, how it was made, and
 		// which figure the verdict used.
 		need = r.BytesHigh
-		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; *%s* projected (%s items × %s-%s tokens = %s-%s tokens × %s), the verdict at the high figure",
+		// Hidden states cover whole sequences: say the prompt's part, so that the tokens per item do not seem
+		// to contradict the completion lengths the ETA shows ("1,161-1,652 tokens" beside "completions
+		// 1,131-1,622").
+		perItem := Count(s.PerItemLow) + "-" + Count(s.PerItemHigh) + " tokens"
+		if s.PromptPerItem >= 0.5 {
+			perItem += fmt.Sprintf(" (%s prompt + %s-%s completion)", Count(s.PromptPerItem),
+				Count(s.PerItemLow-s.PromptPerItem), Count(s.PerItemHigh-s.PromptPerItem))
+		}
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; *%s* projected (%s items × %s = %s-%s tokens × %s), the verdict at the high figure",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken),
-			bytesRange(r.BytesLow, r.BytesHigh), Count(s.Items), Count(s.PerItemLow), Count(s.PerItemHigh),
-			Tokens(r.TokensLow), Tokens(r.TokensHigh), Bytes(r.BytesPerToken))
+			bytesRange(r.BytesLow, r.BytesHigh), Count(s.Items), perItem, Tokens(r.TokensLow), Tokens(r.TokensHigh),
+			Bytes(r.BytesPerToken))
 	} else {
 		fmt.Fprintf(&b, "%s × %s × %d B (%s) × %s tokens%s = *%s*",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Tokens(s.Tokens), tokSrc, Bytes(r.BytesNeeded))

@@ -136,4 +136,8 @@ func TestSeedMoment(t *testing.T) {
 	if !regexp.MustCompile(`25,000 items × [0-9,]+-[0-9,]+ tokens`).MatchString(fit.Text) {
 		t.Errorf("fit answer does not say how the projection was made:\n%s", fit.Text)
 	}
+	// Hidden states cover the prompt too: the answer says its part beside the completions the ETA shows.
+	if !regexp.MustCompile(`\([0-9,]+ prompt \+ 1,131-1,622 completion\)`).MatchString(fit.Text) {
+		t.Errorf("fit answer does not split the tokens per item into prompt and completion:\n%s", fit.Text)
+	}
 }

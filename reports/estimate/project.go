@@ -10,7 +10,10 @@ type Projection struct {
 	// PerItemLow, PerItem and PerItemHigh are the tokens per item the figures use: prompt tokens per started
 	// item plus the mean completion.
 	PerItemLow, PerItem, PerItemHigh float64
-	Measured                         bool // the job is done: the counts are what was processed
+	// PromptPerItem is the prompt part of those (the completions are the rest), so that an answer can set
+	// them beside the completion lengths it shows elsewhere.
+	PromptPerItem float64
+	Measured      bool // the job is done: the counts are what was processed
 }
 
 // Project projects a job's tokens from an observation (the engines' generated-token totals, the log's
@@ -49,7 +52,8 @@ func Project(o Observation, prompt, perItem float64) (Projection, bool) {
 	if perItem > 0 {
 		point = math.Min(l.High, math.Max(l.Low, perItem))
 	}
-	p := Projection{Items: items, PerItemLow: promptPer + l.Low, PerItem: promptPer + point, PerItemHigh: promptPer + l.High}
+	p := Projection{Items: items, PerItemLow: promptPer + l.Low, PerItem: promptPer + point, PerItemHigh: promptPer + l.High,
+		PromptPerItem: promptPer}
 	p.Low, p.Point, p.High = items*p.PerItemLow, items*p.PerItem, items*p.PerItemHigh
 	return p, true
 }
