@@ -383,6 +383,10 @@ func canClear(kind string, ev monitor.Evaluation) bool {
 		return !failed("statfs ", "mounts", "path ") && ev.Run.ETA != nil && ev.Run.ETA.State != reports.StateUnknown
 	case AlertStall:
 		return ev.Run.ETA != nil && (ev.Run.ETA.State == reports.StateRunning || ev.Run.ETA.State == reports.StateDone)
+	case AlertFinishShare:
+		// The last batch and the finish drop the jump (reports.Quality.At) without showing the share went
+		// back: a warning raised before them stays open rather than resolve when nothing changed.
+		return ev.Run.End() == reports.EndBusy
 	}
 	return true
 }

@@ -329,6 +329,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		}
 		rs.Engines = smp.engines
 		rs.Quality, rs.Drafter = m.assessSignals(r, smp)
+		rs.Quality = rs.Quality.At(rs.End())
 		rs.Notices = append(rs.Notices, smp.notices...)
 	}
 	if need.Storage {
