@@ -405,7 +405,8 @@ func recoveredText(al *ActiveAlert) string {
 	case AlertDiskFull:
 		return "the disk now outlasts the job"
 	}
-	return al.Summary + " no longer holds"
+	// The summary of a warning recorded before summaries left out their glyph may still start with one.
+	return reports.Unglyphed(al.Summary) + " no longer holds"
 }
 
 // followUp reports whether a post kind follows up a warning rather than being one: a resolution,

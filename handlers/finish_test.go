@@ -160,6 +160,15 @@ func TestFinishShareWarningBeforeFinish(t *testing.T) {
 			t.Errorf("post %s after the finish: %q; want none", p.Kind, p.Message.Text())
 		}
 	}
+	// Slack text carries Slack's emoji, never the console's glyphs: the follow-ups in a warning's thread
+	// quote its summary.
+	for _, p := range f.posts {
+		for _, g := range []string{"(!)", "(!!)", "(~)", "(ok)"} {
+			if strings.Contains(p.Message.Mrkdwn(), g) {
+				t.Errorf("post %s = %q; want no console glyph %s in Slack text", p.Kind, p.Message.Mrkdwn(), g)
+			}
+		}
+	}
 	for q, text := range f.answers(t) {
 		if strings.Contains(text, "rose from") {
 			t.Errorf("answer to %q after the finish = %q; want no jump in it", q, text)
@@ -203,6 +212,10 @@ func TestFinishShareNotResolvedByTheEnd(t *testing.T) {
 				for _, p := range a.Process([]monitor.Evaluation{{Run: tt.end, Sample: true}}, now.Add(time.Duration(i+1)*time.Minute), func(string) bool { return false }) {
 					if p.Kind == AlertFinishShare+"_resolved" {
 						resolved++
+						want := ":large_green_circle: Resolved after 60 s: completions that hit max_tokens (64) rose from 1% of the 900 before to 30% of the latest 100 finished requests no longer holds."
+						if got := p.Message.Mrkdwn(); got != want {
+							t.Errorf("resolved post = %q; want %q", got, want)
+						}
 					}
 				}
 			}
@@ -210,5 +223,13 @@ func TestFinishShareNotResolvedByTheEnd(t *testing.T) {
 				t.Errorf("resolved posts = %d; want %d", resolved, tt.want)
 			}
 		})
+	}
+}
+
+// A warning recorded before summaries left out their glyph resolves without it too.
+func TestResolvedTextDropsRecordedGlyph(t *testing.T) {
+	al := &ActiveAlert{Kind: AlertFinishShare, Run: "synth", Summary: "(!) completions that hit max_tokens (64) rose from 1% (900 before) to 30% of the latest 100"}
+	if got, want := recoveredText(al), "completions that hit max_tokens (64) rose from 1% (900 before) to 30% of the latest 100 no longer holds"; got != want {
+		t.Errorf("recoveredText(%q) = %q; want %q", al.Summary, got, want)
 	}
 }
