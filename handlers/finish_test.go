@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -231,5 +232,46 @@ func TestResolvedTextDropsRecordedGlyph(t *testing.T) {
 	al := &ActiveAlert{Kind: AlertFinishShare, Run: "synth", Summary: "(!) completions that hit max_tokens (64) rose from 1% (900 before) to 30% of the latest 100"}
 	if got, want := recoveredText(al), "completions that hit max_tokens (64) rose from 1% (900 before) to 30% of the latest 100 no longer holds"; got != want {
 		t.Errorf("recoveredText(%q) = %q; want %q", al.Summary, got, want)
+	}
+}
+
+// After the finish the throughput stops at it: the window is the last before the finish and the run average
+// is the finish summary's, so the figures agree with "Averaged ..." below them and do not fall while the
+// finished run sits idle.
+func TestDemoFinishThroughputStopsAtFinish(t *testing.T) {
+	f := startFinishJob(t, sim.DemoScenario(), 16000)
+	for !f.job.Done() {
+		f.step(t, 30)
+	}
+	runAvg := regexp.MustCompile(`run average ([0-9,.]+ tok/s) · ([0-9,.]+ items/s)`)
+	averaged := regexp.MustCompile(`Averaged ([0-9,.]+ tok/s)`)
+	items := regexp.MustCompile(`Averaged [^.]*?([0-9,.]+ items/s)`)
+	check := func(when string) string {
+		var tpLine string
+		for q, text := range f.answers(t) {
+			if q == "status" {
+				continue
+			}
+			ra, at, ai := runAvg.FindStringSubmatch(text), averaged.FindStringSubmatch(text), items.FindStringSubmatch(text)
+			if ra == nil || at == nil || ai == nil || ra[1] != at[1] || ra[2] != ai[1] {
+				t.Errorf("%s, answer to %q = %q; want the run average to be the finish line's average", when, q, text)
+			}
+			for _, l := range strings.Split(text, "\n") {
+				if strings.Contains(l, "run average") {
+					tpLine = l
+				}
+			}
+			if !strings.Contains(tpLine, "up to the finish") {
+				t.Errorf("%s, answer to %q: throughput %q; want its window said to end at the finish", when, q, tpLine)
+			}
+		}
+		return tpLine
+	}
+	atFinish := check("at the finish")
+	for range 40 {
+		f.step(t, 30)
+	}
+	if later := check("20 min after the finish"); later != atFinish {
+		t.Errorf("throughput 20 min after the finish = %q; want it as at the finish, %q", later, atFinish)
 	}
 }

@@ -89,10 +89,15 @@ func SummarizeFinish(hist []Observation, cfg EstimateConfig, first *EstimateMark
 	return f
 }
 
-// Throughput is the run-average throughput of a finished run, so that answers after the finish still say
-// how fast it went instead of "not measured yet".
-func (f FinishSummary) Throughput() Throughput {
-	return Throughput{RunTokensPerS: f.AvgTokensPerS, RunItemsPerS: f.AvgItemsPerS}
+// Throughput is tp, the estimator's throughput of a finished run, with the summary's averages as its run
+// average: over the job's own time from its start to its finish, the figures the finish line says, where the
+// estimator's run average starts at runwatch's first sample. Without any rate in tp, the averages alone still
+// say how fast it went instead of "not measured yet".
+func (f FinishSummary) Throughput(tp Throughput) Throughput {
+	if f.AvgTokensPerS > 0 || f.AvgItemsPerS > 0 {
+		tp.RunTokensPerS, tp.RunItemsPerS = f.AvgTokensPerS, f.AvgItemsPerS
+	}
+	return tp
 }
 
 // FinishLine renders a finish summary in one paragraph.

@@ -132,6 +132,11 @@ func ThroughputLine(t Throughput) string {
 	switch {
 	case len(parts) == 0:
 		// Nothing recent (the run finished or paused): the run average is what is left to say.
+	case t.UntilFinish && t.Basis != "":
+		// A finished run's window is its last before the finish, not the idle minutes since.
+		s += " (" + t.Basis + " up to the finish)"
+	case t.UntilFinish && t.WindowS > 0:
+		s += fmt.Sprintf(" over the %s up to the finish", Duration(t.WindowS))
 	case t.Basis != "":
 		s += " (" + t.Basis + ")"
 	case t.WindowS > 0:
