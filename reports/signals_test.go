@@ -288,3 +288,29 @@ func TestRunEndAndQualityAt(t *testing.T) {
 		}
 	}
 }
+
+func TestEngineLineServersAndEngines(t *testing.T) {
+	n := func(v float64) *float64 { return &v }
+	server := func(url string, ok bool, engines int) EngineStatus {
+		return EngineStatus{URL: url, Kind: "vllm", OK: ok, Engines: engines, Running: n(100), Waiting: n(10)}
+	}
+	tests := []struct {
+		name string
+		es   []EngineStatus
+		want string
+	}{
+		{"one server", []EngineStatus{server("http://a/metrics", true, 1)}, "Servers: 1 of 1 up · 100 running · 10 waiting"},
+		{"engine count unknown", []EngineStatus{server("http://a/metrics", true, 0)}, "Servers: 1 of 1 up · 100 running · 10 waiting"},
+		{"one server, two data-parallel engines", []EngineStatus{server("http://a/metrics", true, 2)}, "Servers: 1 of 1 up (2 data-parallel engines) · 100 running · 10 waiting"},
+		{"two servers", []EngineStatus{server("http://a/metrics", true, 1), server("http://b/metrics", true, 1)}, "Servers: 2 of 2 up · 200 running · 20 waiting"},
+		{"two servers of two engines", []EngineStatus{server("http://a/metrics", true, 2), server("http://b/metrics", true, 2)}, "Servers: 2 of 2 up (4 engines between them) · 200 running · 20 waiting"},
+		{"one of two up", []EngineStatus{server("http://a/metrics", true, 2), {URL: "http://b/metrics", Error: "refused"}}, "Servers: 1 of 2 up (2 data-parallel engines) · 100 running · 10 waiting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PlainText(EngineLineBeside(tt.es, nil)); !strings.HasPrefix(got, tt.want) {
+				t.Errorf("EngineLineBeside = %q; want it to start %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -198,7 +198,7 @@ func ETALine(e ETA, loc *time.Location) string {
 	return s
 }
 
-// EngineLineBeside summarises the engines in an answer whose context lists the problems ps: a failing
+// EngineLineBeside summarises the inference servers and their engines in an answer whose context lists the problems ps: a failing
 // endpoint whose error is among them is marked down without repeating the error, so each failure is
 // printed once.
 func EngineLineBeside(es []EngineStatus, ps []Problem) string {
@@ -209,7 +209,7 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 	if len(es) == 0 {
 		return ""
 	}
-	up := 0
+	up, engines := 0, 0
 	var running, waiting, kv float64
 	kvN := 0
 	for _, e := range es {
@@ -217,6 +217,7 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 			continue
 		}
 		up++
+		engines += max(1, e.Engines)
 		if e.Running != nil {
 			running += *e.Running
 		}
@@ -228,7 +229,16 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 			kvN++
 		}
 	}
-	s := fmt.Sprintf("Engines: %d of %d up", up, len(es))
+	// Each endpoint is a server; a server may run several data-parallel engines (vLLM's engine="0", "1"),
+	// whose requests and KV cache are the server's.
+	s := fmt.Sprintf("Servers: %d of %d up", up, len(es))
+	switch {
+	case engines <= up:
+	case up == 1:
+		s += fmt.Sprintf(" (%d data-parallel engines)", engines)
+	default:
+		s += fmt.Sprintf(" (%d engines between them)", engines)
+	}
 	if up > 0 {
 		s += fmt.Sprintf(" · %s running · %s waiting", Count(running), Count(waiting))
 		if kvN > 0 {

@@ -108,6 +108,10 @@ func TestSeedMoment(t *testing.T) {
 	if !strings.Contains(ans.Text, "1,386 tok/s") || strings.Contains(ans.Text, "not measured") {
 		t.Errorf("ETA answer does not show 1,386 tok/s:\n%s", ans.Text)
 	}
+	// One server, two data-parallel engines behind it: the count says both.
+	if want := "Servers: 1 of 1 up (2 data-parallel engines) · 200 running · 56 waiting"; !strings.Contains(ans.Text, want) {
+		t.Errorf("ETA answer does not say %q:\n%s", want, ans.Text)
+	}
 
 	code, out, errb = run(t, "", "ask", "--json", "will the hidden states fit?")
 	if code != 0 {
