@@ -275,3 +275,36 @@ func TestDemoFinishThroughputStopsAtFinish(t *testing.T) {
 		t.Errorf("throughput 20 min after the finish = %q; want it as at the finish, %q", later, atFinish)
 	}
 }
+
+// The finish post and the answers after it say each figure beside what it is, in clean sentences, and name
+// the first estimate for what it is: the first runwatch recorded, which it never posted.
+func TestDemoFinishWording(t *testing.T) {
+	f := startFinishJob(t, sim.DemoScenario(), 16000)
+	for !f.job.Done() {
+		f.step(t, 30)
+	}
+	var finished string
+	for _, p := range f.posts {
+		if p.Kind == AlertFinished {
+			finished = p.Message.Text()
+		}
+	}
+	averaged := regexp.MustCompile(`Averaged [0-9,]+ tok/s \([0-9.]+ items/s\), peak [0-9,]+ tok/s\.`)
+	for what, text := range map[string]string{"finish post": finished, "ETA answer": f.ask(t, "ETA?"), "stuck answer": f.ask(t, "is it stuck?")} {
+		if what != "stuck answer" && !averaged.MatchString(text) {
+			t.Errorf("%s = %q; want %q", what, text, averaged)
+		}
+		if what != "stuck answer" && !strings.Contains(text, "The first estimate recorded (at ") {
+			t.Errorf("%s = %q; want the first estimate named as the first recorded", what, text)
+		}
+		if strings.Contains(text, "are done") || strings.Contains(text, ". all") {
+			t.Errorf("%s = %q; want one clean sentence for the finish", what, text)
+		}
+	}
+	if eta := f.ask(t, "ETA?"); !strings.Contains(eta, "[done] Done: all 25,000 items finished.\n") {
+		t.Errorf("ETA answer = %q; want %q", eta, "[done] Done: all 25,000 items finished.")
+	}
+	if stuck := f.ask(t, "is it stuck?"); !strings.Contains(stuck, "[done] Not stuck: all 25,000 items finished.\n") {
+		t.Errorf("stuck answer = %q; want %q", stuck, "[done] Not stuck: all 25,000 items finished.")
+	}
+}

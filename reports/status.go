@@ -162,7 +162,10 @@ func ThroughputLine(t Throughput) string {
 func ETALine(e ETA, loc *time.Location) string {
 	switch e.State {
 	case "done":
-		return ":white_check_mark: *Done.* " + Esc(e.Reason)
+		if e.Reason == "" {
+			return ":white_check_mark: *Done.*"
+		}
+		return ":white_check_mark: *Done:* " + Esc(e.Reason) + "."
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		if e.StalledSince != nil {

@@ -49,7 +49,7 @@ func TestEstimateStates(t *testing.T) {
 		reason string // a piece of the reason
 	}{
 		{"empty", nil, StateUnknown, "no observations"},
-		{"done", done, StateDone, "all 1,800 items are done"},
+		{"done", done, StateDone, "all 1,800 items finished"},
 		{"stalled", flat, StateStalled, "no progress since t=3,600 s (12 min)"},
 		{"total unknown", noTotal, StateUnknown, "total number of items is unknown"},
 		{"nothing finished", estHist(25, 5, 0.01, 1000, false), StateUnknown, "no item has finished yet"},
