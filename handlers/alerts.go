@@ -383,6 +383,10 @@ func canClear(kind string, ev monitor.Evaluation) bool {
 		return !failed("statfs ", "mounts", "path ") && ev.Run.ETA != nil && ev.Run.ETA.State != reports.StateUnknown
 	case AlertStall:
 		return ev.Run.ETA != nil && (ev.Run.ETA.State == reports.StateRunning || ev.Run.ETA.State == reports.StateDone)
+	case AlertFinishShare:
+		// The last batch and the finish drop the jump (reports.Quality.At) without showing the share went
+		// back: a warning raised before them stays open rather than resolve when nothing changed.
+		return ev.Run.End() == reports.EndBusy
 	}
 	return true
 }
@@ -401,7 +405,8 @@ func recoveredText(al *ActiveAlert) string {
 	case AlertDiskFull:
 		return "the disk now outlasts the job"
 	}
-	return al.Summary + " no longer holds"
+	// The summary of a warning recorded before summaries left out their glyph may still start with one.
+	return reports.Unglyphed(al.Summary) + " no longer holds"
 }
 
 // followUp reports whether a post kind follows up a warning rather than being one: a resolution,

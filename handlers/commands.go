@@ -178,7 +178,10 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	case rs.ETA.State == "stalled":
 		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+reports.ETALine(*rs.ETA, b.loc))
 	case rs.ETA.State == "done":
-		line := ":white_check_mark: *Not stuck: it finished.* " + reports.Esc(rs.ETA.Reason)
+		line := ":white_check_mark: *Not stuck: it finished.*"
+		if rs.ETA.Reason != "" {
+			line = ":white_check_mark: *Not stuck:* " + reports.Esc(rs.ETA.Reason) + "."
+		}
 		if rs.Finish != nil {
 			line += "\n" + reports.FinishLine(*rs.Finish, b.loc)
 		}

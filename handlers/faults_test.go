@@ -195,7 +195,7 @@ func newFaultBot(t *testing.T, ep *faultEndpoint, timeout time.Duration) *faultB
 	posts := &faultPosts{}
 	s, evs := faultSampler(e, posts)
 	s.Tick(context.Background())
-	if a := faultAsk(e, "ETA?"); strings.Contains(a, "metrics "+ep.URL()) || !strings.Contains(a, "Engines: 1 of 1 up") {
+	if a := faultAsk(e, "ETA?"); strings.Contains(a, "metrics "+ep.URL()) || !strings.Contains(a, "Servers: 1 of 1 up") {
 		t.Fatalf("healthy answer:\n%s\nwant the engine up and no problem", a)
 	}
 	return &faultBot{e: e, posts: posts, s: s, evs: evs}
@@ -251,7 +251,7 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 			start := time.Now()
 			a := faultAsk(e, "ETA?")
 			took := time.Since(start)
-			if miss, ok := faultContainsAll(a, "300 / 25,000", probe, fc.want, "Engines: 0 of 1 up"); !ok {
+			if miss, ok := faultContainsAll(a, "300 / 25,000", probe, fc.want, "Servers: 0 of 1 up"); !ok {
 				t.Errorf("answer while the endpoint is %s:\n%s\nlacks %q", fc.name, a, miss)
 			}
 
@@ -263,7 +263,7 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 				t.Errorf("after recovery posts = %+v; want one 'answers again' in the warning's thread", resolved)
 			}
 			a = faultAsk(e, "ETA?")
-			if strings.Contains(a, probe) || !strings.Contains(a, "Engines: 1 of 1 up") {
+			if strings.Contains(a, probe) || !strings.Contains(a, "Servers: 1 of 1 up") {
 				t.Errorf("answer after recovery:\n%s\nwant the engine up and no problem", a)
 			}
 			t.Logf("figure: metrics endpoint %s: ETA answered in %v naming it (probe timeout %v); warning after 2 samples; resolved on the 1st sample after it cleared",
@@ -289,7 +289,7 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 				t.Fatalf("history tokens go %v -> %v at point %d; want totals that only grow across the reset", h[i-1].GenTokens, h[i].GenTokens, i)
 			}
 		}
-		if a := faultAsk(e, "ETA?"); strings.Contains(a, probe) || !strings.Contains(a, "Engines: 1 of 1 up") {
+		if a := faultAsk(e, "ETA?"); strings.Contains(a, probe) || !strings.Contains(a, "Servers: 1 of 1 up") {
 			t.Errorf("answer after the reset:\n%s\nwant the engine up and no problem", a)
 		}
 		// The tick that saw the reset said so.
@@ -374,7 +374,7 @@ func TestFaultJobLog(t *testing.T) {
 			start := time.Now()
 			a := faultAsk(e, "ETA?")
 			took := time.Since(start)
-			if miss, ok := faultContainsAll(a, probe, fc.want, "Engines: 1 of 1 up"); !ok {
+			if miss, ok := faultContainsAll(a, probe, fc.want, "Servers: 1 of 1 up"); !ok {
 				t.Errorf("answer while the log is %s:\n%s\nlacks %q", fc.name, a, miss)
 			}
 
@@ -517,7 +517,7 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 	s.Tick(ctx)
 	s.Tick(ctx)
 	// Snoozed: the warning is held back, but the answers name the state directory.
-	if a := faultAsk(e, "ETA?"); !strings.Contains(a, "state: kept in memory, not saved") || !strings.Contains(a, "Engines: 1 of 1 up") {
+	if a := faultAsk(e, "ETA?"); !strings.Contains(a, "state: kept in memory, not saved") || !strings.Contains(a, "Servers: 1 of 1 up") {
 		t.Errorf("answer on a read-only state dir:\n%s\nwant it to name the state and still answer", a)
 	}
 	if got := posts.since(n, AlertProbe); len(got) != 0 {

@@ -288,7 +288,7 @@ func TestHTTPSlashCommands(t *testing.T) {
 		ephemeral bool
 		want      []string
 	}{
-		{"eta", slashBody("/eta", "", "C0ALLOWED", "U222", e.fake.ResponseURL("1")), false, []string{"synth · ETA", "ETA", "done (", "Engines: 1 of 1 up"}},
+		{"eta", slashBody("/eta", "", "C0ALLOWED", "U222", e.fake.ResponseURL("1")), false, []string{"synth · ETA", "ETA", "done (", "Servers: 1 of 1 up"}},
 		{"eta names the run", slashBody("/eta", "synth", "C0ALLOWED", "U222", e.fake.ResponseURL("2")), false, []string{"synth · ETA"}},
 		{"status", slashBody("/runwatch", "status", "C0ALLOWED", "U222", e.fake.ResponseURL("3")), false, []string{"synth · status", "Checklist", "review"}},
 		{"storage of a path that is not the run's", slashBody("/storage", "/etc", "C0ALLOWED", "U222", e.fake.ResponseURL("4")), true, []string{"isn't one of them"}},

@@ -80,7 +80,7 @@ func TestFinishShareWarningEndToEnd(t *testing.T) {
 					if p.Kind == AlertFinishShare {
 						warned = append(warned, i)
 						text := p.Message.Text()
-						if !strings.Contains(text, "completions that hit max_tokens (64) rose from 14% (160 before) to 100% of the latest 40") {
+						if !strings.Contains(text, "completions that hit max_tokens (64) rose from 14% of the 160 before to 100% of the latest 40 finished requests") {
 							t.Errorf("warning text = %q", text)
 						}
 						blocks, err := json.Marshal(p.Message.Blocks())
@@ -117,7 +117,7 @@ func TestSignalsInAnswers(t *testing.T) {
 	now = now.Add(time.Minute)
 	next()
 	eta = b.Ask(ctx, Request{Text: "eta", Run: "synth", Source: "cli"})
-	if !strings.Contains(eta.Message.Text(), "rose from 14% (160 before) to 100% of the latest 80") {
+	if !strings.Contains(eta.Message.Text(), "rose from 14% of the 160 before to 100% of the latest 80 finished requests") {
 		t.Errorf("eta after the jump = %q; want the jump", eta.Message.Text())
 	}
 }

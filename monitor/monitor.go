@@ -321,14 +321,15 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 			rs.Moves = st.moveLog(eta, float64(now.UnixNano())/1e9)
 			if e.State == reports.StateDone {
 				rs.Finish = st.finishSummary(hist, estimateConfig(r), rs.Moves.First)
-				if rs.Finish != nil && tp.TokensPerS <= 0 && tp.ItemsPerS <= 0 {
-					ft := rs.Finish.Throughput()
+				if rs.Finish != nil {
+					ft := rs.Finish.Throughput(tp)
 					rs.Throughput = &ft
 				}
 			}
 		}
 		rs.Engines = smp.engines
 		rs.Quality, rs.Drafter = m.assessSignals(r, smp)
+		rs.Quality = rs.Quality.At(rs.End())
 		rs.Notices = append(rs.Notices, smp.notices...)
 	}
 	if need.Storage {

@@ -22,12 +22,13 @@ type FinishSummary struct {
 	AvgTokensPerS  float64 `json:"avg_tokens_per_s,omitempty"`
 	PeakTokensPerS float64 `json:"peak_tokens_per_s,omitempty"`
 	AvgItemsPerS   float64 `json:"avg_items_per_s,omitempty"`
-	// First is the first estimate announced, when there was one.
+	// First is the first estimate recorded (MoveLog.First: the shift detector's first reference, which is
+	// not posted), when there was one.
 	First *EstimateMark `json:"first_estimate,omitempty"`
 }
 
 // SummarizeFinish summarises a run whose history reaches its total: nil when it has not finished. first is
-// the first estimate announced (nil when none was). The peak rate is the highest recent-window throughput
+// the first estimate recorded (nil when none was). The peak rate is the highest recent-window throughput
 // the estimator reported along the history.
 func SummarizeFinish(hist []Observation, cfg EstimateConfig, first *EstimateMark) *FinishSummary {
 	// The current run only: a job that started over (done went backwards) is summarised from its restart.
@@ -89,10 +90,15 @@ func SummarizeFinish(hist []Observation, cfg EstimateConfig, first *EstimateMark
 	return f
 }
 
-// Throughput is the run-average throughput of a finished run, so that answers after the finish still say
-// how fast it went instead of "not measured yet".
-func (f FinishSummary) Throughput() Throughput {
-	return Throughput{RunTokensPerS: f.AvgTokensPerS, RunItemsPerS: f.AvgItemsPerS}
+// Throughput is tp, the estimator's throughput of a finished run, with the summary's averages as its run
+// average: over the job's own time from its start to its finish, the figures the finish line says, where the
+// estimator's run average starts at runwatch's first sample. Without any rate in tp, the averages alone still
+// say how fast it went instead of "not measured yet".
+func (f FinishSummary) Throughput(tp Throughput) Throughput {
+	if f.AvgTokensPerS > 0 || f.AvgItemsPerS > 0 {
+		tp.RunTokensPerS, tp.RunItemsPerS = f.AvgTokensPerS, f.AvgItemsPerS
+	}
+	return tp
 }
 
 // FinishLine renders a finish summary in one paragraph.
@@ -115,11 +121,12 @@ func FinishLine(f FinishSummary, loc *time.Location) string {
 	s += "."
 	switch {
 	case f.AvgTokensPerS > 0:
-		s += " Averaged " + Rate(f.AvgTokensPerS, "tok/s")
+		// Each figure beside what it is: the items/s is the average's, not the peak's.
+		s += fmt.Sprintf(" Averaged %s (%s)", Rate(f.AvgTokensPerS, "tok/s"), Rate(f.AvgItemsPerS, "items/s"))
 		if f.PeakTokensPerS > 0 {
 			s += ", peak " + Rate(f.PeakTokensPerS, "tok/s")
 		}
-		s += fmt.Sprintf(" (%s).", Rate(f.AvgItemsPerS, "items/s"))
+		s += "."
 	case f.AvgItemsPerS > 0:
 		s += " Averaged " + Rate(f.AvgItemsPerS, "items/s") + "."
 	}
@@ -129,7 +136,9 @@ func FinishLine(f FinishSummary, loc *time.Location) string {
 		if off < 0 {
 			word = "earlier"
 		}
-		s += fmt.Sprintf(" The first estimate (at %s) said %s: it finished %s %s.", SlackTime(tTime(f.First.At), loc),
+		// The first estimate is the shift detector's first reference, recorded, not posted: nobody was told
+		// it unless they asked then.
+		s += fmt.Sprintf(" The first estimate recorded (at %s) said %s: it finished %s %s.", SlackTime(tTime(f.First.At), loc),
 			SlackTime(tTime(f.First.FinishT), loc), Duration(math.Abs(off)), word)
 	}
 	return s

@@ -196,6 +196,18 @@ var emojiText = map[string]string{
 	"information_source":       "(i)", // nothing to report yet: an empty checkbox ([    ]) read as a stray glyph
 }
 
+// Unglyphed is plain text without the console glyph of its leading emoji ("(!) completions ..." ->
+// "completions ..."), for a line that goes inside another sentence: a warning's summary in its
+// follow-up, the home tab, a claim.
+func Unglyphed(plain string) string {
+	for _, g := range emojiText {
+		if g != "" && strings.HasPrefix(plain, g+" ") {
+			return plain[len(g)+1:]
+		}
+	}
+	return plain
+}
+
 // PlainText turns Slack mrkdwn into readable terminal text: dates and links show their fallback,
 // emphasis markers and code ticks go, entities are decoded.
 func PlainText(s string) string {

@@ -123,3 +123,20 @@ func FuzzPlainText(f *testing.F) {
 		m.Text()
 	})
 }
+
+func TestUnglyphed(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"(!) completions that hit max_tokens rose", "completions that hit max_tokens rose"},
+		{"(!!) Output resolves inside protected", "Output resolves inside protected"},
+		{"[    ] review-samples", "review-samples"},
+		{"completions (!) stay", "completions (!) stay"},
+		{"(!)no space", "(!)no space"},
+	} {
+		if got := Unglyphed(tt.in); got != tt.want {
+			t.Errorf("Unglyphed(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := Unglyphed(PlainText(":warning: the disk *fills* in 2 h")); got != "the disk fills in 2 h" {
+		t.Errorf("Unglyphed(PlainText(:warning: ...)) = %q", got)
+	}
+}

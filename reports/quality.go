@@ -125,6 +125,53 @@ func (q *Quality) Matters() bool {
 	return q.Jump != nil || q.Shares["length"] >= 0.10 || q.Shares["abort"]+q.Shares["error"] >= 0.01
 }
 
+// RunEnd is how near a run is to its end, for the checks its last requests would fool.
+type RunEnd int
+
+// How near a run is to its end.
+const (
+	EndBusy      RunEnd = iota // items still wait to start: the batch stays full
+	EndLastBatch               // no more items left than requests in flight: the batch drains
+	EndDone                    // every item is done
+)
+
+// End says how near r is to its end: finished when every item is done, in its last batch when the items left
+// are no more than the requests the engines have in flight. Without a total or a running count it is busy.
+func (r RunStatus) End() RunEnd {
+	if (r.ETA != nil && r.ETA.State == StateDone) || (r.Progress != nil && r.Progress.Total > 0 && r.Progress.Done >= r.Progress.Total) {
+		return EndDone
+	}
+	if r.Progress == nil || r.Progress.Total <= 0 {
+		return EndBusy
+	}
+	var running float64
+	known := false
+	for _, e := range r.Engines {
+		if e.OK && e.Running != nil {
+			running += *e.Running
+			known = true
+		}
+	}
+	if known && float64(r.Progress.Total-r.Progress.Done) <= running {
+		return EndLastBatch
+	}
+	return EndBusy
+}
+
+// At is q as a run at end should report it. In the last batch the requests still to finish are the longest by
+// construction (the short ones finished first), so the share of the latest finishes that hit max_tokens rises
+// whatever the completions are like: a rise of that share is not news. Once the run is done no jump is: the
+// samples are what they are, and an answer after the finish should not repeat a warning about what comes next.
+// The shares stand.
+func (q *Quality) At(end RunEnd) *Quality {
+	if q == nil || q.Jump == nil || end == EndBusy || (end == EndLastBatch && q.Jump.Reason != "length") {
+		return q
+	}
+	c := *q
+	c.Jump = nil
+	return &c
+}
+
 // qualityReasonText names a finish reason in a sentence.
 func qualityReasonText(r string, maxTokens int64) string {
 	switch r {
@@ -183,9 +230,9 @@ func QualityLine(q Quality) string {
 	return s
 }
 
-// JumpLine renders a share jump: "the share that hit max_tokens (2,048) rose from 14% to 100% over
-// the latest 40 completions".
+// JumpLine renders a share jump: "completions that hit max_tokens (2,048) rose from 14% of the 160 before
+// to 100% of the latest 40 finished requests".
 func JumpLine(j ShareJump, maxTokens int64) string {
-	return fmt.Sprintf(":warning: completions that %s rose from %s (%s before) to *%s* of the latest %s",
+	return fmt.Sprintf(":warning: completions that %s rose from %s of the %s before to *%s* of the latest %s finished requests",
 		qualityReasonText(j.Reason, maxTokens), Percent(j.Before), Count(j.BeforeN), Percent(j.Now), Count(j.NowN))
 }

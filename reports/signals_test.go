@@ -102,7 +102,7 @@ func TestAssessQualityJump(t *testing.T) {
 						t.Errorf("Jump = %+v; want length 22/160 -> 40/40", q.Jump)
 					}
 					line := QualityLine(*q)
-					if want := ":warning: completions that hit max_tokens (64) rose from 14% (160 before) to *100%* of the latest 40"; !strings.Contains(line, want) {
+					if want := ":warning: completions that hit max_tokens (64) rose from 14% of the 160 before to *100%* of the latest 40 finished requests"; !strings.Contains(line, want) {
 						t.Errorf("QualityLine = %q; want %q in it", line, want)
 					}
 				}
@@ -241,6 +241,76 @@ func TestRenderSignalsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			goldenJSON(t, name+".blocks.golden.json", blocks)
+		})
+	}
+}
+
+func TestRunEndAndQualityAt(t *testing.T) {
+	n := func(v float64) *float64 { return &v }
+	engines := func(running ...*float64) []EngineStatus {
+		var out []EngineStatus
+		for _, r := range running {
+			out = append(out, EngineStatus{OK: true, Running: r})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		r    RunStatus
+		want RunEnd
+	}{
+		{"items wait to start", RunStatus{Progress: &Progress{Done: 700, Total: 1000}, Engines: engines(n(100), n(100))}, EndBusy},
+		{"as many left as in flight on two engines", RunStatus{Progress: &Progress{Done: 800, Total: 1000}, Engines: engines(n(100), n(100))}, EndLastBatch},
+		{"in flight unknown", RunStatus{Progress: &Progress{Done: 990, Total: 1000}, Engines: engines(nil)}, EndBusy},
+		{"no total", RunStatus{Progress: &Progress{Done: 990}, Engines: engines(n(200))}, EndBusy},
+		{"all done", RunStatus{Progress: &Progress{Done: 1000, Total: 1000}}, EndDone},
+		{"the estimate says done", RunStatus{ETA: &ETA{State: StateDone}}, EndDone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.r.End(); got != tt.want {
+				t.Errorf("End() = %v; want %v", got, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		reason string
+		end    RunEnd
+		kept   bool
+	}{
+		{"length", EndBusy, true}, {"length", EndLastBatch, false}, {"length", EndDone, false},
+		{"abort", EndLastBatch, true}, {"abort", EndDone, false},
+	} {
+		q := &Quality{Finished: 100, Shares: map[string]float64{tt.reason: 0.2}, Jump: &ShareJump{Reason: tt.reason, Now: 0.5}}
+		got := q.At(tt.end)
+		if (got.Jump != nil) != tt.kept || got.Shares[tt.reason] != 0.2 || q.Jump == nil {
+			t.Errorf("Quality{Jump: %s}.At(%v) = %+v; want the jump kept %v, the shares kept and q unchanged", tt.reason, tt.end, got, tt.kept)
+		}
+	}
+}
+
+func TestEngineLineServersAndEngines(t *testing.T) {
+	n := func(v float64) *float64 { return &v }
+	server := func(url string, ok bool, engines int) EngineStatus {
+		return EngineStatus{URL: url, Kind: "vllm", OK: ok, Engines: engines, Running: n(100), Waiting: n(10)}
+	}
+	tests := []struct {
+		name string
+		es   []EngineStatus
+		want string
+	}{
+		{"one server", []EngineStatus{server("http://a/metrics", true, 1)}, "Servers: 1 of 1 up · 100 running · 10 waiting"},
+		{"engine count unknown", []EngineStatus{server("http://a/metrics", true, 0)}, "Servers: 1 of 1 up · 100 running · 10 waiting"},
+		{"one server, two data-parallel engines", []EngineStatus{server("http://a/metrics", true, 2)}, "Servers: 1 of 1 up (2 data-parallel engines) · 100 running · 10 waiting"},
+		{"two servers", []EngineStatus{server("http://a/metrics", true, 1), server("http://b/metrics", true, 1)}, "Servers: 2 of 2 up · 200 running · 20 waiting"},
+		{"two servers of two engines", []EngineStatus{server("http://a/metrics", true, 2), server("http://b/metrics", true, 2)}, "Servers: 2 of 2 up (4 engines between them) · 200 running · 20 waiting"},
+		{"one of two up", []EngineStatus{server("http://a/metrics", true, 2), {URL: "http://b/metrics", Error: "refused"}}, "Servers: 1 of 2 up (2 data-parallel engines) · 100 running · 10 waiting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := PlainText(EngineLineBeside(tt.es, nil)); !strings.HasPrefix(got, tt.want) {
+				t.Errorf("EngineLineBeside = %q; want it to start %q", got, tt.want)
+			}
 		})
 	}
 }

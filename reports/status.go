@@ -132,6 +132,11 @@ func ThroughputLine(t Throughput) string {
 	switch {
 	case len(parts) == 0:
 		// Nothing recent (the run finished or paused): the run average is what is left to say.
+	case t.UntilFinish && t.Basis != "":
+		// A finished run's window is its last before the finish, not the idle minutes since.
+		s += " (" + t.Basis + " up to the finish)"
+	case t.UntilFinish && t.WindowS > 0:
+		s += fmt.Sprintf(" over the %s up to the finish", Duration(t.WindowS))
 	case t.Basis != "":
 		s += " (" + t.Basis + ")"
 	case t.WindowS > 0:
@@ -157,7 +162,10 @@ func ThroughputLine(t Throughput) string {
 func ETALine(e ETA, loc *time.Location) string {
 	switch e.State {
 	case "done":
-		return ":white_check_mark: *Done.* " + Esc(e.Reason)
+		if e.Reason == "" {
+			return ":white_check_mark: *Done.*"
+		}
+		return ":white_check_mark: *Done:* " + Esc(e.Reason) + "."
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		if e.StalledSince != nil {
@@ -193,7 +201,7 @@ func ETALine(e ETA, loc *time.Location) string {
 	return s
 }
 
-// EngineLineBeside summarises the engines in an answer whose context lists the problems ps: a failing
+// EngineLineBeside summarises the inference servers and their engines in an answer whose context lists the problems ps: a failing
 // endpoint whose error is among them is marked down without repeating the error, so each failure is
 // printed once.
 func EngineLineBeside(es []EngineStatus, ps []Problem) string {
@@ -204,7 +212,7 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 	if len(es) == 0 {
 		return ""
 	}
-	up := 0
+	up, engines := 0, 0
 	var running, waiting, kv float64
 	kvN := 0
 	for _, e := range es {
@@ -212,6 +220,7 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 			continue
 		}
 		up++
+		engines += max(1, e.Engines)
 		if e.Running != nil {
 			running += *e.Running
 		}
@@ -223,7 +232,16 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 			kvN++
 		}
 	}
-	s := fmt.Sprintf("Engines: %d of %d up", up, len(es))
+	// Each endpoint is a server; a server may run several data-parallel engines (vLLM's engine="0", "1"),
+	// whose requests and KV cache are the server's.
+	s := fmt.Sprintf("Servers: %d of %d up", up, len(es))
+	switch {
+	case engines <= up:
+	case up == 1:
+		s += fmt.Sprintf(" (%d data-parallel engines)", engines)
+	default:
+		s += fmt.Sprintf(" (%d engines between them)", engines)
+	}
 	if up > 0 {
 		s += fmt.Sprintf(" · %s running · %s waiting", Count(running), Count(waiting))
 		if kvN > 0 {

@@ -15,6 +15,7 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		return ETA{State: StateUnknown, Reason: "no observations yet"}, Throughput{}
 	}
 	hist = currentRun(hist)
+	hist = untilFinish(hist)
 	if cfg.Window <= 0 {
 		cfg.Window = PaceWindow(hist)
 	}
@@ -33,7 +34,8 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		e.State, e.ItemsLeft = StateDone, 0
 		zero := 0.0
 		e.Seconds, e.LowS, e.HighS = &zero, &zero, &zero
-		e.Reason = fmt.Sprintf("all %s items are done", format.Count(float64(last.Total)))
+		e.Reason = fmt.Sprintf("all %s items finished", format.Count(float64(last.Total)))
+		tp.UntilFinish = true
 		return e, tp
 	}
 	if len(hist) == 1 {

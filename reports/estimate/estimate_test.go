@@ -49,7 +49,7 @@ func TestEstimateStates(t *testing.T) {
 		reason string // a piece of the reason
 	}{
 		{"empty", nil, StateUnknown, "no observations"},
-		{"done", done, StateDone, "all 1,800 items are done"},
+		{"done", done, StateDone, "all 1,800 items finished"},
 		{"stalled", flat, StateStalled, "no progress since t=3,600 s (12 min)"},
 		{"total unknown", noTotal, StateUnknown, "total number of items is unknown"},
 		{"nothing finished", estHist(25, 5, 0.01, 1000, false), StateUnknown, "no item has finished yet"},
@@ -491,4 +491,30 @@ func secondsOf(e ETA) float64 {
 		return math.NaN()
 	}
 	return *e.Seconds
+}
+
+// A finished run's rates end at its finish: the idle samples after it change neither the window nor the run
+// average. A run whose total grew past the count it had reached goes on.
+func TestEstimateThroughputStopsAtFinish(t *testing.T) {
+	hist := estHist(1800, 30, 1, 1800, true)
+	_, atFinish := Compute(hist, Config{})
+	idle := append([]Observation(nil), hist...)
+	last := hist[len(hist)-1]
+	for t := last.T + 30; t <= last.T+1200; t += 30 {
+		o := last
+		o.T, o.Elapsed = t, obsF(t)
+		idle = append(idle, o)
+	}
+	_, later := Compute(idle, Config{})
+	if !atFinish.UntilFinish || later != atFinish || later.TokensPerS < 1300 || later.RunItemsPerS < 0.95 {
+		t.Errorf("throughput 20 min after the finish = %+v; want it as at the finish, %+v (about 1,400 tok/s, 1 item/s)", later, atFinish)
+	}
+	grown := append([]Observation(nil), idle...)
+	for i := len(hist) + 10; i < len(grown); i++ {
+		grown[i].Total = 2400
+		grown[i].Done = 1800 + int64(grown[i].T-grown[len(hist)+9].T)/2
+	}
+	if e, tp := Compute(grown, Config{}); e.State == StateDone || tp.UntilFinish {
+		t.Errorf("Compute(total grown to 2,400) = %s, until finish %v; want the run going on", e.State, tp.UntilFinish)
+	}
 }

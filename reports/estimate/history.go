@@ -71,6 +71,21 @@ func currentRun(hist []Observation) []Observation {
 	return hist
 }
 
+// untilFinish cuts a finished run's history at its finish, the first sample with every item done: the samples
+// after it are idle time, and rates over them would fall further the longer the finished run is asked about.
+// A run whose total grew after it was reached is not finished.
+func untilFinish(hist []Observation) []Observation {
+	if last := hist[len(hist)-1]; last.Total <= 0 || last.Done < last.Total {
+		return hist
+	}
+	for i, o := range hist {
+		if o.Total > 0 && o.Done >= o.Total {
+			return hist[:i+1]
+		}
+	}
+	return hist
+}
+
 // build takes the engine counters as FoldSeries folds them (restarts, replicas, steps back) and measures
 // active time: an interval with no progress counts as idle when the
 // engines say they generated nothing or do not answer (a restart), or, without token data, when the flat

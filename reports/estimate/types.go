@@ -40,6 +40,8 @@ type Throughput struct {
 	// Basis says how the figures were derived: "565K tokens in 6 min 48 s" (the log's elapsed time, from one
 	// sample) or "1.2M tokens in 15 min" (counter deltas over the window).
 	Basis string `json:"basis,omitempty"`
+	// UntilFinish marks the figures of a finished run: the window and the run end at the finish, not now.
+	UntilFinish bool `json:"until_finish,omitempty"`
 }
 
 // ETA is a finish estimate with its range.
