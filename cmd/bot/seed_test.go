@@ -112,6 +112,10 @@ func TestSeedMoment(t *testing.T) {
 	if !strings.Contains(ans.Text, "300 finished at 1,066 on average, 200 in flight and longer") {
 		t.Errorf("ETA answer does not set the log's average (1,066) beside its completions:\n%s", ans.Text)
 	}
+	// 0.74 items/s is finished items ÷ elapsed; the ETA runs faster because 200 more are in flight: said.
+	if !strings.Contains(ans.Text, "0.74 items/s (565K tokens in 6 min 48 s; items finished only, 200 more in flight)") {
+		t.Errorf("ETA answer does not say its one-sample item rate leaves out the 200 in flight:\n%s", ans.Text)
+	}
 	// One server, two data-parallel engines behind it: the count says both.
 	if want := "Servers: 1 of 1 up (2 data-parallel engines) · 200 running · 56 waiting"; !strings.Contains(ans.Text, want) {
 		t.Errorf("ETA answer does not say %q:\n%s", want, ans.Text)

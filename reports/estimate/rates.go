@@ -83,6 +83,9 @@ func firstSample(tp Throughput, o Observation) Throughput {
 	if tp.ItemsPerS == 0 && o.Done > 0 {
 		tp.ItemsPerS, tp.RunItemsPerS = float64(o.Done)/el, float64(o.Done)/el
 		tp.WindowS = el
+		if o.Running != nil {
+			tp.InFlight = *o.Running
+		}
 		if tp.Basis == "" {
 			tp.Basis = fmt.Sprintf("%s items in %s", format.Count(float64(o.Done)), format.Span(el))
 		}

@@ -32,6 +32,10 @@ func TestFirstSampleThroughput(t *testing.T) {
 	if math.Abs(tp.TokensPerS-565405.0/408) > 1e-9 || tp.Basis != "565K tokens in 6 min 48 s" {
 		t.Errorf("Compute(one sample) throughput = %+v; want 1,386 tok/s from 565K tokens in 6 min 48 s", tp)
 	}
+	if tp.ItemsPerS != 300.0/408 || tp.InFlight != 200 {
+		t.Errorf("Compute(one sample) items %v/s, in flight %v; want 300 ÷ 408 s with the 200 in flight said", tp.ItemsPerS,
+			tp.InFlight)
+	}
 	hist := estHist(1800, 30, 1, 25000, true)
 	_, tp = Compute(hist, Config{})
 	if tp.TokensPerS <= 0 || !strings.Contains(tp.Basis, "tokens in") {

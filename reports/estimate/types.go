@@ -40,6 +40,9 @@ type Throughput struct {
 	// Basis says how the figures were derived: "565K tokens in 6 min 48 s" (the log's elapsed time, from one
 	// sample) or "1.2M tokens in 15 min" (counter deltas over the window).
 	Basis string `json:"basis,omitempty"`
+	// InFlight is the requests still in flight when ItemsPerS comes from one sample (finished items ÷ the
+	// job's elapsed time): that rate counts none of them, and runs below the one the ETA uses.
+	InFlight float64 `json:"in_flight,omitempty"`
 	// UntilFinish marks the figures of a finished run: the window and the run end at the finish, not now.
 	UntilFinish bool `json:"until_finish,omitempty"`
 }
