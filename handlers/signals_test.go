@@ -146,7 +146,7 @@ func TestDrafterInStatusAndWarning(t *testing.T) {
 		for _, p := range a.Process(evs, now, func(string) bool { return false }) {
 			if p.Kind == AlertDrafterDrop {
 				drops++
-				if i != 3 || !strings.Contains(p.Message.Text(), "drafter acceptance fell from 89% (2,655 draft tokens before) to 22% over the latest 1,180") {
+				if i != 3 || !strings.Contains(p.Message.Text(), "drafter acceptance fell from 89% of the 2,655 draft tokens before to 22% of the latest 1,180") {
 					t.Errorf("sample %d: drafter warning %q", i, p.Message.Text())
 				}
 			}

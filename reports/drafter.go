@@ -171,6 +171,6 @@ func DrafterLine(d Drafter) string {
 
 // DropLine renders a fall in acceptance.
 func DropLine(p AcceptDrop) string {
-	return fmt.Sprintf(":warning: drafter acceptance fell from %s (%s draft tokens before) to *%s* over the latest %s",
+	return fmt.Sprintf(":warning: drafter acceptance fell from %s of the %s draft tokens before to *%s* of the latest %s",
 		Percent(p.Before), Tokens(p.BeforeN), Percent(p.Now), Tokens(p.NowN))
 }

@@ -108,7 +108,7 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 	if l.First == nil {
 		return "No estimate announced yet, so none has moved: one is announced " + announceWait(e) + "."
 	}
-	s := fmt.Sprintf("No sharp move since the first estimate at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
+	s := fmt.Sprintf("No sharp move since the first estimate recorded at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
 	if l.Drift != nil {
 		s += fmt.Sprintf("; it is %s against the estimate announced at %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
@@ -333,7 +333,7 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 	if late < 0 {
 		rel = "earlier than"
 	}
-	s := fmt.Sprintf("%s — finish around %s, %s %s the first estimate (made at %s, finish %s).", lead, SlackDateTime(*e.FinishAt, loc),
+	s := fmt.Sprintf("%s — finish around %s, %s %s the first estimate recorded (at %s, finish %s).", lead, SlackDateTime(*e.FinishAt, loc),
 		Duration(math.Abs(late)), rel, SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc))
 	if a := l.Announced; a != nil && a.At != first.At {
 		s += fmt.Sprintf(" Against the estimate announced at %s (finish %s) it is %s.", SlackTime(tTime(a.At), loc),

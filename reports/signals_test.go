@@ -193,7 +193,7 @@ func TestAssessDrafterDrop(t *testing.T) {
 					if math.Abs(d.Drop.Before-262.0/295) > 1e-9 || math.Abs(d.Drop.Now-262.0/(4*295)) > 1e-9 {
 						t.Errorf("Drop = %+v; want 88.8%% -> 22.2%%", d.Drop)
 					}
-					if !strings.Contains(DrafterLine(*d), ":warning: drafter acceptance fell from 89% (2,655 draft tokens before) to *22%* over the latest 1,180") {
+					if !strings.Contains(DrafterLine(*d), ":warning: drafter acceptance fell from 89% of the 2,655 draft tokens before to *22%* of the latest 1,180") {
 						t.Errorf("DrafterLine = %q", DrafterLine(*d))
 					}
 				}
