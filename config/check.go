@@ -79,6 +79,10 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string, lines keyLines) error
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
+				if guess := closestKey(k.Value, t); guess != "" {
+					return fmt.Errorf("line %d: unknown key %q in %s: did you mean %q? (known: %s)", k.Line, k.Value,
+						describe(where), guess, knownKeys(t))
+				}
 				return fmt.Errorf("line %d: unknown key %q in %s (known: %s)", k.Line, k.Value, describe(where), knownKeys(t))
 			}
 			if first, dup := seen[k.Value]; dup {
