@@ -79,7 +79,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string, lines keyLines) error
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
-				if guess := closestKey(k.Value, t); guess != "" {
+				if guess := closestKey(k.Value, fields); guess != "" {
 					return fmt.Errorf("line %d: unknown key %q in %s: did you mean %q? (known: %s)", k.Line, k.Value,
 						describe(where), guess, knownKeys(t))
 				}
@@ -160,7 +160,7 @@ func checkScalar(n *yaml.Node, kind reflect.Kind, where string) error {
 			return fmt.Errorf("line %d: %s: %s must not be negative; give a count like %s", n.Line, where, v, exampleCount(where))
 		case huge:
 			// A whole number, only past what any count here can be.
-			return fmt.Errorf("line %d: %s: %s is too large (at most %s); give a count like %s", n.Line, where, v, countMax(where), exampleCount(where))
+			return fmt.Errorf("line %d: %s: %w", n.Line, where, tooLarge(where, v))
 		case ferr != nil || f != math.Trunc(f):
 			what := fmt.Sprintf("%q is not a whole number", v)
 			if ferr == nil {
@@ -226,12 +226,17 @@ func countMax(where string) string {
 func checkCount(where, text string, i int64) error {
 	key := lastKey(where)
 	if l, ok := countLimits[key]; ok && i > l.max {
-		return fmt.Errorf("%s is too large (at most %s); give a count like %s", text, countMax(where), exampleCount(where))
+		return tooLarge(where, text)
 	}
 	if key == "total" && i == 0 {
 		return fmt.Errorf("0 is not a number of items: give the number of items in the job, like 25000, or leave total out when the log says")
 	}
 	return nil
+}
+
+// tooLarge is the error for a count past its key's bound (or past any count's, 2^53).
+func tooLarge(where, text string) error {
+	return fmt.Errorf("%s is too large (at most %s); give a count like %s", text, countMax(where), exampleCount(where))
 }
 
 // lastKey is the last key of a path: "num_layers" of "runs[0].plans[1].num_layers".

@@ -5,16 +5,18 @@ import (
 	"strings"
 )
 
-// closestKey is the known key of t an unknown key most likely misspells ("totl" for total, "max_token" for
-// max_tokens), or "" when none is within two edits (or a third of the key's length, for short keys).
-func closestKey(key string, t reflect.Type) string {
+// closestKey is the known key (of fields, as yamlFields gives them) an unknown key most likely misspells
+// ("totl" for total, "num_layer" for num_layers), or "" when none is within two edits (or a third of the
+// key's length, for short keys). Ties go to the first in alphabetical order, so the answer does not depend on
+// map order.
+func closestKey(key string, fields map[string]reflect.Type) string {
 	best, bestD := "", 3
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if name == "" || name == "-" {
+	for name := range fields {
+		d := editDistance(strings.ToLower(key), name)
+		if d > max(1, len(name)/3) {
 			continue
 		}
-		if d := editDistance(strings.ToLower(key), name); d < bestD && d <= max(1, len(name)/3) {
+		if d < bestD || d == bestD && name < best {
 			best, bestD = name, d
 		}
 	}
