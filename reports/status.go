@@ -207,9 +207,9 @@ func ETALine(e ETA, loc *time.Location) string {
 	return s
 }
 
-// EngineLineBeside summarises the inference servers and their engines in an answer whose context lists the problems ps: a failing
-// endpoint whose error is among them is marked down without repeating the error, so each failure is
-// printed once.
+// EngineLineBeside summarises the inference servers and their engines in an answer whose context lists the
+// problems ps: a failing endpoint whose error is among them is marked down without repeating the error, so
+// each failure is printed once.
 func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 	listed := map[string]bool{}
 	for _, p := range ps {
