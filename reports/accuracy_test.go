@@ -151,6 +151,9 @@ type accResult struct {
 	// jumps counts the consecutive evaluated points whose range width (as a share of the time left) more
 	// than doubled or halved from one answer to the next, of pairs: a range that flaps reads as noise.
 	jumps, pairs int
+	// width sums the range's width as a share of the true time left; iscore sums the 80% interval score (width
+	// plus 10x the distance by which the range missed the finish) as a share of the job's duration.
+	width, iscore float64
 }
 
 // run is the case's observations and the true finish: the sim run on a seed, or the peer trace (stretched).
@@ -226,6 +229,13 @@ func runAccuracy(c accCase, seed int64, every float64) accResult {
 		prevW = w
 		res.est += math.Abs(o.T+*line.ETAS-finish) / finish
 		covered := line.Low != nil && line.High != nil && o.T+*line.Low <= finish && finish <= o.T+*line.High
+		if line.Low != nil && line.High != nil {
+			lo, hi := o.T+*line.Low, o.T+*line.High
+			res.width += (hi - lo) / (finish - o.T)
+			res.iscore += (hi - lo + 10*math.Max(0, lo-finish) + 10*math.Max(0, finish-hi)) / finish
+		} else {
+			res.iscore++
+		}
 		if covered {
 			res.covered++
 		}
@@ -249,6 +259,7 @@ type accRow struct {
 	cover, settledCover    float64
 	late                   float64 // share of points whose true finish came after the range
 	jumps                  float64 // share of consecutive answers whose range width more than doubled or halved
+	width, iscore          float64 // mean range width ÷ time left, mean interval score ÷ the job's duration
 	shifts, absurd         int
 	unknown, stalled       int
 	emaAbsurd, stalledRuns int
@@ -270,6 +281,8 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 			row.est += r.est / n
 			row.naive += r.naive / n
 			row.ema += r.ema / n
+			row.width += r.width / n
+			row.iscore += r.iscore / n
 			row.shifts += r.shifts
 			row.absurd += r.absurd
 			row.unknown += r.unknown
@@ -347,16 +360,16 @@ func accSummary(rows []accRow, keep func(accRow) bool) (est, better float64) {
 
 func formatAccTable(rows []accRow) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-32s %7s %7s %7s %8s %6s %5s %7s %6s %6s %6s %7s\n", "scenario", "estim", "naive", "tqdm",
-		"vs best", "cover", "late", "settled", "jumps", "shifts", "absurd", "stalled")
+	fmt.Fprintf(&b, "%-32s %7s %7s %7s %8s %6s %5s %7s %6s %6s %6s %7s %6s %7s\n", "scenario", "estim", "naive", "tqdm",
+		"vs best", "cover", "late", "settled", "jumps", "shifts", "absurd", "stalled", "width", "iscore")
 	for _, r := range rows {
 		settled := "-"
 		if !math.IsNaN(r.settledCover) {
 			settled = fmt.Sprintf("%.0f%%", 100*r.settledCover)
 		}
-		fmt.Fprintf(&b, "%-32s %6.2f%% %6.2f%% %6.2f%% %+7.0f%% %5.0f%% %4.0f%% %7s %5.0f%% %6d %6d %7d\n", r.c.name(),
-			100*r.est, 100*r.naive, 100*r.ema, 100*(r.est/r.better()-1), 100*r.cover, 100*r.late, settled, 100*r.jumps,
-			r.shifts, r.absurd, r.stalled)
+		fmt.Fprintf(&b, "%-32s %6.2f%% %6.2f%% %6.2f%% %+7.0f%% %5.0f%% %4.0f%% %7s %5.0f%% %6d %6d %7d %5.0f%% %6.1f%%\n",
+			r.c.name(), 100*r.est, 100*r.naive, 100*r.ema, 100*(r.est/r.better()-1), 100*r.cover, 100*r.late, settled,
+			100*r.jumps, r.shifts, r.absurd, r.stalled, 100*r.width, 100*r.iscore)
 	}
 	groups := []struct {
 		name string
@@ -390,10 +403,14 @@ func formatAccTable(rows []accRow) string {
 	}
 	fmt.Fprintf(&b, "scenarios worse than their better baseline: %d of %d; range coverage within 75-90%%: %d of %d\n",
 		worse, cases, within, cases)
-	var jumps float64
+	var jumps, width, iscore float64
 	for _, r := range rows {
 		jumps += r.jumps / float64(len(rows))
+		width += r.width / float64(len(rows))
+		iscore += r.iscore / float64(len(rows))
 	}
+	fmt.Fprintf(&b, "range width: %.0f%% of the time left; interval score: %.1f%% of the job (means over rows)\n",
+		100*width, 100*iscore)
 	fmt.Fprintf(&b, "range width more than doubled or halved from one answer to the next: %.1f%% of answers (mean over rows)\n",
 		100*jumps)
 	for _, r := range rows {
@@ -591,7 +608,9 @@ func TestStretchInvariance(t *testing.T) {
 }
 
 // BenchmarkAccuracy runs the whole table on four seeds and reports the mean errors (percent of the job's
-// duration) and the pooled coverage. Run it with -benchtime=1x; -v prints the table.
+// duration), the pooled coverage, and how sharp the range is: its width as a share of the true time left, and
+// the 80% interval score (width plus 10x any miss, as a share of the job), which a range can only lower by
+// being both narrow and right. Run it with -benchtime=1x; -v prints the table.
 func BenchmarkAccuracy(b *testing.B) {
 	var rows []accRow
 	for i := 0; i < b.N; i++ {
@@ -600,16 +619,20 @@ func BenchmarkAccuracy(b *testing.B) {
 	est, better := accSummary(rows, func(accRow) bool { return true })
 	b.ReportMetric(100*est, "est_err_%")
 	b.ReportMetric(100*better, "best_baseline_err_%")
-	var cover, jumps float64
+	var cover, jumps, width, iscore float64
 	for _, r := range rows {
 		cover += r.cover / float64(len(rows))
 		jumps += r.jumps / float64(len(rows))
+		width += r.width / float64(len(rows))
+		iscore += r.iscore / float64(len(rows))
 		if r.c.mode == accFull && r.c.peer == "" {
 			b.ReportMetric(100*r.est, strings.ReplaceAll(r.c.s.Name, "-", "_")+"_err_%")
 		}
 	}
 	b.ReportMetric(100*cover, "coverage_%")
 	b.ReportMetric(100*jumps, "range_jumps_%")
+	b.ReportMetric(100*width, "range_width_%")
+	b.ReportMetric(100*iscore, "interval_score_%")
 	if testing.Verbose() {
 		fmt.Println(formatAccTable(rows))
 	}
