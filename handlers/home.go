@@ -172,7 +172,7 @@ func homeLine(h homeRun) string {
 	case e.State == reports.StateRunning && e.Seconds != nil:
 		line += " — ETA " + reports.Duration(*e.Seconds)
 		if e.LowS != nil && e.HighS != nil {
-			line += fmt.Sprintf(" (%s – %s)", reports.Duration(*e.LowS), reports.Duration(*e.HighS))
+			line += reports.Range(*e.Seconds, *e.LowS, *e.HighS)
 		}
 	default:
 		line += " — " + reports.Esc(e.State)

@@ -14,6 +14,9 @@ func Tokens(n float64) string { return format.Tokens(n) }
 // Duration formats seconds for people: 45 s, 12 min, 3 h 10 min, 2 d 4 h.
 func Duration(s float64) string { return format.Duration(s) }
 
+// Range is an estimate's range as the parenthesis after it (see format.Range).
+func Range(sec, low, high float64) string { return format.Range(sec, low, high) }
+
 // Rate formats a per-second figure with a sensible precision: 1,386 tok/s, 0.71 items/s.
 func Rate(v float64, unit string) string { return format.Rate(v, unit) }
 

@@ -192,7 +192,7 @@ func ETALine(e ETA, loc *time.Location) string {
 	}
 	s := fmt.Sprintf("ETA *%s*", Duration(*e.Seconds))
 	if e.LowS != nil && e.HighS != nil {
-		s += fmt.Sprintf(" (%s – %s)", Duration(*e.LowS), Duration(*e.HighS))
+		s += Range(*e.Seconds, *e.LowS, *e.HighS)
 	}
 	if e.FinishAt != nil {
 		s += ", done around " + SlackDateTime(*e.FinishAt, loc)

@@ -66,7 +66,7 @@ func replayText(res reports.ReplayLine) string {
 	if res.ETAS != nil {
 		eta = reports.Duration(*res.ETAS)
 		if res.Low != nil && res.High != nil {
-			eta += " (" + reports.Duration(*res.Low) + " – " + reports.Duration(*res.High) + ")"
+			eta += reports.Range(*res.ETAS, *res.Low, *res.High)
 		}
 	}
 	shift := ""

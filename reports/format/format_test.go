@@ -92,3 +92,21 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestRange(t *testing.T) {
+	for _, c := range []struct {
+		sec, low, high float64
+		want           string
+	}{
+		{13000, 9060, 17040, " (2 h 31 min – 4 h 44 min)"},
+		{10800, 10790, 21780, " (or later, up to 6 h 3 min)"},
+		{4800, 2940, 4810, " (or sooner, from 49 min)"},
+		{600, 595, 605, ""},
+		{12120, 11880, 24360, " (or later, up to 6 h 46 min)"}, // 3 h 22 min (3 h 18 min): 2% below
+		{12120, 11870, 24360, " (3 h 18 min – 6 h 46 min)"},
+	} {
+		if got := Range(c.sec, c.low, c.high); got != c.want {
+			t.Errorf("Range(%v, %v, %v) = %q, want %q", c.sec, c.low, c.high, got, c.want)
+		}
+	}
+}
