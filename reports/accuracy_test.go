@@ -557,6 +557,16 @@ func TestAccuracy(t *testing.T) {
 		t.Errorf("peer corpus: the range width doubled or halved from one answer to the next in %.1f%% of answers; want at most 7%%",
 			100*jumps)
 	}
+	// The range's sharpness: the 80% interval score (width plus 10x the miss, as a share of the job) over the
+	// corpus, 64.4% with the range 99% of the time left wide on average; coverage alone would let a wider range
+	// pass. Held at 68%, so that a change to the range that buys coverage with width shows here.
+	var iscore float64
+	for _, r := range peer {
+		iscore += r.iscore / float64(len(peer))
+	}
+	if iscore > 0.68 {
+		t.Errorf("peer corpus: mean interval score %.1f%% of the job; want at most 68%%", 100*iscore)
+	}
 	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.92*better {
 		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 0.92x (the brief: 0.8x)", 100*est, 100*better)
 	}
