@@ -39,7 +39,8 @@ type Engine struct {
 	// Signals are the data-quality and drafter counters (signals.go).
 	Signals Signals
 	// Missing says, when the endpoint answered, which names runwatch reads it lacks and what it
-	// exports instead (drift.go); nil when nothing expected is missing.
+	// exports instead (drift.go), and which it exports with impossible values (NaN, ±Inf,
+	// negative), left out (metricsvalues.go); nil when nothing is missing.
 	Missing []string
 
 	// Skipped lists exposition lines that were not valid and were left out,
@@ -155,8 +156,9 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 		}
 	}
 	m := metricsFamilies(fams)
+	bad, notes := metricsDropImpossible(fams)
 	if src == nil {
-		e.Missing = metricsDiagnose(m, nil)
+		e.Missing = append(metricsDiagnose(m, nil, nil), notes...)
 		return e
 	}
 	e.Kind = src.kind
@@ -226,7 +228,7 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 		}
 	}
 	e.Signals = metricsSignals(m, src, e)
-	e.Missing = metricsDiagnose(m, src)
+	e.Missing = append(metricsDiagnose(m, src, bad), notes...)
 	return e
 }
 
