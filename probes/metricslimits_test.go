@@ -85,3 +85,38 @@ vllm:num_preemptions_total 1e300
 		t.Errorf("Missing = %q; want the NaN counter named as NaN, not as absent", e.Missing)
 	}
 }
+
+// TestMetricsFinishReasonsBounded serves 60 finish reasons of 60 KB each (a 3.6 MB status answer
+// before) and 10 short ones more frequent than length: the reasons are kept short and few, the rest counted under "other", so the answer stays
+// an answer and the totals stay whole.
+func TestMetricsFinishReasonsBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("# TYPE vllm:request_success_total counter\n")
+	b.WriteString("vllm:request_success_total{finished_reason=\"stop\"} 100\nvllm:request_success_total{finished_reason=\"length\"} 10\n")
+	for i := range 60 {
+		fmt.Fprintf(&b, "vllm:request_success_total{finished_reason=\"%d%s\"} 1\n", i, strings.Repeat("<!channel>", 6000))
+	}
+	for i := range 10 { // short, and more frequent than length: length is still kept by name
+		fmt.Fprintf(&b, "vllm:request_success_total{finished_reason=\"r%d\"} 20\n", i)
+	}
+	e, err := ParseMetrics(strings.NewReader(b.String()))
+	if err != nil {
+		t.Fatalf("ParseMetrics = %v", err)
+	}
+	total, size := 0.0, 0
+	for r, v := range e.FinishedByReason {
+		total += v
+		size += len(r)
+		if len(r) > MetricsMaxReasonBytes {
+			t.Errorf("FinishedByReason has a %d-byte reason %.40q…; want at most %d bytes", len(r), r, MetricsMaxReasonBytes)
+		}
+	}
+	if len(e.FinishedByReason) > MetricsMaxReasons+1 {
+		t.Errorf("FinishedByReason has %d reasons; want at most %d and other", len(e.FinishedByReason), MetricsMaxReasons)
+	}
+	if total != 370 || e.FinishedByReason["stop"] != 100 || e.FinishedByReason["length"] != 10 || e.FinishedByReason["other"] == 0 {
+		t.Errorf("FinishedByReason = %d reasons, %v in all, stop %v, length %v, other %v; want 370, 100, 10 and the rest under other",
+			len(e.FinishedByReason), total, e.FinishedByReason["stop"], e.FinishedByReason["length"], e.FinishedByReason["other"])
+	}
+	t.Logf("figure: 72 finish reasons, 3.6 MB of label values: %d kept, %d bytes of names", len(e.FinishedByReason), size)
+}

@@ -83,3 +83,47 @@ func metricsSigned(v float64) string {
 	}
 	return strconv.FormatFloat(v, 'g', 6, 64)
 }
+
+// Finish reasons are a handful of short words (stop, length, abort, error); a label value is
+// otherwise unbounded, and each reason is named in answers and kept in history.
+const (
+	MetricsMaxReasons     = 8  // distinct finish reasons kept; the rest are counted as "other"
+	MetricsMaxReasonBytes = 32 // a longer reason is counted as "other"
+)
+
+// metricsReasons bounds finish-reason counts: reasons longer than MetricsMaxReasonBytes, and past
+// the MetricsMaxReasons kept (the ones answers read first: stop, length, abort, error; then the
+// most frequent), are summed under "other", so the total stays whole.
+func metricsReasons(by map[string]float64) map[string]float64 {
+	names := make([]string, 0, len(by))
+	other := 0.0
+	for r, v := range by {
+		if len(r) > MetricsMaxReasonBytes || r == "other" {
+			other += v
+			continue
+		}
+		names = append(names, r)
+	}
+	known := func(r string) bool { return r == "stop" || r == "length" || r == "abort" || r == "error" }
+	sort.Slice(names, func(i, j int) bool {
+		if ki, kj := known(names[i]), known(names[j]); ki != kj {
+			return ki
+		}
+		if by[names[i]] != by[names[j]] {
+			return by[names[i]] > by[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	out := make(map[string]float64, min(len(names), MetricsMaxReasons)+1)
+	for i, r := range names {
+		if i < MetricsMaxReasons {
+			out[r] = by[r]
+		} else {
+			other += by[r]
+		}
+	}
+	if other > 0 || by["other"] != 0 {
+		out["other"] = other
+	}
+	return out
+}
