@@ -17,7 +17,8 @@ const (
 )
 
 // ErrAbsurdSeries marks an exposition refused because a line broke MetricsMaxLabels or
-// MetricsMaxLineBytes.
+// MetricsMaxLineBytes, or a Prometheus answer refused because a series broke MetricsMaxLabels or
+// PromMaxLabelBytes.
 var ErrAbsurdSeries = errors.New("absurd series")
 
 // metricsLineTooLong is the error for a line past MetricsMaxLineBytes.
