@@ -285,43 +285,6 @@ func PromConvert(v model.Value, maxSeries, maxSamples int) (PromResult, error) {
 	return res, fmt.Errorf("unexpected result type %s", v.Type())
 }
 
-// PromMaxLabelBytes bounds one label value of an answer: label values are names (an instance, a
-// mount point, a device), and an answer holding a longer one is refused like a scrape line past
-// MetricsMaxLineBytes, rather than carried into every message that names the series.
-const PromMaxLabelBytes = 4 << 10
-
-// promCheckLabels refuses an answer with a series past MetricsMaxLabels labels or a label value
-// past PromMaxLabelBytes.
-func promCheckLabels(v model.Value) error {
-	check := func(m model.Metric) error {
-		if len(m) > MetricsMaxLabels {
-			return fmt.Errorf("%w: a series has %d labels (limit %d); the answer is refused", ErrAbsurdSeries, len(m), MetricsMaxLabels)
-		}
-		for k, lv := range m {
-			if len(lv) > PromMaxLabelBytes {
-				return fmt.Errorf("%w: a series' label %q is %s long (limit %s); the answer is refused",
-					ErrAbsurdSeries, promClip(string(k)), logTailSize(int64(len(lv))), logTailSize(PromMaxLabelBytes))
-			}
-		}
-		return nil
-	}
-	switch v := v.(type) {
-	case model.Vector:
-		for _, s := range v {
-			if err := check(s.Metric); err != nil {
-				return err
-			}
-		}
-	case model.Matrix:
-		for _, s := range v {
-			if err := check(s.Metric); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // promSort orders n series by their labels, computing each one's key once.
 func promSort(n int, metric func(int) model.Metric, swap func(i, j int)) {
 	keys := make([]string, n)
