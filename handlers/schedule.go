@@ -300,7 +300,8 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 
 // settle decides a post a crash interrupted: one Slack has counts as posted at its time (and is
 // the living message or the day's parent if it was to be); one Slack does not have leaves the
-// status due, to be posted now. While Slack cannot be asked, the run waits (pendingGiveUp at most).
+// status due, to be posted now. While Slack does not answer, the run waits (pendingGiveUp at most);
+// when Slack refuses the look-up, the status is posted again at once.
 func (s *Scheduler) settle(ctx context.Context, r *config.Run, m *scheduleMemo, now time.Time) error {
 	in := m.Intent
 	channel := m.ChannelID
@@ -310,8 +311,13 @@ func (s *Scheduler) settle(ctx context.Context, r *config.Run, m *scheduleMemo, 
 	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	ts, err := s.poster.FindTagged(fctx, channel, in.Thread, in.ID, in.At)
 	cancel()
-	if err != nil && now.Sub(in.At) < pendingGiveUp {
-		return fmt.Errorf("cannot tell whether the status posted before a restart landed: %w", err)
+	if err != nil {
+		// Slack's own refusal (a channel named, not an id; no channels:history scope) will not
+		// change: post again now. A Slack that does not answer is asked again, up to pendingGiveUp.
+		if _, refused := errors.AsType[slack.SlackErrorResponse](err); !refused && now.Sub(in.At) < pendingGiveUp {
+			return fmt.Errorf("cannot tell whether the status posted before a restart landed: %w", err)
+		}
+		s.log.Warn("cannot tell whether the status posted before a restart landed; posting it again", "run", r.Name, "err", err)
 	}
 	if ts != "" {
 		s.log.Info("a status post interrupted by a restart had landed; not posting it again", "run", r.Name)

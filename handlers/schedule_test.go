@@ -470,3 +470,55 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleKilledMidPostLookupFails restarts after a kill mid-post when Slack cannot say whether
+// the post landed: while it does not answer (503) the status waits and nothing is posted; once it
+// refuses the look-up for good (channel_not_found) the status is posted again at once rather than
+// held for pendingGiveUp.
+func TestScheduleKilledMidPostLookupFails(t *testing.T) {
+	e := newSchedEnv(t, "new", "@hourly", "")
+	e.api.MaxAttempts = 1
+	dir, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &crashPoster{SlackAPI: e.api, lost: true, landed: make(chan struct{}), release: make(chan struct{})}
+	first, err := NewScheduler(e.bot, cp, dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(cp.release); <-done })
+	e.clock.Set(schedT0)
+	go func() {
+		defer close(done)
+		first.fire(context.Background(), "synth", schedT0, false)
+	}()
+	<-cp.landed
+	dir2, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewScheduler(e.bot, e.api, dir2, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Clock = testClockAfter{e.clock}
+	posts := func() int { return len(e.fake.Calls("chat.postMessage")) }
+	e.fake.failNext("conversations.history", fakeFailure{status: 503, body: "down"})
+	e.clock.Set(schedT0.Add(30 * time.Second))
+	second.RetryPending(context.Background())
+	if n := posts(); n != 0 {
+		t.Fatalf("posts while Slack cannot be asked = %d; want none yet", n)
+	}
+	e.fake.failNext("conversations.history", fakeFailure{status: 200, body: `{"ok":false,"error":"channel_not_found"}`})
+	e.clock.Set(schedT0.Add(time.Minute))
+	second.RetryPending(context.Background())
+	if n := posts(); n != 1 {
+		t.Fatalf("posts once Slack refuses the look-up = %d; want the status posted again at once", n)
+	}
+	second.RetryPending(context.Background())
+	if n := posts(); n != 1 {
+		t.Errorf("posts after another tick = %d; want still 1", n)
+	}
+}
