@@ -91,10 +91,14 @@ func TestAppHomePublishesEveryRun(t *testing.T) {
 }
 
 func TestAppHomeHonoursAllowLists(t *testing.T) {
-	w := newWarningEnvWith(t, botOpts{file: twoRuns, env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth"}}})
+	// synth has an admin of its own: their tab shows synth and not extract.
+	w := newWarningEnvWith(t, botOpts{file: twoRuns, env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth"}},
+		run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
+	w.file.Runs[1].Admins = nil
 	w.post(t, "/slack/events", homeOpened("EvHome2", "U222", "D0U222"), nil)
 	w.post(t, "/slack/events", homeOpened("EvHome3", "UADMIN", "D0ADMIN"), nil)
-	calls := w.fake.wait(t, "views.publish", 2)
+	w.post(t, "/slack/events", homeOpened("EvHome4", "URUNADMIN", "D0RUN"), nil)
+	calls := w.fake.wait(t, "views.publish", 3)
 	w.waitIdle()
 	for _, c := range calls {
 		v, text := parseView(t, c)
@@ -106,6 +110,10 @@ func TestAppHomeHonoursAllowLists(t *testing.T) {
 		case "UADMIN":
 			if !strings.Contains(text, "*synth*") || !strings.Contains(text, "*extract*") {
 				t.Errorf("an admin's App Home:\n%s\nwant every run", text)
+			}
+		case "URUNADMIN":
+			if !strings.Contains(text, "*synth*") || strings.Contains(text, "*extract*") {
+				t.Errorf("synth's own admin's App Home:\n%s\nwant synth only", text)
 			}
 		}
 	}
