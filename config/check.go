@@ -314,6 +314,9 @@ func knownKeys(t reflect.Type) string {
 
 var runName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
+// metricName is a Prometheus metric name (or an alias), with at most one label matcher.
+var metricName = regexp.MustCompile(`^[A-Za-z_:][A-Za-z0-9_:]*(\{[A-Za-z_][A-Za-z0-9_]*="[^"]*"\})?$`)
+
 // PostModes are the ways a run's scheduled status is posted.
 var PostModes = []string{"new", "update", "thread"}
 
@@ -540,6 +543,9 @@ func (s *Stage) validate() error {
 	case "metric":
 		if s.Metric == "" {
 			return fieldError{"metric", "metric check needs metric:"}
+		}
+		if !metricName.MatchString(s.Metric) {
+			return fieldError{"metric", fmt.Sprintf(`%q is not a metric name: give one like vllm:num_requests_running or vllm:request_success_total{finished_reason="length"}, or an alias (running, kv_cache_usage, ...)`, s.Metric)}
 		}
 		if !contains([]string{">", ">=", "<", "<=", "==", "!="}, s.Op) {
 			return fieldError{"op", fmt.Sprintf("%q: use one of > >= < <= == !=", s.Op)}

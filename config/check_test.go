@@ -63,6 +63,8 @@ func TestConfigErrorTable(t *testing.T) {
 		{"check", stage("        check: vibes"), "line 5: runs[0].stages[0].check", "use one of"},
 		{"path", stage("        check: exists", "        path: rel"), "line 6: runs[0].stages[0].path", "absolute path"},
 		{"metric", stage("        check: metric", "        metric: [a]"), "line 6: runs[0].stages[0].metric must be a single value", ""},
+		{"metric name", stage("        check: metric", "        metric: 'http://h:9/metrics'", "        op: '>'", "        value: 1"), "line 6: runs[0].stages[0].metric", "is not a metric name"},
+		{"metric selector", stage("        check: metric", "        metric: 'vllm:x{a=b}'", "        op: '>'", "        value: 1"), "line 6: runs[0].stages[0].metric", `like vllm:num_requests_running or vllm:request_success_total{finished_reason="length"}`},
 		{"op", stage("        check: metric", "        metric: vllm:num_requests_running", "        op: '~'", "        value: 1"), "line 7: runs[0].stages[0].op", "use one of"},
 		{"value", stage("        check: metric", "        metric: m", "        op: '>'", "        value: high"), "line 8: runs[0].stages[0].value", `"high" is not a number`},
 		{"query", stage("        check: promql", "        query: {a: 1}"), "line 6: runs[0].stages[0].query must be a single value", ""},

@@ -67,7 +67,7 @@ func (b *Bot) shareKey(req Request) (string, bool) {
 		return "", false
 	}
 	return strings.Join([]string{req.Source, req.Command, strings.Join(strings.Fields(strings.ToLower(req.Text)), " "), req.Run,
-		req.Channel, req.ChannelName, fmt.Sprint(b.IsAdmin(req.User))}, "\x00"), true
+		req.Channel, req.ChannelName, b.adminScope(req.User)}, "\x00"), true
 }
 
 // ask starts (or joins) the evaluation of req and returns its flight. It never waits for an answer

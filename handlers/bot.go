@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -217,7 +218,7 @@ func (b *Bot) Ask(ctx context.Context, req Request) Reply {
 		rep.Intent = cmd.Name
 		return rep
 	}
-	if cmd.Mutating && !b.IsAdmin(req.User) && req.Source != "console" && req.Source != "cli" {
+	if cmd.Mutating && !b.IsAdmin(req.User, query.Run) && req.Source != "console" && req.Source != "cli" {
 		return adminOnly(cmd.Name, cmd.Verb)
 	}
 	rep := cmd.Handler(ctx, b, query)
@@ -304,10 +305,11 @@ func (b *Bot) Allowed(channel string) bool {
 
 // allowedRequest applies the allow-lists to a request from a chat transport: the channel must be
 // allowed, and a run with its own allowed_channels answers only there (or in the global lists'
-// channels). A direct message counts as allowed for admins.
+// channels). A direct message counts as allowed for the run's admins (before the run is known,
+// for anyone who administers some run).
 func (b *Bot) allowedRequest(req Request, run *config.Run) bool {
 	dm := req.Source == "dm" || req.Source == "home" || strings.HasPrefix(req.Channel, "D")
-	if dm && b.IsAdmin(req.User) {
+	if dm && (run != nil && b.IsAdmin(req.User, run) || run == nil && b.adminScope(req.User) != "") {
 		return true
 	}
 	name := ""
@@ -368,8 +370,31 @@ func (b *Bot) ChannelID(name string) string {
 	return name
 }
 
-// IsAdmin reports whether user may run mutating commands.
-func (b *Bot) IsAdmin(user string) bool { return user != "" && b.admins[user] }
+// IsAdmin reports whether user may change run: an admin of every run (the environment's and the
+// run file's top-level admins) or one of the run's own admins. A nil run asks about every run.
+func (b *Bot) IsAdmin(user string, run *config.Run) bool {
+	if user == "" {
+		return false
+	}
+	return b.admins[user] || run != nil && slices.Contains(run.Admins, user)
+}
+
+// adminScope says what user administers: "*" for every run, the user id for some runs' own
+// admins, "" for nobody's. Answers are shared only between requests with the same scope.
+func (b *Bot) adminScope(user string) string {
+	if user == "" {
+		return ""
+	}
+	if b.admins[user] {
+		return "*"
+	}
+	for _, r := range b.mon.Config().Runs {
+		if slices.Contains(r.Admins, user) {
+			return user
+		}
+	}
+	return ""
+}
 
 func (b *Bot) command(name string) (Command, bool) {
 	for _, c := range b.commands {

@@ -91,10 +91,14 @@ func TestAppHomePublishesEveryRun(t *testing.T) {
 }
 
 func TestAppHomeHonoursAllowLists(t *testing.T) {
-	w := newWarningEnvWith(t, botOpts{file: twoRuns, env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth"}}})
+	// synth has an admin of its own: their tab shows synth and not extract.
+	w := newWarningEnvWith(t, botOpts{file: twoRuns, env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth"}},
+		run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
+	w.file.Runs[1].Admins = nil
 	w.post(t, "/slack/events", homeOpened("EvHome2", "U222", "D0U222"), nil)
 	w.post(t, "/slack/events", homeOpened("EvHome3", "UADMIN", "D0ADMIN"), nil)
-	calls := w.fake.wait(t, "views.publish", 2)
+	w.post(t, "/slack/events", homeOpened("EvHome4", "URUNADMIN", "D0RUN"), nil)
+	calls := w.fake.wait(t, "views.publish", 3)
 	w.waitIdle()
 	for _, c := range calls {
 		v, text := parseView(t, c)
@@ -106,6 +110,10 @@ func TestAppHomeHonoursAllowLists(t *testing.T) {
 		case "UADMIN":
 			if !strings.Contains(text, "*synth*") || !strings.Contains(text, "*extract*") {
 				t.Errorf("an admin's App Home:\n%s\nwant every run", text)
+			}
+		case "URUNADMIN":
+			if !strings.Contains(text, "*synth*") || strings.Contains(text, "*extract*") {
+				t.Errorf("synth's own admin's App Home:\n%s\nwant synth only", text)
 			}
 		}
 	}
@@ -137,4 +145,60 @@ func TestAppHomeManyRunsWithin100Blocks(t *testing.T) {
 	checkBlockKitLimits(t, "App Home (150 runs)", raw, homeMaxBlocks)
 	full := strings.Count(string(raw), `"type":"divider"`)
 	t.Logf("figure: App Home for 150 runs: %d blocks, %d runs in full, the rest in brief, %d bytes of blocks", len(blocks), full, len(raw))
+}
+
+// TestAppHomePressesAreAdminsOnly presses I'm on it and Snooze from the App Home (no allow-lists,
+// so everyone sees every run): a user who administers nothing, and an admin of the other run, are
+// refused in their DM and nothing changes; the run's own admin takes the warning.
+func TestAppHomePressesAreAdminsOnly(t *testing.T) {
+	w := newWarningEnvWith(t, botOpts{file: twoRuns, run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
+	w.file.Runs[1].Admins = []string{"UEXTRACT"}
+	w.step(t, w.mon.Now(), ev("synth", stalled), ev("extract", nil))
+	w.post(t, "/slack/events", homeOpened("EvHomeA", "UADMIN", "D0HOME"), nil)
+	calls := w.fake.wait(t, "views.publish", 1)
+	w.waitIdle()
+	v, _ := parseView(t, calls[0])
+	blocks, _ := json.Marshal(v.View.Blocks)
+	var take, controls string
+	for _, b := range parseBlocks(t, string(blocks)) {
+		if b.Accessory != nil && b.Accessory.ActionID == actTake {
+			take = b.BlockID
+		}
+		if b.Type == "actions" && strings.HasPrefix(b.BlockID, refPrefix) && strings.Contains(b.BlockID, "synth") && controls == "" {
+			controls = b.BlockID
+		}
+	}
+	if take == "" || controls == "" {
+		t.Fatalf("App Home lacks synth's I'm on it (%q) or its buttons (%q)", take, controls)
+	}
+	press := func(user, dm, action, block, value, ts string) {
+		payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":%q,"team_id":"T111"},"api_app_id":"A111","trigger_id":"1.2.3",`+
+			`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":%q,"blocks":[]},`+
+			`"actions":[{"type":"button","action_id":%q,"block_id":%q,"value":%q,"action_ts":%q}]}`, user, dm, action, block, value, ts)
+		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
+	}
+	n := 0
+	for _, user := range []string{"U222", "UEXTRACT"} {
+		for _, p := range []struct{ action, block, value string }{{actTake, take, ""}, {actSnooze, controls, "1h"}} {
+			n++
+			press(user, "D0"+user, p.action, p.block, p.value, fmt.Sprintf("1700000200.%06d", n))
+			posts := w.fake.wait(t, "chat.postMessage", 1+n) // the warning, then one refusal per press
+			w.waitIdle()
+			if c := posts[len(posts)-1]; c.Form.Get("channel") != "D0"+user || !strings.Contains(c.Form.Get("text"), "only runwatch admins") {
+				t.Errorf("%s by %s from the App Home = %v; want 'only runwatch admins' in their DM", p.action, user, c.Form)
+			}
+		}
+	}
+	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
+		t.Errorf("a press by someone who does not administer synth took its warning")
+	}
+	if _, ok := w.mon.SnoozedUntil("synth"); ok {
+		t.Errorf("a press by someone who does not administer synth snoozed it")
+	}
+	press("URUNADMIN", "D0RUN", actTake, take, "", "1700000300.000001")
+	w.fake.wait(t, "views.publish", 2)
+	w.waitIdle()
+	if cl, ok := w.claims.Get("synth/" + AlertStall); !ok || cl.User != "URUNADMIN" {
+		t.Errorf("synth's own admin pressed I'm on it: claim %+v, %v; want URUNADMIN's", cl, ok)
+	}
 }

@@ -141,7 +141,7 @@ func (s *slackApp) take(req Request, ref controlRef) Reply {
 	if !ok || !s.bot.allowedRequest(req, run) {
 		return notAllowed()
 	}
-	if !s.bot.IsAdmin(req.User) {
+	if !s.bot.IsAdmin(req.User, run) {
 		return adminOnly("take", "take warnings")
 	}
 	w, open := s.claims.openWarning(ref.Key)

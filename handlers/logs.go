@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"runwatch/probes"
 	"runwatch/reports"
 )
 
@@ -17,7 +18,8 @@ const (
 )
 
 // handleLogs shows the last lines of the run's job log to the asker only: a log can say anything,
-// so every line is escaped (no ping, no link) and the whole is capped to one section.
+// so every line is redacted (tokens, URL credentials) and escaped (no ping, no link), and the whole
+// is capped to one section.
 func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 	if q.Run.Log == "" {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
@@ -33,6 +35,11 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 		rep.Ephemeral = true
 		return rep
 	}
+	// A copy: the guard may hand the same lines to another caller waiting on the same read.
+	lines = append([]string(nil), lines...)
+	for i, l := range lines {
+		lines[i] = redactLogLine(l)
+	}
 	title := q.Run.Name + " · last log lines"
 	if len(lines) == 0 {
 		return Reply{Ephemeral: true, Message: reports.Message{Title: title, Sections: []string{"The log " + reports.Code(q.Run.Log) + " is empty."}}}
@@ -43,6 +50,13 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 	return Reply{Ephemeral: true, Message: m, Data: map[string]any{"lines": lines[len(lines)-shown:]}}
 }
 
+// redactLogLine keeps credentials a job printed out of the answer: Slack tokens (the shapes the log
+// redaction knows) and the password, query and fragment of every URL (a presigned S3 URL, a
+// tracker's api_key).
+func redactLogLine(l string) string {
+	return probes.RedactURLsIn(redactToken.ReplaceAllString(l, "$1-[redacted]"))
+}
+
 // logBlock renders lines as a mrkdwn code block of at most max bytes, keeping the newest lines,
 // and says how many it kept.
 func logBlock(lines []string, max int) (string, int) {
@@ -50,9 +64,6 @@ func logBlock(lines []string, max int) (string, int) {
 	for i, l := range lines {
 		// Inside a code block mrkdwn still turns <!channel> into a ping: escape, and keep the
 		// fence from being closed early.
-		// A job that printed a Slack token must not have it shown: the same shapes as the log
-		// redaction.
-		l = redactToken.ReplaceAllString(l, "$1-[redacted]")
 		esc[i] = strings.ReplaceAll(reports.Esc(l), "```", "'''")
 	}
 	size := len("```\n```")

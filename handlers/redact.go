@@ -8,13 +8,15 @@ import (
 	"strings"
 
 	"runwatch/config"
+	"runwatch/probes"
 )
 
 // This file keeps credentials out of what runwatch logs and says: the Redactor, and the slog
 // handler that passes every record through it.
 
 // Redactor removes credentials from text bound for a log line or an error string: the configured
-// secrets themselves, anything shaped like a Slack token, and Slack webhook URLs.
+// secrets themselves, anything shaped like a Slack token, Slack webhook URLs, and the password,
+// query and fragment of any other URL.
 type Redactor struct {
 	secrets []string
 }
@@ -45,7 +47,9 @@ func (r *Redactor) Redact(s string) string {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
 	}
-	return redactWebhook.ReplaceAllString(s, "https://hooks.slack.com/[redacted]")
+	s = redactWebhook.ReplaceAllString(s, "https://hooks.slack.com/[redacted]")
+	// Probes name their URLs redacted already; this catches any other (an SDK's, a dependency's).
+	return probes.RedactURLsIn(s)
 }
 
 // RedactLogger wraps a logger so that every message and attribute passes through r.

@@ -26,9 +26,11 @@ const DefaultSchedule = "@hourly"
 
 const scheduleStateFile = "schedule.json"
 
-// statusPoster is what the scheduler needs from Slack.
+// statusPoster is what the scheduler needs from Slack: posts tagged with an intent ID, and the
+// look-up of a tagged post a crash interrupted.
 type statusPoster interface {
-	Post(ctx context.Context, channel, threadTS string, m reports.Message) (string, string, error)
+	PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error)
+	FindTagged(ctx context.Context, channel, threadTS, id string, since time.Time) (string, error)
 	Update(ctx context.Context, channel, ts string, m reports.Message) error
 	Upload(ctx context.Context, channel, threadTS string, f Attachment) error
 }
@@ -48,6 +50,21 @@ type scheduleMemo struct {
 	// NoCharts records that Slack refused the data_visualization block here: later posts go
 	// without it, with the chart as a PNG.
 	NoCharts bool `json:"no_charts,omitempty"`
+	// Intent is the post in flight, saved before it is sent and cleared when Slack answers: one
+	// found after a restart was interrupted by a crash, and Slack is asked whether it landed.
+	Intent *scheduleIntent `json:"intent,omitempty"`
+}
+
+// scheduleIntent is a status post that may have landed: its ID (in the message's metadata), when
+// it was made, where, what it was (a new status, the living message, the day's parent, a reply)
+// and the status's digest.
+type scheduleIntent struct {
+	ID     string    `json:"id"`
+	At     time.Time `json:"at"`
+	Thread string    `json:"thread,omitempty"`
+	Role   string    `json:"role"`
+	Day    string    `json:"day,omitempty"`
+	Digest string    `json:"digest"`
 }
 
 type scheduleFile struct {
@@ -183,12 +200,13 @@ func (s *Scheduler) Stop(d time.Duration) {
 	}
 }
 
-// RetryPending posts the statuses whose scheduled post failed; the sampler calls it after each tick.
+// RetryPending posts the statuses whose scheduled post failed, or was interrupted by a crash and
+// did not land; the sampler calls it after each tick.
 func (s *Scheduler) RetryPending(ctx context.Context) {
 	s.mu.Lock()
 	var names []string
 	for name, m := range s.memo.Runs {
-		if m.Pending {
+		if m.Pending || m.Intent != nil {
 			names = append(names, name)
 		}
 	}
@@ -222,6 +240,11 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 		return nil
 	}
 	m := s.memoFor(r)
+	if m.Intent != nil {
+		if err := s.settle(ctx, r, m, now); err != nil {
+			return err
+		}
+	}
 	if retry && !m.Pending {
 		return nil
 	}
@@ -250,11 +273,11 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, now)
+	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, digest, now)
 	if err != nil && len(msg.Charts) > 0 && chartRefused(err) {
 		s.log.Info("Slack refused the chart block; posting without it, with the chart as a PNG", "run", name, "err", err)
 		m.NoCharts, msg.Charts = true, nil
-		ch, thread, _, err = s.deliver(pctx, r, m, mode, channel, msg, now)
+		ch, thread, _, err = s.deliver(pctx, r, m, mode, channel, msg, digest, now)
 		fresh = true // the chart is shown once as a PNG even where the status is edited in place
 	}
 	if err == nil && m.NoCharts && fresh {
@@ -275,9 +298,61 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	return nil
 }
 
+// settle decides a post a crash interrupted: one Slack has counts as posted at its time (and is
+// the living message or the day's parent if it was to be); one Slack does not have leaves the
+// status due, to be posted now. While Slack does not answer, the run waits (pendingGiveUp at most);
+// when Slack refuses the look-up, the status is posted again at once.
+func (s *Scheduler) settle(ctx context.Context, r *config.Run, m *scheduleMemo, now time.Time) error {
+	in := m.Intent
+	channel := m.ChannelID
+	if channel == "" {
+		channel = s.bot.ChannelID(r.Channel)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ts, err := s.poster.FindTagged(fctx, channel, in.Thread, in.ID, in.At)
+	cancel()
+	if err != nil {
+		// Slack's own refusal (a channel named, not an id; no channels:history scope) will not
+		// change: post again now. A Slack that does not answer is asked again, up to pendingGiveUp.
+		if _, refused := errors.AsType[slack.SlackErrorResponse](err); !refused && now.Sub(in.At) < pendingGiveUp {
+			return fmt.Errorf("cannot tell whether the status posted before a restart landed: %w", err)
+		}
+		s.log.Warn("cannot tell whether the status posted before a restart landed; posting it again", "run", r.Name, "err", err)
+	}
+	if ts != "" {
+		s.log.Info("a status post interrupted by a restart had landed; not posting it again", "run", r.Name)
+		switch in.Role {
+		case "living":
+			m.LivingTS = ts
+		case "parent":
+			m.ParentTS, m.ParentDay = ts, in.Day
+		}
+		m.LastPost, m.Digest, m.Pending = in.At, in.Digest, false
+	} else {
+		m.Pending = true
+	}
+	m.Intent = nil
+	s.save()
+	return nil
+}
+
+// post sends one status message, tagged with an intent saved first, so that a crash before
+// Slack's answer is settled on restart rather than posted twice.
+func (s *Scheduler) post(ctx context.Context, m *scheduleMemo, channel, thread string, in scheduleIntent, msg reports.Message) (string, string, error) {
+	in.ID, in.Thread = newPostID(), thread
+	m.Intent = &in
+	s.save()
+	ch, ts, err := s.poster.PostTagged(ctx, channel, thread, in.ID, msg)
+	m.Intent = nil
+	return ch, ts, err
+}
+
 // deliver posts msg in the run's post mode and says where it landed: the channel id, the thread
 // it went in ("" for top level) and whether it is a new message (not an edit).
-func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo, mode, channel string, msg reports.Message, now time.Time) (ch, thread string, fresh bool, err error) {
+func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo, mode, channel string, msg reports.Message, digest string, now time.Time) (ch, thread string, fresh bool, err error) {
+	intent := func(role, day string) scheduleIntent {
+		return scheduleIntent{At: now.UTC(), Role: role, Day: day, Digest: digest}
+	}
 	switch mode {
 	case "update":
 		if m.LivingTS != "" {
@@ -288,7 +363,7 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 			s.log.Info("living status message is gone; posting a new one", "run", r.Name, "err", err)
 		}
 		var ts string
-		ch, ts, err = s.poster.Post(ctx, channel, "", msg)
+		ch, ts, err = s.post(ctx, m, channel, "", intent("living", ""), msg)
 		if err == nil {
 			m.LivingTS = ts
 		}
@@ -300,16 +375,16 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 			parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.loc).Format("Mon 2 Jan"))
 			parent.Context = append(append([]string{}, msg.Context...), "hourly updates in the thread")
 			var ts string
-			ch, ts, err = s.poster.Post(ctx, channel, "", parent)
+			ch, ts, err = s.post(ctx, m, channel, "", intent("parent", day), parent)
 			if err == nil {
 				m.ParentTS, m.ParentDay = ts, day
 			}
 			return ch, ts, true, err
 		}
-		ch, _, err = s.poster.Post(ctx, channel, m.ParentTS, msg)
+		ch, _, err = s.post(ctx, m, channel, m.ParentTS, intent("reply", ""), msg)
 		return ch, m.ParentTS, true, err
 	}
-	ch, _, err = s.poster.Post(ctx, channel, "", msg)
+	ch, _, err = s.post(ctx, m, channel, "", intent("new", ""), msg)
 	return ch, "", true, err
 }
 

@@ -356,3 +356,169 @@ func TestScheduleStatusNamesFailedLog(t *testing.T) {
 		t.Errorf("status with its log deleted:\n%s\nwant it to name the failed log, not say no source is configured", text)
 	}
 }
+
+// crashPoster is Slack through the real API, except that the first post lands (or, lost, does
+// not) and then never returns: the process is killed before the bot hears Slack's answer.
+type crashPoster struct {
+	*SlackAPI
+	lost            bool // the kill comes before the post reaches Slack
+	landed, release chan struct{}
+	once            sync.Once
+}
+
+func (p *crashPoster) crash() {
+	p.once.Do(func() { close(p.landed) })
+	<-p.release
+}
+
+func (p *crashPoster) PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error) {
+	if !p.lost {
+		p.SlackAPI.PostTagged(ctx, channel, threadTS, id, m)
+	}
+	p.crash()
+	return "", "", context.Canceled
+}
+
+// testClockAfter is a testClock as a scheduler's Clock, for calls that only ask the time.
+type testClockAfter struct{ *testClock }
+
+func (testClockAfter) After(time.Duration) <-chan time.Time { return nil }
+
+// TestScheduleKilledMidPostPostsOnce kills the scheduler while its first status is in flight
+// (Slack has the message, the bot never hears back) and starts a new one over the same state
+// directory and the same Slack: the sampler's next tick and the next on-time fires leave exactly
+// one copy of that status, and the schedule goes on from it (the living message edited, the
+// day's thread replied in). A post the kill stopped before Slack had it is posted on that tick.
+func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		mode, next string // the call an hour later
+		thread     bool   // the next post is a reply under the first
+		lost       bool   // the first post never reached Slack
+	}{
+		{"new", "chat.postMessage", false, false},
+		{"update", "chat.update", false, false},
+		{"thread", "chat.postMessage", true, false},
+		{"new", "chat.postMessage", false, true},
+		{"update", "chat.update", false, true},
+	} {
+		name := tc.mode
+		if tc.lost {
+			name += " lost"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newSchedEnv(t, tc.mode, "@hourly", "")
+			dir, err := state.Open(e.stateDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := &crashPoster{SlackAPI: e.api, lost: tc.lost, landed: make(chan struct{}), release: make(chan struct{})}
+			first, err := NewScheduler(e.bot, cp, dir, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			t.Cleanup(func() { close(cp.release); <-done })
+			e.clock.Set(schedT0)
+			go func() {
+				defer close(done)
+				first.fire(context.Background(), "synth", schedT0, false)
+			}()
+			<-cp.landed
+
+			// The restart: a scheduler over the same state directory and the same Slack.
+			dir2, err := state.Open(e.stateDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := NewScheduler(e.bot, e.api, dir2, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second.Clock = testClockAfter{e.clock}
+			statuses := func() []slackCall {
+				var out []slackCall
+				for _, c := range e.fake.Calls("") {
+					if (c.Method == "chat.postMessage" || c.Method == "chat.update") && strings.Contains(c.Form.Get("text"), "synth · status") {
+						out = append(out, c)
+					}
+				}
+				return out
+			}
+			e.clock.Set(schedT0.Add(30 * time.Second))
+			second.RetryPending(context.Background())
+			if err := second.fire(context.Background(), "synth", schedT0.Add(time.Minute), false); err != nil {
+				t.Fatalf("fire after the restart = %v", err)
+			}
+			if got := statuses(); len(got) != 1 {
+				t.Fatalf("statuses after a kill mid-post and a restart = %d (%v); want one (lost before Slack had it: %v)", len(got), e.fake.methods(), tc.lost)
+			}
+			e.writeLog(t, 900, 25000)
+			e.sched = second
+			e.fireAt(t, schedT0.Add(time.Hour))
+			got := statuses()
+			if len(got) != 2 || got[1].Method != tc.next {
+				t.Fatalf("an hour later: %v; want the landed status, then one %s", e.fake.methods(), tc.next)
+			}
+			landed := got[0].TS
+			switch {
+			case tc.mode == "update" && got[1].Form.Get("ts") != landed:
+				t.Errorf("chat.update of %q; want the message that landed before the kill (%s)", got[1].Form.Get("ts"), landed)
+			case tc.thread && got[1].Form.Get("thread_ts") != landed:
+				t.Errorf("the next status in thread %q; want the day's parent that landed before the kill (%s)", got[1].Form.Get("thread_ts"), landed)
+			}
+		})
+	}
+}
+
+// TestScheduleKilledMidPostLookupFails restarts after a kill mid-post when Slack cannot say whether
+// the post landed: while it does not answer (503) the status waits and nothing is posted; once it
+// refuses the look-up for good (channel_not_found) the status is posted again at once rather than
+// held for pendingGiveUp.
+func TestScheduleKilledMidPostLookupFails(t *testing.T) {
+	e := newSchedEnv(t, "new", "@hourly", "")
+	e.api.MaxAttempts = 1
+	dir, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &crashPoster{SlackAPI: e.api, lost: true, landed: make(chan struct{}), release: make(chan struct{})}
+	first, err := NewScheduler(e.bot, cp, dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(cp.release); <-done })
+	e.clock.Set(schedT0)
+	go func() {
+		defer close(done)
+		first.fire(context.Background(), "synth", schedT0, false)
+	}()
+	<-cp.landed
+	dir2, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewScheduler(e.bot, e.api, dir2, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Clock = testClockAfter{e.clock}
+	posts := func() int { return len(e.fake.Calls("chat.postMessage")) }
+	e.fake.failNext("conversations.history", fakeFailure{status: 503, body: "down"})
+	e.clock.Set(schedT0.Add(30 * time.Second))
+	second.RetryPending(context.Background())
+	if n := posts(); n != 0 {
+		t.Fatalf("posts while Slack cannot be asked = %d; want none yet", n)
+	}
+	e.fake.failNext("conversations.history", fakeFailure{status: 200, body: `{"ok":false,"error":"channel_not_found"}`})
+	e.clock.Set(schedT0.Add(time.Minute))
+	second.RetryPending(context.Background())
+	if n := posts(); n != 1 {
+		t.Fatalf("posts once Slack refuses the look-up = %d; want the status posted again at once", n)
+	}
+	second.RetryPending(context.Background())
+	if n := posts(); n != 1 {
+		t.Errorf("posts after another tick = %d; want still 1", n)
+	}
+}

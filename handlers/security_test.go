@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -171,4 +172,83 @@ func TestSecurityServeLogsNoCredentials(t *testing.T) {
 		}
 	}
 	t.Logf("figure: bot serve logging at debug through echoed tokens and bad signatures: %d log lines, 0 credentials", strings.Count(out, "\n"))
+}
+
+// TestSecurityRunAdminsOwnTheirRun gives one run its own admins (the run file's per-run `admins:`):
+// they may change that run, by command and through a DM, and nothing of another run; a global
+// admin may change both.
+func TestSecurityRunAdminsOwnTheirRun(t *testing.T) {
+	e := newBotEnv(t, botOpts{
+		run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} },
+		file: func(f *config.File) {
+			other := f.Runs[0]
+			other.Name, other.Channel, other.Admins = "other", "#other", nil
+			f.Runs = append(f.Runs, other)
+			f.AllowedChannels = []string{"C1"}
+		},
+	})
+	ctx := context.Background()
+	for _, c := range []struct {
+		user, source, channel, run string
+		want                       bool
+	}{
+		{"URUNADMIN", "mention", "C1", "synth", true},
+		{"URUNADMIN", "dm", "D1", "synth", true},
+		{"URUNADMIN", "mention", "C1", "other", false},
+		{"URUNADMIN", "dm", "D1", "other", false},
+		{"UADMIN", "mention", "C1", "other", true},
+		{"UADMIN", "dm", "D1", "synth", true},
+		{"UOTHER", "mention", "C1", "synth", false},
+		{"UOTHER", "dm", "D1", "synth", false},
+	} {
+		e.bot.Ask(ctx, Request{Text: "unsnooze " + c.run, User: "UADMIN", Source: "console"})
+		rep := e.bot.Ask(ctx, Request{Text: "snooze 2h " + c.run, Channel: c.channel, User: c.user, Source: c.source})
+		_, snoozed := e.mon.SnoozedUntil(c.run)
+		if snoozed != c.want || rep.Refused == c.want {
+			t.Errorf("%s by %s in %s: snooze %s = %q (refused %v), snoozed %v; want snoozed %v",
+				c.source, c.user, c.channel, c.run, rep.Message.Text(), rep.Refused, snoozed, c.want)
+		}
+	}
+	// Read-only answers in a DM stay the run's too: a run admin asks about their run, not the other.
+	if rep := e.bot.Ask(ctx, Request{Text: "eta other", Channel: "D1", User: "URUNADMIN", Source: "dm"}); !rep.Refused {
+		t.Errorf("a run admin's DM about another run = %q; want a refusal", rep.Message.Text())
+	}
+	if rep := e.bot.Ask(ctx, Request{Text: "eta synth", Channel: "D1", User: "URUNADMIN", Source: "dm"}); rep.Refused {
+		t.Errorf("a run admin's DM about their run = %q; want an answer", rep.Message.Text())
+	}
+}
+
+// TestSecurityLogLinesCarryNoCredentials writes a job log whose lines print a Slack token, a URL
+// with a password and an api_key, and a presigned S3 URL: the last log lines answer (its text,
+// its blocks and the JSON data behind it) shows the lines with none of them.
+func TestSecurityLogLinesCarryNoCredentials(t *testing.T) {
+	e := newBotEnv(t, botOpts{noLogFile: true, run: func(r *config.Run) { r.Total = 25000 }})
+	const (
+		token = "xoxb-1234-5678-TokenLeak"
+		pass  = "Pa55wordLeak"
+		key   = "ApiKeyLeak"
+		sig   = "AmzSigLeak"
+	)
+	log := "starting\n" +
+		"SLACK_BOT_TOKEN=" + token + "\n" +
+		"connect http://wandb:" + pass + "@wandb.local/api?api_key=" + key + " ok\n" +
+		"GET https://bucket.s3.amazonaws.com/x?X-Amz-Signature=" + sig + "&X-Amz-Expires=60\n" +
+		"Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"
+	if err := os.WriteFile(e.log, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.bot.Ask(context.Background(), Request{Text: "/runwatch logs", Source: "console"})
+	data, _ := json.Marshal(rep.Data)
+	blocks, _ := json.Marshal(rep.Message.Blocks())
+	places := map[string]string{"text": rep.Message.Text(), "blocks": string(blocks), "data": string(data)}
+	for where, s := range places {
+		if !strings.Contains(s, "wandb.local/api?api_key=[redacted]") || !strings.Contains(s, "Progress: 300/25000") {
+			t.Errorf("logs %s = %s; want the lines, their URLs redacted", where, s)
+		}
+		for _, leak := range []string{"TokenLeak", pass, key, sig} {
+			if strings.Contains(s, leak) {
+				t.Errorf("logs %s holds %q:\n%s", where, leak, s)
+			}
+		}
+	}
 }

@@ -42,7 +42,8 @@ type SlackAPIOptions struct {
 // call is retried in one place: a 429 waits for its Retry-After and tries again for as long as the
 // caller's context allows (at most maxRateLimitWaits times), so a rate-limit storm delays a post
 // instead of losing it; a 5xx or a network error backs off exponentially, bounded by MaxAttempts and
-// the context. Errors never carry a token.
+// the context. A post that may have reached Slack before its connection broke is not simply sent
+// again (see PostTagged). Errors never carry a token.
 type SlackAPI struct {
 	client  *slack.Client
 	http    *http.Client
@@ -114,6 +115,9 @@ func (e *SlackError) Unwrap() error { return e.err }
 // slackRetryable classifies an error from the SDK: whether another try may succeed, and how long
 // Slack asked us to wait (0: use the backoff).
 func slackRetryable(err error) (retry bool, wait time.Duration, reason string) {
+	if _, ok := errors.AsType[noRetry](err); ok {
+		return false, 0, ""
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false, 0, ""
 	}
@@ -243,6 +247,9 @@ func (a *SlackAPI) Ephemeral(ctx context.Context, channel, user, threadTS string
 	}
 	return a.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
 		_, err := a.client.PostEphemeralContext(ctx, channel, user, opts...)
+		if err != nil && mayHaveLanded(err) {
+			return noRetry{err} // shown to the user already, perhaps: not twice
+		}
 		return err
 	})
 }
@@ -291,7 +298,10 @@ func (a *SlackAPI) Respond(ctx context.Context, responseURL string, m reports.Me
 		err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			// The URL itself is a credential of sorts: keep it out of the error.
-			return fmt.Errorf("post: %w", ue.Err)
+			err = fmt.Errorf("post: %w", ue.Err)
+		}
+		if err != nil && mayHaveLanded(err) {
+			return noRetry{err} // in the channel already, perhaps: not twice
 		}
 		return err
 	})

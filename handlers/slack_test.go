@@ -518,6 +518,8 @@ func TestRedact(t *testing.T) {
 		{"post https://hooks.slack.com/commands/T1/2/abc failed", "post https://hooks.slack.com/[redacted] failed"},
 		{"nothing short here", "nothing short here"},
 		{"xoxb- alone", "xoxb- alone"},
+		{`Dialing to websocket on url wss://wss-primary.slack.com/link/?ticket=T1CKET&app_id=A1`, `Dialing to websocket on url wss://wss-primary.slack.com/link/?ticket=[redacted]&app_id=[redacted]`},
+		{"get http://admin:Pa55@host:9090/api?x=1: refused", "get http://host:9090/api?x=[redacted]: refused"},
 	}
 	for _, tc := range tests {
 		if got := r.Redact(tc.in); got != tc.want {

@@ -2,8 +2,13 @@ package handlers
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -16,7 +21,10 @@ import (
 // whether a post landed before posting it again.
 const postMetadataType = "runwatch_post"
 
-// PostTagged is Post with message metadata carrying id (none when id is "").
+// PostTagged is Post with message metadata carrying id (none when id is ""). A post can fail after
+// Slack took it (the connection reset, the answer timed out): such a try is not simply made again,
+// which would post a second copy. With an id, Slack is asked first whether the message is there
+// (and it is, the post succeeded); without one, or when Slack cannot say, the error is returned.
 func (a *SlackAPI) PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error) {
 	opts := msgOptions(m)
 	if threadTS != "" {
@@ -26,13 +34,54 @@ func (a *SlackAPI) PostTagged(ctx context.Context, channel, threadTS, id string,
 		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: postMetadataType, EventPayload: map[string]any{"id": id}}))
 	}
 	var ch, ts string
+	var maybeLanded error // the last try's error, when that try may have reached Slack
+	since := time.Now()
 	err := a.call(ctx, "chat.postMessage", func(ctx context.Context) error {
+		if maybeLanded != nil {
+			found, err := a.FindTagged(ctx, channel, threadTS, id, since)
+			if err != nil {
+				return noRetry{fmt.Errorf("%w (it may have been posted, and looking it up failed: %v)", maybeLanded, err)}
+			}
+			if found != "" {
+				ch, ts = channel, found
+				return nil
+			}
+		}
 		var err error
 		ch, ts, err = a.client.PostMessageContext(ctx, channel, opts...)
+		if err != nil && mayHaveLanded(err) {
+			if id == "" {
+				return noRetry{fmt.Errorf("%w (it may have been posted: not posting it again)", err)}
+			}
+			maybeLanded = err
+		}
 		return err
 	})
 	return ch, ts, err
 }
+
+// mayHaveLanded reports whether a failed call may have reached Slack after all: the connection
+// broke or timed out once the request was sent. (A connection refused never reached it; Go's
+// transport already retries a request on a kept-alive connection the server had closed.)
+func mayHaveLanded(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	ne, ok := errors.AsType[net.Error](err)
+	return ok && ne.Timeout()
+}
+
+// noRetry marks an error the retry loop must not try again.
+type noRetry struct{ err error }
+
+func (e noRetry) Error() string { return e.err.Error() }
+func (e noRetry) Unwrap() error { return e.err }
 
 // findTaggedPages bounds the history read while looking for a tagged post: the post was made
 // moments before a crash, so it is among the newest messages.

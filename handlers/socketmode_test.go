@@ -321,3 +321,55 @@ func TestSocketModeRejectedAppToken(t *testing.T) {
 		t.Errorf("error shows the token: %v", err)
 	}
 }
+
+// TestSocketModeRedeliveredSlashCommand sends one slash command envelope twice, then a snooze by an
+// admin twice: each delivery is acknowledged once, the answer rides in the first acknowledgement
+// only, and the snooze is done once.
+func TestSocketModeRedeliveredSlashCommand(t *testing.T) {
+	e := newSocketEnv(t, botOpts{})
+	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
+	acks := func(envelope string) []socketAck {
+		e.ws.mu.Lock()
+		defer e.ws.mu.Unlock()
+		var out []socketAck
+		for _, a := range e.ws.acks {
+			if a.EnvelopeID == envelope {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	env := func(id, command, text, user string) []byte {
+		return fixtureWith(t, "slack_socketmode_slash_commands_envelope_pysdk.json", func(m map[string]any) {
+			m["envelope_id"] = id
+			p := m["payload"].(map[string]any)
+			p["command"], p["text"], p["user_id"] = command, text, user
+		})
+	}
+	eta := env("slash-twice", "/eta", "", "U222")
+	e.ws.send(eta)
+	e.ws.waitAck(t, "slash-twice")
+	e.ws.send(eta)
+	e.ws.waitFor(t, "the second ack", func() bool { return len(acks("slash-twice")) == 2 })
+	got := acks("slash-twice")
+	if !strings.Contains(string(got[0].Payload), "synth · ETA") || (len(got[1].Payload) != 0 && string(got[1].Payload) != "null") {
+		t.Errorf("acks of a redelivered /eta = %s, %s; want the answer in the first only", got[0].Payload, got[1].Payload)
+	}
+
+	snooze := env("slash-snooze", "/runwatch", "snooze 2h", "UADMIN")
+	e.ws.send(snooze)
+	e.ws.waitAck(t, "slash-snooze")
+	first, ok := e.mon.SnoozedUntil("synth")
+	if !ok {
+		t.Fatalf("the admin's snooze was not done: %s", acks("slash-snooze")[0].Payload)
+	}
+	e.ws.send(snooze)
+	e.ws.waitFor(t, "the second ack", func() bool { return len(acks("slash-snooze")) == 2 })
+	if again, _ := e.mon.SnoozedUntil("synth"); !again.Equal(first) {
+		t.Errorf("the redelivered snooze moved the snooze from %v to %v; want it done once", first, again)
+	}
+	e.app.wait(5 * time.Second)
+	if n := len(e.fake.Calls("response_url")) + len(e.fake.Calls("chat.postMessage")); n != 0 {
+		t.Errorf("Slack calls after the redeliveries = %d; want none (the answers rode in the acks)", n)
+	}
+}

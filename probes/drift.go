@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metric names drift: engines rename them between releases, proxies and exporters rewrite their
@@ -44,8 +46,9 @@ func metricsStemOf(name string) (string, bool) {
 // metricsDiagnose lists what an endpoint that answered lacks. With src nil no engine was
 // recognised: it names what runwatch looks for and anything that looks like it under another
 // prefix or an old name. With a source, it names each core metric (batch, tokens, finished
-// requests) the engine should export and does not, with the name that replaced it.
-func metricsDiagnose(m metricsFamilies, src *metricsSource) []string {
+// requests) the engine should export and does not, with the name that replaced it; a family in bad
+// is there with impossible values, which metricsDropImpossible names instead.
+func metricsDiagnose(m metricsFamilies, src *metricsSource, bad map[*dto.MetricFamily]bool) []string {
 	var out []string
 	renamed := func(missing string) string {
 		base := strings.TrimSuffix(missing, "_total")
@@ -103,6 +106,9 @@ func metricsDiagnose(m metricsFamilies, src *metricsSource) []string {
 				continue
 			}
 			if m.has(n) {
+				return
+			}
+			if f, _, _ := strings.Cut(n, "{"); bad[m.family(f)] || bad[m[f]] {
 				return
 			}
 			if _, _, ok := m.hist(n); ok {

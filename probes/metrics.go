@@ -25,7 +25,7 @@ type Engine struct {
 	GenerationTokens float64            // cumulative generated tokens (counter); for TGI, which has no counter, the sum of its per-request histogram; NaN when absent
 	PromptTokens     float64            // cumulative prompt tokens, same sources as GenerationTokens; NaN when absent
 	RequestsFinished float64            // sum of vllm:request_success_total over finished_reason (sglang:num_requests_total or the e2e latency histogram count, tgi_request_success); NaN when absent
-	FinishedByReason map[string]float64 // finished_reason (or finish_reason) -> count ("stop", "length", "abort"); vLLM and TensorRT-LLM, nil otherwise
+	FinishedByReason map[string]float64 // finished_reason (or finish_reason) -> count ("stop", "length", "abort"; at most 8, the rest as "other"); vLLM and TensorRT-LLM, nil otherwise
 
 	// FinishedLenSum and FinishedLenCount are the histogram of generated
 	// tokens per finished request (vllm:request_generation_tokens,
@@ -39,7 +39,8 @@ type Engine struct {
 	// Signals are the data-quality and drafter counters (signals.go).
 	Signals Signals
 	// Missing says, when the endpoint answered, which names runwatch reads it lacks and what it
-	// exports instead (drift.go); nil when nothing expected is missing.
+	// exports instead (drift.go), and which it exports with impossible values (NaN, ±Inf,
+	// negative), left out (metricsvalues.go); nil when nothing is missing.
 	Missing []string
 
 	// Skipped lists exposition lines that were not valid and were left out,
@@ -155,8 +156,9 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 		}
 	}
 	m := metricsFamilies(fams)
+	bad, notes := metricsDropImpossible(fams)
 	if src == nil {
-		e.Missing = metricsDiagnose(m, nil)
+		e.Missing = append(metricsDiagnose(m, nil, nil), notes...)
 		return e
 	}
 	e.Kind = src.kind
@@ -201,7 +203,7 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 			e.RequestsFinished = v
 			for _, label := range src.finishedReason {
 				if by := m.byLabel(name, label); len(by) > 0 {
-					e.FinishedByReason = by
+					e.FinishedByReason = metricsReasons(by)
 					break
 				}
 			}
@@ -226,7 +228,7 @@ func metricsEngine(fams map[string]*dto.MetricFamily) Engine {
 		}
 	}
 	e.Signals = metricsSignals(m, src, e)
-	e.Missing = metricsDiagnose(m, src)
+	e.Missing = append(metricsDiagnose(m, src, bad), notes...)
 	return e
 }
 

@@ -235,6 +235,22 @@ func TestScrapeErrors(t *testing.T) {
 			fmt.Fprint(w, body)
 		})
 	}
+	// Answers at once, then drips a comment line every 10 ms for ever: only the deadline ends it.
+	trickle := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write([]byte("vllm:num_requests_running 1\n"))
+		for {
+			if _, err := w.Write([]byte("# .\n")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
 	tests := []struct {
 		name    string
 		h       http.Handler
@@ -242,6 +258,7 @@ func TestScrapeErrors(t *testing.T) {
 		want    string
 		wantErr error
 	}{
+		{"body that never ends", trickle, 100 * time.Millisecond, "read body: context deadline exceeded", context.DeadlineExceeded},
 		{"server error", handler(500, "text/plain", "engine dead", 0), 0, "HTTP 500 Internal Server Error", nil},
 		{"not found", handler(404, "text/plain", "404 page not found", 0), 0, "HTTP 404 Not Found", nil},
 		{"slow server", handler(200, "text/plain", "vllm:num_requests_running 1\n", 5*time.Second), 50 * time.Millisecond, "context deadline exceeded", context.DeadlineExceeded},

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+
+	"github.com/prometheus/common/model"
 )
 
 // Limits on one exposition line, checked before a line reaches expfmt's parser. That parser's cost
@@ -17,7 +19,8 @@ const (
 )
 
 // ErrAbsurdSeries marks an exposition refused because a line broke MetricsMaxLabels or
-// MetricsMaxLineBytes.
+// MetricsMaxLineBytes, or a Prometheus answer refused because a series broke MetricsMaxLabels or
+// PromMaxLabelBytes.
 var ErrAbsurdSeries = errors.New("absurd series")
 
 // metricsLineTooLong is the error for a line past MetricsMaxLineBytes.
@@ -68,4 +71,41 @@ func metricsPlainName(b []byte) bool {
 		}
 	}
 	return len(b) > 0
+}
+
+// PromMaxLabelBytes bounds one label value of an answer: label values are names (an instance, a
+// mount point, a device), and an answer holding a longer one is refused like a scrape line past
+// MetricsMaxLineBytes, rather than carried into every message that names the series.
+const PromMaxLabelBytes = 4 << 10
+
+// promCheckLabels refuses an answer with a series past MetricsMaxLabels labels or a label value
+// past PromMaxLabelBytes.
+func promCheckLabels(v model.Value) error {
+	check := func(m model.Metric) error {
+		if len(m) > MetricsMaxLabels {
+			return fmt.Errorf("%w: a series has %d labels (limit %d); the answer is refused", ErrAbsurdSeries, len(m), MetricsMaxLabels)
+		}
+		for k, lv := range m {
+			if len(lv) > PromMaxLabelBytes {
+				return fmt.Errorf("%w: a series' label %q is %s long (limit %s); the answer is refused",
+					ErrAbsurdSeries, promClip(string(k)), logTailSize(int64(len(lv))), logTailSize(PromMaxLabelBytes))
+			}
+		}
+		return nil
+	}
+	switch v := v.(type) {
+	case model.Vector:
+		for _, s := range v {
+			if err := check(s.Metric); err != nil {
+				return err
+			}
+		}
+	case model.Matrix:
+		for _, s := range v {
+			if err := check(s.Metric); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

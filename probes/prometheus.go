@@ -231,6 +231,9 @@ func promError(ctx context.Context, where, query string, err error) error {
 // without labels; a string is an error.
 func PromConvert(v model.Value, maxSeries, maxSamples int) (PromResult, error) {
 	var res PromResult
+	if err := promCheckLabels(v); err != nil {
+		return res, err
+	}
 	switch v := v.(type) {
 	case nil:
 		return res, nil

@@ -548,3 +548,34 @@ func FuzzPrometheusAnswer(f *testing.F) {
 		PromEnginesByInstance(r.Series)
 	})
 }
+
+// TestPromConvertRefusesAbsurdLabels gives answers with a label value past PromMaxLabelBytes (a
+// 1 MB instance name made a 1 MB status answer) or more than MetricsMaxLabels labels: the answer
+// is refused with ErrAbsurdSeries, naming the label, as a direct scrape refuses such a line.
+func TestPromConvertRefusesAbsurdLabels(t *testing.T) {
+	big := model.LabelValue(strings.Repeat("<!channel>", PromMaxLabelBytes/10+1))
+	many := model.Metric{"__name__": "up"}
+	for i := range MetricsMaxLabels + 1 {
+		many[model.LabelName(fmt.Sprintf("l%d", i))] = "v"
+	}
+	tests := []struct {
+		name string
+		v    model.Value
+		want string
+	}{
+		{"vector, long instance", model.Vector{{Metric: model.Metric{"__name__": "up", "instance": big}, Value: 1}}, `label "instance"`},
+		{"matrix, long instance", model.Matrix{{Metric: model.Metric{"__name__": "up", "instance": big}, Values: []model.SamplePair{{Value: 1}}}}, `label "instance"`},
+		{"vector, many labels", model.Vector{{Metric: many, Value: 1}}, "labels (limit 128)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := PromConvert(tt.v, 10, 10)
+			if !errors.Is(err, ErrAbsurdSeries) || !strings.Contains(err.Error(), tt.want) || len(err.Error()) > 300 {
+				t.Errorf("PromConvert(%s) = %d series, %.300v; want ErrAbsurdSeries naming %s, in a short message", tt.name, len(r.Series), err, tt.want)
+			}
+		})
+	}
+	if _, err := PromConvert(model.Vector{{Metric: model.Metric{"__name__": "up", "instance": model.LabelValue(strings.Repeat("h", PromMaxLabelBytes))}, Value: 1}}, 10, 10); err != nil {
+		t.Errorf("PromConvert(a %d-byte label) = %v; want it kept", PromMaxLabelBytes, err)
+	}
+}

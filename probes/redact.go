@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -46,6 +47,23 @@ func RedactURL(raw string) string {
 		return u.String()
 	}
 	return u.String() + "?" + strings.Join(parts, "&")
+}
+
+// urlInText finds URLs in free text: a scheme, "://", and everything up to a space, a quote or an
+// angle bracket (trailing punctuation is trimmed by RedactURLsIn).
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s<>"'\x60]+`)
+
+// RedactURLsIn returns text (a job's log line) with every URL that carries a password, a query or
+// a fragment named as RedactURL names it; other URLs and the rest of the text stay as they are.
+func RedactURLsIn(text string) string {
+	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
+		trimmed := strings.TrimRight(u, ".,;:!?)]}")
+		tail := u[len(trimmed):]
+		if !strings.ContainsAny(trimmed, "@?#") {
+			return u
+		}
+		return RedactURL(trimmed) + tail
+	})
 }
 
 // ErrRedirectRefused marks a probe request that was redirected to another host.

@@ -29,6 +29,23 @@ func TestRedactURL(t *testing.T) {
 	}
 }
 
+func TestRedactURLsIn(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"no url here", "no url here"},
+		{"GET http://host:8000/metrics 200", "GET http://host:8000/metrics 200"},
+		{"connect http://wandb:PASSWORD@wandb.local/api?api_key=KEY now", "connect http://wandb.local/api?api_key=[redacted] now"},
+		{"fetched (https://b.s3.amazonaws.com/x?X-Amz-Signature=SIG&X-Amz-Credential=AKIA).", "fetched (https://b.s3.amazonaws.com/x?X-Amz-Signature=[redacted]&X-Amz-Credential=[redacted])."},
+		{"two: redis://:PASSWORD@r:6379/0, postgres://u:PASSWORD@db/x", "two: redis://r:6379/0, postgres://db/x"},
+		{`url="https://h/p?token=T"`, `url="https://h/p?token=[redacted]"`},
+		{"bad http://u:PASSWORD@h:port:x/y", "bad http://(unparseable URL)"},
+	}
+	for _, tt := range tests {
+		if got := RedactURLsIn(tt.in); got != tt.want {
+			t.Errorf("RedactURLsIn(%q) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 // TestScrapeRefusesCrossHostRedirects is the red team's finding 3: a metrics URL that redirects to
 // another host (here a stand-in for a cloud metadata service) must not be followed, and the error
 // must say where it pointed without quoting anything that host says; a body that is not an

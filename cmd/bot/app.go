@@ -15,6 +15,7 @@ import (
 	"runwatch/config"
 	"runwatch/handlers"
 	"runwatch/monitor"
+	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/sim"
 	"runwatch/state"
@@ -100,11 +101,19 @@ func (a *app) setup(ctx context.Context, demo bool) error {
 	}
 	f, err := config.Load(path, os.LookupEnv)
 	if err != nil {
-		return err
+		return redactedError{err}
 	}
 	a.file = f
 	return nil
 }
+
+// redactedError is a run-file error as it is printed: a value it quotes may be a URL with a
+// password or a key (one put under the wrong key, or expanded from the environment), and those
+// are named as probes.RedactURL names them. Unwrap keeps the cause for errors.Is.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return probes.RedactURLsIn(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
 
 func envSet(k string) bool {
 	_, ok := os.LookupEnv(k)

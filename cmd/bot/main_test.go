@@ -185,6 +185,31 @@ func TestBadRunFileNamesKeyAndLine(t *testing.T) {
 	}
 }
 
+// TestBadRunFileQuotesNoURLCredentials puts URLs with a password and a key where a number, a
+// size or a name goes (and one expanded from the environment): the errors quote the value with
+// neither, and still name the key and the line.
+func TestBadRunFileQuotesNoURLCredentials(t *testing.T) {
+	dir := setEnv(t)
+	t.Setenv("PROM_URL", "http://bot:EnvPa55@prom:9090/?token=EnvT0ken")
+	for _, tc := range []struct{ file, where string }{
+		{"runs:\n  - name: a\n    total: \"http://admin:Pa55word@h:9000/metrics?api_key=K3y\"\n", "line 3"},
+		{"runs:\n  - name: a\n    metrics_max_body: \"https://u:Pa55word@h/x?api_key=K3y\"\n", "line 3"},
+		{"runs:\n  - name: \"http://admin:Pa55word@h/?api_key=K3y\"\n", "line 2"},
+		{"runs:\n  - name: a\n    stall_after: ${PROM_URL}\n", "line 3"},
+	} {
+		os.WriteFile(filepath.Join(dir, "runwatch.yaml"), []byte(tc.file), 0o644)
+		code, _, errb := run(t, "", "status")
+		if code != 1 || !strings.Contains(errb, tc.where) {
+			t.Errorf("status with %q = %d %q; want exit 1 naming %s", tc.file, code, errb, tc.where)
+		}
+		for _, leak := range []string{"Pa55word", "K3y", "EnvPa55", "EnvT0ken"} {
+			if strings.Contains(errb, leak) {
+				t.Errorf("status with %q says %q", tc.file, errb)
+			}
+		}
+	}
+}
+
 func TestDefaultRunWithoutConfig(t *testing.T) {
 	dir := setEnv(t)
 	code, out, errb := run(t, "", "ask", "--json", "where does the output go?")

@@ -286,3 +286,104 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d mid conversations.history; Slack answering both in 4 s): %d copy of the warning; %d look-ups",
 		midPost, midLookup, copies(0), history)
 }
+
+// TestBotRunsNoProcesses holds "never run a shell on input from Slack" at the import graph: no
+// package of the bot imports os/exec, plugin or syscall's exec, and the one dependency that does
+// (godotenv, whose Exec runs a command) is called only for godotenv.Read.
+func TestBotRunsNoProcesses(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{.Standard}}\t{{join .Imports \" \"}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := map[string]bool{"github.com/joho/godotenv": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, rest, _ := strings.Cut(line, "\t")
+		std, imports, _ := strings.Cut(rest, "\t")
+		if std == "true" {
+			continue // the standard library is not the bot's code
+		}
+		for _, imp := range strings.Fields(imports) {
+			if (imp == "os/exec" || imp == "plugin") && !allowed[pkg] {
+				t.Errorf("%s imports %s: the bot must start no process", pkg, imp)
+			}
+		}
+	}
+	// Within runwatch: no syscall.Exec or os.StartProcess, and godotenv only reads.
+	files, _ := filepath.Glob("../../*/*.go")
+	more, _ := filepath.Glob("../../*/*/*.go")
+	for _, f := range append(files, more...) {
+		if strings.HasSuffix(f, "_test.go") || strings.Contains(f, "/scripts/") || strings.Contains(f, "/testdata/") || strings.Contains(f, "/internal/tmpfs/") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := string(b)
+		for _, bad := range []string{"syscall.Exec", "os.StartProcess", "syscall.ForkExec", "godotenv.Exec"} {
+			if strings.Contains(src, bad) {
+				t.Errorf("%s calls %s", f, bad)
+			}
+		}
+	}
+}
+
+// TestServeKill9MidStatusPostPostsOnce is the scheduled status's kill -9 with the real binary: Slack
+// takes 4 s to answer chat.postMessage, and `bot serve` is killed while its first status, the run's
+// living message (post_mode: update), is in flight: Slack has it, the bot has no answer. The
+// restarted bot asks Slack whether it landed and goes on editing that message; it never posts a
+// second one.
+func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	bin := buildBot(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "gen.log")
+	if err := os.WriteFile(logPath, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := "runs:\n  - name: steady\n    channel: CSTATUS\n    log: " + strconv.Quote(logPath) + "\n    schedule: \"@every 3s\"\n    post_mode: update\n"
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := newRestartSlack(t)
+	slack.postDelay.Store(int64(4 * time.Second))
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	count := func(method string) int {
+		n := 0
+		for _, c := range slack.snapshot() {
+			if c.Method == method && restartStatus(c, "steady") {
+				n++
+			}
+		}
+		return n
+	}
+	bot := startRestartBot(t, bin, dir, env)
+	restartWait(t, "the first status in flight", func() bool { return count("chat.postMessage") > 0 })
+	if err := bot.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-bot.exited
+	slack.postDelay.Store(0)
+	startRestartBot(t, bin, dir, env)
+	restartWait(t, "two edits of the living message after the restart", func() bool { return count("chat.update") >= 2 })
+	if n := count("chat.postMessage"); n != 1 {
+		t.Errorf("living status messages after a kill mid-post = %d; want exactly 1", n)
+	}
+	landed := ""
+	for i, c := range slack.snapshot() {
+		switch {
+		case c.Method == "chat.postMessage" && restartStatus(c, "steady") && landed == "":
+			landed = fmt.Sprintf("1700000000.%06d", i+1) // the fake's ts is the call's number
+		case c.Method == "chat.update" && c.Form.Get("ts") != landed:
+			t.Errorf("chat.update of %s; want the message that landed before the kill (%s)", c.Form.Get("ts"), landed)
+		}
+	}
+	t.Logf("figure: kill -9 of bot serve while its living status was in flight (Slack answering in 4 s): %d living message, %d edits of it after the restart",
+		count("chat.postMessage"), count("chat.update"))
+}
