@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -368,8 +369,19 @@ func (s *slackApp) detach(f func(ctx context.Context)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer s.survive()
 		f(s.base)
 	}()
+}
+
+// survive keeps a panic in one answer from stopping the bot and every run it watches: the panic is logged
+// with its stack through the app's logger (which redacts credentials; Go's own crash report went to stderr
+// as it was) and counted, and the other answers go on.
+func (s *slackApp) survive() {
+	if r := recover(); r != nil {
+		s.metrics.event("panicked")
+		s.log.Error("an answer failed with a panic; the bot goes on", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	}
 }
 
 // background runs f in a goroutine the app waits for on shutdown, bounded by the answer slots.
@@ -377,6 +389,7 @@ func (s *slackApp) background(f func(ctx context.Context)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer s.survive()
 		select {
 		case s.slots <- struct{}{}:
 			defer func() { <-s.slots }()
