@@ -62,6 +62,13 @@ func (b *brokenSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// messages is how many posts the channel holds.
+func (b *brokenSlack) messages() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.taken)
+}
+
 func (b *brokenSlack) count(method string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -116,7 +123,7 @@ func TestPostNotRepeatedWhenItMayHaveLanded(t *testing.T) {
 			if tc.ok && ts != "1700000000.000001" {
 				t.Errorf("%s = ts %q; want the one message's 1700000000.000001", tc.name, ts)
 			}
-			if n := len(b.taken); n != tc.messages {
+			if n := b.messages(); n != tc.messages {
 				t.Errorf("%s: %d messages in the channel; want %d", tc.name, n, tc.messages)
 			}
 			if n := b.count(tc.method); !tc.ok && n != 1 {
