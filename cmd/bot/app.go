@@ -257,11 +257,17 @@ func runAsk(ctx context.Context, a *app, args []string) error {
 			out[k] = v
 		}
 		out["intent"], out["run"], out["text"] = rep.Intent, rep.Run, rep.Message.Text()
-		return writeJSON(a.stdout, out)
+		if rep.Refused {
+			out["refused"] = true
+		}
+		if err := writeJSON(a.stdout, out); err != nil || !rep.Refused {
+			return err
+		}
+		return refusedError{}
 	}
 	fmt.Fprintln(a.stdout, rep.Message.Text())
 	if rep.Refused {
-		return errors.New("refused")
+		return refusedError{}
 	}
 	return nil
 }

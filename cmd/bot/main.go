@@ -48,6 +48,12 @@ type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
 
+// refusedError is a question the bot declined (a run it does not watch, a path outside the run): the reply
+// on stdout already says why, so exit 1 without a second, vaguer line on stderr.
+type refusedError struct{}
+
+func (refusedError) Error() string { return "refused" }
+
 func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	global := flag.NewFlagSet("bot", flag.ContinueOnError)
 	global.SetOutput(stderr)
@@ -92,6 +98,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, new(refusedError)):
+		return exitError
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ue):

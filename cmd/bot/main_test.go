@@ -171,8 +171,20 @@ func TestAskAndStatusJSON(t *testing.T) {
 	if code, out, _ := run(t, "", "status"); code != 0 || !strings.Contains(out, "synth · status") {
 		t.Errorf("status = %d %q", code, out)
 	}
-	if code, _, errb := run(t, "", "status", "--run", "nope"); code != 1 || !strings.Contains(errb, `no run named "nope"`) {
+	if code, _, errb := run(t, "", "status", "--run", "nope"); code != 1 || !strings.Contains(errb, `no run named "nope" (runs: synth)`) {
 		t.Errorf("status --run nope = %d %q", code, errb)
+	}
+	// A refused question exits 1; the reply says why, and stderr adds no bare "refused" after it.
+	code, out, errb = run(t, "", "ask", "--run", "nope", "ETA?")
+	if code != 1 || !strings.Contains(out, "I don't watch a run called nope. Runs: synth.") || errb != "" {
+		t.Errorf("ask --run nope = %d, stdout %q, stderr %q; want 1, the reply naming the runs, nothing on stderr", code, out, errb)
+	}
+	code, out, _ = run(t, "", "ask", "--json", "--run", "nope", "ETA?")
+	var refused struct {
+		Refused bool `json:"refused"`
+	}
+	if err := json.Unmarshal([]byte(out), &refused); code != 1 || err != nil || !refused.Refused {
+		t.Errorf("ask --json --run nope = %d, %v, %q; want 1 and \"refused\": true", code, err, out)
 	}
 }
 
