@@ -389,7 +389,7 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 			return r, Reply{}, true
 		}
 		return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-			fmt.Sprintf("I don't know a run called %s. Runs: %s.", reports.Code(req.Run), runList(cfg))}}}, false
+			fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(req.Run), runList(cfg))}}}, false
 	}
 	if q.Run != "" {
 		r, _ := cfg.RunByName(q.Run)

@@ -129,8 +129,9 @@ func TestAskPicksTheRun(t *testing.T) {
 			t.Errorf("Ask(%+v) = %q; want it to ask which run", tt.req, rep.Message.Mrkdwn())
 		}
 	}
+	// --run nope and "ETA for nope-2?" are the same mistake: one wording for both.
 	rep := e.bot.Ask(ctx, Request{Text: "ETA?", Run: "nope"})
-	if !rep.Refused || !strings.Contains(rep.Message.Mrkdwn(), "don't know a run called") {
+	if !rep.Refused || !strings.Contains(rep.Message.Mrkdwn(), "I don't watch a run called") {
 		t.Errorf("unknown run = %+v", rep)
 	}
 }
