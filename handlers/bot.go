@@ -441,6 +441,13 @@ func (b *Bot) unknown(req Request) Reply {
 	lead := "I didn't catch that."
 	if text != "" {
 		lead = fmt.Sprintf("I don't know how to answer %s yet.", reports.Code(truncateRunes(text, 80)))
+		if fixed := suggestQuestion(text); fixed != "" {
+			if strings.HasSuffix(fixed, "?") {
+				lead += fmt.Sprintf(" Did you mean %s", reports.Code(truncateRunes(fixed, 80)))
+			} else {
+				lead += fmt.Sprintf(" Did you mean %s?", reports.Code(truncateRunes(fixed, 80)))
+			}
+		}
 	}
 	return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
 		lead + " Try one of these:\n" + strings.Join(ex, "\n"),

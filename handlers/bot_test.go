@@ -34,6 +34,7 @@ func TestAskIntents(t *testing.T) {
 		{"runs", "runs", []string{"`synth` in #synth"}, false},
 		{"help", "help", []string{"runwatch help", "snooze"}, false},
 		{"what is the meaning of life?", "unknown", []string{"I don't know how to answer", "ETA?"}, false},
+		{"etaa?", "unknown", []string{"I don't know how to answer `etaa?` yet. Did you mean `eta?`", "ETA?"}, false},
 		{"eta synth", "eta", []string{"synth · ETA"}, false},
 		{"/storage", "storage", []string{"synth · storage", "hidden-states"}, false},
 		{"why did the ETA move?", "why", []string{"synth · why the ETA moved", "Now:"}, false},
