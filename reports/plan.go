@@ -18,6 +18,7 @@ type PlanSpec struct {
 	Items                   float64
 	PerItemLow, PerItemHigh float64
 	PromptPerItem           float64 // the prompt part of PerItemLow and PerItemHigh (0 when none or unknown)
+	PromptTokens            float64 // the prompt part of a measured Tokens (0 when none or unknown)
 	AllLayers               bool
 	Layers                  []int
 	NumLayers               int
@@ -125,6 +126,10 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		tokSrc = " (projected from the run)"
 	} else if s.TokensSrc == "measured" {
 		tokSrc = " (measured)"
+		if s.PromptTokens >= 0.5 && s.PromptTokens < s.Tokens {
+			// "32.9M tokens" beside a finish that says "24.2M tokens": the plan counts the prompts too.
+			tokSrc = fmt.Sprintf(" (measured: %s prompt + %s completion)", Tokens(s.PromptTokens), Tokens(s.Tokens-s.PromptTokens))
+		}
 	}
 	ranged := r.TokensHigh > r.TokensLow && r.TokensLow > 0
 	need := r.BytesNeeded

@@ -104,3 +104,18 @@ func TestFormat(t *testing.T) {
 		}
 	}
 }
+
+// A finished job's measured tokens count prompts and completions; the finish summary counts completions only,
+// so the plan says both parts and the two figures do not seem to disagree.
+func TestEvaluatePlanMeasuredSaysItsParts(t *testing.T) {
+	free := uint64(2e15)
+	s := PlanSpec{Name: "hs", Target: "/data/hs", Tokens: 32.9e6, TokensSrc: "measured", PromptTokens: 8.7e6,
+		Layers: []int{2, 30, 58}, NumLayers: 61, Hidden: 7168, DType: "bfloat16", ElemBytes: 2}
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "× 32.9M tokens (measured: 8.7M prompt + 24.2M completion) ="; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+	s.PromptTokens = 0 // a log without prompt counts: nothing to split
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "× 32.9M tokens (measured) ="; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+}
