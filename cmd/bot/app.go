@@ -325,7 +325,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 func runReplay(ctx context.Context, a *app, args []string) error {
 	fs := a.flags()
 	trace := fs.String("trace", "", "the trace file: JSONL, one observation per line ({\"t\", \"done\", \"total\", ...}); - for stdin")
-	asJSON := fs.Bool("json", true, "print one JSON line per input line (the default; --json=false prints text)")
+	asJSON := fs.Bool("json", true, "print one JSON line per input line; --json=false prints one line of text each")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

@@ -86,6 +86,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"ask", "--help"}, 0, "--json"},
 		{[]string{"status", "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"replay"}, 2, "--trace FILE is required"},
+		// JSON is replay's default: its usage offers the text, not a --json that changes nothing.
+		{[]string{"replay", "--help"}, 0, "usage: bot replay --trace FILE [--json=false]"},
 		{[]string{"console", "extra"}, 2, "takes no arguments"},
 		{[]string{"help", "status"}, 0, "--run"},
 	}
