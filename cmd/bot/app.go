@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -372,10 +373,11 @@ func runExport(ctx context.Context, a *app, args []string) error {
 	if len(hist) == 0 {
 		return fmt.Errorf("run %s has no sampled history in %s yet: `bot serve` or `bot console` records it", name, a.env.StateDir)
 	}
-	// A trace counts seconds from the first observation.
+	// A trace counts seconds from the first observation, to the millisecond: a sampler's wall-clock jitter
+	// (t=1.0001025199890137) is noise that replay's text would otherwise print in full.
 	t0 := hist[0].T
 	for i := range hist {
-		hist[i].T -= t0
+		hist[i].T = math.Round((hist[i].T-t0)*1000) / 1000
 	}
 	var w io.Writer = a.stdout
 	if *out != "-" {

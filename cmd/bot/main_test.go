@@ -289,7 +289,8 @@ func TestExportThenReplay(t *testing.T) {
 	if code, _, errb := run(t, "", "export"); code != 1 || !strings.Contains(errb, "no sampled history") {
 		t.Errorf("export before any sampling = %d %q; want a clear error", code, errb)
 	}
-	// Sample like `bot serve` would, with a clock 30 s apart, into the same state directory.
+	// Sample like `bot serve` would, with a clock 30 s apart (and a wall clock's jitter), into the same state
+	// directory.
 	f, err := config.Load(cfgPath, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +303,7 @@ func TestExportThenReplay(t *testing.T) {
 	}
 	logPath := filepath.Join(dir, "gen.log")
 	for i := range 6 {
-		now = now.Add(30 * time.Second)
+		now = now.Add(30*time.Second + 123456789)
 		fh, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
 		fmt.Fprintf(fh, "Progress: %d/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: %ds\n", 320+20*i, 438+30*i)
 		fh.Close()
@@ -315,8 +316,8 @@ func TestExportThenReplay(t *testing.T) {
 	}
 	b, _ := os.ReadFile(trace)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 6 || !strings.HasPrefix(lines[0], `{"t":0,`) {
-		t.Fatalf("exported trace = %q; want 6 lines starting at t=0", b)
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], `{"t":0,`) || !strings.HasPrefix(lines[1], `{"t":30.123,`) {
+		t.Fatalf("exported trace = %q; want 6 lines starting at t=0, the second at t=30.123 (to the millisecond)", b)
 	}
 	code, out, errb := run(t, "", "replay", "--trace", trace)
 	if code != 0 || strings.Count(out, "\n") != 6 {
