@@ -137,6 +137,23 @@ func TestAskPicksTheRun(t *testing.T) {
 	}
 }
 
+// A run with neither a log nor metrics: each answer leads with its own subject, so the throughput answer does
+// not open with "ETA: unknown".
+func TestNoProgressSourceAnswers(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Log, r.Metrics = "", nil }})
+	tests := []struct{ text, lead string }{
+		{"ETA?", "ETA: unknown — run synth has no progress source."},
+		{"how fast are we going?", "Throughput: unknown — run synth has no progress source."},
+		{"is it stuck?", "(~) Can't tell — run synth has no progress source."},
+	}
+	for _, tt := range tests {
+		text := e.bot.Ask(context.Background(), Request{Text: tt.text, Source: "console"}).Message.Text()
+		if _, body, _ := strings.Cut(text, "\n"); !strings.HasPrefix(body, tt.lead) {
+			t.Errorf("Ask(%q) = %q; want its answer to start %q", tt.text, text, tt.lead)
+		}
+	}
+}
+
 func TestConsole(t *testing.T) {
 	e := newBotEnv(t, botOpts{})
 	in := strings.NewReader("ETA?\n\n" + strings.Repeat("x", maxConsoleLine+10) + "\nhelp\r\nnonsense here\n")
