@@ -110,7 +110,11 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 	}
 	s := fmt.Sprintf("No sharp move since the first estimate recorded at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
-	if l.Drift != nil {
+	switch {
+	case l.Drift != nil && l.Announced != nil && l.Announced.At == l.First.At:
+		// The first estimate is the one announced: "recorded at 16:36 ... announced at 16:36" read as two.
+		s += fmt.Sprintf("; the finish is %s against it now", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
+	case l.Drift != nil && l.Announced != nil:
 		s += fmt.Sprintf("; it is %s against the estimate announced at %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
 			SlackTime(tTime(l.Announced.At), loc))
 	}
