@@ -230,7 +230,7 @@ func TestAnnounceWaitMatchesDetector(t *testing.T) {
 		{"early", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.012}, "(1.2% now)"},
 		{"wide", ETA{State: StateRunning, Seconds: f(3600), LowS: f(1000), HighS: f(9000), Progress: 0.2}, "range is within 25%"},
 		{"stalled", ETA{State: StateStalled, Progress: 0.2}, "moving again"},
-		{"unknown", ETA{State: StateUnknown, Progress: 0.2}, "once there is an estimate"},
+		{"unknown", ETA{State: StateUnknown, Progress: 0.2}, "once the ETA is known"},
 		{"ready", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2}, "next sample"},
 	}
 	for _, c := range cases {

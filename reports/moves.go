@@ -91,7 +91,8 @@ func signedDuration(s float64) string {
 
 // LastMoveLine is the one line every ETA answer carries about how the estimate moved: the last sharp move
 // with its cause, how far the estimate is from the first one when it never moved sharply, or that none has
-// been announced yet. It is "" without a move log.
+// been announced yet. It is "" without a move log, and before any estimate at all: the ETA line above says
+// it is unknown and why, and "one is announced once there is one" would add nothing.
 func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 	if l == nil {
 		return ""
@@ -106,6 +107,9 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		return s + ". Ask _why did the ETA move?_ for the breakdown."
 	}
 	if l.First == nil {
+		if e == nil || e.State != StateStalled && e.Seconds == nil {
+			return ""
+		}
 		return "No estimate announced yet, so none has moved: one is announced " + announceWait(e) + "."
 	}
 	s := fmt.Sprintf("No sharp move since the first estimate recorded at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
@@ -130,7 +134,7 @@ func announceWait(e *ETA) string {
 	case e != nil && e.State == StateStalled:
 		return "once the run is moving again"
 	case e == nil || e.State != StateRunning || e.Seconds == nil:
-		return "once there is an estimate to announce"
+		return "once the ETA is known"
 	case e.Rough:
 		return "once the samples span enough time to measure a rate (this one is rough)"
 	case e.Progress > 0 && e.Progress < cfg.MinProgress:

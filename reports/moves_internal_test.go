@@ -37,3 +37,20 @@ func TestLastMoveLineFirstIsAnnounced(t *testing.T) {
 		t.Errorf("LastMoveLine = %q; want it to end %q", got, want)
 	}
 }
+
+// TestLastMoveLineWithoutAnEstimate: before any estimate the ETA line says why there is none; the move line
+// stays out rather than promise "one is announced once there is an estimate to announce".
+func TestLastMoveLineWithoutAnEstimate(t *testing.T) {
+	unknown := &ETA{State: StateUnknown, Reason: "need a second sample"}
+	if got := LastMoveLine(&MoveLog{}, unknown, time.UTC); got != "" {
+		t.Errorf("LastMoveLine(no estimate) = %q; want none", got)
+	}
+	sec := 3600.0
+	rough := &ETA{State: StateRunning, Seconds: &sec, Rough: true}
+	if got := PlainText(LastMoveLine(&MoveLog{}, rough, time.UTC)); !strings.Contains(got, "once the samples span enough time") {
+		t.Errorf("LastMoveLine(rough) = %q; want what the estimate still lacks", got)
+	}
+	if got := PlainText(LastMoveLine(&MoveLog{}, &ETA{State: StateStalled}, time.UTC)); !strings.Contains(got, "once the run is moving again") {
+		t.Errorf("LastMoveLine(stalled) = %q; want it to say when one is announced", got)
+	}
+}
