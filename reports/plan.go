@@ -114,7 +114,7 @@ func planSentence(s PlanSpec, r PlanResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%s*: ", Esc(s.Name))
 	if s.Tokens <= 0 {
-		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; the token count is not known yet (tokens: auto needs the run's token counts).",
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; the token count is not known yet (tokens: auto projects it once the run's item total, progress and token counts are known and 1%% of the items are done).",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken))
 		if r.MaxTokens != nil {
 			fmt.Fprintf(&b, " %s has room for %s tokens.", Code(r.Mount), Tokens(*r.MaxTokens))
