@@ -207,8 +207,15 @@ func AnswerFit(run string, plans []PlanResult) Message {
 		}
 	}
 	switch {
+	case no > 0 && len(plans) == 1:
+		// Not "1 of 1 plans do not fit".
+		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %s does not fit.", Esc(plans[0].Name)))
+	case no == 1:
+		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — 1 of %d plans does not fit.", len(plans)))
 	case no > 0:
 		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %d of %d plans do not fit.", no, len(plans)))
+	case unknown > 0 && len(plans) == 1:
+		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %s cannot be checked yet.", Esc(plans[0].Name)))
 	case unknown > 0:
 		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %d of %d plans cannot be checked yet.", unknown, len(plans)))
 	default:

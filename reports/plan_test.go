@@ -72,6 +72,22 @@ func TestAnswerFit(t *testing.T) {
 	if !strings.Contains(m.Sections[0], "*No*") || len(m.Sections) != 3 {
 		t.Errorf("AnswerFit = %+v; want a No verdict first and one line per plan", m)
 	}
+	if want := "1 of 2 plans does not fit."; !strings.Contains(m.Sections[0], want) {
+		t.Errorf("AnswerFit lead = %q; want %q", m.Sections[0], want)
+	}
+	// One plan: named, not "1 of 1 plans do not fit".
+	tests := []struct {
+		fits *bool
+		want string
+	}{
+		{&no, "*No* — hs does not fit."},
+		{nil, "*Not sure yet* — hs cannot be checked yet."},
+	}
+	for _, tt := range tests {
+		if got := AnswerFit("synth", []PlanResult{{Name: "hs", Fits: tt.fits}}).Sections[0]; !strings.Contains(got, tt.want) {
+			t.Errorf("AnswerFit(one plan) lead = %q; want %q", got, tt.want)
+		}
+	}
 	m = AnswerFit("synth", nil)
 	if !strings.Contains(m.Sections[0], "no capacity plans") {
 		t.Errorf("AnswerFit(none) = %+v", m)
