@@ -174,6 +174,10 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 	if strings.Contains(w, "or as root") || !strings.Contains(w, "tini pid 1") {
 		t.Errorf("AnswerWrites as root = %q; want the hidden process named and no advice to run as root", w)
 	}
+	// Both notes in one parenthesis, not "(no writes there yet) (1 process not visible: ...)".
+	if v, want := PlainText(StorageVerdict(st)), "inside protected /shared (no writes there yet; 1 process not visible: tini pid 1)"; !strings.Contains(v, want) {
+		t.Errorf("StorageVerdict = %q; want %q", v, want)
+	}
 }
 
 // TestFinishSummaryPeerCorpus summarises every job of the peer corpus (recorded against a third-party vLLM
