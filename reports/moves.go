@@ -286,7 +286,12 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 		}
 		m.Sections = append(m.Sections, s+".")
 	}
-	m.Sections = append(m.Sections, "Now: "+ETALine(*e, loc))
+	now := ETALine(*e, loc)
+	if !strings.HasPrefix(now, ":") {
+		// A finished or stalled run's line leads with its own glyph: "Now: [done] Done: ..." read as a stutter.
+		now = "Now: " + now
+	}
+	m.Sections = append(m.Sections, now)
 	return m
 }
 

@@ -54,3 +54,15 @@ func TestLastMoveLineWithoutAnEstimate(t *testing.T) {
 		t.Errorf("LastMoveLine(stalled) = %q; want it to say when one is announced", got)
 	}
 }
+
+// TestAnswerWhyAfterTheFinish: the last line of a finished run's why answer is its finish, without "Now:"
+// before the glyph ("Now: [done] Done: all 25,000 items finished.").
+func TestAnswerWhyAfterTheFinish(t *testing.T) {
+	mark := EstimateMark{At: 1795943940, FinishT: 1795943940 + 9000}
+	l := &MoveLog{First: &mark, Announced: &mark, Moves: []Shift{{At: mark.At + 600, FromFinish: mark.FinishT, ToFinish: mark.FinishT + 3000}}}
+	text := AnswerWhy("demo", &ETA{State: StateDone, Reason: "all 25,000 items finished"}, l, time.UTC).Text()
+	lines := strings.Split(text, "\n")
+	if last := lines[len(lines)-1]; last != "[done] Done: all 25,000 items finished." {
+		t.Errorf("AnswerWhy after the finish ends %q; want the finish line alone\n%s", last, text)
+	}
+}
