@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 
@@ -23,4 +24,24 @@ func closestKey(key string, fields map[string]reflect.Type) string {
 		}
 	}
 	return best
+}
+
+// useOneOf is the advice for a value that is none of options: `did you mean "progress"? (use one of http, ...)`
+// when one is near it (spell.Near, the closest first, ties alphabetically), else "use one of http, ...". list is
+// how the options are named to a person.
+func useOneOf(v string, options []string, list string) string {
+	best, bestD := "", 3
+	lv := strings.ToLower(v)
+	for _, o := range options {
+		if !spell.Near(lv, o) {
+			continue
+		}
+		if d := spell.Distance(lv, o); d < bestD || d == bestD && o < best {
+			best, bestD = o, d
+		}
+	}
+	if best == "" {
+		return "use one of " + list
+	}
+	return fmt.Sprintf("did you mean %q? (use one of %s)", best, list)
 }
