@@ -3,11 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -388,7 +390,7 @@ func (f *File) validate(lines keyLines) error {
 			return fmt.Errorf("%s must not be negative", at("stall_after"))
 		}
 		if r.PostMode != "" && !contains(PostModes, r.PostMode) {
-			return fmt.Errorf("%s %q: use one of %s", at("post_mode"), r.PostMode, strings.Join(PostModes, ", "))
+			return fmt.Errorf("%s %q: %s", at("post_mode"), r.PostMode, useOneOf(r.PostMode, PostModes, strings.Join(PostModes, ", ")))
 		}
 		if r.Schedule != "" {
 			if _, err := cron.ParseStandard(r.Schedule); err != nil {
@@ -514,7 +516,8 @@ func (p *Plan) validate() error {
 	}
 	if p.DType != "" {
 		if _, ok := DTypes[strings.ToLower(p.DType)]; !ok {
-			return fieldError{"dtype", fmt.Sprintf("%q is not known: use bfloat16, float16, float32 or float8", p.DType)}
+			return fieldError{"dtype", fmt.Sprintf("%q is not known: %s", p.DType,
+				useOneOf(p.DType, slices.Collect(maps.Keys(DTypes)), "bfloat16, float16, float32 or float8"))}
 		}
 	}
 	if p.NumLayers > 0 {
@@ -556,7 +559,7 @@ func (s *Stage) validate() error {
 		}
 	case "progress", "manual":
 	default:
-		return fieldError{"check", fmt.Sprintf("%q: use one of %s", s.Check, strings.Join(StageChecks, ", "))}
+		return fieldError{"check", fmt.Sprintf("%q: %s", s.Check, useOneOf(s.Check, StageChecks, strings.Join(StageChecks, ", ")))}
 	}
 	return nil
 }

@@ -61,6 +61,10 @@ func TestConfigErrorTable(t *testing.T) {
 		{"hidden_size", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: -8", "        dtype: bf16"), "line 8: runs[0].plans[0].hidden_size", "give model_config"},
 		{"dtype", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: 8", "        dtype: int3"), "line 9: runs[0].plans[0].dtype", `"int3" is not known`},
 		{"check", stage("        check: vibes"), "line 5: runs[0].stages[0].check", "use one of"},
+		// A value a letter or a swap away from one it takes: named, as an unknown key's likely spelling is.
+		{"check", stage("        check: progres"), "line 5: runs[0].stages[0].check", `"progres": did you mean "progress"? (use one of http,`},
+		{"post_mode", run("    outputs: [/x]", "    post_mode: thred"), "line 4: runs[0].post_mode", `did you mean "thread"?`},
+		{"dtype", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: 8", "        dtype: bfloat61"), "line 9: runs[0].plans[0].dtype", `did you mean "bfloat16"?`},
 		{"path", stage("        check: exists", "        path: rel"), "line 6: runs[0].stages[0].path", "absolute path"},
 		{"metric", stage("        check: metric", "        metric: [a]"), "line 6: runs[0].stages[0].metric must be a single value", ""},
 		{"metric name", stage("        check: metric", "        metric: 'http://h:9/metrics'", "        op: '>'", "        value: 1"), "line 6: runs[0].stages[0].metric", "is not a metric name"},

@@ -1,45 +1,47 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
+
+	"runwatch/internal/spell"
 )
 
 // closestKey is the known key (of fields, as yamlFields gives them) an unknown key most likely misspells
-// ("totl" for total, "num_layer" for num_layers), or "" when none is within two edits (or a third of the
-// key's length, for short keys). Ties go to the first in alphabetical order, so the answer does not depend on
-// map order.
+// ("totl" for total, "num_layer" for num_layers), or "" when none is near enough (spell.Near: two edits,
+// or a third of the key's length for short keys). Ties go to the first in alphabetical order, so the answer
+// does not depend on map order.
 func closestKey(key string, fields map[string]reflect.Type) string {
 	best, bestD := "", 3
+	key = strings.ToLower(key)
 	for name := range fields {
-		d := editDistance(strings.ToLower(key), name)
-		if d > max(1, len(name)/3) {
+		if !spell.Near(key, name) {
 			continue
 		}
-		if d < bestD || d == bestD && name < best {
+		if d := spell.Distance(key, name); d < bestD || d == bestD && name < best {
 			best, bestD = name, d
 		}
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes: keys are ASCII).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+// useOneOf is the advice for a value that is none of options: `did you mean "progress"? (use one of http, ...)`
+// when one is near it (spell.Near, the closest first, ties alphabetically), else "use one of http, ...". list is
+// how the options are named to a person.
+func useOneOf(v string, options []string, list string) string {
+	best, bestD := "", 3
+	lv := strings.ToLower(v)
+	for _, o := range options {
+		if !spell.Near(lv, o) {
+			continue
 		}
-		prev, cur = cur, prev
+		if d := spell.Distance(lv, o); d < bestD || d == bestD && o < best {
+			best, bestD = o, d
+		}
 	}
-	return prev[len(b)]
+	if best == "" {
+		return "use one of " + list
+	}
+	return fmt.Sprintf("did you mean %q? (use one of %s)", best, list)
 }

@@ -414,7 +414,7 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 			return r, Reply{}, true
 		}
 		return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-			fmt.Sprintf("I don't know a run called %s. Runs: %s.", reports.Code(req.Run), runList(cfg))}}}, false
+			fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(req.Run), runList(cfg))}}}, false
 	}
 	if q.Run != "" {
 		r, _ := cfg.RunByName(q.Run)
@@ -466,6 +466,13 @@ func (b *Bot) unknown(req Request) Reply {
 	lead := "I didn't catch that."
 	if text != "" {
 		lead = fmt.Sprintf("I don't know how to answer %s yet.", reports.Code(truncateRunes(text, 80)))
+		if fixed := suggestQuestion(text); fixed != "" {
+			if strings.HasSuffix(fixed, "?") {
+				lead += fmt.Sprintf(" Did you mean %s", reports.Code(truncateRunes(fixed, 80)))
+			} else {
+				lead += fmt.Sprintf(" Did you mean %s?", reports.Code(truncateRunes(fixed, 80)))
+			}
+		}
 	}
 	return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
 		lead + " Try one of these:\n" + strings.Join(ex, "\n"),

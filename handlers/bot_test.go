@@ -34,6 +34,7 @@ func TestAskIntents(t *testing.T) {
 		{"runs", "runs", []string{"`synth` in #synth"}, false},
 		{"help", "help", []string{"runwatch help", "snooze"}, false},
 		{"what is the meaning of life?", "unknown", []string{"I don't know how to answer", "ETA?"}, false},
+		{"etaa?", "unknown", []string{"I don't know how to answer `etaa?` yet. Did you mean `eta?`", "ETA?"}, false},
 		{"eta synth", "eta", []string{"synth · ETA"}, false},
 		{"/storage", "storage", []string{"synth · storage", "hidden-states"}, false},
 		{"why did the ETA move?", "why", []string{"synth · why the ETA moved", "Now:"}, false},
@@ -129,9 +130,27 @@ func TestAskPicksTheRun(t *testing.T) {
 			t.Errorf("Ask(%+v) = %q; want it to ask which run", tt.req, rep.Message.Mrkdwn())
 		}
 	}
+	// --run nope and "ETA for nope-2?" are the same mistake: one wording for both.
 	rep := e.bot.Ask(ctx, Request{Text: "ETA?", Run: "nope"})
-	if !rep.Refused || !strings.Contains(rep.Message.Mrkdwn(), "don't know a run called") {
+	if !rep.Refused || !strings.Contains(rep.Message.Mrkdwn(), "I don't watch a run called") {
 		t.Errorf("unknown run = %+v", rep)
+	}
+}
+
+// A run with neither a log nor metrics: each answer leads with its own subject, so the throughput answer does
+// not open with "ETA: unknown".
+func TestNoProgressSourceAnswers(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Log, r.Metrics = "", nil }})
+	tests := []struct{ text, lead string }{
+		{"ETA?", "ETA: unknown — run synth has no progress source."},
+		{"how fast are we going?", "Throughput: unknown — run synth has no progress source."},
+		{"is it stuck?", "(~) Can't tell — run synth has no progress source."},
+	}
+	for _, tt := range tests {
+		text := e.bot.Ask(context.Background(), Request{Text: tt.text, Source: "console"}).Message.Text()
+		if _, body, _ := strings.Cut(text, "\n"); !strings.HasPrefix(body, tt.lead) {
+			t.Errorf("Ask(%q) = %q; want its answer to start %q", tt.text, text, tt.lead)
+		}
 	}
 }
 

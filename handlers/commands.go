@@ -128,13 +128,19 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 }
 
 func noProgressLine(q Query, rs reports.RunStatus) string {
+	return "ETA: unknown — " + noProgressReason(q, rs)
+}
+
+// noProgressReason is why nothing is known of a run's progress, for the answers that lead with their own
+// subject ("Throughput: unknown — ", "Can't tell — ").
+func noProgressReason(q Query, rs reports.RunStatus) string {
 	if q.Run.Log == "" && len(q.Run.Metrics) == 0 && q.Run.Prometheus == nil {
-		return fmt.Sprintf("ETA: unknown — run %s has no progress source. Add `log:` (the job's log) or `metrics:` (vLLM/SGLang/TGI /metrics URLs) to the run file.", reports.Esc(rs.Name))
+		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log) or `metrics:` (vLLM/SGLang/TGI /metrics URLs) to the run file.", reports.Esc(rs.Name))
 	}
 	if len(rs.Problems) > 0 {
-		return "ETA: unknown — the progress sources failed (below)."
+		return "the progress sources failed (below)."
 	}
-	return "ETA: unknown — no progress reported yet."
+	return "no progress reported yet."
 }
 
 func context1(rs reports.RunStatus) []string {
@@ -154,7 +160,7 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Throughput != nil {
 		m.Sections = append(m.Sections, reports.ThroughputLine(*rs.Throughput))
 	} else {
-		m.Sections = append(m.Sections, noProgressLine(q, rs))
+		m.Sections = append(m.Sections, "Throughput: unknown — "+noProgressReason(q, rs))
 	}
 	if rs.Finish != nil {
 		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
@@ -174,7 +180,7 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	m := reports.Message{Title: rs.Name + " · progress"}
 	switch {
 	case rs.ETA == nil:
-		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell* — "+strings.TrimPrefix(noProgressLine(q, rs), "ETA: unknown — "))
+		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell* — "+noProgressReason(q, rs))
 	case rs.ETA.State == "stalled":
 		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+reports.ETALine(*rs.ETA, b.loc))
 	case rs.ETA.State == "done":

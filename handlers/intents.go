@@ -3,6 +3,8 @@ package handlers
 import (
 	"regexp"
 	"strings"
+
+	"runwatch/internal/spell"
 )
 
 // Question is a parsed chat question: what is asked, and about what.
@@ -30,7 +32,7 @@ var intentRules = []struct {
 	{"stuck", []string{"stuck", "stalled", "stall", "hung", "hanging", "frozen", "moving", "progressing", "alive", "dead"}},
 	{"throughput", []string{"how fast", "throughput", "speed", "tok/s", "tokens per second", "tokens/s", "rate", "items/s", "req/s"}},
 	{"ontrack", []string{"on track", "on schedule", "behind schedule", "ahead of schedule", "behind", "ahead", "on time", "late", "running late", "slipping", "slipped", "as planned", "as expected", "keeping up", "first estimate", "original estimate", "initial estimate", "promised", "on target", "schedule"}},
-	{"eta", []string{"eta", "when", "how long", "time left", "finish", "finished", "done yet", "remaining", "complete", "how much longer", "how far"}},
+	{"eta", []string{"eta", "when", "whens", "how long", "time left", "finish", "finished", "done yet", "is it done", "are we done", "remaining", "complete", "how much longer", "how far"}},
 	{"status", []string{"status", "how is it going", "how's it going", "how are we doing", "update", "summary", "report", "overview", "progress"}},
 }
 
@@ -106,6 +108,38 @@ func ParseQuestion(text string, runs, plans []string) Question {
 		q.Intent = "space"
 	}
 	return q
+}
+
+// suggestQuestion is the question one no rule matched most likely meant: the question with the word that
+// misspells a one-word phrase of the rules put right ("etaa?" -> "eta?", "is it stuk?" -> "is it stuck?",
+// "statsu" -> "status"), or "" when no word is near one (spell.Near, and the same first letter: "date" is not
+// "rate") or the corrected question still matches nothing. The closest wins; a tie goes to the earlier rule.
+func suggestQuestion(text string) string {
+	lower := strings.ToLower(text)
+	typo, fix, bestD := "", "", 3
+	for _, w := range strings.FieldsFunc(lower, func(r rune) bool { return r < 'a' || r > 'z' }) {
+		if len(w) < 3 {
+			continue
+		}
+		for _, rule := range intentRules {
+			for _, ph := range rule.phrases {
+				if len(ph) < 3 || ph[0] != w[0] || strings.ContainsAny(ph, " '/?-") || !spell.Near(w, ph) {
+					continue
+				}
+				if d := spell.Distance(w, ph); d > 0 && d < bestD {
+					typo, fix, bestD = w, ph, d
+				}
+			}
+		}
+	}
+	if typo == "" {
+		return ""
+	}
+	fixed := regexp.MustCompile(`\b`+regexp.QuoteMeta(typo)+`\b`).ReplaceAllLiteralString(lower, fix)
+	if matchRules(fixed) == "" {
+		return ""
+	}
+	return fixed
 }
 
 // sentenceWords are command names that also start ordinary sentences ("why is it stuck?", "left on

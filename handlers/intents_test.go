@@ -108,6 +108,7 @@ func TestIntentPhrasings(t *testing.T) {
 		"eta": {
 			"ETA?", "eta", "when will it finish?", "when is it done?", "how long is left?", "how much longer?",
 			"time left?", "when will extract be complete", "how far along are we?", "finish time?",
+			"is it done?", "are we done yet?", "whens it done",
 		},
 		"writes": {"are we writing to /shared?", "is anything writing to a protected mount?", "what's landing on /shared?"},
 		"space":  {"how much space is left on /data?", "what's left on /data?", "is the disk filling up?", "free space?"},
@@ -126,6 +127,33 @@ func TestIntentPhrasings(t *testing.T) {
 					t.Errorf("UnknownRun(%q) = %q; want none", text, u)
 				}
 			})
+		}
+	}
+}
+
+func TestSuggestQuestion(t *testing.T) {
+	tests := []struct{ text, want string }{
+		{"etaa?", "eta?"},
+		{"ETAA?", "eta?"},
+		{"statsu", "status"},
+		{"throughpt?", "throughput?"},
+		{"is it stuk?", "is it stuck?"},
+		{"storrage", "storage"},
+		{"is it saef?", "is it safe?"},
+		// Not a typo of anything it knows: no suggestion rather than a silly one.
+		{"what is the meaning of life?", ""},
+		{"what's the date?", ""}, // one edit from "rate", but a different first letter
+		{"beta?", ""},
+		{"hello", ""},
+		{"ok", ""},
+	}
+	for _, tt := range tests {
+		if got := suggestQuestion(tt.text); got != tt.want {
+			t.Errorf("suggestQuestion(%q) = %q; want %q", tt.text, got, tt.want)
+		}
+		// A suggestion is a question that gets an answer.
+		if tt.want != "" && ParseQuestion(tt.want, nil, nil).Intent == "" {
+			t.Errorf("suggestQuestion(%q) = %q, which matches no intent", tt.text, tt.want)
 		}
 	}
 }

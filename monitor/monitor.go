@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -242,7 +243,7 @@ func notProbed(name string, err error) reports.RunStatus {
 func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (reports.RunStatus, error) {
 	r, ok := m.file.RunByName(name)
 	if !ok {
-		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, m.RunNames())
+		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, strings.Join(m.RunNames(), ", "))
 	}
 	rs := m.evaluate(ctx, name, need, func() reports.RunStatus {
 		rs, _ := m.runStatus(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now())

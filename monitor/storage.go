@@ -206,7 +206,7 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			if pr, ok := autoTokens(smp, eta); ok {
 				spec.Tokens, spec.TokensSrc = pr.Point, "projected"
 				if pr.Measured {
-					spec.TokensSrc = "measured"
+					spec.TokensSrc, spec.PromptTokens = "measured", smp.promptTokens
 				} else if pr.High > pr.Low {
 					spec.TokensLow, spec.TokensHigh = pr.Low, pr.High
 					spec.Items, spec.PerItemLow, spec.PerItemHigh = pr.Items, pr.PerItemLow, pr.PerItemHigh

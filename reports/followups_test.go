@@ -174,6 +174,10 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 	if strings.Contains(w, "or as root") || !strings.Contains(w, "tini pid 1") {
 		t.Errorf("AnswerWrites as root = %q; want the hidden process named and no advice to run as root", w)
 	}
+	// Both notes in one parenthesis, not "(no writes there yet) (1 process not visible: ...)".
+	if v, want := PlainText(StorageVerdict(st)), "inside protected /shared (no writes there yet; 1 process not visible: tini pid 1)"; !strings.Contains(v, want) {
+		t.Errorf("StorageVerdict = %q; want %q", v, want)
+	}
 }
 
 // TestFinishSummaryPeerCorpus summarises every job of the peer corpus (recorded against a third-party vLLM
@@ -230,7 +234,7 @@ func TestAnnounceWaitMatchesDetector(t *testing.T) {
 		{"early", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.012}, "(1.2% now)"},
 		{"wide", ETA{State: StateRunning, Seconds: f(3600), LowS: f(1000), HighS: f(9000), Progress: 0.2}, "range is within 25%"},
 		{"stalled", ETA{State: StateStalled, Progress: 0.2}, "moving again"},
-		{"unknown", ETA{State: StateUnknown, Progress: 0.2}, "once there is an estimate"},
+		{"unknown", ETA{State: StateUnknown, Progress: 0.2}, "once the ETA is known"},
 		{"ready", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2}, "next sample"},
 	}
 	for _, c := range cases {

@@ -172,11 +172,12 @@ var (
 	slackToken = regexp.MustCompile(`<([^<>|]*)(\|([^<>]*))?>`)
 	boldRE     = regexp.MustCompile(`(^|[\s(\[])\*([^*\s]|[^*\s][^*\n]*?[^*\s])\*($|[\s.,;:!?)\]])`)
 	italicRE   = regexp.MustCompile(`(^|[\s(\[])_([^_\s]|[^_\s][^_\n]*?[^_\s])_($|[\s.,;:!?)\]])`)
-	emojiRE    = regexp.MustCompile(`:([a-z0-9_+-]+):`)
+	emojiRE    = regexp.MustCompile(`:([a-z0-9_+-]+):( ?)`) // with the space after it, which goes with a dropped one
 	codeMark   = regexp.MustCompile("\x00[0-9]+\x00")
 )
 
-// emojiText is how the console shows the emoji runwatch uses.
+// emojiText is how the console shows the emoji runwatch uses; "" drops one that only decorates (with the
+// space after it). Every emoji the code writes has an entry: TestEmojiTextCoversTheCode reads the sources.
 var emojiText = map[string]string{
 	"white_check_mark":         "[done]",
 	"heavy_check_mark":         "[done]",
@@ -194,6 +195,12 @@ var emojiText = map[string]string{
 	"zap":                      "(spec)",
 	"grey_question":            "(?)",
 	"information_source":       "(i)", // nothing to report yet: an empty checkbox ([    ]) read as a stray glyph
+	"floppy_disk":              "(!)", // the state directory takes no writes
+	"arrows_counterclockwise":  "(!)", // flapping
+	"repeat":                   "(!)", // a warning back again
+	"bell":                     "",    // warnings back on; a reminder
+	"eyes":                     "",    // who is on a warning
+	"raised_hand":              "",    // asked to wait
 }
 
 // Unglyphed is plain text without the console glyph of its leading emoji ("(!) completions ..." ->
@@ -244,10 +251,18 @@ func PlainText(s string) string {
 		s = italicRE.ReplaceAllString(s, "$1$2$3")
 	}
 	s = emojiRE.ReplaceAllStringFunc(s, func(e string) string {
-		if t, ok := emojiText[strings.Trim(e, ":")]; ok {
-			return t
+		name, space := strings.TrimSuffix(e, " "), ""
+		if name != e {
+			space = " "
 		}
-		return e
+		t, ok := emojiText[strings.Trim(name, ":")]
+		switch {
+		case !ok:
+			return e
+		case t == "":
+			return ""
+		}
+		return t + space
 	})
 	s = codeMark.ReplaceAllStringFunc(s, func(m string) string {
 		i, _ := strconv.Atoi(strings.Trim(m, "\x00"))

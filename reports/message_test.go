@@ -2,6 +2,9 @@ package reports
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +25,10 @@ func TestPlainText(t *testing.T) {
 		{"ask <@U123>", "ask @U123"},
 		{"&lt;!channel&gt; &amp; co", "<!channel> & co"},
 		{":white_check_mark: *gen* — done", "[done] gen — done"},
+		// The unsnooze answer: a decoration goes with its space, not as a literal ":bell:".
+		{":bell: Warnings for `demo` are back on.", "Warnings for demo are back on."},
+		{"it said :bell:", "it said "},
+		{"a :custom_thing: stays", "a :custom_thing: stays"},
 		{"5 * 3 = 15 and 2 * 2", "5 * 3 = 15 and 2 * 2"},
 	}
 	for _, tt := range tests {
@@ -138,5 +145,32 @@ func TestUnglyphed(t *testing.T) {
 	}
 	if got := Unglyphed(PlainText(":warning: the disk *fills* in 2 h")); got != "the disk fills in 2 h" {
 		t.Errorf("Unglyphed(PlainText(:warning: ...)) = %q", got)
+	}
+}
+
+// TestEmojiTextCoversTheCode reads the emoji the answers are written with (reports and handlers) and checks the
+// console has a rendering for each: ":bell: Warnings for demo are back on." reached the terminal as it was.
+func TestEmojiTextCoversTheCode(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	more, _ := filepath.Glob("../handlers/*.go")
+	used := regexp.MustCompile(`:([a-z][a-z0-9_]+):`)
+	seen := 0
+	for _, f := range append(files, more...) {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range used.FindAllStringSubmatch(string(b), -1) {
+			seen++
+			if _, ok := emojiText[m[1]]; !ok {
+				t.Errorf("%s writes :%s:, which the console shows as it is: give it an entry in emojiText", f, m[1])
+			}
+		}
+	}
+	if seen < 20 {
+		t.Fatalf("found %d emoji in the sources; the glob or the pattern is wrong", seen)
 	}
 }

@@ -91,7 +91,8 @@ func signedDuration(s float64) string {
 
 // LastMoveLine is the one line every ETA answer carries about how the estimate moved: the last sharp move
 // with its cause, how far the estimate is from the first one when it never moved sharply, or that none has
-// been announced yet. It is "" without a move log.
+// been announced yet. It is "" without a move log, and before any estimate at all: the ETA line above says
+// it is unknown and why, and "one is announced once there is one" would add nothing.
 func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 	if l == nil {
 		return ""
@@ -106,11 +107,18 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		return s + ". Ask _why did the ETA move?_ for the breakdown."
 	}
 	if l.First == nil {
+		if e == nil || e.State != StateStalled && e.Seconds == nil {
+			return ""
+		}
 		return "No estimate announced yet, so none has moved: one is announced " + announceWait(e) + "."
 	}
 	s := fmt.Sprintf("No sharp move since the first estimate recorded at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
-	if l.Drift != nil {
+	switch {
+	case l.Drift != nil && l.Announced != nil && l.Announced.At == l.First.At:
+		// The first estimate is the one announced: "recorded at 16:36 ... announced at 16:36" read as two.
+		s += fmt.Sprintf("; the finish is %s against it now", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
+	case l.Drift != nil && l.Announced != nil:
 		s += fmt.Sprintf("; it is %s against the estimate announced at %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
 			SlackTime(tTime(l.Announced.At), loc))
 	}
@@ -126,7 +134,7 @@ func announceWait(e *ETA) string {
 	case e != nil && e.State == StateStalled:
 		return "once the run is moving again"
 	case e == nil || e.State != StateRunning || e.Seconds == nil:
-		return "once there is an estimate to announce"
+		return "once the ETA is known"
 	case e.Rough:
 		return "once the samples span enough time to measure a rate (this one is rough)"
 	case e.Progress > 0 && e.Progress < cfg.MinProgress:
@@ -278,7 +286,12 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 		}
 		m.Sections = append(m.Sections, s+".")
 	}
-	m.Sections = append(m.Sections, "Now: "+ETALine(*e, loc))
+	now := ETALine(*e, loc)
+	if !strings.HasPrefix(now, ":") {
+		// A finished or stalled run's line leads with its own glyph: "Now: [done] Done: ..." read as a stutter.
+		now = "Now: " + now
+	}
+	m.Sections = append(m.Sections, now)
 	return m
 }
 

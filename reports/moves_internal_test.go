@@ -3,6 +3,7 @@ package reports
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMoveBreakdownLeavesOutNoise checks that a part that barely changed (under half a percent, "+0%") gets no
@@ -18,5 +19,50 @@ func TestMoveBreakdownLeavesOutNoise(t *testing.T) {
 	sh.To.TokensPerS = 1200
 	if got := strings.Join(moveBreakdown(sh), "\n"); !strings.Contains(got, "throughput fell") {
 		t.Errorf("moveBreakdown = %q; want a throughput bullet for 1,352 → 1,200 tok/s", got)
+	}
+}
+
+// TestLastMoveLineFirstIsAnnounced: with no re-announcement the first estimate is the announced one, and the line
+// names it once instead of as two estimates of the same minute.
+func TestLastMoveLineFirstIsAnnounced(t *testing.T) {
+	mark := EstimateMark{At: 1795943940, FinishT: 1795943940 + 9000}
+	l := &MoveLog{First: &mark, Announced: &mark, Drift: &Shift{FromFinish: mark.FinishT, ToFinish: mark.FinishT + 3180}}
+	got := PlainText(LastMoveLine(l, nil, time.UTC))
+	if want := "No sharp move since the first estimate recorded at 09:19 UTC (finish 11:49 UTC); the finish is +53 min against it now."; got != want {
+		t.Errorf("LastMoveLine = %q; want %q", got, want)
+	}
+	later := EstimateMark{At: mark.At + 3600, FinishT: mark.FinishT + 600}
+	l.Announced, l.Drift = &later, &Shift{FromFinish: later.FinishT, ToFinish: later.FinishT + 120}
+	if got, want := PlainText(LastMoveLine(l, nil, time.UTC)), "; it is +2 min against the estimate announced at 10:19 UTC."; !strings.HasSuffix(got, want) {
+		t.Errorf("LastMoveLine = %q; want it to end %q", got, want)
+	}
+}
+
+// TestLastMoveLineWithoutAnEstimate: before any estimate the ETA line says why there is none; the move line
+// stays out rather than promise "one is announced once there is an estimate to announce".
+func TestLastMoveLineWithoutAnEstimate(t *testing.T) {
+	unknown := &ETA{State: StateUnknown, Reason: "need a second sample"}
+	if got := LastMoveLine(&MoveLog{}, unknown, time.UTC); got != "" {
+		t.Errorf("LastMoveLine(no estimate) = %q; want none", got)
+	}
+	sec := 3600.0
+	rough := &ETA{State: StateRunning, Seconds: &sec, Rough: true}
+	if got := PlainText(LastMoveLine(&MoveLog{}, rough, time.UTC)); !strings.Contains(got, "once the samples span enough time") {
+		t.Errorf("LastMoveLine(rough) = %q; want what the estimate still lacks", got)
+	}
+	if got := PlainText(LastMoveLine(&MoveLog{}, &ETA{State: StateStalled}, time.UTC)); !strings.Contains(got, "once the run is moving again") {
+		t.Errorf("LastMoveLine(stalled) = %q; want it to say when one is announced", got)
+	}
+}
+
+// TestAnswerWhyAfterTheFinish: the last line of a finished run's why answer is its finish, without "Now:"
+// before the glyph ("Now: [done] Done: all 25,000 items finished.").
+func TestAnswerWhyAfterTheFinish(t *testing.T) {
+	mark := EstimateMark{At: 1795943940, FinishT: 1795943940 + 9000}
+	l := &MoveLog{First: &mark, Announced: &mark, Moves: []Shift{{At: mark.At + 600, FromFinish: mark.FinishT, ToFinish: mark.FinishT + 3000}}}
+	text := AnswerWhy("demo", &ETA{State: StateDone, Reason: "all 25,000 items finished"}, l, time.UTC).Text()
+	lines := strings.Split(text, "\n")
+	if last := lines[len(lines)-1]; last != "[done] Done: all 25,000 items finished." {
+		t.Errorf("AnswerWhy after the finish ends %q; want the finish line alone\n%s", last, text)
 	}
 }

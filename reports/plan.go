@@ -18,6 +18,7 @@ type PlanSpec struct {
 	Items                   float64
 	PerItemLow, PerItemHigh float64
 	PromptPerItem           float64 // the prompt part of PerItemLow and PerItemHigh (0 when none or unknown)
+	PromptTokens            float64 // the prompt part of a measured Tokens (0 when none or unknown)
 	AllLayers               bool
 	Layers                  []int
 	NumLayers               int
@@ -113,7 +114,7 @@ func planSentence(s PlanSpec, r PlanResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%s*: ", Esc(s.Name))
 	if s.Tokens <= 0 {
-		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; the token count is not known yet (tokens: auto needs the run's token counts).",
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; the token count is not known yet (tokens: auto projects it once the run's item total, progress and token counts are known and 1%% of the items are done).",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken))
 		if r.MaxTokens != nil {
 			fmt.Fprintf(&b, " %s has room for %s tokens.", Code(r.Mount), Tokens(*r.MaxTokens))
@@ -125,6 +126,10 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		tokSrc = " (projected from the run)"
 	} else if s.TokensSrc == "measured" {
 		tokSrc = " (measured)"
+		if s.PromptTokens >= 0.5 && s.PromptTokens < s.Tokens {
+			// "32.9M tokens" beside a finish that says "24.2M tokens": the plan counts the prompts too.
+			tokSrc = fmt.Sprintf(" (measured: %s prompt + %s completion)", Tokens(s.PromptTokens), Tokens(s.Tokens-s.PromptTokens))
+		}
 	}
 	ranged := r.TokensHigh > r.TokensLow && r.TokensLow > 0
 	need := r.BytesNeeded
@@ -202,8 +207,15 @@ func AnswerFit(run string, plans []PlanResult) Message {
 		}
 	}
 	switch {
+	case no > 0 && len(plans) == 1:
+		// Not "1 of 1 plans do not fit".
+		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %s does not fit.", Esc(plans[0].Name)))
+	case no == 1:
+		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — 1 of %d plans does not fit.", len(plans)))
 	case no > 0:
 		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %d of %d plans do not fit.", no, len(plans)))
+	case unknown > 0 && len(plans) == 1:
+		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %s cannot be checked yet.", Esc(plans[0].Name)))
 	case unknown > 0:
 		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %d of %d plans cannot be checked yet.", unknown, len(plans)))
 	default:

@@ -50,7 +50,8 @@ func TestEvaluatePlanUnknowns(t *testing.T) {
 	if r.Fits != nil {
 		t.Errorf("Fits with unknown tokens = %v; want nil", *r.Fits)
 	}
-	if !strings.Contains(r.Sentence, "not known yet") || r.MaxTokens == nil {
+	// Not "needs the run's token counts": a run whose engines count tokens but whose log failed lacks its total.
+	if !strings.Contains(r.Sentence, "not known yet (tokens: auto projects it once the run's item total, progress and token counts are known") || r.MaxTokens == nil {
 		t.Errorf("unknown tokens: %+v", r)
 	}
 	s.Tokens = 1e6
@@ -70,6 +71,22 @@ func TestAnswerFit(t *testing.T) {
 	m := AnswerFit("synth", []PlanResult{{Name: "a", Fits: &yes, Sentence: "a fits"}, {Name: "b", Fits: &no, Sentence: "b does not"}})
 	if !strings.Contains(m.Sections[0], "*No*") || len(m.Sections) != 3 {
 		t.Errorf("AnswerFit = %+v; want a No verdict first and one line per plan", m)
+	}
+	if want := "1 of 2 plans does not fit."; !strings.Contains(m.Sections[0], want) {
+		t.Errorf("AnswerFit lead = %q; want %q", m.Sections[0], want)
+	}
+	// One plan: named, not "1 of 1 plans do not fit".
+	tests := []struct {
+		fits *bool
+		want string
+	}{
+		{&no, "*No* — hs does not fit."},
+		{nil, "*Not sure yet* — hs cannot be checked yet."},
+	}
+	for _, tt := range tests {
+		if got := AnswerFit("synth", []PlanResult{{Name: "hs", Fits: tt.fits}}).Sections[0]; !strings.Contains(got, tt.want) {
+			t.Errorf("AnswerFit(one plan) lead = %q; want %q", got, tt.want)
+		}
 	}
 	m = AnswerFit("synth", nil)
 	if !strings.Contains(m.Sections[0], "no capacity plans") {
@@ -102,5 +119,20 @@ func TestFormat(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("got %q; want %q", tt.got, tt.want)
 		}
+	}
+}
+
+// A finished job's measured tokens count prompts and completions; the finish summary counts completions only,
+// so the plan says both parts and the two figures do not seem to disagree.
+func TestEvaluatePlanMeasuredSaysItsParts(t *testing.T) {
+	free := uint64(2e15)
+	s := PlanSpec{Name: "hs", Target: "/data/hs", Tokens: 32.9e6, TokensSrc: "measured", PromptTokens: 8.7e6,
+		Layers: []int{2, 30, 58}, NumLayers: 61, Hidden: 7168, DType: "bfloat16", ElemBytes: 2}
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "× 32.9M tokens (measured: 8.7M prompt + 24.2M completion) ="; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+	s.PromptTokens = 0 // a log without prompt counts: nothing to split
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "× 32.9M tokens (measured) ="; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
 	}
 }

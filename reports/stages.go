@@ -29,6 +29,13 @@ func StageFromProgress(p *Progress) StageStatus {
 func StageFromMetric(metric, name, op string, value float64, vals map[string]float64, known []string) StageStatus {
 	v, ok := vals[name]
 	if !ok {
+		for _, k := range known {
+			if k == name {
+				// A name runwatch reads, absent because no engine answered or reports it: the list of names would
+				// name it too, and read as a contradiction.
+				return StageStatus{State: StagePending, Detail: fmt.Sprintf("metric %s not scraped yet: no engine reported it", metric)}
+			}
+		}
 		return StageStatus{State: StagePending, Detail: fmt.Sprintf("metric %s not scraped (known: %s)", metric, strings.Join(known, ", "))}
 	}
 	if compare(v, op, value) {

@@ -33,10 +33,13 @@ func TestStageFromMetric(t *testing.T) {
 	}{
 		{"vllm:num_requests_running", "running", "==", 0, StageDone, "vllm:num_requests_running = 0 == 0"},
 		{"done", "done", ">=", 25000, StagePending, "done = 300, waiting for >= 25000"},
-		{"x", "x", ">", 1, StagePending, "metric x not scraped (known: running, done)"},
+		{"x", "x", ">", 1, StagePending, "metric x not scraped (known: running, done, kv_cache_usage)"},
+		// A name it knows that no engine reported (the servers are down): not "kv_cache_usage not scraped (known:
+		// ..., kv_cache_usage, ...)".
+		{"kv_cache_usage", "kv_cache_usage", ">", 0.5, StagePending, "metric kv_cache_usage not scraped yet: no engine reported it"},
 	}
 	for _, tt := range tests {
-		if got := StageFromMetric(tt.metric, tt.name, tt.op, tt.value, vals, []string{"running", "done"}); got.State != tt.state || got.Detail != tt.want {
+		if got := StageFromMetric(tt.metric, tt.name, tt.op, tt.value, vals, []string{"running", "done", "kv_cache_usage"}); got.State != tt.state || got.Detail != tt.want {
 			t.Errorf("StageFromMetric(%s %s %g) = %+v; want %s %q", tt.metric, tt.op, tt.value, got, tt.state, tt.want)
 		}
 	}

@@ -335,13 +335,19 @@ func StorageVerdict(st Storage) string {
 			mounts = append(mounts, Code(p.Path))
 		}
 		s := ":large_green_circle: no writes to " + strings.Join(mounts, ", ")
+		var notes []string
 		if landing := len(st.OutputsInProtected()); landing > 0 {
 			// "No writes" is not the news when an output already resolves there: lead with the risk.
-			s = fmt.Sprintf(":warning: *%s inside protected %s* (no writes there yet)",
-				Plural(landing, "output resolves", "outputs resolve"), strings.Join(mounts, ", "))
+			s = fmt.Sprintf(":warning: *%s inside protected %s*", Plural(landing, "output resolves", "outputs resolve"),
+				strings.Join(mounts, ", "))
+			notes = append(notes, "no writes there yet")
 		}
 		if st.Invisible > 0 {
-			s += fmt.Sprintf(" (%s not visible%s)", Plural(st.Invisible, "process", "processes"), hiddenNames(st))
+			notes = append(notes, fmt.Sprintf("%s not visible%s", Plural(st.Invisible, "process", "processes"), hiddenNames(st)))
+		}
+		if len(notes) > 0 {
+			// One parenthesis: "(no writes there yet; 1 process not visible: ...)", not two in a row.
+			s += " (" + strings.Join(notes, "; ") + ")"
 		}
 		parts = append(parts, s)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -266,11 +267,17 @@ func runAsk(ctx context.Context, a *app, args []string) error {
 			out[k] = v
 		}
 		out["intent"], out["run"], out["text"] = rep.Intent, rep.Run, rep.Message.Text()
-		return writeJSON(a.stdout, out)
+		if rep.Refused {
+			out["refused"] = true
+		}
+		if err := writeJSON(a.stdout, out); err != nil || !rep.Refused {
+			return err
+		}
+		return refusedError{}
 	}
 	fmt.Fprintln(a.stdout, rep.Message.Text())
 	if rep.Refused {
-		return errors.New("refused")
+		return refusedError{}
 	}
 	return nil
 }
@@ -328,7 +335,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 func runReplay(ctx context.Context, a *app, args []string) error {
 	fs := a.flags()
 	trace := fs.String("trace", "", "the trace file: JSONL, one observation per line ({\"t\", \"done\", \"total\", ...}); - for stdin")
-	asJSON := fs.Bool("json", true, "print one JSON line per input line (the default; --json=false prints text)")
+	asJSON := fs.Bool("json", true, "print one JSON line per input line; --json=false prints one line of text each")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -375,10 +382,11 @@ func runExport(ctx context.Context, a *app, args []string) error {
 	if len(hist) == 0 {
 		return fmt.Errorf("run %s has no sampled history in %s yet: `bot serve` or `bot console` records it", name, a.env.StateDir)
 	}
-	// A trace counts seconds from the first observation.
+	// A trace counts seconds from the first observation, to the millisecond: a sampler's wall-clock jitter
+	// (t=1.0001025199890137) is noise that replay's text would otherwise print in full.
 	t0 := hist[0].T
 	for i := range hist {
-		hist[i].T -= t0
+		hist[i].T = math.Round((hist[i].T-t0)*1000) / 1000
 	}
 	var w io.Writer = a.stdout
 	if *out != "-" {

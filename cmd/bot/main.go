@@ -34,7 +34,7 @@ var commands = []command{
 	{"ask", "answer one question and exit", `bot ask [--json] [--run NAME] [--demo] [--config PATH] "QUESTION"`, runAsk},
 	{"status", "print the status summary of every configured run", "bot status [--json] [--run NAME] [--demo] [--config PATH]", runStatus},
 	{"serve", "run the long-lived bot: sampler, scheduled posts, warnings, Slack", "bot serve [--demo] [--config PATH]", runServe},
-	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json]", runReplay},
+	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json=false]", runReplay},
 	{"export", "write a run's sampled history as a trace (JSONL) that replay reads", "bot export [--run NAME] [--out FILE]", runExport},
 	{"exporter", "serve this node's writer facts on /metrics for Prometheus (one per node)", "bot exporter --listen ADDR [--config PATH]", runExporter},
 }
@@ -47,6 +47,12 @@ func main() {
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// refusedError is a question the bot declined (a run it does not watch, a path outside the run): the reply
+// on stdout already says why, so exit 1 without a second, vaguer line on stderr.
+type refusedError struct{}
+
+func (refusedError) Error() string { return "refused" }
 
 func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	global := flag.NewFlagSet("bot", flag.ContinueOnError)
@@ -92,6 +98,8 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, new(refusedError)):
+		return exitError
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.As(err, &ue):

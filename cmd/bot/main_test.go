@@ -86,6 +86,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"ask", "--help"}, 0, "--json"},
 		{[]string{"status", "--bogus"}, 2, "flag provided but not defined"},
 		{[]string{"replay"}, 2, "--trace FILE is required"},
+		// JSON is replay's default: its usage offers the text, not a --json that changes nothing.
+		{[]string{"replay", "--help"}, 0, "usage: bot replay --trace FILE [--json=false]"},
 		{[]string{"console", "extra"}, 2, "takes no arguments"},
 		{[]string{"help", "status"}, 0, "--run"},
 	}
@@ -171,8 +173,20 @@ func TestAskAndStatusJSON(t *testing.T) {
 	if code, out, _ := run(t, "", "status"); code != 0 || !strings.Contains(out, "synth · status") {
 		t.Errorf("status = %d %q", code, out)
 	}
-	if code, _, errb := run(t, "", "status", "--run", "nope"); code != 1 || !strings.Contains(errb, `no run named "nope"`) {
+	if code, _, errb := run(t, "", "status", "--run", "nope"); code != 1 || !strings.Contains(errb, `no run named "nope" (runs: synth)`) {
 		t.Errorf("status --run nope = %d %q", code, errb)
+	}
+	// A refused question exits 1; the reply says why, and stderr adds no bare "refused" after it.
+	code, out, errb = run(t, "", "ask", "--run", "nope", "ETA?")
+	if code != 1 || !strings.Contains(out, "I don't watch a run called nope. Runs: synth.") || errb != "" {
+		t.Errorf("ask --run nope = %d, stdout %q, stderr %q; want 1, the reply naming the runs, nothing on stderr", code, out, errb)
+	}
+	code, out, _ = run(t, "", "ask", "--json", "--run", "nope", "ETA?")
+	var refused struct {
+		Refused bool `json:"refused"`
+	}
+	if err := json.Unmarshal([]byte(out), &refused); code != 1 || err != nil || !refused.Refused {
+		t.Errorf("ask --json --run nope = %d, %v, %q; want 1 and \"refused\": true", code, err, out)
 	}
 }
 
@@ -302,7 +316,8 @@ func TestExportThenReplay(t *testing.T) {
 	if code, _, errb := run(t, "", "export"); code != 1 || !strings.Contains(errb, "no sampled history") {
 		t.Errorf("export before any sampling = %d %q; want a clear error", code, errb)
 	}
-	// Sample like `bot serve` would, with a clock 30 s apart, into the same state directory.
+	// Sample like `bot serve` would, with a clock 30 s apart (and a wall clock's jitter), into the same state
+	// directory.
 	f, err := config.Load(cfgPath, os.LookupEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +330,7 @@ func TestExportThenReplay(t *testing.T) {
 	}
 	logPath := filepath.Join(dir, "gen.log")
 	for i := range 6 {
-		now = now.Add(30 * time.Second)
+		now = now.Add(30*time.Second + 123456789)
 		fh, _ := os.OpenFile(logPath, os.O_APPEND|os.O_WRONLY, 0)
 		fmt.Fprintf(fh, "Progress: %d/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: %ds\n", 320+20*i, 438+30*i)
 		fh.Close()
@@ -328,8 +343,8 @@ func TestExportThenReplay(t *testing.T) {
 	}
 	b, _ := os.ReadFile(trace)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) != 6 || !strings.HasPrefix(lines[0], `{"t":0,`) {
-		t.Fatalf("exported trace = %q; want 6 lines starting at t=0", b)
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], `{"t":0,`) || !strings.HasPrefix(lines[1], `{"t":30.123,`) {
+		t.Fatalf("exported trace = %q; want 6 lines starting at t=0, the second at t=30.123 (to the millisecond)", b)
 	}
 	code, out, errb := run(t, "", "replay", "--trace", trace)
 	if code != 0 || strings.Count(out, "\n") != 6 {

@@ -149,3 +149,24 @@ func TestSeedMoment(t *testing.T) {
 		t.Errorf("fit answer does not split the tokens per item into prompt and completion:\n%s", fit.Text)
 	}
 }
+
+// TestFinishedPlanSplitsPromptAndCompletion is the seed's job at its end: every item done, the engines having
+// counted 15,000 prompt and 565,405 completion tokens. The plan's measured tokens are both, and say so, beside
+// a finish summary that counts the completions.
+func TestFinishedPlanSplitsPromptAndCompletion(t *testing.T) {
+	dir := setEnv(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, seedExposition)
+	}))
+	defer srv.Close()
+	seedRun(t, dir, srv.URL+"/metrics")
+	os.WriteFile(filepath.Join(dir, "gen.log"), []byte("Progress: 25000/25000 (0 errors), 0.7 req/s, elapsed: 35000s\n"), 0o644)
+	code, out, errb := run(t, "", "ask", "will the hidden states fit?")
+	if code != 0 {
+		t.Fatalf("ask fit = %d, %s", code, errb)
+	}
+	if want := "× 580K tokens (measured: 15K prompt + 565K completion) = 25.0 GB"; !strings.Contains(out, want) {
+		t.Errorf("fit answer lacks %q:\n%s", want, out)
+	}
+}

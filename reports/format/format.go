@@ -109,7 +109,7 @@ func Duration(s float64) string {
 	switch {
 	case s < 90:
 		return fmt.Sprintf("%.0f s", s)
-	case s < 3600:
+	case s < 3570: // from 59.5 min on the minutes round to 60: "1 h", not "60 min"
 		return fmt.Sprintf("%.0f min", math.Round(s/60))
 	case s < 48*3600:
 		m := int(math.Round(s / 60))
@@ -135,10 +135,13 @@ func Duration(s float64) string {
 // Span formats a measured stretch of time to the second below an hour: 6 min 48 s, 45 s; from an hour on as
 // Duration does.
 func Span(s float64) string {
-	if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || s >= 3600 {
+	if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 || math.Round(s) >= 3600 {
 		return Duration(s)
 	}
-	m, sec := int(s)/60, int(math.Round(s))%60
+	// Round once, then split: minutes from the truncated seconds and seconds from the rounded ones turned
+	// 119.6 s into "1 min" and 59.6 s into "0 s".
+	r := int(math.Round(s))
+	m, sec := r/60, r%60
 	switch {
 	case m == 0:
 		return fmt.Sprintf("%d s", sec)

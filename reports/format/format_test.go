@@ -84,6 +84,7 @@ func TestDuration(t *testing.T) {
 		{999 * 86400, "999 d"},
 		{1000 * 86400, "1,000 d"},
 		// More hours than an int holds: int(hours) wrapped to a negative number of days.
+		{3599, "1 h"},
 		{1e30, "11,574,074,074,074,075,000,000,000 d"},
 	}
 	for _, tt := range tests {
@@ -107,6 +108,28 @@ func TestRange(t *testing.T) {
 	} {
 		if got := Range(c.sec, c.low, c.high); got != c.want {
 			t.Errorf("Range(%v, %v, %v) = %q, want %q", c.sec, c.low, c.high, got, c.want)
+		}
+	}
+}
+
+func TestSpan(t *testing.T) {
+	tests := []struct {
+		s    float64
+		want string
+	}{
+		{45, "45 s"},
+		{408, "6 min 48 s"},
+		{120, "2 min"},
+		// A window a hair short of a whole minute (a sampler's 60 s interval measured as 119.6 s) is that
+		// minute, not the minute before it with its seconds dropped.
+		{119.6, "2 min"},
+		{59.6, "1 min"},
+		{3599.6, "1 h"},
+		{3*3600 + 600, "3 h 10 min"},
+	}
+	for _, tt := range tests {
+		if got := Span(tt.s); got != tt.want {
+			t.Errorf("Span(%v) = %q; want %q", tt.s, got, tt.want)
 		}
 	}
 }
