@@ -96,8 +96,13 @@ func roughETA(o Observation, e ETA, from string) ETA {
 	case o.Total <= 0:
 		e.Reason = reasonNoTotal
 		return e
-	case o.Elapsed == nil || *o.Elapsed <= 0 || o.Done <= 0:
-		e.Reason = "a single observation without elapsed time or finished items: need a second sample"
+	case o.Done <= 0:
+		e.Reason = "a single observation with no item finished yet: need a second sample"
+		return e
+	case o.Elapsed == nil || *o.Elapsed <= 0:
+		// Items have finished, but without the job's elapsed time one sample gives no rate.
+		e.Reason = fmt.Sprintf("a single observation: %s items finished, but the progress source gives no elapsed time to divide by; a rate needs a second sample",
+			format.Count(float64(o.Done)))
 		return e
 	case o.Running != nil && float64(o.Done) < *o.Running:
 		// Fewer items done than are in flight: the first batch has not turned over, and the few that
@@ -146,7 +151,7 @@ func roughETA(o Observation, e ETA, from string) ETA {
 	finish := Unix(o.T + sec)
 	e.FinishAt = &finish
 	e.Reason = fmt.Sprintf("From %s: %s items in %s = %s, %s items left",
-		from, format.Count(float64(o.Done)), format.Duration(el), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
+		from, format.Count(float64(o.Done)), format.Span(el), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
 	return e
 }
 

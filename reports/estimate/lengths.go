@@ -156,14 +156,16 @@ func (s series) meanAge(z int, warm float64) float64 {
 // in-flight requests only grow), High as halfway through (in a busy batch a request's age and what it has left
 // have the same distribution), Point in between.
 type Lengths struct {
-	Low, Point, High float64
-	Finished         float64 // items finished
-	InFlight         float64 // items in flight
+	Low      float64 `json:"low_tokens"`
+	Point    float64 `json:"point_tokens"`
+	High     float64 `json:"high_tokens"`
+	Finished float64 `json:"finished_items"`  // items finished
+	InFlight float64 `json:"in_flight_items"` // items in flight
 	// Age is the tokens the requests in flight have decoded so far (0 when nothing says).
-	Age float64
+	Age float64 `json:"in_flight_decoded_tokens"`
 	// FinishedMean is the mean length of the items finished (0 when unknown): what the job's log prints as
 	// its average, below the censored mean because the long requests are the ones still in flight.
-	FinishedMean float64
+	FinishedMean float64 `json:"finished_mean_tokens,omitempty"`
 }
 
 // CensoredMean estimates the mean completion length from one observation: the items finished with their

@@ -1,0 +1,78 @@
+package estimate
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"runwatch/reports/format"
+)
+
+// TestOneSampleWithoutElapsed: a metrics-only run's first sample has finished items but no elapsed time; the
+// answer says that is what is missing, not that nothing has finished.
+func TestOneSampleWithoutElapsed(t *testing.T) {
+	g := 565405.0
+	e, _ := Compute([]Observation{{T: 1e9, Done: 300, Total: 25000, GenTokens: &g}}, Config{})
+	if e.State != StateUnknown || !strings.Contains(e.Reason, "300 items finished") || !strings.Contains(e.Reason, "no elapsed time") {
+		t.Errorf("one sample, 300 done, no elapsed: %s %q; want unknown, naming the 300 finished and the missing elapsed time", e.State, e.Reason)
+	}
+	e, _ = Compute([]Observation{{T: 1e9, Done: 0, Total: 25000, GenTokens: &g}}, Config{})
+	if !strings.Contains(e.Reason, "no item finished yet") {
+		t.Errorf("one sample, nothing done: %q; want it to say no item has finished", e.Reason)
+	}
+}
+
+// TestReasonNamesTheDrain: near the end the items left × tokens ÷ tokens/s of the reason is well short of the
+// ETA, because the batch drains; the reason says by how much, and mid-run, where the drain is a small share of
+// the time left, it does not.
+func TestReasonNamesTheDrain(t *testing.T) {
+	f, err := os.Open("../testdata/trace_length_drift.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hist []Observation
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var o Observation
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatal(err)
+		}
+		hist = append(hist, o)
+	}
+	at := func(t float64) []Observation {
+		for i, o := range hist {
+			if o.T > t {
+				return hist[:i]
+			}
+		}
+		return hist
+	}
+	e, _ := Compute(at(17460), Config{})
+	if e.Seconds == nil || e.TokensPerS <= 0 {
+		t.Fatalf("at t=17460: %+v", e)
+	}
+	extra := *e.Seconds - e.ItemsLeft*e.TokensPerItem/e.TokensPerS
+	if extra < 0.1**e.Seconds || !strings.Contains(e.Reason, "more for the batch draining at the end") {
+		t.Errorf("at t=17460 (ETA %.0f s, %.0f s of it past the arithmetic): %q; want the drain named", *e.Seconds, extra, e.Reason)
+	}
+	if want := ", and " + format.Span(extra) + " more for the batch"; !strings.Contains(e.Reason, want) {
+		t.Errorf("at t=17460: %q; want the %.0f s the drain adds (%q)", e.Reason, extra, want)
+	}
+	if e, _ := Compute(at(7200), Config{}); strings.Contains(e.Reason, "draining") {
+		t.Errorf("mid-run at t=7200: %q; the drain is a small share of the time left and goes unsaid", e.Reason)
+	}
+}
+
+// TestLengthsJSON: the censored mean's fields are snake_case with their units, like the rest of --json.
+func TestLengthsJSON(t *testing.T) {
+	b, _ := json.Marshal(Lengths{Low: 1131, Point: 1376, High: 1622, Finished: 300, InFlight: 200, Age: 245605, FinishedMean: 1066})
+	for _, k := range []string{`"low_tokens":1131`, `"point_tokens":1376`, `"high_tokens":1622`, `"finished_items":300`,
+		`"in_flight_items":200`, `"in_flight_decoded_tokens":245605`, `"finished_mean_tokens":1066`} {
+		if !strings.Contains(string(b), k) {
+			t.Errorf("Lengths JSON %s lacks %s", b, k)
+		}
+	}
+}
