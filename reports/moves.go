@@ -15,7 +15,10 @@ type EstimateMark struct {
 }
 
 // MoveLog is the story of a run's ETA, kept beside the shift detector: the first estimate announced, the one
-// announced now, and the last sharp moves (the shift warnings), newest last.
+// announced now, and the last sharp moves (the shift warnings), newest last. "Announced" is the detector's
+// word for its baseline, which a shift warning posts but which is also taken silently (the first estimate, and
+// one the ETA crept to over the cooldown), so answers call it the baseline estimate: "announced at 18:09"
+// named a post nobody saw.
 type MoveLog struct {
 	First     *EstimateMark `json:"first,omitempty"`
 	Announced *EstimateMark `json:"announced,omitempty"`
@@ -110,7 +113,7 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		if e == nil || e.State != StateStalled && e.Seconds == nil {
 			return ""
 		}
-		return "No estimate announced yet, so none has moved: one is announced " + announceWait(e) + "."
+		return "No baseline estimate yet, so none has moved: the first is taken " + announceWait(e) + "."
 	}
 	s := fmt.Sprintf("No sharp move since the first estimate recorded at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
@@ -119,7 +122,7 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		// The first estimate is the one announced: "recorded at 16:36 ... announced at 16:36" read as two.
 		s += fmt.Sprintf("; the finish is %s against it now", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
 	case l.Drift != nil && l.Announced != nil:
-		s += fmt.Sprintf("; it is %s against the estimate announced at %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
+		s += fmt.Sprintf("; it is %s against the baseline estimate of %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
 			SlackTime(tTime(l.Announced.At), loc))
 	}
 	return s + "."
@@ -217,7 +220,7 @@ func moveBreakdown(sh Shift) []string {
 			Rate(sh.To.ItemsPerS, "items/s"), pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), effect(sh.ThroughputShare)))
 	}
 	if sh.From.ItemsLeft > 0 || sh.To.ItemsLeft > 0 {
-		line := fmt.Sprintf("• items left: %s when announced, %s at the move", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))
+		line := fmt.Sprintf("• items left: %s at the baseline, %s at the move", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))
 		if sh.OtherShare != 0 {
 			line += "; progress against the old schedule" + effect(sh.OtherShare)
 		}
@@ -248,7 +251,7 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 	if len(moves) == 0 {
 		lead := ":large_green_circle: *It has not moved sharply.*"
 		if l == nil || l.First == nil {
-			lead = ":information_source: *No estimate has been announced yet*, so none has moved. I announce one " + announceWait(e) + "."
+			lead = ":information_source: *No baseline estimate yet*, so none has moved. I take one " + announceWait(e) + "."
 		} else {
 			lead += fmt.Sprintf(" The first estimate, at %s, said the run would finish at %s.", SlackTime(tTime(l.First.At), loc),
 				SlackTime(tTime(l.First.FinishT), loc))
@@ -278,7 +281,8 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 	if l != nil && l.Drift != nil && l.Announced != nil {
 		d := l.Drift
 		mv := d.ToFinish - d.FromFinish
-		s := fmt.Sprintf("Since the estimate announced at %s the finish is %s", SlackTime(tTime(l.Announced.At), loc), signedDuration(mv))
+		s := fmt.Sprintf("Since the baseline estimate of %s (the one warnings compare against) the finish is %s",
+			SlackTime(tTime(l.Announced.At), loc), signedDuration(mv))
 		if math.Abs(mv) >= 60 {
 			if c := mainCause(*d); c != "" {
 				s += ", mostly " + c
@@ -316,7 +320,7 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 		return m
 	}
 	if l == nil || l.First == nil {
-		m.Sections = append(m.Sections, ":information_source: *No estimate has been announced yet* to be on track against. "+ETALine(*e, loc))
+		m.Sections = append(m.Sections, ":information_source: *No baseline estimate yet* to be on track against. "+ETALine(*e, loc))
 		return m
 	}
 	first := l.First
@@ -349,7 +353,7 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 	s := fmt.Sprintf("%s — finish around %s, %s %s the first estimate recorded (at %s, finish %s).", lead, SlackDateTime(*e.FinishAt, loc),
 		Duration(math.Abs(late)), rel, SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc))
 	if a := l.Announced; a != nil && a.At != first.At {
-		s += fmt.Sprintf(" Against the estimate announced at %s (finish %s) it is %s.", SlackTime(tTime(a.At), loc),
+		s += fmt.Sprintf(" Against the baseline estimate of %s (finish %s, the one warnings compare against) it is %s.", SlackTime(tTime(a.At), loc),
 			SlackTime(tTime(a.FinishT), loc), signedDuration(finish-a.FinishT))
 	}
 	m.Sections = append(m.Sections, s, ETALine(*e, loc))

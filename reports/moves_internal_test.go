@@ -33,7 +33,7 @@ func TestLastMoveLineFirstIsAnnounced(t *testing.T) {
 	}
 	later := EstimateMark{At: mark.At + 3600, FinishT: mark.FinishT + 600}
 	l.Announced, l.Drift = &later, &Shift{FromFinish: later.FinishT, ToFinish: later.FinishT + 120}
-	if got, want := PlainText(LastMoveLine(l, nil, time.UTC)), "; it is +2 min against the estimate announced at 10:19 UTC."; !strings.HasSuffix(got, want) {
+	if got, want := PlainText(LastMoveLine(l, nil, time.UTC)), "; it is +2 min against the baseline estimate of 10:19 UTC."; !strings.HasSuffix(got, want) {
 		t.Errorf("LastMoveLine = %q; want it to end %q", got, want)
 	}
 }
