@@ -40,7 +40,8 @@ type Reply struct {
 	Message   reports.Message
 	Data      map[string]any // the data behind the answer, for --json
 	Ephemeral bool           // only the asker should see it (refusals, help)
-	// Refused marks a polite refusal (not allowed, unknown run).
+	// Refused marks a polite refusal: not allowed, an unknown run or none named among several, a command
+	// that cannot be carried out (a stage the run does not have). `bot ask` exits 1 on one.
 	Refused bool
 	// Attachment is a file that goes with the answer (a chart); Slack uploads it, text transports
 	// only describe it.
@@ -438,7 +439,7 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 	if len(cfg.Runs) == 1 {
 		return &cfg.Runs[0], Reply{}, true
 	}
-	return nil, Reply{Ephemeral: true, Message: reports.Message{Sections: []string{
+	return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
 		fmt.Sprintf("Which run? I watch %s. Name one in the question, e.g. _ETA for %s?_", runList(cfg), reports.Esc(cfg.Runs[0].Name))}}}, false
 }
 

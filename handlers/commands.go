@@ -548,7 +548,7 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	state := map[string]string{"done": reports.StageDone, "todo": "", "failed": reports.StageFailed, "in_progress": reports.StageInProgress}
 	s, ok := state[word]
 	if !ok {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("%s is not a stage state: use done, todo or failed.", reports.Code(word))}}}
+		return Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("%s is not a stage state: use done, todo or failed.", reports.Code(word))}}}
 	}
 	who := q.Req.User
 	if who == "" {
@@ -556,7 +556,7 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	err := b.mon.MarkStage(q.Run.Name, name, s, who)
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
+		return Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
 	}
 	verb := "marked " + word
 	if s == "" {

@@ -190,6 +190,23 @@ func TestAskAndStatusJSON(t *testing.T) {
 	}
 }
 
+// TestAskUnansweredExitsOne: a question the bot asks back about (which run, among several) and a command it
+// cannot carry out (a stage the run does not have) exit 1 like a refusal, so that a script does not take the
+// reply for an answer.
+func TestAskUnansweredExitsOne(t *testing.T) {
+	dir := setEnv(t)
+	os.WriteFile(filepath.Join(dir, "runwatch.yaml"), []byte("runs:\n  - name: a\n    total: 100\n  - name: b\n    total: 100\n"), 0o644)
+	if code, out, _ := run(t, "", "ask", "ETA?"); code != 1 || !strings.Contains(out, "Which run?") {
+		t.Errorf("ask ETA? with two runs = %d %q; want 1 and the question back", code, out)
+	}
+	if code, out, _ := run(t, "", "ask", "--run", "a", "stage foo done"); code != 1 || !strings.Contains(out, `has no stage "foo"`) {
+		t.Errorf("ask stage foo done on a run without stages = %d %q; want 1 and why", code, out)
+	}
+	if code, out, _ := run(t, "", "ask", "--run", "a", "ETA?"); code != 0 {
+		t.Errorf("ask --run a ETA? = %d %q; want 0", code, out)
+	}
+}
+
 func TestBadRunFileNamesKeyAndLine(t *testing.T) {
 	dir := setEnv(t)
 	os.WriteFile(filepath.Join(dir, "runwatch.yaml"), []byte("runs:\n  - name: a\n    outptus: [/x]\n"), 0o644)
