@@ -161,7 +161,7 @@ func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 		}
 		return nil, syntaxError(b, err)
 	}
-	if err := expandNode(&root, lookup); err != nil {
+	if err := expandNode(&root, lookup, ""); err != nil {
 		return nil, err
 	}
 	if err := checkSizes(&root, ""); err != nil {
@@ -192,8 +192,9 @@ func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 
 // expandNode replaces ${VAR} references in every scalar value (not in keys), so a variable's content
-// can never change the file's structure.
-func expandNode(n *yaml.Node, lookup func(string) (string, bool)) error {
+// can never change the file's structure. where is the key path of n (runs[0].total), which an unset
+// variable's error names beside its line.
+func expandNode(n *yaml.Node, lookup func(string) (string, bool), where string) error {
 	if n.Kind == yaml.ScalarNode {
 		if !strings.Contains(n.Value, "${") {
 			return nil
@@ -211,8 +212,8 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) error {
 			return ""
 		})
 		if len(missing) > 0 {
-			return fmt.Errorf("line %d: ${%s} is not set (set it in the environment or .env, or write ${%s:-default})",
-				n.Line, missing[0], missing[0])
+			return fmt.Errorf("line %d: %s: ${%s} is not set (set it in the environment or .env, or write ${%s:-default})",
+				n.Line, describe(where), missing[0], missing[0])
 		}
 		// A quoted or plain scalar that now reads as a number or bool still decodes by its new text.
 		if n.Tag == "!!str" && n.Style == 0 {
@@ -221,10 +222,17 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool)) error {
 		return nil
 	}
 	for i, c := range n.Content {
-		if n.Kind == yaml.MappingNode && i%2 == 0 {
-			continue // keys are never expanded
+		at := where
+		switch n.Kind {
+		case yaml.MappingNode:
+			if i%2 == 0 {
+				continue // keys are never expanded
+			}
+			at = join(where, n.Content[i-1].Value)
+		case yaml.SequenceNode:
+			at = fmt.Sprintf("%s[%d]", where, i)
 		}
-		if err := expandNode(c, lookup); err != nil {
+		if err := expandNode(c, lookup, at); err != nil {
 			return err
 		}
 	}
