@@ -7,6 +7,10 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
+
+	"runwatch/reports"
 )
 
 // maxConsoleLine bounds one question typed (or piped) into the console.
@@ -121,3 +125,37 @@ func (c *Console) print(s string) {
 	defer c.mu.Unlock()
 	io.WriteString(c.Out, s)
 }
+
+// ConsolePoster shows the scheduler's status posts in the console, where Slack would show them in the
+// run's channel: the console speaks up on the run's schedule as a channel would, not only when asked.
+type ConsolePoster struct {
+	c *Console
+	n atomic.Int64
+}
+
+// NewConsolePoster is a poster for NewScheduler that prints to c.
+func NewConsolePoster(c *Console) *ConsolePoster { return &ConsolePoster{c: c} }
+
+// PostTagged prints a scheduled status, headed by where Slack would post it.
+func (p *ConsolePoster) PostTagged(_ context.Context, channel, threadTS, _ string, m reports.Message) (string, string, error) {
+	where := "Scheduled status for " + channel
+	if threadTS != "" {
+		where += " (in the day's thread)"
+	}
+	p.c.Notify(where + ":\n" + m.Text())
+	return channel, fmt.Sprintf("console.%d", p.n.Add(1)), nil
+}
+
+// FindTagged finds nothing: the console keeps no messages to look up after a restart.
+func (p *ConsolePoster) FindTagged(context.Context, string, string, string, time.Time) (string, error) {
+	return "", nil
+}
+
+// Update prints the living message's new text (post_mode: update edits it in place in Slack).
+func (p *ConsolePoster) Update(_ context.Context, channel, _ string, m reports.Message) error {
+	p.c.Notify("Scheduled status for " + channel + " (the living message, updated):\n" + m.Text())
+	return nil
+}
+
+// Upload does nothing: a chart's PNG is for Slack, and the status text already gives its figures.
+func (p *ConsolePoster) Upload(context.Context, string, string, Attachment) error { return nil }

@@ -217,6 +217,13 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go s.Run(sctx)
+		// The scheduled statuses too, printed where a channel would get them (runs with a channel).
+		sched, err := handlers.NewScheduler(b, handlers.NewConsolePoster(c), nil, a.log, nil)
+		if err != nil {
+			return err
+		}
+		sched.Start(sctx)
+		defer sched.Stop(time.Second)
 	}
 	return c.Run(ctx)
 }
