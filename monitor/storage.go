@@ -234,7 +234,8 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 
 // autoTokens is the token count for `tokens: auto`: the tokens the run will have produced when it
 // ends, prompt and completion both, projected from the censored mean completion (estimate.Project)
-// with its range; the estimator's tokens per item, from a longer history, sets the point.
+// with its range; the estimator's tokens per item, from a longer history, prices the items not
+// started yet.
 func autoTokens(smp *sample, eta *reports.ETA) (estimate.Projection, bool) {
 	if smp == nil {
 		return estimate.Projection{}, false
