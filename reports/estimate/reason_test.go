@@ -76,3 +76,37 @@ func TestLengthsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestHighEndBounded: no answer over the peer corpus's queued trace (12 of whose answers put the high end at up
+// to 8.35x the point without the bound) puts it past maxHighRatio times its point, and boundHigh leaves a
+// range inside it alone.
+func TestHighEndBounded(t *testing.T) {
+	f, err := os.Open("../testdata/peer/queued.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hist []Observation
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var o Observation
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatal(err)
+		}
+		hist = append(hist, o)
+	}
+	for i := 2; i <= len(hist); i++ {
+		e, _ := Compute(hist[:i], Config{})
+		if e.Seconds != nil && e.HighS != nil && *e.HighS > maxHighRatio**e.Seconds*(1+1e-9) {
+			t.Errorf("t=%v: ETA %.0f s, high end %.0f s: past %gx", hist[i-1].T, *e.Seconds, *e.HighS, maxHighRatio)
+		}
+	}
+	sec, lo, hi := 100.0, 80.0, 200.0
+	if e := boundHigh(ETA{Seconds: &sec, LowS: &lo, HighS: &hi}); *e.HighS != 200 {
+		t.Errorf("boundHigh(100 s, high 200 s) = %v; want it left alone", *e.HighS)
+	}
+	hi = 400
+	if e := boundHigh(ETA{Seconds: &sec, LowS: &lo, HighS: &hi}); *e.HighS != 250 {
+		t.Errorf("boundHigh(100 s, high 400 s) = %v; want 250", *e.HighS)
+	}
+}
