@@ -286,6 +286,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer survive("progress", addProblem)
 			smp = m.sampleProgress(ctx, r, pass, now, addProblem)
 		}()
 	}
@@ -293,6 +294,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer survive("storage", addProblem)
 			pathObs = m.observePaths(ctx, r, pass, !need.Storage, addProblem)
 		}()
 	}
@@ -300,10 +302,12 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
+			defer survive("prometheus storage", addProblem)
 			remote = m.promObserveStorage(ctx, r, ps, now, addProblem)
 		}()
 		go func() {
 			defer wg.Done()
+			defer survive("prometheus writers", addProblem)
 			writers = m.promObserveWriters(ctx, r, ps, now, addProblem)
 		}()
 	}
@@ -403,4 +407,13 @@ func estimateConfig(r *config.Run) reports.EstimateConfig {
 		c.StallAfter = r.StallAfter.Seconds()
 	}
 	return c
+}
+
+// survive turns a panic in one of a run's probes into a problem named for it, so that the answer is partial,
+// as for a probe that fails, instead of the bot gone with every run it watches. The probes are bounded and
+// fuzzed; this is for the input nobody foresaw. Deferred in the probe's own goroutine.
+func survive(probe string, addProblem func(string, error)) {
+	if r := recover(); r != nil {
+		addProblem(probe, fmt.Errorf("failed with a panic: %v", r))
+	}
 }

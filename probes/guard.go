@@ -78,7 +78,7 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 		c = &guardCall{done: make(chan struct{})}
 		g.calls[key] = c
 		go func() {
-			v, err := fn()
+			v, err := guarded(fn)
 			g.mu.Lock()
 			c.v, c.err = v, err
 			delete(g.calls, key)
@@ -140,4 +140,15 @@ func (g *Guard) Stat(ctx context.Context, path string) (os.FileInfo, error) {
 		return nil, err
 	}
 	return v.(os.FileInfo), nil
+}
+
+// guarded runs fn, a panic in it returned as an error naming it: the call runs in a goroutine of its own, where
+// a panic would stop the bot.
+func guarded(fn func() (any, error)) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("failed with a panic: %v", r)
+		}
+	}()
+	return fn()
 }

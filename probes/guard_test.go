@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,5 +61,18 @@ func TestGuardResolveNamesThePath(t *testing.T) {
 	cancel()
 	if _, err := g.Resolve(ctx, "/shared/out"); !errors.Is(err, context.Canceled) || err.Error() != "resolve /shared/out: context canceled" {
 		t.Errorf("Resolve(cancelled) = %v; want it to name the path", err)
+	}
+}
+
+// TestGuardPanicIsAnError: a guarded call panics in the goroutine the guard runs it in, where it stopped the
+// bot; its caller gets an error naming the panic, and the key is free again.
+func TestGuardPanicIsAnError(t *testing.T) {
+	g := NewGuard()
+	_, err := g.do(context.Background(), "stat /data", func() (any, error) { panic("a filesystem nobody foresaw") })
+	if err == nil || !strings.Contains(err.Error(), "panic: a filesystem nobody foresaw") {
+		t.Errorf("a guarded call that panicked = %v; want an error naming the panic", err)
+	}
+	if v, err := g.do(context.Background(), "stat /data", func() (any, error) { return "ok", nil }); v != "ok" || err != nil {
+		t.Errorf("the next call of the key = %v, %v; want its own result", v, err)
 	}
 }

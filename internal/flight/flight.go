@@ -5,6 +5,7 @@ package flight
 
 import (
 	"context"
+	"fmt"
 	"sync"
 )
 
@@ -43,7 +44,7 @@ func (g *Group[T]) Do(ctx context.Context, key string, fn func() (T, error)) (T,
 	}
 	g.mu.Unlock()
 	if !joined {
-		c.v, c.err = fn()
+		c.v, c.err = call1(fn)
 		if !g.Keep {
 			g.mu.Lock()
 			delete(g.calls, key)
@@ -59,4 +60,17 @@ func (g *Group[T]) Do(ctx context.Context, key string, fn func() (T, error)) (T,
 		var zero T
 		return zero, ctx.Err()
 	}
+}
+
+// call1 runs fn, a panic in it returned as an error: the call is a probe of the outside world (a scrape, a
+// statfs) or an answer, and one that panics on input nobody foresaw must fail that call, named, not stop the
+// bot, nor leave its key taken so that every later caller waits out its context.
+func call1[T any](fn func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			var zero T
+			v, err = zero, fmt.Errorf("failed with a panic: %v", r)
+		}
+	}()
+	return fn()
 }

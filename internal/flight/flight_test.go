@@ -3,6 +3,7 @@ package flight
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,4 +64,37 @@ func TestGroupCallerGivesUp(t *testing.T) {
 		t.Errorf("Do with a cancelled ctx while the key runs = %v; want context.Canceled", err)
 	}
 	close(release)
+}
+
+// TestGroupPanicIsAnError: a call that panics fails its caller and its joiners with an error naming the
+// panic, and frees its key; it stopped the bot, and would have left the key taken for every later caller.
+func TestGroupPanicIsAnError(t *testing.T) {
+	g := &Group[int]{}
+	started, release := make(chan struct{}), make(chan struct{})
+	joined := make(chan struct{}, 1)
+	g.Joined = func(string) { joined <- struct{}{} }
+	first, second := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := g.Do(context.Background(), "k", func() (int, error) {
+			close(started)
+			<-release
+			panic("label value past any limit")
+		})
+		first <- err
+	}()
+	<-started
+	go func() {
+		_, err := g.Do(context.Background(), "k", func() (int, error) { return 1, nil })
+		second <- err
+	}()
+	<-joined
+	close(release)
+	for _, err := range []error{<-first, <-second} {
+		if err == nil || !strings.Contains(err.Error(), "panic: label value past any limit") {
+			t.Errorf("caller of a call that panicked got %v; want an error naming the panic", err)
+		}
+	}
+	if v, err := g.Do(context.Background(), "k", func() (int, error) { return 7, nil }); v != 7 || err != nil {
+		t.Errorf("the next call of the key = %d, %v; want its own 7 (the key freed)", v, err)
+	}
 }
