@@ -7,6 +7,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"runwatch/internal/flight"
 )
 
 // NoAnswer names a call that ran out of time in words a person can act on: "no answer within 2s".
@@ -78,7 +80,7 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 		c = &guardCall{done: make(chan struct{})}
 		g.calls[key] = c
 		go func() {
-			v, err := guarded(fn)
+			v, err := flight.Safe(fn) // fn runs in a goroutine of its own, where a panic would stop the bot
 			g.mu.Lock()
 			c.v, c.err = v, err
 			delete(g.calls, key)
@@ -140,15 +142,4 @@ func (g *Guard) Stat(ctx context.Context, path string) (os.FileInfo, error) {
 		return nil, err
 	}
 	return v.(os.FileInfo), nil
-}
-
-// guarded runs fn, a panic in it returned as an error naming it: the call runs in a goroutine of its own, where
-// a panic would stop the bot.
-func guarded(fn func() (any, error)) (v any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			v, err = nil, fmt.Errorf("failed with a panic: %v", r)
-		}
-	}()
-	return fn()
 }

@@ -1,6 +1,7 @@
 // Package flight shares one call among the concurrent callers of a key: the first caller runs it,
 // the others wait for its result (or for their own context). The monitor uses it for one scrape
-// per URL and one statfs per mount in a pass, and one evaluation for identical questions.
+// per URL and one statfs per mount in a pass, and one evaluation for identical questions. A call that
+// panics fails with an error (Safe), which the probes' Guard uses for the calls it runs on its own.
 package flight
 
 import (
@@ -44,7 +45,7 @@ func (g *Group[T]) Do(ctx context.Context, key string, fn func() (T, error)) (T,
 	}
 	g.mu.Unlock()
 	if !joined {
-		c.v, c.err = call1(fn)
+		c.v, c.err = Safe(fn)
 		if !g.Keep {
 			g.mu.Lock()
 			delete(g.calls, key)
@@ -62,10 +63,10 @@ func (g *Group[T]) Do(ctx context.Context, key string, fn func() (T, error)) (T,
 	}
 }
 
-// call1 runs fn, a panic in it returned as an error: the call is a probe of the outside world (a scrape, a
-// statfs) or an answer, and one that panics on input nobody foresaw must fail that call, named, not stop the
-// bot, nor leave its key taken so that every later caller waits out its context.
-func call1[T any](fn func() (T, error)) (v T, err error) {
+// Safe runs fn, a panic in it returned as an error: a call that probes the outside world (a scrape, a statfs)
+// or answers a question, and panics on input nobody foresaw, fails that call, named, instead of stopping the
+// bot, and a Group's key it holds is freed (otherwise every later caller would wait out its context).
+func Safe[T any](fn func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			var zero T

@@ -28,20 +28,7 @@ func TestOneSampleWithoutElapsed(t *testing.T) {
 // ETA, because the batch drains; the reason says by how much, and mid-run, where the drain is a small share of
 // the time left, it does not.
 func TestReasonNamesTheDrain(t *testing.T) {
-	f, err := os.Open("../testdata/trace_length_drift.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var hist []Observation
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var o Observation
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
-		hist = append(hist, o)
-	}
+	hist := readTrace(t, "../testdata/trace_length_drift.jsonl")
 	at := func(t float64) []Observation {
 		for i, o := range hist {
 			if o.T > t {
@@ -81,20 +68,7 @@ func TestLengthsJSON(t *testing.T) {
 // to 8.35x the point without the bound) puts it past maxHighRatio times its point, and boundHigh leaves a
 // range inside it alone.
 func TestHighEndBounded(t *testing.T) {
-	f, err := os.Open("../testdata/peer/queued.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var hist []Observation
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var o Observation
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
-		hist = append(hist, o)
-	}
+	hist := readTrace(t, "../testdata/peer/queued.jsonl")
 	for i := 2; i <= len(hist); i++ {
 		e, _ := Compute(hist[:i], Config{})
 		if e.Seconds != nil && e.HighS != nil && *e.HighS > maxHighRatio**e.Seconds*(1+1e-9) {
@@ -109,4 +83,28 @@ func TestHighEndBounded(t *testing.T) {
 	if e := boundHigh(ETA{Seconds: &sec, LowS: &lo, HighS: &hi}); *e.HighS != 250 {
 		t.Errorf("boundHigh(100 s, high 400 s) = %v; want 250", *e.HighS)
 	}
+}
+
+// readTrace reads a committed trace (JSONL, one Observation a line). The sim package's ReadTrace would be the
+// one to call, but it imports reports, which imports this package.
+func readTrace(t *testing.T, path string) []Observation {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var hist []Observation
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var o Observation
+		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		hist = append(hist, o)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return hist
 }
