@@ -384,6 +384,40 @@ type testClockAfter struct{ *testClock }
 
 func (testClockAfter) After(time.Duration) <-chan time.Time { return nil }
 
+// killMidPost fires the run's schedule at schedT0 with a scheduler whose post is cut off once its intent is
+// saved (after Slack took it, or lost on the way when lost), and returns the scheduler a restart makes over the
+// same state directory and the same Slack.
+func killMidPost(t *testing.T, e *schedEnv, lost bool) *Scheduler {
+	t.Helper()
+	dir, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &crashPoster{SlackAPI: e.api, lost: lost, landed: make(chan struct{}), release: make(chan struct{})}
+	first, err := NewScheduler(e.bot, cp, dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(cp.release); <-done })
+	e.clock.Set(schedT0)
+	go func() {
+		defer close(done)
+		first.fire(context.Background(), "synth", schedT0, false)
+	}()
+	<-cp.landed
+	dir2, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewScheduler(e.bot, e.api, dir2, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.Clock = testClockAfter{e.clock}
+	return second
+}
+
 // TestScheduleKilledMidPostPostsOnce kills the scheduler while its first status is in flight
 // (Slack has the message, the bot never hears back) and starts a new one over the same state
 // directory and the same Slack: the sampler's next tick and the next on-time fires leave exactly
@@ -408,34 +442,7 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e := newSchedEnv(t, tc.mode, "@hourly", "")
-			dir, err := state.Open(e.stateDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cp := &crashPoster{SlackAPI: e.api, lost: tc.lost, landed: make(chan struct{}), release: make(chan struct{})}
-			first, err := NewScheduler(e.bot, cp, dir, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			t.Cleanup(func() { close(cp.release); <-done })
-			e.clock.Set(schedT0)
-			go func() {
-				defer close(done)
-				first.fire(context.Background(), "synth", schedT0, false)
-			}()
-			<-cp.landed
-
-			// The restart: a scheduler over the same state directory and the same Slack.
-			dir2, err := state.Open(e.stateDir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			second, err := NewScheduler(e.bot, e.api, dir2, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			second.Clock = testClockAfter{e.clock}
+			second := killMidPost(t, e, tc.lost)
 			statuses := func() []slackCall {
 				var out []slackCall
 				for _, c := range e.fake.Calls("") {
@@ -478,32 +485,7 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 func TestScheduleKilledMidPostLookupFails(t *testing.T) {
 	e := newSchedEnv(t, "new", "@hourly", "")
 	e.api.MaxAttempts = 1
-	dir, err := state.Open(e.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := &crashPoster{SlackAPI: e.api, lost: true, landed: make(chan struct{}), release: make(chan struct{})}
-	first, err := NewScheduler(e.bot, cp, dir, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { close(cp.release); <-done })
-	e.clock.Set(schedT0)
-	go func() {
-		defer close(done)
-		first.fire(context.Background(), "synth", schedT0, false)
-	}()
-	<-cp.landed
-	dir2, err := state.Open(e.stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := NewScheduler(e.bot, e.api, dir2, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second.Clock = testClockAfter{e.clock}
+	second := killMidPost(t, e, true)
 	posts := func() int { return len(e.fake.Calls("chat.postMessage")) }
 	e.fake.failNext("conversations.history", fakeFailure{status: 503, body: "down"})
 	e.clock.Set(schedT0.Add(30 * time.Second))
