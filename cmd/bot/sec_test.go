@@ -76,9 +76,7 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	slack := newRestartSlack(t)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
-		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
-		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	env := serveEnv(dir, cfg, stateDir, slack)
 	bot := startRestartBot(t, bin, dir, env)
 	restartWait(t, "a source-down warning for each of the three endpoints", func() bool {
 		n := 0
@@ -218,9 +216,7 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	}
 	slack := newRestartSlack(t)
 	slack.postDelay.Store(int64(4 * time.Second))
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
-		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
-		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	env := serveEnv(dir, cfg, stateDir, slack)
 	copies := func(from int) int {
 		n := 0
 		for _, c := range slack.snapshot()[from:] {
@@ -351,9 +347,7 @@ func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
 	}
 	slack := newRestartSlack(t)
 	slack.postDelay.Store(int64(4 * time.Second))
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
-		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
-		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	env := serveEnv(dir, cfg, stateDir, slack)
 	count := func(method string) int {
 		n := 0
 		for _, c := range slack.snapshot() {
@@ -386,4 +380,12 @@ func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
 	}
 	t.Logf("figure: kill -9 of bot serve while its living status was in flight (Slack answering in 4 s): %d living message, %d edits of it after the restart",
 		count("chat.postMessage"), count("chat.update"))
+}
+
+// serveEnv is bot serve's environment in these tests: the run file and state directory given, a sample and
+// a probe timeout of a second each, and Slack's Web API stand-in.
+func serveEnv(dir, cfg, stateDir string, slack *restartSlack) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
 }

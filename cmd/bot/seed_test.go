@@ -72,12 +72,7 @@ func seedRun(t *testing.T, dir, metricsURL string) {
 // throughput, and a tokens: auto plan must project 27M-42M tokens.
 func TestSeedMoment(t *testing.T) {
 	dir := setEnv(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprint(w, seedExposition)
-	}))
-	defer srv.Close()
-	seedRun(t, dir, srv.URL+"/metrics")
+	seedRun(t, dir, seedServer(t)+"/metrics")
 
 	code, out, errb := run(t, "", "ask", "--json", "ETA?")
 	if code != 0 {
@@ -155,12 +150,7 @@ func TestSeedMoment(t *testing.T) {
 // a finish summary that counts the completions.
 func TestFinishedPlanSplitsPromptAndCompletion(t *testing.T) {
 	dir := setEnv(t)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		fmt.Fprint(w, seedExposition)
-	}))
-	defer srv.Close()
-	seedRun(t, dir, srv.URL+"/metrics")
+	seedRun(t, dir, seedServer(t)+"/metrics")
 	os.WriteFile(filepath.Join(dir, "gen.log"), []byte("Progress: 25000/25000 (0 errors), 0.7 req/s, elapsed: 35000s\n"), 0o644)
 	code, out, errb := run(t, "", "ask", "will the hidden states fit?")
 	if code != 0 {
@@ -169,4 +159,15 @@ func TestFinishedPlanSplitsPromptAndCompletion(t *testing.T) {
 	if want := "× 580K tokens (measured: 15K prompt + 565K completion) = 25.0 GB"; !strings.Contains(out, want) {
 		t.Errorf("fit answer lacks %q:\n%s", want, out)
 	}
+}
+
+// seedServer serves the seed's exposition as /metrics would, for the test's lifetime; it returns its URL.
+func seedServer(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, seedExposition)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
