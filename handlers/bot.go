@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -95,6 +97,8 @@ type Bot struct {
 	Budget time.Duration
 	// guard keeps reads of a hung log (last log lines) from piling up.
 	guard *probes.Guard
+	// Log is told of an answer that failed with a panic (nil: not logged); serve sets its redacting logger.
+	Log *slog.Logger
 }
 
 // NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.
@@ -139,8 +143,23 @@ type Query struct {
 }
 
 // Ask answers a request: picks the command (from the request or the text), picks the run, runs the
-// handler within the budget.
-func (b *Bot) Ask(ctx context.Context, req Request) Reply {
+// handler within the budget. An answer that panics is a reply saying it failed, for every transport (a Slack
+// mention, a slash command, a button, the console, bot ask), not a bot gone silent or stopped.
+func (b *Bot) Ask(ctx context.Context, req Request) (rep Reply) {
+	defer func() {
+		if r := recover(); r != nil {
+			if b.Log != nil {
+				b.Log.Error("an answer failed with a panic; the bot goes on", "source", req.Source, "command", req.Command,
+					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			}
+			rep = Reply{Intent: "failed", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+				":x: That answer failed with an internal error (logged for whoever runs the bot). Other questions still work; try this one again in a moment."}}}
+		}
+	}()
+	return b.ask(ctx, req)
+}
+
+func (b *Bot) ask(ctx context.Context, req Request) Reply {
 	ctx, cancel := context.WithTimeout(ctx, b.Budget)
 	defer cancel()
 	if req.Channel != "" && !b.allowedRequest(req, nil) {

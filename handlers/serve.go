@@ -87,6 +87,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	}
 	red := NewRedactor(o.Env.SlackBotToken, o.Env.SlackAppToken, o.Env.SlackSigningSecret)
 	log := RedactLogger(o.Log, red)
+	b.Log = log
 	metrics := NewMetrics()
 	api := NewSlackAPI(SlackAPIOptions{Token: o.Env.SlackBotToken, APIURL: o.Env.SlackAPIURL, HTTP: o.HTTP,
 		Redactor: red, Metrics: metrics, Log: log})

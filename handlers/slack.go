@@ -374,9 +374,10 @@ func (s *slackApp) detach(f func(ctx context.Context)) {
 	}()
 }
 
-// survive keeps a panic in one answer from stopping the bot and every run it watches: the panic is logged
-// with its stack through the app's logger (which redacts credentials; Go's own crash report went to stderr
-// as it was) and counted, and the other answers go on.
+// survive keeps a panic in one answer's goroutine from stopping the bot and every run it watches: the panic
+// is logged with its stack through the app's logger (which redacts credentials; Go's own crash report went to
+// stderr as it was) and counted, and the other answers go on. A panic while answering is Bot.Ask's own,
+// which replies that the answer failed; this is for the rest (posting it, the App Home).
 func (s *slackApp) survive() {
 	if r := recover(); r != nil {
 		s.metrics.event("panicked")

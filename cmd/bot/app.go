@@ -161,7 +161,9 @@ func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
 }
 
 func (a *app) bot(m *monitor.Monitor) *handlers.Bot {
-	return handlers.NewBot(m, time.Local, a.env)
+	b := handlers.NewBot(m, time.Local, a.env)
+	b.Log = handlers.RedactLogger(a.log, handlers.NewRedactor(a.env.SlackBotToken, a.env.SlackAppToken, a.env.SlackSigningSecret))
+	return b
 }
 
 // start loads the configuration (the demo's with demo) and builds the monitor; the caller must
