@@ -414,6 +414,6 @@ func estimateConfig(r *config.Run) reports.EstimateConfig {
 // fuzzed; this is for the input nobody foresaw. Deferred in the probe's own goroutine.
 func survive(probe string, addProblem func(string, error)) {
 	if r := recover(); r != nil {
-		addProblem(probe, fmt.Errorf("failed with a panic: %v", r))
+		addProblem(probe, probes.RedactPanic(&flight.PanicError{Value: r}))
 	}
 }

@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -61,6 +62,22 @@ func TestGuardResolveNamesThePath(t *testing.T) {
 	cancel()
 	if _, err := g.Resolve(ctx, "/shared/out"); !errors.Is(err, context.Canceled) || err.Error() != "resolve /shared/out: context canceled" {
 		t.Errorf("Resolve(cancelled) = %v; want it to name the path", err)
+	}
+}
+
+// TestGuardPanicRedactsURLs: a call that panics on a URL it was handling names it in the panic, password and
+// query key included; the error the guard returns, which goes into answers and logs, carries neither.
+func TestGuardPanicRedactsURLs(t *testing.T) {
+	g := NewGuard()
+	_, err := g.do(context.Background(), "scrape", func() (any, error) {
+		panic(fmt.Sprintf("unexpected label in %s", "http://admin:hunter2@vllm:8000/metrics?api_key=K3Y&x=1"))
+	})
+	if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "K3Y") ||
+		!strings.Contains(err.Error(), "panic: unexpected label in http://vllm:8000/metrics?api_key=[redacted]") {
+		t.Errorf("a guarded call that panicked on a URL = %v; want the panic named, the URL redacted", err)
+	}
+	if err := RedactPanic(errors.New("http://admin:hunter2@vllm:8000/")); !strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("RedactPanic(an error that is no panic) = %v; want it as it was (its own code redacts it)", err)
 	}
 }
 

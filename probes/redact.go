@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"runwatch/internal/flight"
 )
 
 // RedactURL is the one place a configured URL becomes a name: the form probe names, metric
@@ -64,6 +66,17 @@ func RedactURLsIn(text string) string {
 		}
 		return RedactURL(trimmed) + tail
 	})
+}
+
+// RedactPanic returns err with the URLs in a panic's text redacted (RedactURLsIn) when err is a call's panic
+// (flight.PanicError), else err as it is. A panic's value is whatever the call was handling: a scrape that
+// panics on a URL names it, password and query key included, and its error goes into answers and logs.
+func RedactPanic(err error) error {
+	var pe *flight.PanicError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	return errors.New("failed with a panic: " + RedactURLsIn(fmt.Sprint(pe.Value)))
 }
 
 // ErrRedirectRefused marks a probe request that was redirected to another host.

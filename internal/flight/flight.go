@@ -70,8 +70,15 @@ func Safe[T any](fn func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			var zero T
-			v, err = zero, fmt.Errorf("failed with a panic: %v", r)
+			v, err = zero, &PanicError{Value: r}
 		}
 	}()
 	return fn()
 }
+
+// PanicError is the error of a call that panicked: Value is what it panicked with. Its text may hold
+// whatever the call was handling (a URL with its password, a query key), so a caller that shows the
+// error to people redacts it first (probes.RedactPanic).
+type PanicError struct{ Value any }
+
+func (e *PanicError) Error() string { return fmt.Sprintf("failed with a panic: %v", e.Value) }
