@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"container/list"
 	"encoding/hex"
 	"strconv"
 	"strings"
@@ -176,37 +175,4 @@ func eventKey(eventID string, ev slackevents.EventsAPIEvent) string {
 		}
 	}
 	return ""
-}
-
-// slackSeen remembers the last max keys (event ids, envelope ids, signatures), least recently
-// seen first out, so a redelivered request is recognised without unbounded memory.
-type slackSeen struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List
-	keys  map[string]*list.Element
-}
-
-func newSlackSeen(max int) *slackSeen {
-	return &slackSeen{max: max, order: list.New(), keys: map[string]*list.Element{}}
-}
-
-// first records key and reports whether it is new. An empty key is always new.
-func (s *slackSeen) first(key string) bool {
-	if key == "" {
-		return true
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.keys[key]; ok {
-		s.order.MoveToFront(e)
-		return false
-	}
-	s.keys[key] = s.order.PushFront(key)
-	for s.order.Len() > s.max {
-		old := s.order.Back()
-		s.order.Remove(old)
-		delete(s.keys, old.Value.(string))
-	}
-	return true
 }

@@ -122,6 +122,9 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	app := newSlackApp(ctx, b, api, self, metrics, log)
+	if err := app.seen.persist(dir, func(err error) { log.Warn("delivered Slack request not saved", "err", err) }); err != nil {
+		log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
+	}
 	if o.InlineBudget > 0 {
 		app.inline = o.InlineBudget
 	}
