@@ -115,6 +115,9 @@ func TestIntentPhrasings(t *testing.T) {
 		"fit":    {"will the hidden states fit?", "will it fit?", "enough room for all-layers?"},
 		"stuck":  {"is it stuck?", "why is it stuck?", "is extract still moving?", "is the job hung?"},
 		"status": {"status", "how's it going?", "give me an overview"},
+		"throughput": {
+			"thruput?", "what's the tput", "tokens/sec?", "how many tokens a second?", "tps on synth-25k?",
+		},
 	}
 	for want, questions := range table {
 		for _, text := range questions {
