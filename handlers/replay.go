@@ -46,13 +46,8 @@ func newReplayCache(now func() time.Time) *replayCache {
 
 // persist loads the keys still in their window from dir's journal and appends new ones there.
 func (c *replayCache) persist(dir *state.Dir, onErr func(error)) error {
-	j, err := dir.OpenJournal(replayJournal)
+	j, lines, err := openJournal(dir, replayJournal)
 	if err != nil {
-		return err
-	}
-	lines, err := j.Lines()
-	if err != nil {
-		j.Close()
 		return err
 	}
 	c.mu.Lock()
@@ -65,6 +60,20 @@ func (c *replayCache) persist(dir *state.Dir, onErr func(error)) error {
 	}
 	c.expireLocked()
 	return c.compactLocked()
+}
+
+// openJournal opens dir's journal name for appending and returns the lines it holds.
+func openJournal(dir *state.Dir, name string) (*state.Journal, []string, error) {
+	j, err := dir.OpenJournal(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines, err := j.Lines()
+	if err != nil {
+		j.Close()
+		return nil, nil, err
+	}
+	return j, lines, nil
 }
 
 func parseReplayLine(l string) (int64, string, bool) {

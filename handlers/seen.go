@@ -43,13 +43,8 @@ func newSlackSeen(max int) *slackSeen {
 
 // persist loads the keys dir's journal holds from the last seenWindow and appends new ones there.
 func (s *slackSeen) persist(dir *state.Dir, onErr func(error)) error {
-	j, err := dir.OpenJournal(seenJournal)
+	j, lines, err := openJournal(dir, seenJournal)
 	if err != nil {
-		return err
-	}
-	lines, err := j.Lines()
-	if err != nil {
-		j.Close()
 		return err
 	}
 	s.mu.Lock()
