@@ -84,7 +84,7 @@ var ErrRedirectRefused = errors.New("redirect to another host refused")
 
 // SameHostRedirects is the CheckRedirect of every probe client: a redirect within the configured
 // host and port (or from http to https on the default ports) is followed, at most 5 times; one to
-// another host or port is refused and the error names where it pointed, redacted. Following it
+// another host or port, or from https down to http, is refused and the error names where it pointed, redacted. Following it
 // would send the request, and whatever the other host answers (a cloud metadata service, a login
 // page), into Slack.
 func SameHostRedirects(req *http.Request, via []*http.Request) error {
@@ -92,15 +92,24 @@ func SameHostRedirects(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("stopped after %d redirects", len(via))
 	}
 	if !sameOrigin(via[0].URL, req.URL) {
-		return fmt.Errorf("%w: %s redirected to %s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()))
+		why := ""
+		if strings.EqualFold(via[0].URL.Hostname(), req.URL.Hostname()) && strings.EqualFold(req.URL.Scheme, "http") {
+			why = " (a downgrade from https to http)"
+		}
+		return fmt.Errorf("%w: %s redirected to %s%s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()), why)
 	}
 	return nil
 }
 
-// sameOrigin reports whether b is on a's host and port; the default ports of http and https count
-// as one, so an upgrade to https is followed.
+// sameOrigin reports whether b is on a's host and port with a's scheme, or is its upgrade to https;
+// the default ports of http and https count as one, so an upgrade to https is followed. A downgrade
+// from https to http is not: it would send the request, and the credentials a probe adds to every
+// request to its host (a Prometheus bearer token), in clear text.
 func sameOrigin(a, b *url.URL) bool {
 	if !strings.EqualFold(a.Hostname(), b.Hostname()) {
+		return false
+	}
+	if !strings.EqualFold(a.Scheme, b.Scheme) && !(strings.EqualFold(a.Scheme, "http") && strings.EqualFold(b.Scheme, "https")) {
 		return false
 	}
 	port := func(u *url.URL) string {

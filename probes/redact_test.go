@@ -2,9 +2,11 @@ package probes
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,6 +112,10 @@ func TestSameOrigin(t *testing.T) {
 		{"http://h:8000/a", "http://h:8001/b", false},
 		{"http://h/a", "http://169.254.169.254/latest", false},
 		{"http://h/a", "http://h.evil/a", false},
+		{"https://h/metrics", "https://h/other", true},
+		{"https://h/metrics", "http://h/metrics", false},
+		{"https://h:9090/api", "http://h:9090/api", false},
+		{"https://h:443/a", "http://h:80/a", false},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest(http.MethodGet, tt.to, nil)
@@ -142,6 +148,45 @@ func TestPrometheusRefusesCrossHostRedirects(t *testing.T) {
 	_, err = p.Query(context.Background(), "up", time.Now())
 	if err == nil || !strings.Contains(err.Error(), "redirected to "+other.URL) || otherHits.Load() != 0 {
 		t.Errorf("Query through a cross-host redirect = %v, other host asked %d times; want refused, naming it, 0 asks", err, otherHits.Load())
+	}
+}
+
+// recordingTransport records the scheme and Authorization header of every request it carries.
+type recordingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	seen []string
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.seen = append(t.seen, req.URL.Scheme+" "+req.Header.Get("Authorization"))
+	t.mu.Unlock()
+	return t.base.RoundTrip(req)
+}
+
+// TestPrometheusRefusesDowngradeRedirects: an https Prometheus that redirects to http on its own host
+// and port must not get the bearer token in clear text: the redirect is refused before it is sent.
+func TestPrometheusRefusesDowngradeRedirects(t *testing.T) {
+	prom := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+r.Host+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer prom.Close()
+	rec := &recordingTransport{base: prom.Client().Transport}
+	p, err := NewPrometheus(PrometheusOptions{URL: prom.URL, BearerToken: "PROMTOKEN", Client: &http.Client{Transport: rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(context.Background(), "up", time.Now())
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, s := range rec.seen {
+		if strings.HasPrefix(s, "http ") {
+			t.Errorf("Query through an https -> http redirect sent %q; want no plain-http request", s)
+		}
+	}
+	if !errors.Is(err, ErrRedirectRefused) || !strings.Contains(err.Error(), "downgrade") {
+		t.Errorf("Query through an https -> http redirect = %v; want the redirect refused", err)
 	}
 }
 
