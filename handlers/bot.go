@@ -354,6 +354,21 @@ func (b *Bot) allowedRequest(req Request, run *config.Run) bool {
 	return false
 }
 
+// PostAllowed reports whether run's scheduled status and warnings may go to channel (the run's
+// channel as the run file writes it, "#name" or an id): the allow-lists bind what runwatch says
+// unasked as they bind its answers, so a run whose channel they do not admit posts nowhere. A name
+// matches a listed name, or a listed id once Slack has reported the name's id.
+func (b *Bot) PostAllowed(run *config.Run, channel string) bool {
+	if channel == "" {
+		return false
+	}
+	req := Request{Channel: b.ChannelID(channel), Source: "post"}
+	if strings.HasPrefix(channel, "#") {
+		req.ChannelName = channel
+	}
+	return b.allowedRequest(req, run)
+}
+
 // adminOnly is the polite refusal of a change to someone who is not an admin.
 func adminOnly(intent, verb string) Reply {
 	return Reply{Intent: intent, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{

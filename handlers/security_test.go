@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/reports"
 )
 
 // TestSecurityNonAdminCannotMutate tries every command that changes state, from a user who is not
@@ -250,5 +251,46 @@ func TestSecurityLogLinesCarryNoCredentials(t *testing.T) {
 				t.Errorf("logs %s holds %q:\n%s", where, leak, s)
 			}
 		}
+	}
+}
+
+// TestSecurityPostsOnlyToAllowedChannels: the allow-lists bind what runwatch posts unasked (the
+// scheduled status, warnings) as they bind its answers. A run whose channel they leave out gets
+// neither; one they list, by name or by id (once Slack has reported the name's id), gets both.
+func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     []string // RUNWATCH_ALLOWED_CHANNELS
+		own     []string // the run's allowed_channels
+		channel string
+		learned string // the id Slack reported for the channel's name before
+		want    bool
+	}{
+		{"no allow-list", nil, nil, "#synth", "", true},
+		{"listed by name", []string{"#synth"}, nil, "#synth", "", true},
+		{"listed by id", []string{"CSYNTH"}, nil, "CSYNTH", "", true},
+		{"listed by id, the name's id learned", []string{"CSYNTH"}, nil, "#synth", "CSYNTH", true},
+		{"another channel listed", []string{"C0ELSEWHERE"}, nil, "#synth", "", false},
+		{"another channel listed, the name's id learned", []string{"C0ELSEWHERE"}, nil, "#synth", "CSYNTH", false},
+		{"the run's own list leaves it out", nil, []string{"C0OWN"}, "#synth", "", false},
+		{"the run's own list names it", nil, []string{"#synth"}, "#synth", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSchedEnvWith(t, botOpts{env: config.Env{AllowedChannels: tc.env}, run: func(r *config.Run) {
+				r.Channel, r.AllowedChannels = tc.channel, tc.own
+			}})
+			e.bot.LearnChannel(tc.channel, tc.learned)
+			e.fireAt(t, schedT0)
+			deliver := slackDeliver(e.bot, e.api, nil)
+			if _, err := deliver(context.Background(), Post{Run: "synth", Channel: tc.channel, Kind: AlertStall, Key: "synth/stall",
+				Message: reports.Message{Title: "synth is stalled"}}); err != nil {
+				t.Fatalf("deliver = %v", err)
+			}
+			if n, want := len(e.fake.Calls("chat.postMessage")), map[bool]int{true: 2, false: 0}[tc.want]; n != want {
+				t.Errorf("channel %s, allowed %v (run's own %v): %d posts; want %d (the status and the warning, or nothing)",
+					tc.channel, tc.env, tc.own, n, want)
+			}
+		})
 	}
 }
