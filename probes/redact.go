@@ -79,6 +79,34 @@ func RedactPanic(err error) error {
 	return errors.New("failed with a panic: " + RedactURLsIn(fmt.Sprint(pe.Value)))
 }
 
+// withoutSecrets returns err with every one of secrets in its text replaced by [redacted] (errors.Is
+// and As still reach its causes), or err itself when its text holds none. Values shorter than 4
+// bytes are left alone: they would redact ordinary words.
+func withoutSecrets(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, s := range secrets {
+		if len(s) >= 4 {
+			msg = strings.ReplaceAll(msg, s, "[redacted]")
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return redactedError{msg: msg, err: err}
+}
+
+// redactedError is an error whose text had secrets removed.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
 // ErrRedirectRefused marks a probe request that was redirected to another host.
 var ErrRedirectRefused = errors.New("redirect to another host refused")
 
