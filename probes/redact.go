@@ -80,22 +80,48 @@ func RedactPanic(err error) error {
 }
 
 // withoutSecrets returns err with every one of secrets in its text replaced by [redacted] (errors.Is
-// and As still reach its causes), or err itself when its text holds none. Values shorter than 4
-// bytes are left alone: they would redact ordinary words.
+// and As still reach its causes), or err itself when its text holds none.
 func withoutSecrets(err error, secrets []string) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
-	for _, s := range secrets {
-		if len(s) >= 4 {
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
-		}
-	}
+	msg := secretsRedacted(err.Error(), secrets)
 	if msg == err.Error() {
 		return err
 	}
 	return redactedError{msg: msg, err: err}
+}
+
+// secretsRedacted returns text with every one of secrets replaced by [redacted]. Values shorter
+// than 6 bytes are left alone: they would redact ordinary words ("?format=json").
+func secretsRedacted(text string, secrets []string) string {
+	for _, s := range secrets {
+		if len(s) >= 6 {
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
+	}
+	return text
+}
+
+// urlSecrets are what RedactURL hides of a URL that a server may echo back (in a status line, an
+// error body): its password and its query values, decoded and as written.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok {
+		out = append(out, pw, url.QueryEscape(pw))
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(kv, "=")
+		out = append(out, v)
+		if dec, err := url.QueryUnescape(v); err == nil {
+			out = append(out, dec)
+		}
+	}
+	return out
 }
 
 // redactedError is an error whose text had secrets removed.

@@ -1,8 +1,11 @@
 package probes
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -207,6 +210,59 @@ func TestPrometheusNeverQuotesOtherBodies(t *testing.T) {
 		srv.Close()
 		if err == nil || strings.Contains(err.Error(), "SECRETCOOKIE") || strings.Contains(err.Error(), "ASIALEAK") {
 			t.Errorf("Query against an HTML page (HTTP %d) = %v; want an error quoting none of it", code, err)
+		}
+	}
+}
+
+// echoServer answers every request on a raw connection with the response head head(requestURI):
+// a status line and headers no httptest handler can write (a reason phrase of its own).
+func echoServer(t *testing.T, head func(uri string) string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.WriteString(c, head(req.URL.RequestURI())+"Content-Length: 0\r\nConnection: close\r\n\r\n")
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestProbesNeverEchoURLSecrets: a server that names the key or password of the URL it was asked
+// at, in its status line or a header a probe quotes, does not get them into the probe's error or
+// answer.
+func TestProbesNeverEchoURLSecrets(t *testing.T) {
+	const key, pass = "SECRETKEY123", "PASSW0RD99"
+	heads := map[string]func(uri string) string{
+		"status line": func(uri string) string { return "HTTP/1.1 401 refused " + uri + " for " + pass + "\r\n" },
+		"content type": func(uri string) string {
+			return "HTTP/1.1 200 OK\r\nContent-Type: text/html; echo=\"" + uri + " " + pass + "\"\r\n"
+		},
+	}
+	for name, head := range heads {
+		base := echoServer(t, head)
+		raw := strings.Replace(base, "http://", "http://admin:"+pass+"@", 1) + "/metrics?api_key=" + key
+		_, err := NewMetrics(nil, 0).Scrape(context.Background(), raw)
+		if err == nil || strings.Contains(err.Error(), key) || strings.Contains(err.Error(), pass) {
+			t.Errorf("%s: Scrape = %v; want an error without the key or the password", name, err)
+		}
+		a, err := CheckHTTP(context.Background(), nil, raw)
+		if err != nil || strings.Contains(a.Status, key) || strings.Contains(a.Status, pass) {
+			t.Errorf("%s: CheckHTTP = %+v, %v; want an answer whose status has neither the key nor the password", name, a, err)
 		}
 	}
 }
