@@ -144,8 +144,10 @@ func (s *slackApp) take(req Request, ref controlRef) Reply {
 	if !s.bot.IsAdmin(req.User, run) {
 		return adminOnly("take", "take warnings")
 	}
+	// The block_id names both the run and the warning: the warning must be that run's, or an admin
+	// of one run could take another's by naming their own run beside its key.
 	w, open := s.claims.openWarning(ref.Key)
-	if !open {
+	if !open || w.Run != run.Name {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
 	}
 	cl, err := s.claims.Take(ref.Key, req.User, s.bot.mon.Now(), DefaultAlertPolicy().Cooldown[w.Kind])

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,5 +293,41 @@ func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
 					tc.channel, tc.env, tc.own, n, want)
 			}
 		})
+	}
+}
+
+// TestSecurityForgedTakeStaysInItsRun: a press's block_id names its run and its warning, and a
+// user can send any payload Slack would sign for them. An admin of one run who names their run
+// beside another run's warning takes nothing: the warning must belong to the run the check was on.
+func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
+	w := newWarningEnvWith(t, botOpts{env: config.Env{Admins: []string{"UNOBODY"}}, run: func(r *config.Run) {
+		r.Admins = []string{"USYNTH"}
+	}, file: func(f *config.File) {
+		other := f.Runs[0]
+		other.Name, other.Admins = "other", []string{"UOTHER"}
+		f.Runs = append(f.Runs, other)
+	}})
+	if posts := w.step(t, w.mon.Now(), ev("other", stalled)); len(posts) != 1 {
+		t.Fatalf("other's stall = %v; want one warning", kinds(posts))
+	}
+	i, warning := w.fake.waitMatch(t, 0, "the warning", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	form, err := url.ParseQuery(string(pressPayload(t, w.fake, warning, ts, "USYNTH", actTake, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "other/" + AlertStall
+	jsonText := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	genuine, forged := jsonText(controlRef{Run: "other", Key: key}.encode()), jsonText(controlRef{Run: "synth", Key: key}.encode())
+	payload := form.Get("payload")
+	if !strings.Contains(payload, genuine) {
+		t.Fatalf("the warning's press does not carry block_id %q: %s", genuine, payload)
+	}
+	body := url.Values{"payload": {strings.ReplaceAll(payload, genuine, forged)}}.Encode()
+	w.post(t, "/slack/interactions", []byte(body), nil)
+	w.fake.wait(t, "chat.postEphemeral", 1)
+	w.waitIdle()
+	if cl, ok := w.claims.Get(key); ok {
+		t.Errorf("synth's admin took other's warning through a forged block_id: %+v", cl)
 	}
 }
