@@ -331,3 +331,29 @@ func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
 		t.Errorf("synth's admin took other's warning through a forged block_id: %+v", cl)
 	}
 }
+
+// TestSecurityRunsKeptToTheirChannels: a run whose allowed_channels keep it to its own channel is
+// not answered about elsewhere, and not named there either: not in `runs` (with its channel and
+// snooze), not in the list a refusal or a question back offers.
+func TestSecurityRunsKeptToTheirChannels(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+		r.AllowedChannels = []string{"CSYNTH"}
+	}, file: func(f *config.File) {
+		secret := f.Runs[0]
+		secret.Name, secret.Channel, secret.AllowedChannels = "skunkworks", "#skunkworks", []string{"CSKUNK"}
+		f.Runs = append(f.Runs, secret)
+	}})
+	ctx := context.Background()
+	for _, text := range []string{"runs", "ETA?", "ETA for synth-99k?", "status nosuchrun"} {
+		rep := e.bot.Ask(ctx, Request{Text: text, Channel: "CSYNTH", User: "U222", Source: "mention"})
+		if txt := rep.Message.Text(); strings.Contains(txt, "skunkworks") || strings.Contains(fmt.Sprint(rep.Data), "skunkworks") {
+			t.Errorf("%q in synth's channel = %q (data %v); want no word of the run kept to another channel", text, txt, rep.Data)
+		}
+	}
+	if rep := e.bot.Ask(ctx, Request{Text: "runs", Channel: "CSKUNK", User: "U222", Source: "mention"}); !strings.Contains(rep.Message.Text(), "skunkworks") {
+		t.Errorf("runs in its own channel = %q; want it listed", rep.Message.Text())
+	}
+	if rep := e.bot.Ask(ctx, Request{Text: "runs", Source: "console"}); !strings.Contains(rep.Message.Text(), "skunkworks") || !strings.Contains(rep.Message.Text(), "synth") {
+		t.Errorf("runs at the console = %q; want every run", rep.Message.Text())
+	}
+}
