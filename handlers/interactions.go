@@ -96,6 +96,13 @@ func (s *slackApp) press(ctx context.Context, p press) {
 		s.log.Info("button press refused: no channel to check", "action", p.action)
 		return
 	}
+	if p.home && !strings.HasPrefix(p.channel, "D") {
+		// The Home view carries the user's DM with the bot; anything else is not a view runwatch
+		// published, and would have the answer (log lines meant for the presser) posted for a
+		// whole channel, under the DM's allow-list rule.
+		s.log.Info("button press refused: an App Home view whose metadata is not a DM", "action", p.action)
+		return
+	}
 	req := Request{Run: p.ref.Run, Channel: p.channel, ChannelName: p.channelName, User: p.user, Source: "button"}
 	if p.home {
 		req.Source = "home"

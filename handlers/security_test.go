@@ -357,3 +357,28 @@ func TestSecurityRunsKeptToTheirChannels(t *testing.T) {
 		t.Errorf("runs at the console = %q; want every run", rep.Message.Text())
 	}
 }
+
+// TestSecurityHomePressAnswersOnlyInADM: a press on the App Home is answered in the DM its view's
+// private_metadata names, and counts as a DM for the allow-lists. Metadata naming a channel (a
+// forged payload) gets no answer at all: not the log lines, meant for the presser only, posted
+// for the whole channel to read.
+func TestSecurityHomePressAnswersOnlyInADM(t *testing.T) {
+	w := newWarningEnv(t)
+	for i, dm := range []string{"C0GENERAL", "G0PRIVATE", "D0ADMIN"} {
+		payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":"UADMIN","team_id":"T111"},"api_app_id":"A111","trigger_id":"1.2.3",`+
+			`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":%q,"blocks":[]},`+
+			`"actions":[{"type":"button","action_id":%q,"block_id":%q,"value":"","action_ts":"1700000400.%06d"}]}`,
+			dm, actLogs, controlRef{Run: "synth"}.encode(), i)
+		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
+	}
+	posts := w.fake.wait(t, "chat.postMessage", 1)
+	w.waitIdle()
+	for _, c := range w.fake.Calls("chat.postMessage") {
+		if ch := c.Form.Get("channel"); ch != "D0ADMIN" {
+			t.Errorf("an App Home press answered in %s: %q; want answers in the presser's DM only", ch, c.Form.Get("text"))
+		}
+	}
+	if !strings.Contains(posts[0].Form.Get("text"), "last log lines") {
+		t.Errorf("the press from the DM = %q; want the log lines", posts[0].Form.Get("text"))
+	}
+}
