@@ -216,7 +216,7 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 		}
 		if unknown != "" {
 			return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-				fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(unknown), runList(b.mon.Config()))}}}
+				fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(unknown), b.runList(req))}}}
 		}
 	}
 	if cmd.NeedsRun {
@@ -354,6 +354,21 @@ func (b *Bot) allowedRequest(req Request, run *config.Run) bool {
 	return false
 }
 
+// PostAllowed reports whether run's scheduled status and warnings may go to channel (the run's
+// channel as the run file writes it, "#name" or an id): the allow-lists bind what runwatch says
+// unasked as they bind its answers, so a run whose channel they do not admit posts nowhere. A name
+// matches a listed name, or a listed id once Slack has reported the name's id.
+func (b *Bot) PostAllowed(run *config.Run, channel string) bool {
+	if channel == "" {
+		return false
+	}
+	req := Request{Channel: b.ChannelID(channel), Source: "post"}
+	if strings.HasPrefix(channel, "#") {
+		req.ChannelName = channel
+	}
+	return b.allowedRequest(req, run)
+}
+
 // adminOnly is the polite refusal of a change to someone who is not an admin.
 func adminOnly(intent, verb string) Reply {
 	return Reply{Intent: intent, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
@@ -434,7 +449,7 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 			return r, Reply{}, true
 		}
 		return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-			fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(req.Run), runList(cfg))}}}, false
+			fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(req.Run), b.runList(req))}}}, false
 	}
 	if q.Run != "" {
 		r, _ := cfg.RunByName(q.Run)
@@ -458,14 +473,36 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 	if len(cfg.Runs) == 1 {
 		return &cfg.Runs[0], Reply{}, true
 	}
+	example := cfg.Runs[0].Name
+	if vis := b.visibleRuns(req); len(vis) > 0 {
+		example = vis[0].Name
+	}
 	return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-		fmt.Sprintf("Which run? I watch %s. Name one in the question, e.g. _ETA for %s?_", runList(cfg), reports.Esc(cfg.Runs[0].Name))}}}, false
+		fmt.Sprintf("Which run? I watch %s. Name one in the question, e.g. _ETA for %s?_", b.runList(req), reports.Esc(example))}}}, false
 }
 
-func runList(cfg *config.File) string {
+// visibleRuns are the runs req may hear about: every run for the console and the command line, the
+// runs the allow-lists let it answer about for a chat request (a run kept to its own channels is not
+// named, nor its state shown, anywhere else).
+func (b *Bot) visibleRuns(req Request) []*config.Run {
+	cfg := b.mon.Config()
+	var out []*config.Run
+	for i := range cfg.Runs {
+		if req.Channel == "" || b.allowedRequest(req, &cfg.Runs[i]) {
+			out = append(out, &cfg.Runs[i])
+		}
+	}
+	return out
+}
+
+// runList names the runs req may hear about, for a refusal or a question back.
+func (b *Bot) runList(req Request) string {
 	var names []string
-	for _, r := range cfg.Runs {
+	for _, r := range b.visibleRuns(req) {
 		names = append(names, reports.Code(r.Name))
+	}
+	if len(names) == 0 {
+		return "none you can ask about here"
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")

@@ -390,8 +390,9 @@ func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
 
 func handleRuns(ctx context.Context, b *Bot, q Query) Reply {
 	cfg := b.mon.Config()
-	var lines []string
-	for _, r := range cfg.Runs {
+	var lines, names []string
+	for _, r := range b.visibleRuns(q.Req) {
+		names = append(names, r.Name)
 		line := "• " + reports.Code(r.Name)
 		if r.Channel != "" {
 			line += " in " + reports.Esc(r.Channel)
@@ -414,9 +415,12 @@ func handleRuns(ctx context.Context, b *Bot, q Query) Reply {
 		}
 		lines = append(lines, line)
 	}
+	if len(lines) == 0 {
+		lines = []string{"None that I may answer about here."}
+	}
 	m := reports.Message{Title: "Runs", Sections: []string{strings.Join(lines, "\n")},
 		Context: []string{"from " + reports.Esc(cfg.Source)}}
-	return Reply{Message: m, Data: map[string]any{"runs": b.mon.RunNames()}}
+	return Reply{Message: m, Data: map[string]any{"runs": names}}
 }
 
 func handleHelp(ctx context.Context, b *Bot, q Query) Reply {

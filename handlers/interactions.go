@@ -96,6 +96,13 @@ func (s *slackApp) press(ctx context.Context, p press) {
 		s.log.Info("button press refused: no channel to check", "action", p.action)
 		return
 	}
+	if p.home && !strings.HasPrefix(p.channel, "D") {
+		// The Home view carries the user's DM with the bot; anything else is not a view runwatch
+		// published, and would have the answer (log lines meant for the presser) posted for a
+		// whole channel, under the DM's allow-list rule.
+		s.log.Info("button press refused: an App Home view whose metadata is not a DM", "action", p.action)
+		return
+	}
 	req := Request{Run: p.ref.Run, Channel: p.channel, ChannelName: p.channelName, User: p.user, Source: "button"}
 	if p.home {
 		req.Source = "home"
@@ -144,8 +151,10 @@ func (s *slackApp) take(req Request, ref controlRef) Reply {
 	if !s.bot.IsAdmin(req.User, run) {
 		return adminOnly("take", "take warnings")
 	}
+	// The block_id names both the run and the warning: the warning must be that run's, or an admin
+	// of one run could take another's by naming their own run beside its key.
 	w, open := s.claims.openWarning(ref.Key)
-	if !open {
+	if !open || w.Run != run.Name {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
 	}
 	cl, err := s.claims.Take(ref.Key, req.User, s.bot.mon.Now(), DefaultAlertPolicy().Cooldown[w.Kind])

@@ -239,6 +239,10 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if !ok || sch == nil {
 		return nil
 	}
+	if !s.bot.PostAllowed(r, r.Channel) {
+		s.log.Debug("scheduled status not posted: the run's channel is not in allowed_channels", "run", name, "channel", r.Channel)
+		return nil
+	}
 	m := s.memoFor(r)
 	if m.Intent != nil {
 		if err := s.settle(ctx, r, m, now); err != nil {

@@ -26,10 +26,16 @@ type schedEnv struct {
 
 func newSchedEnv(t *testing.T, mode, spec, stateDir string) *schedEnv {
 	t.Helper()
-	clock := &testClock{t: schedT0}
-	e := &schedEnv{botEnv: newBotEnv(t, botOpts{clock: clock, stateDir: stateDir, run: func(r *config.Run) {
+	return newSchedEnvWith(t, botOpts{stateDir: stateDir, run: func(r *config.Run) {
 		r.PostMode, r.Schedule = mode, spec
-	}}), fake: newSlackFake(t)}
+	}})
+}
+
+// newSchedEnvWith is newSchedEnv with the bot's options as given, on the test's clock.
+func newSchedEnvWith(t *testing.T, o botOpts) *schedEnv {
+	t.Helper()
+	o.clock = &testClock{t: schedT0}
+	e := &schedEnv{botEnv: newBotEnv(t, o), fake: newSlackFake(t)}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
 	dir, err := state.Open(e.stateDir)
 	if err != nil {

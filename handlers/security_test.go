@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/reports"
 )
 
 // TestSecurityNonAdminCannotMutate tries every command that changes state, from a user who is not
@@ -250,5 +252,133 @@ func TestSecurityLogLinesCarryNoCredentials(t *testing.T) {
 				t.Errorf("logs %s holds %q:\n%s", where, leak, s)
 			}
 		}
+	}
+}
+
+// TestSecurityPostsOnlyToAllowedChannels: the allow-lists bind what runwatch posts unasked (the
+// scheduled status, warnings) as they bind its answers. A run whose channel they leave out gets
+// neither; one they list, by name or by id (once Slack has reported the name's id), gets both.
+func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     []string // RUNWATCH_ALLOWED_CHANNELS
+		own     []string // the run's allowed_channels
+		channel string
+		learned string // the id Slack reported for the channel's name before
+		want    bool
+	}{
+		{"no allow-list", nil, nil, "#synth", "", true},
+		{"listed by name", []string{"#synth"}, nil, "#synth", "", true},
+		{"listed by id", []string{"CSYNTH"}, nil, "CSYNTH", "", true},
+		{"listed by id, the name's id learned", []string{"CSYNTH"}, nil, "#synth", "CSYNTH", true},
+		{"another channel listed", []string{"C0ELSEWHERE"}, nil, "#synth", "", false},
+		{"another channel listed, the name's id learned", []string{"C0ELSEWHERE"}, nil, "#synth", "CSYNTH", false},
+		{"the run's own list leaves it out", nil, []string{"C0OWN"}, "#synth", "", false},
+		{"the run's own list names it", nil, []string{"#synth"}, "#synth", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSchedEnvWith(t, botOpts{env: config.Env{AllowedChannels: tc.env}, run: func(r *config.Run) {
+				r.Channel, r.AllowedChannels = tc.channel, tc.own
+			}})
+			e.bot.LearnChannel(tc.channel, tc.learned)
+			e.fireAt(t, schedT0)
+			deliver := slackDeliver(e.bot, e.api, nil)
+			if _, err := deliver(context.Background(), Post{Run: "synth", Channel: tc.channel, Kind: AlertStall, Key: "synth/stall",
+				Message: reports.Message{Title: "synth is stalled"}}); err != nil {
+				t.Fatalf("deliver = %v", err)
+			}
+			if n, want := len(e.fake.Calls("chat.postMessage")), map[bool]int{true: 2, false: 0}[tc.want]; n != want {
+				t.Errorf("channel %s, allowed %v (run's own %v): %d posts; want %d (the status and the warning, or nothing)",
+					tc.channel, tc.env, tc.own, n, want)
+			}
+		})
+	}
+}
+
+// TestSecurityForgedTakeStaysInItsRun: a press's block_id names its run and its warning, and a
+// user can send any payload Slack would sign for them. An admin of one run who names their run
+// beside another run's warning takes nothing: the warning must belong to the run the check was on.
+func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
+	w := newWarningEnvWith(t, botOpts{env: config.Env{Admins: []string{"UNOBODY"}}, run: func(r *config.Run) {
+		r.Admins = []string{"USYNTH"}
+	}, file: func(f *config.File) {
+		other := f.Runs[0]
+		other.Name, other.Admins = "other", []string{"UOTHER"}
+		f.Runs = append(f.Runs, other)
+	}})
+	if posts := w.step(t, w.mon.Now(), ev("other", stalled)); len(posts) != 1 {
+		t.Fatalf("other's stall = %v; want one warning", kinds(posts))
+	}
+	i, warning := w.fake.waitMatch(t, 0, "the warning", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	form, err := url.ParseQuery(string(pressPayload(t, w.fake, warning, ts, "USYNTH", actTake, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "other/" + AlertStall
+	jsonText := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+	genuine, forged := jsonText(controlRef{Run: "other", Key: key}.encode()), jsonText(controlRef{Run: "synth", Key: key}.encode())
+	payload := form.Get("payload")
+	if !strings.Contains(payload, genuine) {
+		t.Fatalf("the warning's press does not carry block_id %q: %s", genuine, payload)
+	}
+	body := url.Values{"payload": {strings.ReplaceAll(payload, genuine, forged)}}.Encode()
+	w.post(t, "/slack/interactions", []byte(body), nil)
+	w.fake.wait(t, "chat.postEphemeral", 1)
+	w.waitIdle()
+	if cl, ok := w.claims.Get(key); ok {
+		t.Errorf("synth's admin took other's warning through a forged block_id: %+v", cl)
+	}
+}
+
+// TestSecurityRunsKeptToTheirChannels: a run whose allowed_channels keep it to its own channel is
+// not answered about elsewhere, and not named there either: not in `runs` (with its channel and
+// snooze), not in the list a refusal or a question back offers.
+func TestSecurityRunsKeptToTheirChannels(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+		r.AllowedChannels = []string{"CSYNTH"}
+	}, file: func(f *config.File) {
+		secret := f.Runs[0]
+		secret.Name, secret.Channel, secret.AllowedChannels = "skunkworks", "#skunkworks", []string{"CSKUNK"}
+		f.Runs = append(f.Runs, secret)
+	}})
+	ctx := context.Background()
+	for _, text := range []string{"runs", "ETA?", "ETA for synth-99k?", "status nosuchrun"} {
+		rep := e.bot.Ask(ctx, Request{Text: text, Channel: "CSYNTH", User: "U222", Source: "mention"})
+		if txt := rep.Message.Text(); strings.Contains(txt, "skunkworks") || strings.Contains(fmt.Sprint(rep.Data), "skunkworks") {
+			t.Errorf("%q in synth's channel = %q (data %v); want no word of the run kept to another channel", text, txt, rep.Data)
+		}
+	}
+	if rep := e.bot.Ask(ctx, Request{Text: "runs", Channel: "CSKUNK", User: "U222", Source: "mention"}); !strings.Contains(rep.Message.Text(), "skunkworks") {
+		t.Errorf("runs in its own channel = %q; want it listed", rep.Message.Text())
+	}
+	if rep := e.bot.Ask(ctx, Request{Text: "runs", Source: "console"}); !strings.Contains(rep.Message.Text(), "skunkworks") || !strings.Contains(rep.Message.Text(), "synth") {
+		t.Errorf("runs at the console = %q; want every run", rep.Message.Text())
+	}
+}
+
+// TestSecurityHomePressAnswersOnlyInADM: a press on the App Home is answered in the DM its view's
+// private_metadata names, and counts as a DM for the allow-lists. Metadata naming a channel (a
+// forged payload) gets no answer at all: not the log lines, meant for the presser only, posted
+// for the whole channel to read.
+func TestSecurityHomePressAnswersOnlyInADM(t *testing.T) {
+	w := newWarningEnv(t)
+	for i, dm := range []string{"C0GENERAL", "G0PRIVATE", "D0ADMIN"} {
+		payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":"UADMIN","team_id":"T111"},"api_app_id":"A111","trigger_id":"1.2.3",`+
+			`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":%q,"blocks":[]},`+
+			`"actions":[{"type":"button","action_id":%q,"block_id":%q,"value":"","action_ts":"1700000400.%06d"}]}`,
+			dm, actLogs, controlRef{Run: "synth"}.encode(), i)
+		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
+	}
+	posts := w.fake.wait(t, "chat.postMessage", 1)
+	w.waitIdle()
+	for _, c := range w.fake.Calls("chat.postMessage") {
+		if ch := c.Form.Get("channel"); ch != "D0ADMIN" {
+			t.Errorf("an App Home press answered in %s: %q; want answers in the presser's DM only", ch, c.Form.Get("text"))
+		}
+	}
+	if !strings.Contains(posts[0].Form.Get("text"), "last log lines") {
+		t.Errorf("the press from the DM = %q; want the log lines", posts[0].Form.Get("text"))
 	}
 }

@@ -112,6 +112,9 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	for _, r := range b.mon.Config().Runs {
 		if r.Channel == "" {
 			log.Info("run has no channel: no scheduled posts or warnings for it", "run", r.Name)
+		} else if !b.PostAllowed(&r, r.Channel) {
+			log.Warn("run's channel is not in allowed_channels: no scheduled posts or warnings for it (write the channel as it is listed there, or list it)",
+				"run", r.Name, "channel", r.Channel)
 		}
 	}
 	sched, err := NewScheduler(b, api, dir, log, metrics)
@@ -229,6 +232,9 @@ func slackDeliver(b *Bot, api *SlackAPI, metrics *Metrics) func(ctx context.Cont
 	return func(ctx context.Context, p Post) (string, error) {
 		if p.Channel == "" {
 			return "", nil // nowhere to post; logged at start
+		}
+		if r, ok := b.mon.Config().RunByName(p.Run); !ok || !b.PostAllowed(r, p.Channel) {
+			return "", nil // a channel the allow-lists do not admit; logged at start
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()

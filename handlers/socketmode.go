@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,7 +82,23 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		if e, ok := evt.Data.(*slack.ConnectionErrorEvent); ok {
 			sm.log.Warn("Socket Mode connection failed; retrying", "attempt", e.Attempt, "backoff", e.Backoff, "err", e.ErrorObj)
 		}
-	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage, socketmode.EventTypeErrorWriteFailed:
+	case socketmode.EventTypeErrorBadMessage:
+		// An envelope the SDK could not parse (an event type it does not know, a payload of another
+		// shape): acknowledged all the same, as HTTP mode acknowledges such an event, or Slack would
+		// deliver it again and again. Its text is not logged: it is whatever someone wrote.
+		bad, _ := evt.Data.(*socketmode.ErrorBadMessage)
+		if bad == nil {
+			return
+		}
+		var env struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		json.Unmarshal(bad.Message, &env)
+		sm.log.Warn("Socket Mode envelope not understood; acknowledged", "envelope", env.EnvelopeID, "err", bad.Cause)
+		if env.EnvelopeID != "" {
+			sm.ack(ctx, env.EnvelopeID, nil)
+		}
+	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
 		sm.log.Warn("Socket Mode message error", "type", string(evt.Type), "data", fmt.Sprint(evt.Data))
 	case socketmode.EventTypeEventsAPI:
 		req := evt.Request

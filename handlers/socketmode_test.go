@@ -373,3 +373,24 @@ func TestSocketModeRedeliveredSlashCommand(t *testing.T) {
 		t.Errorf("Slack calls after the redeliveries = %d; want none (the answers rode in the acks)", n)
 	}
 }
+
+// TestSocketModeAcksWhatItCannotParse: an envelope the SDK cannot parse (an event type it does not
+// know, a payload of the wrong shape) is acknowledged all the same, once, as HTTP mode acknowledges
+// such an event: unacknowledged, Slack would deliver it again and again.
+func TestSocketModeAcksWhatItCannotParse(t *testing.T) {
+	e := newSocketEnv(t, botOpts{})
+	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
+	envelopes := map[string]string{
+		"env-unknown-event": `{"envelope_id":"env-unknown-event","type":"events_api","accepts_response_payload":false,"payload":{"type":"event_callback",` +
+			`"team_id":"T111","event_id":"Ev-unknown","event":{"type":"some_future_event","user":"U222"}}}`,
+		"env-bad-slash": `{"envelope_id":"env-bad-slash","type":"slash_commands","accepts_response_payload":true,"payload":"not an object"}`,
+	}
+	for id, env := range envelopes {
+		e.ws.send([]byte(env))
+		e.ws.waitAck(t, id)
+	}
+	e.app.wait(5 * time.Second)
+	if n := len(e.fake.Calls("chat.postMessage")) + len(e.fake.Calls("chat.postEphemeral")); n != 0 {
+		t.Errorf("answers to envelopes that do not parse = %d; want none", n)
+	}
+}

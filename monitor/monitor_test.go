@@ -284,7 +284,13 @@ func TestResolveTargetRefusesUnconfiguredPaths(t *testing.T) {
 			t.Errorf("ResolveTarget(%q) = %v; want it allowed", ok, err)
 		}
 	}
-	for _, bad := range []string{"/etc", "/proc/1", "relative/path"} {
+	// Paths elsewhere that do not resolve (under a file, in a symlink loop) are refused like any
+	// other: the resolve error ("not a directory") would tell what exists there.
+	elsewhere := t.TempDir()
+	os.WriteFile(filepath.Join(elsewhere, "file"), []byte("x"), 0o600)
+	os.Symlink(filepath.Join(elsewhere, "b"), filepath.Join(elsewhere, "a"))
+	os.Symlink(filepath.Join(elsewhere, "a"), filepath.Join(elsewhere, "b"))
+	for _, bad := range []string{"/etc", "/proc/1", "relative/path", filepath.Join(elsewhere, "file", "sub"), filepath.Join(elsewhere, "a", "x")} {
 		if _, err := m.ResolveTarget(ctx, "synth", bad); !errors.Is(err, ErrNotAllowed) {
 			t.Errorf("ResolveTarget(%q) = %v; want ErrNotAllowed", bad, err)
 		}

@@ -119,8 +119,15 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 	if err != nil {
 		return reports.Target{}, fmt.Errorf("read mount table: %w", err)
 	}
+	notAllowed := fmt.Errorf("%w: %s is not one of run %s's outputs, watched paths or protected mounts", ErrNotAllowed, path, r.Name)
 	res, err := m.guard.Resolve(c, path)
 	if err != nil {
+		// A path that fails to resolve is named only when it is one of the run's paths, inside one
+		// or above one: for any other the error ("lstat /home/x/.ssh: permission denied") would
+		// tell what exists on the machine, and chat is not a way to explore it.
+		if !lexicallyNear(r, path) {
+			return reports.Target{}, notAllowed
+		}
 		return reports.Target{}, probes.NoAnswer(err, m.opts.ProbeTimeout)
 	}
 	mt, ok := table.Lookup(res)
@@ -144,12 +151,23 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 		}
 	}
 	if !allowed {
-		return reports.Target{}, fmt.Errorf("%w: %s is not one of run %s's outputs, watched paths or protected mounts", ErrNotAllowed, path, r.Name)
+		return reports.Target{}, notAllowed
 	}
 	return reports.Target{
 		Path: path, Resolved: res, Exists: m.exists(c, res), Mount: mt.MountPoint, FSType: mt.FSType,
 		Device: mt.Source, MountPoint: res == mt.MountPoint,
 	}, nil
+}
+
+// lexicallyNear reports whether path, as written, is one of r's paths, inside one or above one.
+func lexicallyNear(r *config.Run, path string) bool {
+	for _, sp := range runPaths(r) {
+		base := filepath.Clean(sp.path)
+		if reports.Under(path, base) || reports.Under(base, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluatePlans fills in each plan's model shape and tokens and compares it with free space.

@@ -26,7 +26,8 @@ type HTTPAnswer struct {
 	Took   time.Duration
 }
 
-// CheckHTTP GETs url once under ctx, for `http` stage checks; the body is not read.
+// CheckHTTP GETs url once under ctx, for `http` stage checks; the body is not read. Neither the
+// error nor the answer's Status shows the URL's password or query values.
 func CheckHTTP(ctx context.Context, client *http.Client, url string) (HTTPAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -36,11 +37,13 @@ func CheckHTTP(ctx context.Context, client *http.Client, url string) (HTTPAnswer
 	// Like every probe, it follows no redirect to another host, and its errors carry the URL
 	// only as RedactURL names it.
 	resp, err := WithProbeRedirects(client).Do(req)
+	secrets := urlSecrets(url)
 	if err != nil {
-		return HTTPAnswer{}, metricsUnwrapURL(err)
+		return HTTPAnswer{}, withoutSecrets(metricsUnwrapURL(err), secrets)
 	}
 	resp.Body.Close()
-	return HTTPAnswer{Code: resp.StatusCode, Status: resp.Status, Took: time.Since(start)}, nil
+	// The status line is the server's own text, which may echo the URL's key or password.
+	return HTTPAnswer{Code: resp.StatusCode, Status: secretsRedacted(resp.Status, secrets), Took: time.Since(start)}, nil
 }
 
 // dirSizeMaxEntries bounds the entries DirSize looks at.

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,13 +39,26 @@ type Guard struct {
 	failHung bool
 	// joined, when set (tests), is told each time a caller joins a call already running.
 	joined func(key string)
+	// hung counts the calls given up on that have not returned; maxHung bounds them (0:
+	// guardMaxHung). One key holds one stuck thread at most, but keys are whatever is asked about:
+	// questions naming path after path on a dead mount would each leave a thread stuck in the
+	// kernel, and Go stops a program at 10,000 threads.
+	hung, maxHung int
 }
 
+// guardMaxHung bounds the abandoned calls one Guard lets run; past it new keys fail at once
+// (errTooManyHung) until some return. The sampler's own paths are a few per run.
+const guardMaxHung = 256
+
+// errTooManyHung is returned for a new key while too many abandoned calls have not returned.
+var errTooManyHung = errors.New("too many earlier file system calls have not returned (a hung mount?)")
+
 type guardCall struct {
-	done chan struct{}
-	v    any
-	err  error
-	hung bool // a caller gave up on it before it returned; guarded by Guard.mu
+	done     chan struct{}
+	v        any
+	err      error
+	hung     bool // a caller gave up on it before it returned; guarded by Guard.mu
+	returned bool // fn has returned; guarded by Guard.mu
 }
 
 // errStillHung is returned by a failHung Guard while an abandoned call on the key is still running.
@@ -76,6 +90,10 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 	if running && g.joined != nil {
 		g.joined(key)
 	}
+	if !running && g.hung >= cmp.Or(g.maxHung, guardMaxHung) {
+		g.mu.Unlock()
+		return nil, errTooManyHung
+	}
 	if !running {
 		c = &guardCall{done: make(chan struct{})}
 		g.calls[key] = c
@@ -85,6 +103,10 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 			g.mu.Lock()
 			c.v, c.err = v, err
 			delete(g.calls, key)
+			c.returned = true
+			if c.hung {
+				g.hung--
+			}
 			g.mu.Unlock()
 			close(c.done)
 		}()
@@ -95,10 +117,9 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 		return c.v, c.err
 	case <-ctx.Done():
 		g.mu.Lock()
-		select {
-		case <-c.done:
-		default:
+		if !c.returned && !c.hung {
 			c.hung = true
+			g.hung++
 		}
 		g.mu.Unlock()
 		return nil, ctx.Err()

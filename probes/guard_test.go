@@ -93,3 +93,49 @@ func TestGuardPanicIsAnError(t *testing.T) {
 		t.Errorf("the next call of the key = %v, %v; want its own result", v, err)
 	}
 }
+
+// TestGuardBoundsHungCalls: questions can name key after key on a dead mount, each a call that
+// never returns. Past maxHung abandoned calls, a new key fails at once without starting another
+// (a thread stuck in the kernel each); once the mount answers, calls run again.
+func TestGuardBoundsHungCalls(t *testing.T) {
+	g := NewGuard()
+	g.maxHung = 3
+	release := make(chan struct{})
+	var started atomic.Int32
+	hung := func() (any, error) {
+		started.Add(1)
+		<-release
+		return "ok", nil
+	}
+	call := func(key string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		_, err := g.do(ctx, key, hung)
+		return err
+	}
+	for i := range 3 {
+		if err := call(fmt.Sprintf("resolve /dead/%d", i)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hung call %d = %v; want DeadlineExceeded", i, err)
+		}
+	}
+	for i := 3; i < 10; i++ {
+		if err := call(fmt.Sprintf("resolve /dead/%d", i)); !errors.Is(err, errTooManyHung) {
+			t.Errorf("call %d past the bound = %v; want errTooManyHung", i, err)
+		}
+	}
+	if n := started.Load(); n != 3 {
+		t.Errorf("calls started = %d; want 3 (the bound)", n)
+	}
+	close(release)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := g.do(context.Background(), "resolve /alive", func() (any, error) { return "alive", nil })
+		if err == nil && v == "alive" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the mount answered, a new call = %v, %v; want it run", v, err)
+		}
+		time.Sleep(time.Millisecond) // the released calls return in their own goroutines
+	}
+}

@@ -77,6 +77,12 @@ func NewMetrics(client *http.Client, maxBody int64) *Metrics {
 // unexpected content type, an oversized body, or a body that is not
 // Prometheus text.
 func (m *Metrics) Scrape(ctx context.Context, rawURL string) (Engine, error) {
+	e, err := m.scrape(ctx, rawURL)
+	// A server may echo the URL's key or password (in its status line, say); the error never does.
+	return e, withoutSecrets(err, urlSecrets(rawURL))
+}
+
+func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	where := RedactURL(rawURL)
 	failed := metricsEmpty()
 	failed.URL = where

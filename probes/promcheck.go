@@ -58,11 +58,13 @@ func promGrouped(n int) string {
 	return s
 }
 
+// promLabelString writes a series the way PromQL does, for a checklist detail. A label value
+// holding a URL (blackbox_exporter's instance is the probed URL) names it as RedactURL does.
 func promLabelString(l map[string]string) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(l)) {
 		if k != "__name__" {
-			parts = append(parts, k+"="+strconv.Quote(l[k]))
+			parts = append(parts, k+"="+strconv.Quote(RedactURLsIn(l[k])))
 		}
 	}
 	return l["__name__"] + "{" + strings.Join(parts, ",") + "}"

@@ -27,6 +27,9 @@ type Prometheus struct {
 	where  string // the URL without its password
 	limits PrometheusOptions
 	slots  chan struct{}
+	// secrets are the credentials sent with every request: a server or a proxy in front of it may
+	// name them in the error it answers with, and an error never shows them.
+	secrets []string
 }
 
 // PrometheusOptions configure a Prometheus client. Zero limits take their defaults.
@@ -121,11 +124,16 @@ func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", RedactURL(o.URL), err)
 	}
+	secrets := []string{o.BearerToken, o.Password}
+	if pw, ok := u.User.Password(); ok {
+		secrets = append(secrets, pw)
+	}
 	return &Prometheus{
-		api:    promv1.NewAPI(c),
-		where:  RedactURL(o.URL),
-		limits: o,
-		slots:  make(chan struct{}, o.MaxConcurrent),
+		api:     promv1.NewAPI(c),
+		where:   RedactURL(o.URL),
+		limits:  o,
+		slots:   make(chan struct{}, o.MaxConcurrent),
+		secrets: secrets,
 	}, nil
 }
 
@@ -169,11 +177,11 @@ func (p *Prometheus) do(ctx context.Context, query string, call func(context.Con
 	}
 	v, warnings, err := call(ctx, opts)
 	if err != nil {
-		return PromResult{}, promError(ctx, p.where, query, err)
+		return PromResult{}, withoutSecrets(promError(ctx, p.where, query, err), p.secrets)
 	}
 	res, err := PromConvert(v, p.limits.MaxSeries, p.limits.MaxSamples)
 	if err != nil {
-		return PromResult{}, fmt.Errorf("query %s: %w", p.where, err)
+		return PromResult{}, withoutSecrets(fmt.Errorf("query %s: %w", p.where, err), p.secrets)
 	}
 	res.Warnings = warnings
 	return res, nil

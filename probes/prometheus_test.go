@@ -239,6 +239,42 @@ func TestPrometheusCredentials(t *testing.T) {
 		}
 	})
 
+	t.Run("never shown when the server echoes them", func(t *testing.T) {
+		// A proxy in front of Prometheus that names the credential it refused, in a short plain
+		// body or in an API error: either is quoted in the error, and the credential must not be.
+		echo := func(w http.ResponseWriter, r *http.Request) string {
+			if _, p, ok := r.BasicAuth(); ok {
+				return p
+			}
+			return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		bodies := map[string]func(w http.ResponseWriter, r *http.Request){
+			"plain 400": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(http.StatusBadRequest)
+				io.WriteString(w, "bad credential "+echo(w, r))
+			},
+			"API error": func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				fmt.Fprintf(w, `{"status":"error","errorType":"execution","error":"tenant for %s not found"}`, echo(w, r))
+			},
+		}
+		for name, h := range bodies {
+			srv := newPromTestServer(t, h)
+			inURL := strings.Replace(srv.URL, "http://", "http://"+user+":"+pass+"@", 1)
+			for _, o := range []PrometheusOptions{{URL: srv.URL, BearerToken: token}, {URL: srv.URL, Username: user, Password: pass}, {URL: inURL}} {
+				_, err := newTestPrometheus(t, o).Query(context.Background(), "up", time.Time{})
+				if err == nil {
+					t.Fatalf("%s: Query = nil; want an error", name)
+				}
+				if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), pass) {
+					t.Errorf("%s: Query = %q; want the credential redacted", name, err)
+				}
+			}
+		}
+	})
+
 	t.Run("not sent to another host on redirect", func(t *testing.T) {
 		var leaked string
 		other := newPromTestServer(t, func(w http.ResponseWriter, r *http.Request) {

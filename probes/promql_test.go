@@ -64,6 +64,9 @@ func TestPromCheckVerdict(t *testing.T) {
 		{[]PromSeries{one(math.NaN())}, false, "the query returns 1 series, all 0"},
 		{[]PromSeries{one(0), one(3)}, true, `x{job="vllm"} = 3`},
 		{[]PromSeries{one(1), one(2), one(3)}, true, `x{job="vllm"} = 1 (and 2 more)`},
+		// blackbox_exporter's instance is the probed URL, key and password included.
+		{[]PromSeries{{Labels: map[string]string{"__name__": "probe_success", "instance": "https://bob:HUNTER2@svc/health?token=SECRET"},
+			Samples: []PromSample{{T: 1, V: 1}}}}, true, `probe_success{instance="https://svc/health?token=[redacted]"} = 1`},
 	}
 	for _, tt := range tests {
 		done, detail, err := promCheckVerdict(PromResult{Series: tt.series})

@@ -79,12 +79,66 @@ func RedactPanic(err error) error {
 	return errors.New("failed with a panic: " + RedactURLsIn(fmt.Sprint(pe.Value)))
 }
 
+// withoutSecrets returns err with every one of secrets in its text replaced by [redacted] (errors.Is
+// and As still reach its causes), or err itself when its text holds none.
+func withoutSecrets(err error, secrets []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := secretsRedacted(err.Error(), secrets)
+	if msg == err.Error() {
+		return err
+	}
+	return redactedError{msg: msg, err: err}
+}
+
+// secretsRedacted returns text with every one of secrets replaced by [redacted]. Values shorter
+// than 6 bytes are left alone: they would redact ordinary words ("?format=json").
+func secretsRedacted(text string, secrets []string) string {
+	for _, s := range secrets {
+		if len(s) >= 6 {
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
+	}
+	return text
+}
+
+// urlSecrets are what RedactURL hides of a URL that a server may echo back (in a status line, an
+// error body): its password and its query values, decoded and as written.
+func urlSecrets(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	if pw, ok := u.User.Password(); ok {
+		out = append(out, pw, url.QueryEscape(pw))
+	}
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(kv, "=")
+		out = append(out, v)
+		if dec, err := url.QueryUnescape(v); err == nil {
+			out = append(out, dec)
+		}
+	}
+	return out
+}
+
+// redactedError is an error whose text had secrets removed.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e redactedError) Error() string { return e.msg }
+func (e redactedError) Unwrap() error { return e.err }
+
 // ErrRedirectRefused marks a probe request that was redirected to another host.
 var ErrRedirectRefused = errors.New("redirect to another host refused")
 
 // SameHostRedirects is the CheckRedirect of every probe client: a redirect within the configured
 // host and port (or from http to https on the default ports) is followed, at most 5 times; one to
-// another host or port is refused and the error names where it pointed, redacted. Following it
+// another host or port, or from https down to http, is refused and the error names where it pointed, redacted. Following it
 // would send the request, and whatever the other host answers (a cloud metadata service, a login
 // page), into Slack.
 func SameHostRedirects(req *http.Request, via []*http.Request) error {
@@ -92,15 +146,24 @@ func SameHostRedirects(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("stopped after %d redirects", len(via))
 	}
 	if !sameOrigin(via[0].URL, req.URL) {
-		return fmt.Errorf("%w: %s redirected to %s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()))
+		why := ""
+		if strings.EqualFold(via[0].URL.Hostname(), req.URL.Hostname()) && strings.EqualFold(req.URL.Scheme, "http") {
+			why = " (a downgrade from https to http)"
+		}
+		return fmt.Errorf("%w: %s redirected to %s%s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()), why)
 	}
 	return nil
 }
 
-// sameOrigin reports whether b is on a's host and port; the default ports of http and https count
-// as one, so an upgrade to https is followed.
+// sameOrigin reports whether b is on a's host and port with a's scheme, or is its upgrade to https;
+// the default ports of http and https count as one, so an upgrade to https is followed. A downgrade
+// from https to http is not: it would send the request, and the credentials a probe adds to every
+// request to its host (a Prometheus bearer token), in clear text.
 func sameOrigin(a, b *url.URL) bool {
 	if !strings.EqualFold(a.Hostname(), b.Hostname()) {
+		return false
+	}
+	if !strings.EqualFold(a.Scheme, b.Scheme) && !(strings.EqualFold(a.Scheme, "http") && strings.EqualFold(b.Scheme, "https")) {
 		return false
 	}
 	port := func(u *url.URL) string {

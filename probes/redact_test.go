@@ -1,10 +1,15 @@
 package probes
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,6 +115,10 @@ func TestSameOrigin(t *testing.T) {
 		{"http://h:8000/a", "http://h:8001/b", false},
 		{"http://h/a", "http://169.254.169.254/latest", false},
 		{"http://h/a", "http://h.evil/a", false},
+		{"https://h/metrics", "https://h/other", true},
+		{"https://h/metrics", "http://h/metrics", false},
+		{"https://h:9090/api", "http://h:9090/api", false},
+		{"https://h:443/a", "http://h:80/a", false},
 	}
 	for _, tt := range tests {
 		req, _ := http.NewRequest(http.MethodGet, tt.to, nil)
@@ -145,6 +154,45 @@ func TestPrometheusRefusesCrossHostRedirects(t *testing.T) {
 	}
 }
 
+// recordingTransport records the scheme and Authorization header of every request it carries.
+type recordingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	seen []string
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	t.seen = append(t.seen, req.URL.Scheme+" "+req.Header.Get("Authorization"))
+	t.mu.Unlock()
+	return t.base.RoundTrip(req)
+}
+
+// TestPrometheusRefusesDowngradeRedirects: an https Prometheus that redirects to http on its own host
+// and port must not get the bearer token in clear text: the redirect is refused before it is sent.
+func TestPrometheusRefusesDowngradeRedirects(t *testing.T) {
+	prom := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+r.Host+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	defer prom.Close()
+	rec := &recordingTransport{base: prom.Client().Transport}
+	p, err := NewPrometheus(PrometheusOptions{URL: prom.URL, BearerToken: "PROMTOKEN", Client: &http.Client{Transport: rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(context.Background(), "up", time.Now())
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, s := range rec.seen {
+		if strings.HasPrefix(s, "http ") {
+			t.Errorf("Query through an https -> http redirect sent %q; want no plain-http request", s)
+		}
+	}
+	if !errors.Is(err, ErrRedirectRefused) || !strings.Contains(err.Error(), "downgrade") {
+		t.Errorf("Query through an https -> http redirect = %v; want the redirect refused", err)
+	}
+}
+
 // TestPrometheusNeverQuotesOtherBodies: what a proxy or login page in front of Prometheus says is
 // not quoted in the error, whether it comes with an error status or 200.
 func TestPrometheusNeverQuotesOtherBodies(t *testing.T) {
@@ -162,6 +210,59 @@ func TestPrometheusNeverQuotesOtherBodies(t *testing.T) {
 		srv.Close()
 		if err == nil || strings.Contains(err.Error(), "SECRETCOOKIE") || strings.Contains(err.Error(), "ASIALEAK") {
 			t.Errorf("Query against an HTML page (HTTP %d) = %v; want an error quoting none of it", code, err)
+		}
+	}
+}
+
+// echoServer answers every request on a raw connection with the response head head(requestURI):
+// a status line and headers no httptest handler can write (a reason phrase of its own).
+func echoServer(t *testing.T, head func(uri string) string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				io.WriteString(c, head(req.URL.RequestURI())+"Content-Length: 0\r\nConnection: close\r\n\r\n")
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestProbesNeverEchoURLSecrets: a server that names the key or password of the URL it was asked
+// at, in its status line or a header a probe quotes, does not get them into the probe's error or
+// answer.
+func TestProbesNeverEchoURLSecrets(t *testing.T) {
+	const key, pass = "SECRETKEY123", "PASSW0RD99"
+	heads := map[string]func(uri string) string{
+		"status line": func(uri string) string { return "HTTP/1.1 401 refused " + uri + " for " + pass + "\r\n" },
+		"content type": func(uri string) string {
+			return "HTTP/1.1 200 OK\r\nContent-Type: text/html; echo=\"" + uri + " " + pass + "\"\r\n"
+		},
+	}
+	for name, head := range heads {
+		base := echoServer(t, head)
+		raw := strings.Replace(base, "http://", "http://admin:"+pass+"@", 1) + "/metrics?api_key=" + key
+		_, err := NewMetrics(nil, 0).Scrape(context.Background(), raw)
+		if err == nil || strings.Contains(err.Error(), key) || strings.Contains(err.Error(), pass) {
+			t.Errorf("%s: Scrape = %v; want an error without the key or the password", name, err)
+		}
+		a, err := CheckHTTP(context.Background(), nil, raw)
+		if err != nil || strings.Contains(a.Status, key) || strings.Contains(a.Status, pass) {
+			t.Errorf("%s: CheckHTTP = %+v, %v; want an answer whose status has neither the key nor the password", name, a, err)
 		}
 	}
 }
