@@ -287,18 +287,24 @@ func (a *SlackAPI) ResponseURLAllowed(u string) bool {
 
 // Respond answers a slash command through its response_url.
 func (a *SlackAPI) Respond(ctx context.Context, responseURL string, m reports.Message, ephemeral bool) error {
-	if !a.ResponseURLAllowed(responseURL) {
-		return &SlackError{Method: "response_url", msg: "refusing to post to a response_url that is not a Slack URL"}
-	}
 	blocks := slack.Blocks{BlockSet: m.Blocks()}
 	msg := &slack.WebhookMessage{Text: fallbackText(m), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
 	if ephemeral {
 		msg.ResponseType = slack.ResponseTypeEphemeral
 	}
+	return a.postResponseURL(ctx, responseURL, msg)
+}
+
+// postResponseURL posts msg to a response_url Slack gave (only to Slack's own host), not twice when the
+// first try may have landed. The URL itself is a credential of sorts (anyone holding it can post in the
+// channel for half an hour): no error returned names it.
+func (a *SlackAPI) postResponseURL(ctx context.Context, responseURL string, msg *slack.WebhookMessage) error {
+	if !a.ResponseURLAllowed(responseURL) {
+		return &SlackError{Method: "response_url", msg: "refusing to post to a response_url that is not a Slack URL"}
+	}
 	err := a.call(ctx, "response_url", func(ctx context.Context) error {
 		err := slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
 		if ue, ok := errors.AsType[*url.Error](err); ok {
-			// The URL itself is a credential of sorts: keep it out of the error.
 			err = fmt.Errorf("post: %w", ue.Err)
 		}
 		if err != nil && mayHaveLanded(err) {
@@ -308,6 +314,9 @@ func (a *SlackAPI) Respond(ctx context.Context, responseURL string, m reports.Me
 	})
 	if se, ok := errors.AsType[*SlackError](err); ok {
 		se.msg = strings.ReplaceAll(se.msg, responseURL, "[response_url]")
+	}
+	if err != nil && strings.Contains(err.Error(), responseURL) {
+		err = errors.New(strings.ReplaceAll(err.Error(), responseURL, "[response_url]"))
 	}
 	return err
 }

@@ -806,3 +806,26 @@ func TestBotAllowedChannels(t *testing.T) {
 		t.Logf("figure: %d requests from channels and DMs: %d outside the allow-lists refused (ephemeral, naming allowed_channels), %d answered", len(tests), refused, len(tests)-refused)
 	}
 }
+
+// TestResponseURLNotInErrors: a response_url is a credential of sorts (anyone holding it posts in the
+// channel); neither Respond nor ReplaceOriginal returns an error that names it, whether Slack refuses the
+// post or the connection fails.
+func TestResponseURLNotInErrors(t *testing.T) {
+	f := newSlackFake(t)
+	api, _ := newTestAPI(t, f, slog.New(slog.DiscardHandler), NewMetrics())
+	hook := f.ResponseURL("T111/SECRETHOOK42")
+	f.failNext("response_url", fakeFailure{status: 404, body: "no_such_hook"}, fakeFailure{status: 404, body: "no_such_hook"})
+	ctx := context.Background()
+	if err := api.ReplaceOriginal(ctx, hook, "x", nil); err == nil || strings.Contains(err.Error(), "SECRETHOOK42") {
+		t.Errorf("ReplaceOriginal refused = %v; want an error without the response_url", err)
+	}
+	if err := api.Respond(ctx, hook, reports.Message{Sections: []string{"x"}}, true); err == nil || strings.Contains(err.Error(), "SECRETHOOK42") {
+		t.Errorf("Respond refused = %v; want an error without the response_url", err)
+	}
+	f.srv.Stop() // the connection fails now
+	if err := api.ReplaceOriginal(ctx, hook, "x", nil); err == nil || strings.Contains(err.Error(), "SECRETHOOK42") {
+		t.Errorf("ReplaceOriginal unreachable = %v; want an error without the response_url", err)
+	} else {
+		t.Logf("unreachable: %v", err)
+	}
+}

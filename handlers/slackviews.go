@@ -25,13 +25,8 @@ func (a *SlackAPI) UpdateBlocks(ctx context.Context, channel, ts, text string, b
 // ReplaceOriginal edits the message an interaction came from through its response_url: the way to
 // change an ephemeral message, which chat.update cannot reach.
 func (a *SlackAPI) ReplaceOriginal(ctx context.Context, responseURL, text string, blocks []slack.Block) error {
-	if !a.ResponseURLAllowed(responseURL) {
-		return &SlackError{Method: "response_url", msg: "refusing to post to a response_url that is not a Slack URL"}
-	}
 	msg := &slack.WebhookMessage{Text: truncateRunes(text, 3000), Blocks: &slack.Blocks{BlockSet: blocks}, ReplaceOriginal: true}
-	return a.call(ctx, "response_url", func(ctx context.Context) error {
-		return slack.PostWebhookCustomHTTPContext(ctx, responseURL, a.http, msg)
-	})
+	return a.postResponseURL(ctx, responseURL, msg)
 }
 
 // PublishHome publishes a user's App Home tab. metadata comes back with presses on it (the user's
