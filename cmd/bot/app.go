@@ -26,7 +26,7 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	log            *slog.Logger
+	log            *slog.Logger // through the redactor (see setup)
 	configPath     string
 	cmd            *command
 
@@ -76,6 +76,8 @@ func (a *app) setup(ctx context.Context, demo bool) error {
 		return err
 	}
 	a.env = env
+	// Everything logged from here on has the configured secrets redacted too, not only token shapes and URLs.
+	a.log = handlers.RedactLogger(a.log, a.redactor())
 	if demo {
 		d, err := startDemo(ctx, a.log)
 		if err != nil {
@@ -162,8 +164,14 @@ func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
 
 func (a *app) bot(m *monitor.Monitor) *handlers.Bot {
 	b := handlers.NewBot(m, time.Local, a.env)
-	b.Log = handlers.RedactLogger(a.log, handlers.NewRedactor(a.env.SlackBotToken, a.env.SlackAppToken, a.env.SlackSigningSecret))
+	b.Log = a.log
 	return b
+}
+
+// redactor redacts the Slack secrets the environment gave (none before it is loaded), anything shaped like
+// a token, and the password and query of any URL.
+func (a *app) redactor() *handlers.Redactor {
+	return handlers.NewRedactor(a.env.SlackBotToken, a.env.SlackAppToken, a.env.SlackSigningSecret)
 }
 
 // start loads the configuration (the demo's with demo) and builds the monitor; the caller must

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"runwatch/handlers"
 )
 
 // exit codes
@@ -92,7 +94,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, configPath: *configPath, cmd: cmd}
-	a.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	a.log = handlers.RedactLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})), a.redactor())
 	err := cmd.run(ctx, a, rest[1:])
 	var ue usageError
 	switch {
@@ -106,7 +108,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bot %s: %s\nusage: %s\n", cmd.name, ue.msg, cmd.usage)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "bot %s: %s\n", cmd.name, err)
+	fmt.Fprintf(stderr, "bot %s: %s\n", cmd.name, a.redactor().Redact(err.Error()))
 	return exitError
 }
 

@@ -368,3 +368,18 @@ func TestExportThenReplay(t *testing.T) {
 		t.Errorf("replay of the export = %d %q %q", code, out, errb)
 	}
 }
+
+// TestFinalErrorRedacted: the error a command stops with is printed through the redactor, like the log: a
+// URL's password and query key given where a file was expected do not reach the terminal (or the CI log
+// that captures it).
+func TestFinalErrorRedacted(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var stdout, stderr strings.Builder
+	code := realMain([]string{"replay", "--trace", "http://admin:Hunter2Pw@prom:9090/trace?api_key=K3yLeak"}, strings.NewReader(""), &stdout, &stderr)
+	if code != exitError {
+		t.Errorf("replay of a trace that is not a file = exit %d; want %d", code, exitError)
+	}
+	if out := stderr.String(); strings.Contains(out, "Hunter2Pw") || strings.Contains(out, "K3yLeak") || !strings.Contains(out, "prom:9090") {
+		t.Errorf("stderr = %q; want the error naming the URL, its password and key redacted", out)
+	}
+}
