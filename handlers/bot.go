@@ -165,9 +165,13 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 	if req.Channel != "" && !b.allowedRequest(req, nil) {
 		return notAllowed()
 	}
-	runs := b.mon.RunNames()
-	var plans []string
-	for _, r := range b.mon.Config().Runs {
+	// The runs (and their plans) this request may hear of: a run its own allow-list keeps out of this
+	// channel is, here, a name nobody configured, so that no answer confirms it to whoever guesses it.
+	var runs, plans []string
+	visible := map[string]bool{}
+	for _, r := range b.visibleRuns(req) {
+		runs = append(runs, r.Name)
+		visible[strings.ToLower(r.Name)] = true
 		for _, p := range r.Plans {
 			plans = append(plans, p.Name)
 		}
@@ -199,7 +203,7 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 	// A run named among the arguments picks the run; the rest are the command's own arguments.
 	var rest []string
 	for _, a := range args {
-		if _, isRun := b.mon.Config().RunByName(a); isRun && req.Run == "" {
+		if visible[strings.ToLower(a)] && req.Run == "" {
 			req.Run = a
 			continue
 		}

@@ -350,6 +350,12 @@ func TestSecurityRunsKeptToTheirChannels(t *testing.T) {
 			t.Errorf("%q in synth's channel = %q (data %v); want no word of the run kept to another channel", text, txt, rep.Data)
 		}
 	}
+	// Asked for by name, it is answered as a name nobody configured: no other answer confirms it exists.
+	guessed := e.bot.Ask(ctx, Request{Text: "ETA for skunkworks?", Channel: "CSYNTH", User: "U222", Source: "mention"})
+	unknown := e.bot.Ask(ctx, Request{Text: "ETA for skunkworkz?", Channel: "CSYNTH", User: "U222", Source: "mention"})
+	if g, u := guessed.Message.Text(), strings.ReplaceAll(unknown.Message.Text(), "skunkworkz", "skunkworks"); g != u || !guessed.Refused {
+		t.Errorf("ETA for the hidden run's name = %q; want the same refusal as a name nobody configured, %q", g, u)
+	}
 	if rep := e.bot.Ask(ctx, Request{Text: "runs", Channel: "CSKUNK", User: "U222", Source: "mention"}); !strings.Contains(rep.Message.Text(), "skunkworks") {
 		t.Errorf("runs in its own channel = %q; want it listed", rep.Message.Text())
 	}
