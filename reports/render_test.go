@@ -111,3 +111,26 @@ func goldenJSON(t *testing.T, name string, got []byte) {
 		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s", name, got)
 	}
 }
+
+// A problem is one line, and says its probe once: an error that joins two (the disk counters' block
+// and NFS reads) used to put the second on a line of its own with no probe, and a statfs error that
+// names its mount read "statfs /data: statfs /data: permission denied".
+func TestProblemContextOneLineEach(t *testing.T) {
+	ps := []Problem{
+		{Probe: "disk activity", Error: "read /proc/diskstats: no such file or directory\nread /proc/self/mountstats: permission denied"},
+		{Probe: "statfs /data", Error: "statfs /data: permission denied"},
+	}
+	got := ProblemContext(ps)
+	want := []string{
+		":warning: disk activity: read /proc/diskstats: no such file or directory; read /proc/self/mountstats: permission denied",
+		":warning: statfs /data: permission denied",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ProblemContext(%q) = %q; want %q", ps, got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ProblemContext line %d = %q; want %q", i, got[i], want[i])
+		}
+	}
+}
