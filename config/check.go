@@ -402,6 +402,11 @@ func (f *File) validate(lines keyLines) error {
 			if err := checkURL(r.Prometheus.URL); err != nil {
 				return fmt.Errorf("%s: %w", at("prometheus.url"), err)
 			}
+			// runwatch adds /api/v1/query itself: a URL that already has it would ask .../api/v1/api/v1/query
+			// and get a 404 on every answer. (Not quoted: the URL may carry a password.)
+			if u, _ := url.Parse(r.Prometheus.URL); strings.Contains(u.Path+"/", "/api/v1/") {
+				return fmt.Errorf("%s: give the server's base URL without /api/v1 (like http://prometheus:9090)", at("prometheus.url"))
+			}
 			if s := r.Prometheus.Selector; s != "" && (!strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}")) {
 				return fmt.Errorf("%s %q must be label matchers in braces, like {job=\"vllm\"}", at("prometheus.selector"), s)
 			}

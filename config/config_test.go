@@ -99,6 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{"unset var, a scalar key", "runs:\n  - name: a\n    total: ${TOTAL}\n", []string{"line 3", "runs[0].total: ${TOTAL} is not set"}},
 		{"prometheus url without a host", "runs:\n  - name: a\n    prometheus: {url: 'http://'}\n", []string{"prometheus.url", "with a host"}},
 		{"prometheus token and password", "runs:\n  - name: a\n    prometheus: {url: 'http://p:9090', bearer_token_env: T, username_env: U, password_env: P}\n", []string{"prometheus", "not both"}},
+		{"prometheus url with the API path", "runs:\n  - name: a\n    prometheus:\n      url: 'http://p:9090/api/v1'\n", []string{"line 4", "prometheus.url", "without /api/v1"}},
 		{"bad selector", "runs:\n  - name: a\n    prometheus: {url: 'http://p:9090', selector: 'job=x'}\n", []string{"selector", "braces"}},
 	}
 	for _, tt := range tests {
