@@ -175,3 +175,18 @@ func TestConsole(t *testing.T) {
 		}
 	}
 }
+
+// "will the disk fill?" names the capacity plan that does not fit on the output's mount: the pace
+// of the writes so far says nothing about the hidden states to come.
+func TestAskWillTheDiskFillNamesPlans(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+		// 10^15 tokens × 43 kB: no disk holds it.
+		r.Plans = []config.Plan{{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 1e15},
+			Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
+	}})
+	rep := e.bot.Ask(context.Background(), Request{Text: "will the disk fill?", Source: "console"})
+	text := rep.Message.Mrkdwn()
+	if rep.Intent != "space" || !strings.Contains(text, "But plan hidden-states does not fit here: it needs 43.0 EB") {
+		t.Errorf("Ask(will the disk fill?) = %s %q; want the space answer naming the plan that does not fit", rep.Intent, text)
+	}
+}

@@ -62,8 +62,8 @@ func commandTable() []Command {
 			Description: "Where each configured output really lands (symlinks followed) and on which mount.",
 			Examples:    []string{"where does the output go?"}},
 		{Name: "space", Usage: "space [path]", NeedsRun: true, Handler: handleSpace,
-			Description: "Free space on the run's mounts, write rate, and whether the disk outlasts the job.",
-			Examples:    []string{"how much space is left on /data?", "is the disk filling up?"}},
+			Description: "Free space on the run's mounts, write rate, whether the disk outlasts the job, and the capacity plans that do not fit there.",
+			Examples:    []string{"how much space is left on /data?", "will the disk fill?"}},
 		{Name: "fit", Usage: "fit [plan]", NeedsRun: true, Handler: handleFit,
 			Description: "Capacity plans: bytes needed (tokens x layers x hidden size x bytes) against free space.",
 			Examples:    []string{"will the hidden states fit?", "will it fit?"}},
@@ -302,7 +302,8 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 	if refused != nil {
 		return *refused
 	}
-	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true})
+	// Plans too: "will the disk fill?" is about the hidden states still to come, not only the pace so far.
+	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true, Plans: true})
 	if err != nil {
 		return errorReply("check free space", err)
 	}
@@ -323,12 +324,12 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.ETA != nil && rs.ETA.State == "running" {
 		eta = rs.ETA.Seconds
 	}
-	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta)
+	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta, rs.Plans)
 	m.Context = append(m.Context, context1(rs)...)
 	if rs.Storage.RateNote != "" {
 		m.Context = append(m.Context, reports.Esc(rs.Storage.RateNote))
 	}
-	return Reply{Message: m, Data: map[string]any{"paths": paths, "write_rates": rs.Storage.WriteRates, "eta": rs.ETA, "problems": problemsData(rs.Problems)}}
+	return Reply{Message: m, Data: map[string]any{"paths": paths, "write_rates": rs.Storage.WriteRates, "eta": rs.ETA, "plans": rs.Plans, "problems": problemsData(rs.Problems)}}
 }
 
 func handleFit(ctx context.Context, b *Bot, q Query) Reply {
