@@ -151,6 +151,10 @@ func TestNoProgressSourceAnswers(t *testing.T) {
 		if _, body, _ := strings.Cut(text, "\n"); !strings.HasPrefix(body, tt.lead) {
 			t.Errorf("Ask(%q) = %q; want its answer to start %q", tt.text, text, tt.lead)
 		}
+		// A run read from Prometheus is as good a source as a log or a scrape: the advice names all three.
+		if !strings.Contains(text, "prometheus:") {
+			t.Errorf("Ask(%q) = %q; want the advice to name prometheus: beside log: and metrics:", tt.text, text)
+		}
 	}
 }
 

@@ -135,7 +135,7 @@ func noProgressLine(q Query, rs reports.RunStatus) string {
 // subject ("Throughput: unknown — ", "Can't tell — ").
 func noProgressReason(q Query, rs reports.RunStatus) string {
 	if q.Run.Log == "" && len(q.Run.Metrics) == 0 && q.Run.Prometheus == nil {
-		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log) or `metrics:` (vLLM/SGLang/TGI /metrics URLs) to the run file.", reports.Esc(rs.Name))
+		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:` (the server that scrapes them) to the run file.", reports.Esc(rs.Name))
 	}
 	if len(rs.Problems) > 0 {
 		return "the progress sources failed (below)."

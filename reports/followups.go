@@ -14,7 +14,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 	var items []string
 	switch {
 	case r.Progress == nil:
-		items = append(items, "I can't count the items left: the run has no progress source (add `log:` or `metrics:` to the run file).")
+		items = append(items, "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file).")
 	case r.ETA != nil && r.ETA.State == StateDone:
 		s := fmt.Sprintf(":white_check_mark: *No items left*: all %s are done.", Count(float64(r.Progress.Done)))
 		if r.Finish != nil {
