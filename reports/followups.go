@@ -177,8 +177,11 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		for _, p := range landing {
 			lines = append(lines, "• "+pathLine(p))
 		}
-		m.Sections = append(m.Sections, "*Outputs inside protected mounts*\n"+strings.Join(lines, "\n")+
-			"\nMove the output (or its symlink) off the protected mount before the job writes it.")
+		advice := "Move the output (or its symlink) off the protected mount before the job writes it."
+		if len(writers) > 0 {
+			advice = "Move the output (or its symlink) off the protected mount, and what is already written there."
+		}
+		m.Sections = append(m.Sections, "*Outputs inside protected mounts*\n"+strings.Join(lines, "\n")+"\n"+advice)
 	}
 	if st.Invisible > 0 && (len(writers) > 0 || len(landing) > 0) {
 		m.Context = append(m.Context, invisibleClause(st))
