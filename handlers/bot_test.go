@@ -194,3 +194,18 @@ func TestAskWillTheDiskFillNamesPlans(t *testing.T) {
 		t.Errorf("Ask(will the disk fill?) = %s %q; want the space answer naming the plan that does not fit", rep.Intent, text)
 	}
 }
+
+// A chart asked for before there is history says who takes the samples: in the console it is the
+// console itself, not a bot serve the user may not run.
+func TestChartWithoutHistorySaysWhoSamples(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	for _, c := range []struct{ source, want string }{
+		{"console", "this console takes one every sampling interval"},
+		{"cli", "`bot serve` (or `bot console`) takes one every sampling interval"},
+	} {
+		text := e.bot.Ask(context.Background(), Request{Text: "chart", Source: c.source}).Message.Mrkdwn()
+		if !strings.Contains(text, "not enough history") || !strings.Contains(text, c.want) {
+			t.Errorf("Ask(chart) from %s = %q; want it to say %q", c.source, text, c.want)
+		}
+	}
+}

@@ -460,9 +460,13 @@ func handleChart(ctx context.Context, b *Bot, q Query) Reply {
 	png, err := reports.RenderChart(hist, b.mon.EstimateConfig(q.Run.Name), reports.ChartOptions{
 		Title: q.Run.Name + " · throughput and ETA", Loc: b.loc})
 	if errors.Is(err, reports.ErrChartNoData) {
+		who := "`bot serve` (or `bot console`) takes"
+		if q.Req.Source == "console" {
+			who = "this console takes"
+		}
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
-			"There is not enough history of %s to chart yet: I need at least two samples with progress. `bot serve` takes one every sampling interval.",
-			reports.Code(q.Run.Name))}}}
+			"There is not enough history of %s to chart yet: I need at least two samples with progress; %s one every sampling interval.",
+			reports.Code(q.Run.Name), who)}}}
 	}
 	if err != nil {
 		return errorReply("draw the chart", err)
