@@ -64,6 +64,8 @@ func TestPromCheckVerdict(t *testing.T) {
 		{[]PromSeries{one(math.NaN())}, false, "the query returns 1 series, all 0"},
 		{[]PromSeries{one(0), one(3)}, true, `x{job="vllm"} = 3`},
 		{[]PromSeries{one(1), one(2), one(3)}, true, `x{job="vllm"} = 1 (and 2 more)`},
+		// count(...) and other aggregates without by(): no labels to name, so not "{} = 1".
+		{[]PromSeries{{Labels: map[string]string{}, Samples: []PromSample{{T: 1, V: 8}}}}, true, "the query returns 8"},
 	}
 	for _, tt := range tests {
 		done, detail, err := promCheckVerdict(PromResult{Series: tt.series})
