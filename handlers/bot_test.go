@@ -209,3 +209,18 @@ func TestChartWithoutHistorySaysWhoSamples(t *testing.T) {
 		}
 	}
 }
+
+// bot ask against a run read only from /metrics has one sample and no elapsed time: the ETA is
+// unknown, and the answer says what would give it one (a bot that samples), not only that a rate
+// needs a second sample.
+func TestAskOneShotETASaysWhoSamples(t *testing.T) {
+	srv := vllmMetrics(t)
+	e := newBotEnv(t, botOpts{metrics: []string{srv.URL + "/metrics"}, noLogFile: true, run: func(r *config.Run) {
+		r.Log, r.Total = "", 25000
+	}})
+	rep := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "cli"})
+	text := rep.Message.Text()
+	if !strings.Contains(text, "ETA: unknown") || !strings.Contains(text, "start bot serve") {
+		t.Errorf("Ask(ETA?) from the command line, one sample = %q; want the unknown ETA and how to get one (start bot serve)", text)
+	}
+}

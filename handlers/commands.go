@@ -121,6 +121,10 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)
+	// bot ask takes one sample and keeps none: a rate needs the history a running bot samples.
+	if q.Req.Source == "cli" && rs.Progress != nil && rs.Progress.Total > 0 && rs.ETA != nil && rs.ETA.State == reports.StateUnknown && len(b.mon.History(q.Run.Name)) < 2 {
+		m.Context = append(m.Context, "`bot ask` reads one sample and the history a running bot keeps, and no bot has sampled this run yet: start `bot serve` (or ask in `bot console`) for a rate.")
+	}
 	return Reply{Message: m, Data: map[string]any{
 		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
 		"quality": rs.Quality, "drafter": rs.Drafter, "moves": rs.Moves, "finish": rs.Finish,
