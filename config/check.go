@@ -101,6 +101,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string, lines keyLines) error
 			if isNull {
 				return nil
 			}
+			if n.Kind == yaml.ScalarNode && t.Elem().Kind() != reflect.Struct {
+				// "outputs: /data/out" for "outputs: [/data/out]". The value is not quoted (a metrics URL
+				// may carry a password): the form is.
+				return fmt.Errorf("line %d: %s must be a list: write one value in brackets, [like this], or on a line of its own under the key, starting with \"- \"", n.Line, describe(where))
+			}
 			return fmt.Errorf("line %d: %s must be a list", n.Line, describe(where))
 		}
 		for i, c := range n.Content {
