@@ -190,7 +190,7 @@ func TestAskWillTheDiskFillNamesPlans(t *testing.T) {
 	}})
 	rep := e.bot.Ask(context.Background(), Request{Text: "will the disk fill?", Source: "console"})
 	text := rep.Message.Mrkdwn()
-	if rep.Intent != "space" || !strings.Contains(text, "But plan hidden-states does not fit here: it needs 43.0 EB") {
+	if rep.Intent != "space" || !strings.Contains(text, "Plan hidden-states does not fit here: it needs 43.0 EB") {
 		t.Errorf("Ask(will the disk fill?) = %s %q; want the space answer naming the plan that does not fit", rep.Intent, text)
 	}
 }

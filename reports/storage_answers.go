@@ -286,12 +286,12 @@ func freeLine(p PathInfo, rates []WriteRate, etaS *float64, plans []PlanResult) 
 	}
 	switch n := len(names); {
 	case n == 1:
-		fmt.Fprintf(&b, " :red_circle: But plan %s does not fit here: it needs %s.", names[0], needs[0])
+		fmt.Fprintf(&b, " :red_circle: Plan %s does not fit here: it needs %s.", names[0], needs[0])
 	case n > 1:
 		for i := range names {
 			names[i] += " (" + needs[i] + ")"
 		}
-		fmt.Fprintf(&b, " :red_circle: But plans %s and %s do not fit here.", strings.Join(names[:n-1], ", "), names[n-1])
+		fmt.Fprintf(&b, " :red_circle: Plans %s and %s do not fit here.", strings.Join(names[:n-1], ", "), names[n-1])
 	}
 	if p.Protected {
 		b.WriteString(" :warning: protected mount.")

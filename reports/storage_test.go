@@ -172,7 +172,7 @@ func TestAnswerFreeSaysWhetherItFills(t *testing.T) {
 	plans := []PlanResult{{Name: "hidden-states", Mount: "/data", BytesNeeded: 1.08e12, FreeBytes: &free, Fits: &no}}
 	got := AnswerFree("demo", paths, rates, nil, plans).Text()
 	for _, want := range []string{"Writing 18.0 kB/s. At that rate it lasts over a month",
-		"plan hidden-states does not fit here: it needs 1.08 TB"} {
+		"Plan hidden-states does not fit here: it needs 1.08 TB"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("AnswerFree = %q; want it to say %q", got, want)
 		}
@@ -193,7 +193,7 @@ func TestAnswerFreeNamesTheShrinkRate(t *testing.T) {
 	plans := []PlanResult{{Name: "hs", Mount: "/data", BytesNeeded: 1.09e12, Fits: &no}, {Name: "all", Mount: "/data", BytesNeeded: 21.9e12, Fits: &no}}
 	got := AnswerFree("demo", paths, []WriteRate{{Mount: "/data", BytesPerS: 1660}}, nil, plans).Text()
 	for _, want := range []string{"Writing 1.66 kB/s. Free space shrinks at 69.3 kB/s: it fills in 12 d 4 h",
-		"But plans hs (1.09 TB) and all (21.9 TB) do not fit here."} {
+		"Plans hs (1.09 TB) and all (21.9 TB) do not fit here."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("AnswerFree = %q; want it to say %q", got, want)
 		}
