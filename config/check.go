@@ -101,6 +101,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, where string, lines keyLines) error
 			if isNull {
 				return nil
 			}
+			if n.Kind == yaml.ScalarNode && t.Elem().Kind() != reflect.Struct {
+				// "outputs: /data/out" for "outputs: [/data/out]". The value is not quoted (a metrics URL
+				// may carry a password): the form is.
+				return fmt.Errorf("line %d: %s must be a list: write one value in brackets, [like this], or on a line of its own under the key, starting with \"- \"", n.Line, describe(where))
+			}
 			return fmt.Errorf("line %d: %s must be a list", n.Line, describe(where))
 		}
 		for i, c := range n.Content {
@@ -337,100 +342,114 @@ func (f *File) validate(lines keyLines) error {
 	if len(f.Runs) == 0 {
 		return errors.New("runs: the run file lists no runs")
 	}
+	// Each run's first problem, so that fixing one run does not only reveal the next run's.
 	seen := map[string]int{}
+	var errs []error
 	for i := range f.Runs {
-		r := &f.Runs[i]
-		at := func(key string) string {
-			path := fmt.Sprintf("runs[%d].%s", i, key)
-			return fmt.Sprintf("line %d: %s", lines.line(path, r.Line), path)
+		if err := f.Runs[i].validate(i, lines, seen); err != nil {
+			errs = append(errs, err)
 		}
-		if r.Name == "" {
-			return fmt.Errorf("line %d: runs[%d].name is missing: every run needs a name", r.Line, i)
-		}
-		if !runName.MatchString(r.Name) {
-			return fmt.Errorf("%s %q is not a valid name: use letters, digits, '.', '_' or '-'", at("name"), r.Name)
-		}
-		if prev, dup := seen[r.Name]; dup {
-			return fmt.Errorf("%s %q is already used by the run on line %d", at("name"), r.Name, prev)
-		}
-		seen[r.Name] = r.Line
-		for _, list := range []struct {
-			key   string
-			paths []string
-		}{{"outputs", r.Outputs}, {"protected", r.Protected}, {"watch", r.Watch}} {
-			for j, p := range list.paths {
-				if !filepath.IsAbs(p) {
-					return fmt.Errorf("%s: %q is not an absolute path", at(fmt.Sprintf("%s[%d]", list.key, j)), p)
-				}
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks run i; seen holds the names (and lines) of the runs before it.
+func (r *Run) validate(i int, lines keyLines, seen map[string]int) error {
+	at := func(key string) string {
+		path := fmt.Sprintf("runs[%d].%s", i, key)
+		return fmt.Sprintf("line %d: %s", lines.line(path, r.Line), path)
+	}
+	if r.Name == "" {
+		return fmt.Errorf("line %d: runs[%d].name is missing: every run needs a name", r.Line, i)
+	}
+	if !runName.MatchString(r.Name) {
+		return fmt.Errorf("%s %q is not a valid name: use letters, digits, '.', '_' or '-'", at("name"), r.Name)
+	}
+	if prev, dup := seen[r.Name]; dup {
+		return fmt.Errorf("%s %q is already used by the run on line %d", at("name"), r.Name, prev)
+	}
+	seen[r.Name] = r.Line
+	for _, list := range []struct {
+		key   string
+		paths []string
+	}{{"outputs", r.Outputs}, {"protected", r.Protected}, {"watch", r.Watch}} {
+		for j, p := range list.paths {
+			if !filepath.IsAbs(p) {
+				return fmt.Errorf("%s: %q is not an absolute path", at(fmt.Sprintf("%s[%d]", list.key, j)), p)
 			}
 		}
-		if r.Log != "" && !filepath.IsAbs(r.Log) {
-			return fmt.Errorf("%s: %q is not an absolute path", at("log"), r.Log)
+	}
+	if r.Log != "" && !filepath.IsAbs(r.Log) {
+		return fmt.Errorf("%s: %q is not an absolute path", at("log"), r.Log)
+	}
+	if r.LogPattern != "" {
+		if _, err := CompileProgressPattern(r.LogPattern); err != nil {
+			return fmt.Errorf("%s: %w (it needs named groups (?P<done>...) and (?P<total>...))", at("log_pattern"), err)
 		}
-		if r.LogPattern != "" {
-			if _, err := CompileProgressPattern(r.LogPattern); err != nil {
-				return fmt.Errorf("%s: %w (it needs named groups (?P<done>...) and (?P<total>...))", at("log_pattern"), err)
-			}
+	}
+	for j, u := range r.Metrics {
+		if err := checkURL(u); err != nil {
+			return fmt.Errorf("%s: %w", at(fmt.Sprintf("metrics[%d]", j)), err)
 		}
-		for j, u := range r.Metrics {
-			if err := checkURL(u); err != nil {
-				return fmt.Errorf("%s: %w", at(fmt.Sprintf("metrics[%d]", j)), err)
-			}
+	}
+	if err := checkMetricsBody(r.MetricsMaxBody); err != nil {
+		return fmt.Errorf("%s: %w", at("metrics_max_body"), err)
+	}
+	if r.Total < 0 {
+		return fmt.Errorf("%s: %d must not be negative; give the number of items, or leave it out when the log says", at("total"), r.Total)
+	}
+	if r.MaxTokens < 0 {
+		return fmt.Errorf("%s: %d must not be negative; give the job's completion cap, e.g. 4096", at("max_tokens"), r.MaxTokens)
+	}
+	if r.StallAfter.Duration < 0 {
+		return fmt.Errorf("%s must not be negative", at("stall_after"))
+	}
+	if r.PostMode != "" && !contains(PostModes, r.PostMode) {
+		return fmt.Errorf("%s %q: %s", at("post_mode"), r.PostMode, useOneOf(r.PostMode, PostModes, strings.Join(PostModes, ", ")))
+	}
+	if r.Schedule != "" {
+		if _, err := cron.ParseStandard(r.Schedule); err != nil {
+			return fmt.Errorf("%s %q: %s; use a cron spec like \"0 * * * *\" (minute hour day month weekday), @hourly or @every 30m",
+				at("schedule"), r.Schedule, cronProblem(r.Schedule, err))
 		}
-		if err := checkMetricsBody(r.MetricsMaxBody); err != nil {
-			return fmt.Errorf("%s: %w", at("metrics_max_body"), err)
+	}
+	if r.Prometheus != nil {
+		if err := checkURL(r.Prometheus.URL); err != nil {
+			return fmt.Errorf("%s: %w", at("prometheus.url"), err)
 		}
-		if r.Total < 0 {
-			return fmt.Errorf("%s: %d must not be negative; give the number of items, or leave it out when the log says", at("total"), r.Total)
+		// runwatch adds /api/v1/query itself: a URL that already has it would ask .../api/v1/api/v1/query
+		// and get a 404 on every answer. (Not quoted: the URL may carry a password.)
+		if u, _ := url.Parse(r.Prometheus.URL); strings.Contains(u.Path+"/", "/api/v1/") {
+			return fmt.Errorf("%s: give the server's base URL without /api/v1 (like http://prometheus:9090)", at("prometheus.url"))
 		}
-		if r.MaxTokens < 0 {
-			return fmt.Errorf("%s: %d must not be negative; give the job's completion cap, e.g. 4096", at("max_tokens"), r.MaxTokens)
+		if s := r.Prometheus.Selector; s != "" && (!strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}")) {
+			return fmt.Errorf("%s %q must be label matchers in braces, like {job=\"vllm\"}", at("prometheus.selector"), s)
 		}
-		if r.StallAfter.Duration < 0 {
-			return fmt.Errorf("%s must not be negative", at("stall_after"))
+		if p := r.Prometheus; p.BearerTokenEnv != "" && (p.UsernameEnv != "" || p.PasswordEnv != "") {
+			return fmt.Errorf("%s: give bearer_token_env or username_env and password_env, not both", at("prometheus"))
 		}
-		if r.PostMode != "" && !contains(PostModes, r.PostMode) {
-			return fmt.Errorf("%s %q: %s", at("post_mode"), r.PostMode, useOneOf(r.PostMode, PostModes, strings.Join(PostModes, ", ")))
+	}
+	names := map[string]bool{}
+	for j := range r.Plans {
+		base := fmt.Sprintf("runs[%d].plans[%d]", i, j)
+		if err := r.Plans[j].validate(); err != nil {
+			return itemError(lines, base, r.Plans[j].Line, err)
 		}
-		if r.Schedule != "" {
-			if _, err := cron.ParseStandard(r.Schedule); err != nil {
-				return fmt.Errorf("%s %q: %s; use a cron spec like \"0 * * * *\" (minute hour day month weekday), @hourly or @every 30m",
-					at("schedule"), r.Schedule, cronProblem(r.Schedule, err))
-			}
+		if names[r.Plans[j].Name] {
+			return fmt.Errorf("line %d: %s.name %q is used twice", lines.line(base+".name", r.Plans[j].Line), base, r.Plans[j].Name)
 		}
-		if r.Prometheus != nil {
-			if err := checkURL(r.Prometheus.URL); err != nil {
-				return fmt.Errorf("%s: %w", at("prometheus.url"), err)
-			}
-			if s := r.Prometheus.Selector; s != "" && (!strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}")) {
-				return fmt.Errorf("%s %q must be label matchers in braces, like {job=\"vllm\"}", at("prometheus.selector"), s)
-			}
-			if p := r.Prometheus; p.BearerTokenEnv != "" && (p.UsernameEnv != "" || p.PasswordEnv != "") {
-				return fmt.Errorf("%s: give bearer_token_env or username_env and password_env, not both", at("prometheus"))
-			}
+		names[r.Plans[j].Name] = true
+	}
+	stages := map[string]bool{}
+	for j := range r.Stages {
+		base := fmt.Sprintf("runs[%d].stages[%d]", i, j)
+		if err := r.Stages[j].validate(); err != nil {
+			return itemError(lines, base, r.Stages[j].Line, err)
 		}
-		names := map[string]bool{}
-		for j := range r.Plans {
-			base := fmt.Sprintf("runs[%d].plans[%d]", i, j)
-			if err := r.Plans[j].validate(); err != nil {
-				return itemError(lines, base, r.Plans[j].Line, err)
-			}
-			if names[r.Plans[j].Name] {
-				return fmt.Errorf("line %d: %s.name %q is used twice", lines.line(base+".name", r.Plans[j].Line), base, r.Plans[j].Name)
-			}
-			names[r.Plans[j].Name] = true
+		if stages[r.Stages[j].Name] {
+			return fmt.Errorf("line %d: %s.name %q is used twice", lines.line(base+".name", r.Stages[j].Line), base, r.Stages[j].Name)
 		}
-		stages := map[string]bool{}
-		for j := range r.Stages {
-			base := fmt.Sprintf("runs[%d].stages[%d]", i, j)
-			if err := r.Stages[j].validate(); err != nil {
-				return itemError(lines, base, r.Stages[j].Line, err)
-			}
-			if stages[r.Stages[j].Name] {
-				return fmt.Errorf("line %d: %s.name %q is used twice", lines.line(base+".name", r.Stages[j].Line), base, r.Stages[j].Name)
-			}
-			stages[r.Stages[j].Name] = true
-		}
+		stages[r.Stages[j].Name] = true
 	}
 	return nil
 }

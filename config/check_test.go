@@ -33,7 +33,7 @@ func TestConfigErrorTable(t *testing.T) {
 		{"channel", run("    channel: {x: 1}"), "line 3: runs[0].channel must be a single value, not a mapping", "quote"},
 		{"outputs", run("    outputs:", "      - /ok", "      - relative/out"), "line 5: runs[0].outputs[1]", "not an absolute path"},
 		{"protected", run("    protected: [shared]"), "line 3: runs[0].protected[0]", "not an absolute path"},
-		{"watch", run("    watch: /x"), "line 3: runs[0].watch must be a list", ""},
+		{"watch", run("    watch: /x"), "line 3: runs[0].watch must be a list", "in brackets, [like this]"},
 		{"plans", run("    plans: yes"), "line 3: runs[0].plans must be a list", ""},
 		{"log", run("    log: gen.log"), "line 3: runs[0].log", "not an absolute path"},
 		{"log_pattern", run("    outputs: [/x]", "    log_pattern: '('"), "line 4: runs[0].log_pattern", "named groups"},

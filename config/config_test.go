@@ -99,6 +99,7 @@ func TestParseErrors(t *testing.T) {
 		{"unset var, a scalar key", "runs:\n  - name: a\n    total: ${TOTAL}\n", []string{"line 3", "runs[0].total: ${TOTAL} is not set"}},
 		{"prometheus url without a host", "runs:\n  - name: a\n    prometheus: {url: 'http://'}\n", []string{"prometheus.url", "with a host"}},
 		{"prometheus token and password", "runs:\n  - name: a\n    prometheus: {url: 'http://p:9090', bearer_token_env: T, username_env: U, password_env: P}\n", []string{"prometheus", "not both"}},
+		{"prometheus url with the API path", "runs:\n  - name: a\n    prometheus:\n      url: 'http://p:9090/api/v1'\n", []string{"line 4", "prometheus.url", "without /api/v1"}},
 		{"bad selector", "runs:\n  - name: a\n    prometheus: {url: 'http://p:9090', selector: 'job=x'}\n", []string{"selector", "braces"}},
 	}
 	for _, tt := range tests {
@@ -245,3 +246,21 @@ func FuzzParse(f *testing.F) {
 func reflectType(v any) reflect.Type { return reflect.TypeOf(v) }
 
 func fmtAll(e Env) string { return fmt.Sprintf("%v %+v %#v", e, e, e) }
+
+// A file with a mistake in two runs names both, each with its key and line: fixing the first must not
+// only reveal the second.
+func TestParseErrorsEveryRun(t *testing.T) {
+	y := "runs:\n  - name: a\n    total: -3\n  - name: ok\n    total: 5\n  - name: b\n    schedule: every hour\n  - name: a\n"
+	_, err := Parse([]byte(y), env(nil))
+	if err == nil {
+		t.Fatalf("Parse(%q) = nil error; want the problems of runs 0, 2 and 3", y)
+	}
+	for _, want := range []string{"line 3: runs[0].total", "line 7: runs[2].schedule", `line 8: runs[3].name "a" is already used by the run on line 2`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v; want it to name %q", y, err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "runs[1]") {
+		t.Errorf("Parse(%q) = %v; want nothing about the good run", y, err)
+	}
+}

@@ -151,6 +151,10 @@ func TestNoProgressSourceAnswers(t *testing.T) {
 		if _, body, _ := strings.Cut(text, "\n"); !strings.HasPrefix(body, tt.lead) {
 			t.Errorf("Ask(%q) = %q; want its answer to start %q", tt.text, text, tt.lead)
 		}
+		// A run read from Prometheus is as good a source as a log or a scrape: the advice names all three.
+		if !strings.Contains(text, "prometheus:") {
+			t.Errorf("Ask(%q) = %q; want the advice to name prometheus: beside log: and metrics:", tt.text, text)
+		}
 	}
 }
 
@@ -173,5 +177,50 @@ func TestConsole(t *testing.T) {
 		if strings.Contains(got, bad) {
 			t.Errorf("console output contains mrkdwn %q", bad)
 		}
+	}
+}
+
+// "will the disk fill?" names the capacity plan that does not fit on the output's mount: the pace
+// of the writes so far says nothing about the hidden states to come.
+func TestAskWillTheDiskFillNamesPlans(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+		// 10^15 tokens × 43 kB: no disk holds it.
+		r.Plans = []config.Plan{{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 1e15},
+			Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
+	}})
+	rep := e.bot.Ask(context.Background(), Request{Text: "will the disk fill?", Source: "console"})
+	text := rep.Message.Mrkdwn()
+	if rep.Intent != "space" || !strings.Contains(text, "Plan hidden-states does not fit here: it needs 43.0 EB") {
+		t.Errorf("Ask(will the disk fill?) = %s %q; want the space answer naming the plan that does not fit", rep.Intent, text)
+	}
+}
+
+// A chart asked for before there is history says who takes the samples: in the console it is the
+// console itself, not a bot serve the user may not run.
+func TestChartWithoutHistorySaysWhoSamples(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	for _, c := range []struct{ source, want string }{
+		{"console", "this console takes one every sampling interval"},
+		{"cli", "`bot serve` (or `bot console`) takes one every sampling interval"},
+	} {
+		text := e.bot.Ask(context.Background(), Request{Text: "chart", Source: c.source}).Message.Mrkdwn()
+		if !strings.Contains(text, "not enough history") || !strings.Contains(text, c.want) {
+			t.Errorf("Ask(chart) from %s = %q; want it to say %q", c.source, text, c.want)
+		}
+	}
+}
+
+// bot ask against a run read only from /metrics has one sample and no elapsed time: the ETA is
+// unknown, and the answer says what would give it one (a bot that samples), not only that a rate
+// needs a second sample.
+func TestAskOneShotETASaysWhoSamples(t *testing.T) {
+	srv := vllmMetrics(t)
+	e := newBotEnv(t, botOpts{metrics: []string{srv.URL + "/metrics"}, noLogFile: true, run: func(r *config.Run) {
+		r.Log, r.Total = "", 25000
+	}})
+	rep := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "cli"})
+	text := rep.Message.Text()
+	if !strings.Contains(text, "ETA: unknown") || !strings.Contains(text, "start bot serve") {
+		t.Errorf("Ask(ETA?) from the command line, one sample = %q; want the unknown ETA and how to get one (start bot serve)", text)
 	}
 }

@@ -62,8 +62,8 @@ func commandTable() []Command {
 			Description: "Where each configured output really lands (symlinks followed) and on which mount.",
 			Examples:    []string{"where does the output go?"}},
 		{Name: "space", Usage: "space [path]", NeedsRun: true, Handler: handleSpace,
-			Description: "Free space on the run's mounts, write rate, and whether the disk outlasts the job.",
-			Examples:    []string{"how much space is left on /data?", "is the disk filling up?"}},
+			Description: "Free space on the run's mounts, write rate, whether the disk outlasts the job, and the capacity plans that do not fit there.",
+			Examples:    []string{"how much space is left on /data?", "will the disk fill?"}},
 		{Name: "fit", Usage: "fit [plan]", NeedsRun: true, Handler: handleFit,
 			Description: "Capacity plans: bytes needed (tokens x layers x hidden size x bytes) against free space.",
 			Examples:    []string{"will the hidden states fit?", "will it fit?"}},
@@ -121,6 +121,10 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)
+	// bot ask takes one sample and keeps none: a rate needs the history a running bot samples.
+	if q.Req.Source == "cli" && rs.Progress != nil && rs.Progress.Total > 0 && rs.ETA != nil && rs.ETA.State == reports.StateUnknown && len(b.mon.History(q.Run.Name)) < 2 {
+		m.Context = append(m.Context, "`bot ask` reads one sample and the history a running bot keeps, and no bot has sampled this run yet: start `bot serve` (or ask in `bot console`) for a rate.")
+	}
 	return Reply{Message: m, Data: map[string]any{
 		"progress": rs.Progress, "throughput": rs.Throughput, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems),
 		"quality": rs.Quality, "drafter": rs.Drafter, "moves": rs.Moves, "finish": rs.Finish,
@@ -135,7 +139,7 @@ func noProgressLine(q Query, rs reports.RunStatus) string {
 // subject ("Throughput: unknown — ", "Can't tell — ").
 func noProgressReason(q Query, rs reports.RunStatus) string {
 	if q.Run.Log == "" && len(q.Run.Metrics) == 0 && q.Run.Prometheus == nil {
-		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log) or `metrics:` (vLLM/SGLang/TGI /metrics URLs) to the run file.", reports.Esc(rs.Name))
+		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:` (the server that scrapes them) to the run file.", reports.Esc(rs.Name))
 	}
 	if len(rs.Problems) > 0 {
 		return "the progress sources failed (below)."
@@ -302,7 +306,8 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 	if refused != nil {
 		return *refused
 	}
-	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true})
+	// Plans too: "will the disk fill?" is about the hidden states still to come, not only the pace so far.
+	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true, Plans: true})
 	if err != nil {
 		return errorReply("check free space", err)
 	}
@@ -323,12 +328,12 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.ETA != nil && rs.ETA.State == "running" {
 		eta = rs.ETA.Seconds
 	}
-	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta)
+	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta, rs.Plans)
 	m.Context = append(m.Context, context1(rs)...)
 	if rs.Storage.RateNote != "" {
 		m.Context = append(m.Context, reports.Esc(rs.Storage.RateNote))
 	}
-	return Reply{Message: m, Data: map[string]any{"paths": paths, "write_rates": rs.Storage.WriteRates, "eta": rs.ETA, "problems": problemsData(rs.Problems)}}
+	return Reply{Message: m, Data: map[string]any{"paths": paths, "write_rates": rs.Storage.WriteRates, "eta": rs.ETA, "plans": rs.Plans, "problems": problemsData(rs.Problems)}}
 }
 
 func handleFit(ctx context.Context, b *Bot, q Query) Reply {
@@ -463,9 +468,13 @@ func handleChart(ctx context.Context, b *Bot, q Query) Reply {
 	png, err := reports.RenderChart(hist, b.mon.EstimateConfig(q.Run.Name), reports.ChartOptions{
 		Title: q.Run.Name + " · throughput and ETA", Loc: b.loc})
 	if errors.Is(err, reports.ErrChartNoData) {
+		who := "`bot serve` (or `bot console`) takes"
+		if q.Req.Source == "console" {
+			who = "this console takes"
+		}
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
-			"There is not enough history of %s to chart yet: I need at least two samples with progress. `bot serve` takes one every sampling interval.",
-			reports.Code(q.Run.Name))}}}
+			"There is not enough history of %s to chart yet: I need at least two samples with progress; %s one every sampling interval.",
+			reports.Code(q.Run.Name), who)}}}
 	}
 	if err != nil {
 		return errorReply("draw the chart", err)

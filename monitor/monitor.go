@@ -99,6 +99,9 @@ type Monitor struct {
 	mu   sync.Mutex
 	runs map[string]*runState
 	disk *diskSample // last disk counters, for write rates; see shared.go
+	// diskBefore is the latest reading at least a second older than disk: what an answer a moment
+	// after the last one measures against.
+	diskBefore *diskSample
 	// lastScan is the last scan of open files, which samples reuse for ScanEvery samples.
 	lastScan *writerScan
 	// latest is each run's latest evaluation; inflight shares evaluations in progress (latest.go).

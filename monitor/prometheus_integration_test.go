@@ -388,7 +388,7 @@ scrape_configs:
 				t.Errorf("%s on %s: %d bytes free; statfs here says %d (differ by %g, want within %g)", out, h, *r.FreeBytes, *local.FreeBytes, d, tol)
 			}
 		}
-		answer := reports.AnswerFree("itest", viaProm.Storage.Paths, viaProm.Storage.WriteRates, viaProm.ETA.Seconds).Text()
+		answer := reports.AnswerFree("itest", viaProm.Storage.Paths, viaProm.Storage.WriteRates, viaProm.ETA.Seconds, nil).Text()
 		if !strings.Contains(answer, "on 127.0.0.2") {
 			t.Errorf("the free-space answer does not name the hosts:\n%s", answer)
 		}

@@ -470,7 +470,7 @@ func TestPrometheusSourceStatus(t *testing.T) {
 	if warned != 3 {
 		t.Errorf("disk_full warnings naming the host = %d; want 3: %+v", warned, rs.Storage.Warnings)
 	}
-	answer := reports.AnswerFree("synth", remote[2:], rs.Storage.WriteRates, rs.ETA.Seconds).Text()
+	answer := reports.AnswerFree("synth", remote[2:], rs.Storage.WriteRates, rs.ETA.Seconds, nil).Text()
 	for _, want := range []string{"/data on gpu-node-2", "free of 10.0 TB", "before the job ends"} {
 		if !strings.Contains(answer, want) {
 			t.Errorf("AnswerFree = %q; want it to say %q", answer, want)

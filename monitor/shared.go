@@ -113,8 +113,20 @@ type diskSample struct {
 
 const diskStateFile = "disk.json"
 
-// rateNeedsSample is the status's note when no earlier reading is there to measure against.
-const rateNeedsSample = "write rate: needs a second sample (no reading from a running bot in the last 10 minutes)"
+// rateNeedsSample is a one-shot command's note when no earlier reading is there to measure against;
+// rateFirstSample the long-lived bot's, whose own first reading this is.
+const (
+	rateNeedsSample = "write rate: needs a second sample (no reading from a running bot in the last 10 minutes)"
+	rateFirstSample = "write rate: needs a second sample (this is the first reading of the disk counters; the next sample measures it)"
+)
+
+// noRateNote is the note for a status that has no reading to measure against.
+func (m *Monitor) noRateNote() string {
+	if m.opts.ReadOnly {
+		return rateNeedsSample
+	}
+	return rateFirstSample
+}
 
 // usable reports whether prev is a reading to measure a rate at now against.
 func (d *diskSample) usable(now time.Time) bool {
@@ -125,12 +137,15 @@ func (d *diskSample) usable(now time.Time) bool {
 	return age >= time.Second && age <= 10*time.Minute
 }
 
-// previousDisk is the reading to measure against: this monitor's own, else the one a running bot
-// left in the state directory.
+// previousDisk is the reading to measure against: this monitor's own (the one before it when the
+// last is under a second old), else the one a running bot left in the state directory.
 func (m *Monitor) previousDisk(now time.Time) *diskSample {
 	m.mu.Lock()
-	prev := m.disk
+	prev, before := m.disk, m.diskBefore
 	m.mu.Unlock()
+	if !prev.usable(now) && before.usable(now) {
+		return before
+	}
 	if prev.usable(now) || m.opts.State == nil {
 		return prev
 	}
@@ -145,6 +160,9 @@ func (m *Monitor) previousDisk(now time.Time) *diskSample {
 // keepDisk remembers cur as the latest reading, and persists it for one-shot commands.
 func (m *Monitor) keepDisk(cur *diskSample) {
 	m.mu.Lock()
+	if m.disk != nil && cur.At.Sub(m.disk.At) >= time.Second {
+		m.diskBefore = m.disk
+	}
 	m.disk = cur
 	m.mu.Unlock()
 	if m.opts.State != nil && !m.opts.ReadOnly {
@@ -196,12 +214,12 @@ func (m *Monitor) probeShared(ctx context.Context, need Need, sampling bool) sha
 	if !prev.usable(now) {
 		wait := m.opts.RateWindow
 		if wait <= 0 {
-			s.rateNote = rateNeedsSample
+			s.rateNote = m.noRateNote()
 			return s
 		}
 		// Asked to measure: take a short second reading, bounded by the deadline.
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < 2*wait {
-			s.rateNote = rateNeedsSample
+			s.rateNote = m.noRateNote()
 			return s
 		}
 		select {

@@ -252,3 +252,45 @@ func TestAnswersShareEvaluations(t *testing.T) {
 		}
 	}
 }
+
+// Two storage answers a moment apart (two people asking, or one asking twice) both carry the write
+// rate: the second measures against the reading before the first, not against one a few
+// milliseconds old. The long-lived bot's first reading says it is the first, not that no bot is
+// running.
+func TestWriteRateSurvivesQuickRepeat(t *testing.T) {
+	proc, out := t.TempDir(), t.TempDir()
+	sharedProcTree(t, proc, 1_000_000)
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{out}}}}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	m, _, err := New(f, Options{ProcRoot: proc, State: dir, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func() (rate float64, note string) {
+		t.Helper()
+		rs := m.Status(context.Background(), Need{Storage: true}).Runs[0]
+		for _, r := range rs.Storage.WriteRates {
+			if r.Mount == "/" {
+				rate = r.BytesPerS
+			}
+		}
+		return rate, rs.Storage.RateNote
+	}
+	if rate, note := status(); rate != 0 || note == "" || strings.Contains(note, "no reading from a running bot") {
+		t.Errorf("long-lived bot's first status: rate %v, note %q; want no rate and a note that this is the first reading", rate, note)
+	}
+	sharedProcTree(t, proc, 1_000_000+60<<11) // 60 MiB in the next minute
+	now = now.Add(time.Minute)
+	want := float64(60<<20) / 60
+	if rate, note := status(); rate != want || note != "" {
+		t.Errorf("status a minute later: rate %v, note %q; want %v B/s and no note", rate, note, want)
+	}
+	now = now.Add(200 * time.Millisecond)
+	if rate, note := status(); rate <= 0 || note != "" {
+		t.Errorf("status 200 ms after that: rate %v, note %q; want a rate measured against the earlier reading and no note", rate, note)
+	}
+}

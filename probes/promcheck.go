@@ -33,7 +33,13 @@ func promCheckVerdict(res PromResult) (bool, string, error) {
 		}
 		v := s.Samples[len(s.Samples)-1].V
 		if v != 0 && !math.IsNaN(v) {
-			hits = append(hits, fmt.Sprintf("%s = %s", promLabelString(s.Labels), strconv.FormatFloat(v, 'g', 6, 64)))
+			val := strconv.FormatFloat(v, 'g', 6, 64)
+			if l := promLabelString(s.Labels); l != "{}" {
+				hits = append(hits, l+" = "+val)
+			} else {
+				// An aggregate without by() (count(up == 1) >= 4) has no labels to name.
+				hits = append(hits, "the query returns "+val)
+			}
 		}
 	}
 	if len(hits) == 0 {

@@ -67,6 +67,8 @@ func TestPromCheckVerdict(t *testing.T) {
 		// blackbox_exporter's instance is the probed URL, key and password included.
 		{[]PromSeries{{Labels: map[string]string{"__name__": "probe_success", "instance": "https://bob:HUNTER2@svc/health?token=SECRET"},
 			Samples: []PromSample{{T: 1, V: 1}}}}, true, `probe_success{instance="https://svc/health?token=[redacted]"} = 1`},
+		// count(...) and other aggregates without by(): no labels to name, so not "{} = 1".
+		{[]PromSeries{{Labels: map[string]string{}, Samples: []PromSample{{T: 1, V: 8}}}}, true, "the query returns 8"},
 	}
 	for _, tt := range tests {
 		done, detail, err := promCheckVerdict(PromResult{Series: tt.series})

@@ -14,7 +14,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 	var items []string
 	switch {
 	case r.Progress == nil:
-		items = append(items, "I can't count the items left: the run has no progress source (add `log:` or `metrics:` to the run file).")
+		items = append(items, "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file).")
 	case r.ETA != nil && r.ETA.State == StateDone:
 		s := fmt.Sprintf(":white_check_mark: *No items left*: all %s are done.", Count(float64(r.Progress.Done)))
 		if r.Finish != nil {
@@ -177,8 +177,11 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		for _, p := range landing {
 			lines = append(lines, "• "+pathLine(p))
 		}
-		m.Sections = append(m.Sections, "*Outputs inside protected mounts*\n"+strings.Join(lines, "\n")+
-			"\nMove the output (or its symlink) off the protected mount before the job writes it.")
+		advice := "Move the output (or its symlink) off the protected mount before the job writes it."
+		if len(writers) > 0 {
+			advice = "Move the output (or its symlink) off the protected mount, and what is already written there."
+		}
+		m.Sections = append(m.Sections, "*Outputs inside protected mounts*\n"+strings.Join(lines, "\n")+"\n"+advice)
 	}
 	if st.Invisible > 0 && (len(writers) > 0 || len(landing) > 0) {
 		m.Context = append(m.Context, invisibleClause(st))

@@ -251,3 +251,20 @@ func TestAnnounceWaitMatchesDetector(t *testing.T) {
 		})
 	}
 }
+
+// While processes write to the protected mount, the advice does not say "before the job writes it":
+// it already is. With no writer yet, it still does.
+func TestAnswerSafeAdviceMatchesTheWrites(t *testing.T) {
+	rs, _ := sampleStatus()
+	writing := AnswerSafe(rs.Name, rs.Storage, Target{}).Text()
+	if !strings.Contains(writing, "are writing to") || strings.Contains(writing, "before the job writes it") ||
+		!strings.Contains(writing, "and what is already written there") {
+		t.Errorf("AnswerSafe with writers = %q; want the advice to move what is already written, not 'before the job writes it'", writing)
+	}
+	in := storageInput()
+	in.Scan = &probes.WriterScan{Processes: 300}
+	landing := AnswerSafe(rs.Name, BuildStorage(in, nil), Target{}).Text()
+	if !strings.Contains(landing, "before the job writes it") {
+		t.Errorf("AnswerSafe with an output landing and no writers = %q; want 'before the job writes it'", landing)
+	}
+}

@@ -180,13 +180,14 @@ func planSentence(s PlanSpec, r PlanResult) string {
 	return b.String()
 }
 
-// bytesRange is "25-36 TB": two sizes sharing a unit say it once.
+// bytesRange is "25-36 TB": two sizes sharing a unit say it once; across units it is "989 GB – 1.08 TB",
+// a spaced en dash as in the ETA's range, since "989 GB - 1.08 TB" reads as a subtraction.
 func bytesRange(low, high float64) string {
 	l, h := Bytes(low), Bytes(high)
 	if i, j := strings.LastIndexByte(l, ' '), strings.LastIndexByte(h, ' '); i > 0 && j > 0 && l[i:] == h[j:] {
 		return l[:i] + "-" + h
 	}
-	return l + " - " + h
+	return l + " – " + h
 }
 
 // AnswerFit answers "will it fit?" with every plan of the run.

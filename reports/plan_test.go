@@ -136,3 +136,19 @@ func TestEvaluatePlanMeasuredSaysItsParts(t *testing.T) {
 		t.Errorf("sentence %q lacks %q", got, want)
 	}
 }
+
+// A projected range whose ends have different units reads as a range, not a subtraction: "989 GB –
+// 1.08 TB" (a spaced en dash, as the ETA's "2 h 9 min – 3 h 51 min"), not "989 GB - 1.08 TB".
+func TestBytesRangeAcrossUnits(t *testing.T) {
+	for _, c := range []struct {
+		low, high float64
+		want      string
+	}{
+		{7.59e9, 7.68e9, "7.59-7.68 GB"},
+		{989e9, 1.08e12, "989 GB – 1.08 TB"},
+	} {
+		if got := bytesRange(c.low, c.high); got != c.want {
+			t.Errorf("bytesRange(%v, %v) = %q; want %q", c.low, c.high, got, c.want)
+		}
+	}
+}

@@ -52,7 +52,7 @@ func TestRenderGolden(t *testing.T) {
 		"status":      RenderStatus(rs, now, time.UTC),
 		"writes":      AnswerWrites(rs.Name, st, Target{}),
 		"where":       AnswerWhere(rs.Name, st),
-		"free":        AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds),
+		"free":        AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds, nil),
 		"fit":         AnswerFit(rs.Name, rs.Plans),
 		"eta_stalled": {Sections: []string{ETALine(ETA{State: StateStalled, StalledSince: fp(float64(now.Add(-38 * time.Minute).Unix())), Reason: "no progress for 38 min"}, time.UTC)}},
 		"eta_rough":   {Sections: []string{ETALine(ETA{State: StateRunning, Seconds: fp(18000), LowS: fp(9000), HighS: fp(36000), Rough: true, Reason: "565K tokens in 408 s"}, time.UTC)}},
@@ -109,5 +109,28 @@ func goldenJSON(t *testing.T, name string, got []byte) {
 	}
 	if !reflect.DeepEqual(g, w) {
 		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s", name, got)
+	}
+}
+
+// A problem is one line, and says its probe once: an error that joins two (the disk counters' block
+// and NFS reads) used to put the second on a line of its own with no probe, and a statfs error that
+// names its mount read "statfs /data: statfs /data: permission denied".
+func TestProblemContextOneLineEach(t *testing.T) {
+	ps := []Problem{
+		{Probe: "disk activity", Error: "read /proc/diskstats: no such file or directory\nread /proc/self/mountstats: permission denied"},
+		{Probe: "statfs /data", Error: "statfs /data: permission denied"},
+	}
+	got := ProblemContext(ps)
+	want := []string{
+		":warning: disk activity: read /proc/diskstats: no such file or directory; read /proc/self/mountstats: permission denied",
+		":warning: statfs /data: permission denied",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ProblemContext(%q) = %q; want %q", ps, got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("ProblemContext line %d = %q; want %q", i, got[i], want[i])
+		}
 	}
 }

@@ -87,9 +87,16 @@ type StageStatus struct {
 	Manual bool   `json:"manual,omitempty"`
 }
 
-// Problem lines are kept short in chat; the JSON keeps them whole.
+// Problem lines are kept short in chat; the JSON keeps them whole. Each is one line (joined errors
+// are separated by "; ") and names its probe once, though the error may begin with it too.
 func problemLine(p Problem) string {
-	return fmt.Sprintf(":warning: %s: %s", Esc(p.Probe), Esc(truncate(p.Error, 300)))
+	var parts []string
+	for _, line := range strings.Split(strings.TrimPrefix(p.Error, p.Probe+": "), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			parts = append(parts, line)
+		}
+	}
+	return fmt.Sprintf(":warning: %s: %s", Esc(p.Probe), Esc(truncate(strings.Join(parts, "; "), 300)))
 }
 
 // ProblemContext renders the problems as context lines.

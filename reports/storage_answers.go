@@ -200,9 +200,11 @@ func AnswerWhere(run string, st Storage) Message {
 	return m
 }
 
-// AnswerFree answers "how much space is left on /data?" for the given paths, and says whether the
-// disk outlasts the job when both rates are known.
-func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64) Message {
+// AnswerFree answers "how much space is left on /data?" (and "will the disk fill?") for the given
+// paths: whether the disk outlasts the job when both rates are known, that it lasts over a month
+// when the write rate is that slow, and which capacity plans do not fit on the mount: the pace of
+// the writes so far says nothing about the hidden states still to come.
+func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64, plans []PlanResult) Message {
 	m := Message{Title: fmt.Sprintf("%s · space", run)}
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -211,7 +213,7 @@ func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64) 
 			continue
 		}
 		seen[key] = true
-		m.Sections = append(m.Sections, freeLine(p, rates, etaS))
+		m.Sections = append(m.Sections, freeLine(p, rates, etaS, plans))
 	}
 	if len(m.Sections) == 0 {
 		m.Sections = append(m.Sections, "No paths to report on.")
@@ -219,7 +221,7 @@ func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64) 
 	return m
 }
 
-func freeLine(p PathInfo, rates []WriteRate, etaS *float64) string {
+func freeLine(p PathInfo, rates []WriteRate, etaS *float64, plans []PlanResult) string {
 	var b strings.Builder
 	name := Code(p.Mount)
 	if p.Mount == "" {
@@ -242,13 +244,26 @@ func freeLine(p PathInfo, rates []WriteRate, etaS *float64) string {
 		fmt.Fprintf(&b, " — holds %s", Code(p.Path))
 	}
 	b.WriteString(".")
+	written := 0.0
 	for _, r := range rates {
 		if r.Mount == p.Mount && r.Host == p.Host && r.BytesPerS > 0 {
 			fmt.Fprintf(&b, " Writing %s/s.", Bytes(r.BytesPerS))
+			written = r.BytesPerS
 		}
 	}
+	if written > 0 && p.FillsInS == nil && float64(*p.FreeBytes)/written >= maxFillHorizon {
+		// BuildStorage leaves the time to full out past a month: say so rather than nothing.
+		b.WriteString(" At that rate it lasts over a month.")
+	}
 	if p.FillsInS != nil {
-		fmt.Fprintf(&b, " At the current rate it fills in *%s*", Duration(*p.FillsInS))
+		// The time to full is from the free-space trend when there is one, and the disk's other
+		// writers count there: name that pace when it is not this write rate, or the two contradict
+		// ("Writing 1.66 kB/s. At the current rate it fills in 12 d" of 72.8 GB).
+		if shrink := float64(*p.FreeBytes) / *p.FillsInS; written > 0 && (shrink > 1.25*written || shrink < 0.8*written) {
+			fmt.Fprintf(&b, " Free space shrinks at %s/s: it fills in *%s*", Bytes(shrink), Duration(*p.FillsInS))
+		} else {
+			fmt.Fprintf(&b, " At the current rate it fills in *%s*", Duration(*p.FillsInS))
+		}
 		if etaS != nil {
 			if *p.FillsInS < *etaS {
 				fmt.Fprintf(&b, " :rotating_light: — before the job ends (%s more).", Duration(*etaS))
@@ -258,6 +273,25 @@ func freeLine(p PathInfo, rates []WriteRate, etaS *float64) string {
 		} else {
 			b.WriteString(".")
 		}
+	}
+	var names, needs []string
+	for _, pl := range plans {
+		if pl.Mount == p.Mount && pl.Host == p.Host && pl.Fits != nil && !*pl.Fits {
+			need := pl.BytesNeeded
+			if pl.BytesHigh > 0 {
+				need = pl.BytesHigh
+			}
+			names, needs = append(names, Esc(pl.Name)), append(needs, Bytes(need))
+		}
+	}
+	switch n := len(names); {
+	case n == 1:
+		fmt.Fprintf(&b, " :red_circle: Plan %s does not fit here: it needs %s.", names[0], needs[0])
+	case n > 1:
+		for i := range names {
+			names[i] += " (" + needs[i] + ")"
+		}
+		fmt.Fprintf(&b, " :red_circle: Plans %s and %s do not fit here.", strings.Join(names[:n-1], ", "), names[n-1])
 	}
 	if p.Protected {
 		b.WriteString(" :warning: protected mount.")

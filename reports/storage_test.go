@@ -158,3 +158,44 @@ func TestAnswerWrites(t *testing.T) {
 		t.Errorf("clean AnswerWrites = %q", text)
 	}
 }
+
+// "will the disk fill?" is answered by the space answer: it says so when the write rate would take
+// more than a month to fill the disk, and a capacity plan that does not fit on the mount is named
+// on the mount's line: the demo's answer said "Writing 18.1 kB/s." and nothing about the 1.08 TB of
+// hidden states that do not fit in its 73 GB.
+func TestAnswerFreeSaysWhetherItFills(t *testing.T) {
+	free, total, used := uint64(73<<30), uint64(271<<30), uint64(198<<30)
+	no := false
+	paths := []PathInfo{{Path: "/data/out", Mount: "/data", FSType: "ext4", Device: "/dev/vda", Role: RoleOutput,
+		FreeBytes: &free, TotalBytes: &total, UsedBytes: &used}}
+	rates := []WriteRate{{Mount: "/data", BytesPerS: 18e3}}
+	plans := []PlanResult{{Name: "hidden-states", Mount: "/data", BytesNeeded: 1.08e12, FreeBytes: &free, Fits: &no}}
+	got := AnswerFree("demo", paths, rates, nil, plans).Text()
+	for _, want := range []string{"Writing 18.0 kB/s. At that rate it lasts over a month",
+		"Plan hidden-states does not fit here: it needs 1.08 TB"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("AnswerFree = %q; want it to say %q", got, want)
+		}
+	}
+	if got := AnswerFree("demo", paths, nil, nil, nil).Text(); strings.Contains(got, "month") || strings.Contains(got, "plan") {
+		t.Errorf("AnswerFree without a rate or plans = %q; want neither a fill verdict nor a plan", got)
+	}
+}
+
+// A time to full from the free-space trend that is not this write rate says the pace it is from:
+// "Writing 1.66 kB/s. At the current rate it fills in 12 d" of 72.8 GB contradicted itself.
+func TestAnswerFreeNamesTheShrinkRate(t *testing.T) {
+	free, total, used := uint64(72_800_000_000), uint64(271e9), uint64(198e9)
+	fills := 12*86400 + 4*3600.0
+	paths := []PathInfo{{Path: "/data/out", Mount: "/data", FSType: "ext4", Device: "/dev/vda", Role: RoleOutput,
+		FreeBytes: &free, TotalBytes: &total, UsedBytes: &used, FillsInS: &fills}}
+	no := false
+	plans := []PlanResult{{Name: "hs", Mount: "/data", BytesNeeded: 1.09e12, Fits: &no}, {Name: "all", Mount: "/data", BytesNeeded: 21.9e12, Fits: &no}}
+	got := AnswerFree("demo", paths, []WriteRate{{Mount: "/data", BytesPerS: 1660}}, nil, plans).Text()
+	for _, want := range []string{"Writing 1.66 kB/s. Free space shrinks at 69.3 kB/s: it fills in 12 d 4 h",
+		"Plans hs (1.09 TB) and all (21.9 TB) do not fit here."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("AnswerFree = %q; want it to say %q", got, want)
+		}
+	}
+}
