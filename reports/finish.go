@@ -108,7 +108,7 @@ func FinishLine(f FinishSummary, loc *time.Location) string {
 		s += " at " + SlackDateTime(tTime(f.FinishedAt), loc)
 	}
 	if f.DurationS > 0 {
-		s += " after " + Duration(f.DurationS)
+		s += " after " + Span(f.DurationS) // the throughput line above says "6 min 48 s", not "7 min"
 	}
 	s += fmt.Sprintf("*: %s items, %s", Count(float64(f.Items)), Plural(int(f.Errors), "error", "errors"))
 	if f.Tokens > 0 {

@@ -14,6 +14,9 @@ func Tokens(n float64) string { return format.Tokens(n) }
 // Duration formats seconds for people: 45 s, 12 min, 3 h 10 min, 2 d 4 h.
 func Duration(s float64) string { return format.Duration(s) }
 
+// Span is a duration to the second under an hour ("6 min 48 s"), as Duration above it (see format.Span).
+func Span(s float64) string { return format.Span(s) }
+
 // Range is an estimate's range as the parenthesis after it (see format.Range).
 func Range(sec, low, high float64) string { return format.Range(sec, low, high) }
 
