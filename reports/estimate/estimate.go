@@ -20,7 +20,8 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		cfg.Window = PaceWindow(hist)
 	}
 	s := build(hist, cfg)
-	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1])
+	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1], s.countersLeftOut)
+	tp = fromLogLengths(tp, hist[len(hist)-1], s.countersLeftOut)
 	last := hist[len(hist)-1]
 	e := ETA{State: StateUnknown, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
 	if last.Total > 0 {

@@ -46,6 +46,9 @@ type series struct {
 	// FinishedLenCount of the latest scrape that has both; the two reset together), -1 when unknown.
 	capped float64
 	kind   CounterKind // what the engines' token counter means
+	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in
+	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
+	countersLeftOut bool
 }
 
 // cappedShare is the share of finished requests stopped at max_tokens, from the latest observation whose
@@ -100,6 +103,7 @@ func build(hist []Observation, cfg Config) series {
 		}
 	}
 	folded := FoldSeries(hist)
+	s.countersLeftOut = len(folded) > 0 && folded[len(folded)-1].Unreliable
 	s.capped = cappedShare(hist)
 	logFinBase := 0.0 // the log's finished tokens when the current server lifetime began
 	finishedUnder := map[int64]float64{}

@@ -42,3 +42,28 @@ func TestFirstSampleThroughput(t *testing.T) {
 		t.Errorf("Compute(a history) throughput = %+v; want counter deltas with their basis", tp)
 	}
 }
+
+// TestThroughputCountersLeftOut: engine counters that count half the job's finished items (one replica of two
+// behind a shared address) are left out: the token rate is not their tokens over the job's elapsed time (half
+// the job's), but the job log's mean completion times the item rate, said so.
+func TestThroughputCountersLeftOut(t *testing.T) {
+	var hist []Observation
+	for i := 0; i <= 40; i++ {
+		done := 40.0 * float64(i) // 40 items/s
+		hist = append(hist, Observation{T: 1e9 + float64(i), Done: int64(done), Total: 4000, Elapsed: fp(float64(i)),
+			GenTokens: fp(150 * done / 2), FinishedLenSum: fp(150 * done / 2), FinishedLenCount: fp(done / 2),
+			Running: fp(24), AvgCompletion: fp(150)})
+	}
+	_, tp := Compute(hist, Config{})
+	if math.Abs(tp.TokensPerS-6000) > 300 || math.Abs(tp.RunTokensPerS-6000) > 300 || !strings.Contains(tp.Basis, "log's mean completion") {
+		t.Errorf("throughput with half the job's items counted = %.0f tok/s (run %.0f), basis %q; want about 40 items/s × 150 tokens = 6,000, said as derived",
+			tp.TokensPerS, tp.RunTokensPerS, tp.Basis)
+	}
+	// Without the log's mean, no token rate at all rather than half of one.
+	for i := range hist {
+		hist[i].AvgCompletion = nil
+	}
+	if _, tp := Compute(hist, Config{}); tp.TokensPerS != 0 || tp.RunTokensPerS != 0 || !(tp.ItemsPerS > 0) {
+		t.Errorf("throughput with half the job's items counted, no log mean = %+v; want items/s only", tp)
+	}
+}
