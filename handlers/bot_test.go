@@ -102,6 +102,13 @@ func TestAskMutatingCommandsNeedAdmins(t *testing.T) {
 	if rep.Refused {
 		t.Errorf("console unsnooze refused: %q", rep.Message.Mrkdwn())
 	}
+	// After the admin's snooze they are back on; with nothing snoozed it says so instead.
+	if txt := rep.Message.Text(); !strings.Contains(txt, "are back on") {
+		t.Errorf("unsnooze after a snooze = %q; want them back on", txt)
+	}
+	if txt := e.bot.Ask(ctx, Request{Text: "unsnooze", Source: "console"}).Message.Text(); !strings.Contains(txt, "were not snoozed: they are on") {
+		t.Errorf("unsnooze with nothing snoozed = %q; want it to say they were not snoozed", txt)
+	}
 }
 
 func TestAskPicksTheRun(t *testing.T) {

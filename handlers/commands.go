@@ -544,11 +544,16 @@ func parseSnooze(s string) (time.Duration, error) {
 }
 
 func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
+	_, was := b.mon.SnoozedUntil(q.Run.Name)
 	err := b.mon.Snooze(q.Run.Name, time.Time{})
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
 		return errorReply("unsnooze "+q.Run.Name, err)
 	}
-	return Reply{Message: reports.Message{Sections: notSaved([]string{fmt.Sprintf(":bell: Warnings for %s are back on.", reports.Code(q.Run.Name))}, err)}}
+	text := fmt.Sprintf(":bell: Warnings for %s are back on.", reports.Code(q.Run.Name))
+	if !was {
+		text = fmt.Sprintf(":bell: Warnings for %s were not snoozed: they are on.", reports.Code(q.Run.Name))
+	}
+	return Reply{Message: reports.Message{Sections: notSaved([]string{text}, err)}}
 }
 
 func handleStage(ctx context.Context, b *Bot, q Query) Reply {
