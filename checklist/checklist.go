@@ -65,7 +65,7 @@ func (c *Checker) Check(ctx context.Context, r *config.Run, in Input, timeout ti
 		s := &r.Stages[i]
 		if mk, ok := in.Marks[s.Name]; ok {
 			out[i] = reports.StageStatus{Name: s.Name, State: mk.State, Manual: true,
-				Detail: fmt.Sprintf("marked %s by %s at %s", strings.ReplaceAll(mk.State, "_", " "), mk.By, mk.At.Format("Jan 2 15:04 UTC"))}
+				Detail: fmt.Sprintf("marked %s by %s at %s", strings.ReplaceAll(mk.State, "_", " "), mk.By, mk.At.In(in.Now.Location()).Format("Mon 2 Jan 15:04 MST"))}
 			continue
 		}
 		wg.Add(1)

@@ -52,7 +52,7 @@ func TestCheck(t *testing.T) {
 		{reports.StageInProgress, "100 B in 1 file"},
 		{reports.StageDone, "vllm:num_requests_running = 0 == 0"},
 		{reports.StagePending, "set it with /runwatch stage review done"},
-		{reports.StageDone, "marked done by UADMIN at Nov 29 12:00 UTC"},
+		{reports.StageDone, "marked done by UADMIN at Sun 29 Nov 12:00 UTC"},
 		{reports.StagePending, "promql checks need prometheus: in the run"},
 	}
 	for i, w := range want {
@@ -65,5 +65,11 @@ func TestCheck(t *testing.T) {
 	got, _ = c.Check(context.Background(), r, in, time.Minute)
 	if g := got[3]; g.State != reports.StageDone {
 		t.Errorf("growing stage unchanged for 11 minutes = %+v; want done", g)
+	}
+	// The bot's clock in another zone: a mark's time is said in it, as the rest of the answer is.
+	in.Now = t0.In(time.FixedZone("PST", -8*3600))
+	got, _ = c.Check(context.Background(), r, in, time.Minute)
+	if g := got[6]; g.Detail != "marked done by UADMIN at Sun 29 Nov 04:00 PST" {
+		t.Errorf("a mark with the bot in PST = %q; want its time in PST", g.Detail)
 	}
 }

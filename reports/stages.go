@@ -82,9 +82,9 @@ func StageFromGrowth(path string, prev Growth, seen bool, cur Growth, now time.T
 	case cur.Files == 0:
 		return StageStatus{State: StagePending, Detail: path + " is empty"}
 	case seen && cur.Size > prev.Size:
-		return StageStatus{State: StageInProgress, Detail: fmt.Sprintf("%s, +%s since %s", summary, Bytes(float64(cur.Size-prev.Size)), prev.Seen.Format("15:04 UTC"))}
+		return StageStatus{State: StageInProgress, Detail: fmt.Sprintf("%s, +%s since %s", summary, Bytes(float64(cur.Size-prev.Size)), prev.Seen.In(now.Location()).Format("15:04 MST"))}
 	case !seen || now.Sub(cur.Changed) < growthQuiet:
 		return StageStatus{State: StageInProgress, Detail: summary}
 	}
-	return StageStatus{State: StageDone, Detail: fmt.Sprintf("%s, unchanged since %s", summary, cur.Changed.Format("Jan 2 15:04 UTC"))}
+	return StageStatus{State: StageDone, Detail: fmt.Sprintf("%s, unchanged since %s", summary, cur.Changed.In(now.Location()).Format("Mon 2 Jan 15:04 MST"))}
 }

@@ -48,6 +48,7 @@ func TestStageFromMetric(t *testing.T) {
 func TestStageFromGrowth(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	prev := Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0}
+	pst := time.FixedZone("PST", -8*3600)
 	tests := []struct {
 		name  string
 		seen  bool
@@ -60,7 +61,11 @@ func TestStageFromGrowth(t *testing.T) {
 		{"first look", false, prev, t0, StageInProgress, "1.05 MB in 2 files"},
 		{"grew", true, Growth{Size: 2 << 20, Files: 3, Changed: t0.Add(time.Minute), Seen: t0.Add(time.Minute)}, t0.Add(time.Minute), StageInProgress, "2.10 MB in 3 files, +1.05 MB since 12:00 UTC"},
 		{"quiet a while", true, Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0.Add(5 * time.Minute)}, t0.Add(5 * time.Minute), StageInProgress, "1.05 MB in 2 files"},
-		{"quiet 10 minutes", true, Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0.Add(11 * time.Minute)}, t0.Add(11 * time.Minute), StageDone, "1.05 MB in 2 files, unchanged since Nov 29 12:00 UTC"},
+		{"quiet 10 minutes", true, Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0.Add(11 * time.Minute)}, t0.Add(11 * time.Minute), StageDone, "1.05 MB in 2 files, unchanged since Sun 29 Nov 12:00 UTC"},
+		// The bot's clock in another zone: the times are said in it, as the rest of the answer is, not
+		// labelled UTC (the status said "as of 10:34 PST" above "marked done … at Dec 1 18:34 UTC").
+		{"grew, bot in PST", true, Growth{Size: 2 << 20, Files: 3, Changed: t0.Add(time.Minute), Seen: t0.Add(time.Minute)}, t0.Add(time.Minute).In(pst), StageInProgress, "2.10 MB in 3 files, +1.05 MB since 04:00 PST"},
+		{"quiet, bot in PST", true, Growth{Size: 1 << 20, Files: 2, Changed: t0, Seen: t0.Add(11 * time.Minute)}, t0.Add(11 * time.Minute).In(pst), StageDone, "1.05 MB in 2 files, unchanged since Sun 29 Nov 04:00 PST"},
 	}
 	for _, tt := range tests {
 		if got := StageFromGrowth("/out", prev, tt.seen, tt.cur, tt.now); got.State != tt.state || got.Detail != tt.want {
