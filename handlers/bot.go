@@ -525,6 +525,23 @@ func (b *Bot) unknown(req Request) Reply {
 	}
 	text := strings.TrimSpace(slackRef.ReplaceAllString(req.Text, ""))
 	lead := "I didn't catch that."
+	// "/runwatch frob", "runwatch frob": a subcommand that is not one; the subcommands are what helps.
+	words := strings.Fields(text)
+	if req.Source != "slash" && len(words) > 0 && strings.EqualFold(strings.TrimPrefix(words[0], "/"), "runwatch") {
+		words = words[1:]
+	} else if req.Source != "slash" {
+		words = nil
+	}
+	if len(words) == 1 && runNameLike.MatchString(words[0]) {
+		var names []string
+		for _, c := range b.commands {
+			names = append(names, reports.Code(c.Name))
+		}
+		return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
+			fmt.Sprintf("%s is not a runwatch command. Commands: %s.", reports.Code(truncateRunes(words[0], 40)), strings.Join(names, ", ")),
+			"Say _help_ for what each does, or ask in words (_ETA?_).",
+		}}}
+	}
 	if text != "" {
 		lead = fmt.Sprintf("I don't know how to answer %s yet.", reports.Code(truncateRunes(text, 80)))
 		if fixed := suggestQuestion(text); fixed != "" {

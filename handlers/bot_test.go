@@ -231,3 +231,19 @@ func TestAskOneShotETASaysWhoSamples(t *testing.T) {
 		t.Errorf("Ask(ETA?) from the command line, one sample = %q; want the unknown ETA and how to get one (start bot serve)", text)
 	}
 }
+
+// TestUnknownSubcommandListsCommands: "/runwatch frob" and "runwatch frob" name the subcommands, which is
+// what helps someone typing one; a question nobody understood still gets the example questions.
+func TestUnknownSubcommandListsCommands(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	ctx := context.Background()
+	for _, req := range []Request{{Text: "frob", Source: "slash"}, {Text: "runwatch frob", Source: "mention"}, {Text: "<@U111> runwatch frob", Source: "mention"}} {
+		rep := e.bot.Ask(ctx, req)
+		if txt := rep.Message.Text(); rep.Intent != "unknown" || !strings.Contains(txt, "frob is not a runwatch command") || !strings.Contains(txt, "eta, why") {
+			t.Errorf("%s %q = %q; want frob named as no command, with the commands", req.Source, req.Text, txt)
+		}
+	}
+	if txt := e.bot.Ask(ctx, Request{Text: "frob", Source: "mention"}).Message.Text(); !strings.Contains(txt, "Try one of these") {
+		t.Errorf("mention \"frob\" = %q; want the example questions", txt)
+	}
+}
