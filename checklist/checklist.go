@@ -98,7 +98,7 @@ func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, 
 		ok, err := statWithin(ctx, c.Guard, s.Path)
 		switch {
 		case err != nil:
-			return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
+			return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err), Unchecked: true}
 		case ok:
 			return reports.StageStatus{State: reports.StageDone, Detail: s.Path + " is there"}
 		}
@@ -132,7 +132,7 @@ func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, 
 		}
 		ok, detail, err := c.PromQL(ctx, r, s.Query)
 		if err != nil {
-			return reports.StageStatus{State: reports.StagePending, Detail: "query failed: " + shortErr(err)}
+			return reports.StageStatus{State: reports.StagePending, Detail: "query failed: " + shortErr(err), Unchecked: true}
 		}
 		if ok {
 			return reports.StageStatus{State: reports.StageDone, Detail: detail}
@@ -157,7 +157,7 @@ func (c *Checker) growing(ctx context.Context, s *config.Stage, in Input, looks 
 	case os.IsNotExist(err):
 		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
 	case err != nil:
-		return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err)}
+		return reports.StageStatus{State: reports.StagePending, Detail: shortErr(err), Unchecked: true}
 	}
 	now := in.Now.UTC()
 	prev, seen := in.Growing[s.Name]
@@ -168,7 +168,7 @@ func (c *Checker) growing(ctx context.Context, s *config.Stage, in Input, looks 
 	looks.mu.Lock()
 	looks.m[s.Name] = cur
 	looks.mu.Unlock()
-	return reports.StageFromGrowth(s.Path, prev, seen, cur, now)
+	return reports.StageFromGrowth(s.Path, prev, seen, cur, in.Now) // in.Now: its times said in the bot's zone
 }
 
 func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error) {

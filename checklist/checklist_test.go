@@ -2,10 +2,12 @@ package checklist
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +73,27 @@ func TestCheck(t *testing.T) {
 	got, _ = c.Check(context.Background(), r, in, time.Minute)
 	if g := got[6]; g.Detail != "marked done by UADMIN at Sun 29 Nov 04:00 PST" {
 		t.Errorf("a mark with the bot in PST = %q; want its time in PST", g.Detail)
+	}
+}
+
+// TestCheckUnchecked: a check that cannot run is pending and says it could not be checked (Unchecked), so
+// the answers do not call it "waits on" another stage; a query that answers not-yet is pending alone.
+func TestCheckUnchecked(t *testing.T) {
+	r := &config.Run{Name: "synth", Stages: []config.Stage{
+		{Name: "bad-query", Check: "promql", Query: "sum(("},
+		{Name: "eight-up", Check: "promql", Query: "count(up) >= 8"},
+	}}
+	c := &Checker{Guard: probes.NewGuard(), PromQL: func(_ context.Context, _ *config.Run, q string) (bool, string, error) {
+		if q == "sum((" {
+			return false, "", errors.New("bad_data: parse error: unclosed left parenthesis")
+		}
+		return false, "the query returns nothing yet", nil
+	}}
+	got, _ := c.Check(context.Background(), r, Input{Now: time.Unix(1_800_000_000, 0)}, time.Minute)
+	if g := got[0]; g.State != reports.StagePending || !g.Unchecked || !strings.Contains(g.Detail, "query failed: bad_data") {
+		t.Errorf("a failing query = %+v; want pending, unchecked, naming the error", g)
+	}
+	if g := got[1]; g.State != reports.StagePending || g.Unchecked {
+		t.Errorf("a query not met yet = %+v; want pending and checked", g)
 	}
 }

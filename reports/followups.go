@@ -66,6 +66,12 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 				line += " — failed"
 			case StageInProgress:
 				line += " — in progress"
+			case StagePending:
+				if s.Unchecked {
+					line += " — its check failed"
+					break
+				}
+				fallthrough
 			default:
 				if blocker != "" {
 					line += " — waits on " + Code(blocker)

@@ -275,3 +275,21 @@ func TestAnswerSafeAdviceMatchesTheWrites(t *testing.T) {
 		t.Errorf("AnswerSafe with an output landing and no writers = %q; want 'before the job writes it'", landing)
 	}
 }
+
+// TestAnswerLeftCheckFailed: a stage whose check cannot run (a query that fails) says so, not "waits on" the
+// stage before it or "not started"; the stages after it still wait on it.
+func TestAnswerLeftCheckFailed(t *testing.T) {
+	rs := RunStatus{Name: "synth", Stages: []StageStatus{
+		{Name: "generate", State: StageDone},
+		{Name: "eight-up", State: StageInProgress, Detail: "3 of 8 up"},
+		{Name: "bad-query", State: StagePending, Detail: "query failed: parse error", Unchecked: true},
+		{Name: "review", State: StagePending},
+	}}
+	txt := AnswerLeft(rs, time.UTC).Text()
+	if !strings.Contains(txt, "bad-query — its check failed: query failed: parse error") || strings.Contains(txt, "bad-query — waits on") {
+		t.Errorf("left = %q; want the failing check named as such", txt)
+	}
+	if !strings.Contains(txt, "review — waits on eight-up") {
+		t.Errorf("left = %q; want review still waiting on the first stage not done", txt)
+	}
+}

@@ -85,6 +85,9 @@ type StageStatus struct {
 	State  string `json:"state"`
 	Detail string `json:"detail"` // plain, from the check; escaped when rendered
 	Manual bool   `json:"manual,omitempty"`
+	// Unchecked: the check itself could not run (a query that fails, a path that cannot be read); Detail
+	// says why. The stage is not done, and it is not waiting on anything either.
+	Unchecked bool `json:"unchecked,omitempty"`
 }
 
 // Problem lines are kept short in chat; the JSON keeps them whole. Each is one line (joined errors
