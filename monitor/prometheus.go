@@ -141,7 +141,7 @@ func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[str
 		problem("prometheus target "+inst, probes.ErrUpZero)
 	}
 	if len(readings) == 0 {
-		problem(ps.probe(), fmt.Errorf("no vLLM, SGLang or TGI series match %s", ps.engines.Selector()))
+		problem(ps.probe(), fmt.Errorf("no vLLM, SGLang, TGI, llama.cpp or TensorRT-LLM series match %s", ps.engines.Selector()))
 	}
 	return readings, notices
 }

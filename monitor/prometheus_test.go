@@ -585,7 +585,7 @@ func TestPrometheusNamedProblems(t *testing.T) {
 			run.Prometheus.BearerTokenEnv = "RUNWATCH_TEST_PROM_TOKEN"
 		}, "prometheus", "prometheus.bearer_token_env names $RUNWATCH_TEST_PROM_TOKEN, which is not set"},
 		{"no engine series", func(fp *promFake, run *config.Run, env map[string]string) { run.Prometheus.Selector = `{run="other"}` },
-			"prometheus ", `no vLLM, SGLang or TGI series match {run="other"}`},
+			"prometheus ", `no vLLM, SGLang, TGI, llama.cpp or TensorRT-LLM series match {run="other"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,7 +43,7 @@ func (m *Monitor) measurePlans(ctx context.Context, r *config.Run, plans []repor
 		}
 		mp := reports.MeasurePlan(p, w, done)
 		if w.Truncated {
-			mp.Sentence += fmt.Sprintf(" _(scan stopped at %s files)_", reports.Count(float64(w.Files)))
+			mp.Sentence += fmt.Sprintf(" _(scanned %s files, %s)_", reports.Count(float64(w.Files)), w.Cut)
 		}
 		out = append(out, mp)
 	}

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Written is what a hidden-state extraction has put in its target directory so far: how many
@@ -28,9 +30,11 @@ type Written struct {
 	SafetensorsBytes int64
 	TokensInFiles    float64
 	HeadersRead      int
-	// Newest is the latest modification time seen; Truncated says the walk stopped at a limit.
+	// Newest is the latest modification time seen; Truncated says the walk stopped at a limit, and Cut
+	// which, in words ("at the 20,000-file limit", "directories over 4 levels deep not read").
 	Newest    time.Time
 	Truncated bool
+	Cut       string
 }
 
 // WrittenLimits bound a scan of a target directory, which may hold a million files on NFS.
@@ -90,6 +94,12 @@ func ScanWritten(ctx context.Context, dir string, lim WrittenLimits) (Written, e
 		if d.IsDir() {
 			if strings.Count(filepath.Clean(path), string(filepath.Separator))-base >= lim.Depth {
 				w.Truncated = true
+				if w.Cut == "" {
+					w.Cut = fmt.Sprintf("directories over %d levels deep not read", lim.Depth)
+					if lim.Depth == 1 {
+						w.Cut = "directories below the top not read"
+					}
+				}
 				return filepath.SkipDir
 			}
 			return nil
@@ -99,6 +109,7 @@ func ScanWritten(ctx context.Context, dir string, lim WrittenLimits) (Written, e
 		}
 		if w.Files >= lim.Files {
 			w.Truncated = true
+			w.Cut = fmt.Sprintf("at the %s-file limit", humanize.Comma(int64(lim.Files)))
 			return errWalkLimit
 		}
 		info, err := d.Info()

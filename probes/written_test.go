@@ -142,12 +142,12 @@ func TestScanWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Files != 3 || !w.Truncated || w.HeadersRead != 1 {
-		t.Errorf("depth 1 = %+v; want the 3 top-level files, truncated, the one readable header", w)
+	if w.Files != 3 || !w.Truncated || w.HeadersRead != 1 || w.Cut != "directories below the top not read" {
+		t.Errorf("depth 1 = %+v; want the 3 top-level files, truncated by depth, the one readable header", w)
 	}
 	w, _ = ScanWritten(context.Background(), dir, WrittenLimits{Files: 2})
-	if w.Files != 2 || !w.Truncated {
-		t.Errorf("files 2 = %+v; want 2 files and truncated", w)
+	if w.Files != 2 || !w.Truncated || w.Cut != "at the 2-file limit" {
+		t.Errorf("files 2 = %+v; want 2 files and truncated at the file limit", w)
 	}
 	if _, err := ScanWritten(context.Background(), filepath.Join(dir, "nope"), WrittenLimits{}); err == nil {
 		t.Error("ScanWritten of a missing directory = nil error")
