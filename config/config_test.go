@@ -264,3 +264,22 @@ func TestParseErrorsEveryRun(t *testing.T) {
 		t.Errorf("Parse(%q) = %v; want nothing about the good run", y, err)
 	}
 }
+
+// TestParseReportsEveryKeyError: a misspelt key in one run and a value of the wrong type in another are both
+// reported, each with its line, so that fixing the first does not only reveal the second.
+func TestParseReportsEveryKeyError(t *testing.T) {
+	src := "runs:\n  - name: a\n    ouputs: [/data]\n  - name: b\n    total: lots\n"
+	_, err := Parse([]byte(src), func(string) (string, bool) { return "", false })
+	if err == nil {
+		t.Fatal("Parse = nil; want the two errors")
+	}
+	msg := err.Error()
+	for _, want := range []string{`line 3: unknown key "ouputs" in runs[0]: did you mean "outputs"?`, "line 5: runs[1].total"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Parse error = %q; want it to contain %q", msg, want)
+		}
+	}
+	if n := strings.Count(msg, "\n") + 1; n != 2 {
+		t.Errorf("Parse error has %d lines: %q; want one per mistake", n, msg)
+	}
+}
