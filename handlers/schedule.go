@@ -252,8 +252,10 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if retry && !m.Pending {
 		return nil
 	}
-	// cron rounds to whole seconds; a second of slack keeps an on-time fire due.
-	if !m.Pending && !m.LastPost.IsZero() && sch.Next(m.LastPost).After(now.Add(time.Second)) {
+	// cron rounds to whole seconds; a second of slack keeps an on-time fire due. The schedule is
+	// read in the bot's zone, as Start reads it: in UTC, a local 09:00 the day the clocks change
+	// would fall an hour after the day's fire, and be skipped.
+	if !m.Pending && !m.LastPost.IsZero() && sch.Next(m.LastPost.In(s.bot.loc)).After(now.Add(time.Second)) {
 		s.log.Debug("scheduled status not due yet", "run", name, "last", m.LastPost)
 		return nil
 	}
