@@ -40,4 +40,3 @@ func TestScheduleLocalCronAcrossDST(t *testing.T) {
 		})
 	}
 }
-
