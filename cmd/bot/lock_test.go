@@ -13,7 +13,7 @@ import (
 
 // A second `bot serve` over the state directory a first one uses is refused, naming the first's
 // pid: both posted every scheduled status (each read "not posted yet" from the same file) and
-// overwrote each other's history.
+// overwrote each other's history. A console started beside it only reads the directory.
 func TestSecondServeOverOneStateDirRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
@@ -58,6 +58,14 @@ func TestSecondServeOverOneStateDirRefused(t *testing.T) {
 			want := fmt.Sprintf("pid %d", first.cmd.Process.Pid)
 			if s := out.String(); !strings.Contains(s, want) || !strings.Contains(s, "RUNWATCH_STATE_DIR") {
 				t.Errorf("second bot serve said:\n%s\nwant the state directory named, held by %s", s, want)
+			}
+			// A console beside it answers, reading the directory without writing it.
+			console := exec.Command(bin, "console", "--no-sample")
+			console.Dir, console.Env = dir, env
+			console.Stdin = strings.NewReader("status\n")
+			got, err := console.CombinedOutput()
+			if err != nil || !strings.Contains(string(got), "synth · status") || !strings.Contains(string(got), "reading it, not writing it") {
+				t.Errorf("bot console beside bot serve = %v:\n%s\nwant the status, and that it only reads the state directory", err, got)
 			}
 			return
 		case <-deadline:
