@@ -148,3 +148,35 @@ func TestLostAlertsNoteWithinLimits(t *testing.T) {
 		t.Errorf("note blocks %s; want 20 warnings and \"and 40 more\"", raw)
 	}
 }
+
+// State files that decode but hold null entries (a hand edit, a bug in an older version) do not
+// crash the bot at its first sample: a null warning or a null run's schedule was dereferenced.
+func TestNullStateEntriesDoNotCrash(t *testing.T) {
+	e := newSchedEnv(t, "new", "@hourly", "")
+	for name, body := range map[string]string{
+		alertStateFile:    `{"active": {"synth/stall": null, "gone/probe_down/x": null}}`,
+		scheduleStateFile: `{"runs": {"synth": null, "gone": null}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(e.stateDir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sched, err := NewScheduler(e.bot, e.api, mustOpen(t, e.stateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSampler(e.bot, time.Second, (&logBuffer{}).logger())
+	s.State = mustOpen(t, e.stateDir)
+	s.Deliver = slackDeliver(e.bot, e.api, NewMetrics())
+	s.OnSample = sched.RetryPending
+	s.LoadState()
+	e.clock.Set(schedT0)
+	s.Tick(context.Background())
+	startSched(t, sched, newStepClock(schedT0))
+	if err := sched.fire(context.Background(), "synth", schedT0, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("posts = %d; want the status once", n)
+	}
+}

@@ -69,6 +69,13 @@ func (s *Sampler) LoadState() {
 		return
 	}
 	if st.Active != nil {
+		// A null entry (a hand edit) says nothing about a warning, and would be dereferenced.
+		for k, al := range st.Active {
+			if al == nil {
+				delete(st.Active, k)
+				s.log.Warn("alert state: an empty entry was dropped", "key", k)
+			}
+		}
 		s.Alerter.State = st
 	}
 }

@@ -140,6 +140,11 @@ func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *M
 		err := dir.Load(scheduleStateFile, &f)
 		switch {
 		case err == nil && f.Runs != nil:
+			for name, m := range f.Runs {
+				if m == nil { // a hand edit: nothing to restore, and it would be dereferenced
+					delete(f.Runs, name)
+				}
+			}
 			s.memo = f
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			log.Warn("scheduled-post state not restored; the next post starts a new message", "err", err)
