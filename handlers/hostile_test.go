@@ -21,6 +21,7 @@ import (
 func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 	clock := &testClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	name := strings.Repeat("n", 64) // the longest run name config takes
+	var longDir string
 	e := newHTTPEnv(t, botOpts{clock: clock, run: func(r *config.Run) {
 		r.Name = name
 		deep := r.Outputs[0]
@@ -28,6 +29,7 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 			deep = filepath.Join(deep, strings.Repeat("d", 200))
 		}
 
+		longDir = deep
 		os.MkdirAll(deep, 0o755)
 		r.Outputs = []string{r.Outputs[0]}
 		for i := range 100 {
@@ -56,6 +58,31 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 	}
 	checkMessage(t, "scheduled status", e.bot.statusMessage(rs, true))
 	checkMessage(t, "scheduled status without charts", e.bot.statusMessage(rs, false))
+	for i := range 200 {
+		rs.Problems = append(rs.Problems, reports.Problem{Probe: fmt.Sprintf("metrics http://10.0.0.%d:8000/metrics?%s", i, strings.Repeat("q", 3000)), Error: strings.Repeat("connection refused ", 100)})
+	}
+	checkMessage(t, "status with 200 failing probes", e.bot.statusMessage(rs, true))
+	w := &warningEnv{httpEnv: e, alerter: NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: NewClaims(nil, nil)}
+	hostile := ev(name, func(r *reports.RunStatus) {
+		*r = rs
+		r.ETA = &reports.ETA{State: reports.StateStalled, StalledSince: new(1000.0), Reason: strings.Repeat("no progress ", 500)}
+		for i := range 50 {
+			r.Storage.Warnings = append(r.Storage.Warnings, reports.StorageWarning{Kind: AlertProtected, Mount: longDir + fmt.Sprint(i),
+				Message: fmt.Sprintf("%d processes are writing to protected `%s`", i, longDir)})
+		}
+	})
+	t0 := clock.Now()
+	seen := map[string]int{}
+	for i := range 3 {
+		for _, p := range w.alerter.Process([]monitor.Evaluation{hostile}, t0.Add(time.Duration(i)*time.Minute), func(string) bool { return false }) {
+			p.Message.Controls = e.bot.warningControls(p.Run, p.Key, "")
+			checkMessage(t, "warning "+p.Kind, p.Message)
+			seen[p.Kind]++
+		}
+	}
+	if seen[AlertStall] == 0 || seen[AlertProtected] < 50 {
+		t.Errorf("warnings checked = %v; want the stall and 50 protected writes", seen)
+	}
 	many := []reports.RunStatus{}
 	for i := range 100 {
 		r := rs
