@@ -154,5 +154,5 @@ func (b *Bot) trendCharts(run string) []reports.Chart {
 // isWarning reports whether a post of this kind is a warning that buttons can act on: not a
 // follow-up, a reminder or the good news that a job finished.
 func isWarning(kind string) bool {
-	return kind != AlertFinished && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
+	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
 }

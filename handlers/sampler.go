@@ -35,6 +35,8 @@ type Sampler struct {
 	Find func(ctx context.Context, p PendingPost) (string, error)
 	// Claims, when set, holds "I'm on it" and the open warnings the App Home shows.
 	Claims *Claims
+
+	lost *lostAlerts // set when alerts.json could not be restored
 }
 
 const alertStateFile = "alerts.json"
@@ -51,7 +53,9 @@ func NewSampler(b *Bot, interval time.Duration, log *slog.Logger) *Sampler {
 	return &Sampler{bot: b, interval: interval, log: log, Alerter: NewAlerter(b.loc, channel)}
 }
 
-// LoadState restores the alerter's memory from the state directory.
+// LoadState restores the alerter's memory from the state directory. A memory that cannot be
+// restored (the file corrupt or unreadable) is logged, and the warnings open in the first
+// evaluations are listed in one note per channel (see lostAlerts) rather than posted again.
 func (s *Sampler) LoadState() {
 	if s.State == nil {
 		return
@@ -59,11 +63,19 @@ func (s *Sampler) LoadState() {
 	var st AlertState
 	if err := s.State.Load(alertStateFile, &st); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("alert state not restored", "err", err)
+			s.log.Warn("alert state not restored: which warnings were posted is lost; the warnings open now are listed in one note per channel, not posted again one by one", "err", err)
+			s.lost = newLostAlerts(s.Alerter.Policy)
 		}
 		return
 	}
 	if st.Active != nil {
+		// A null entry (a hand edit) says nothing about a warning, and would be dereferenced.
+		for k, al := range st.Active {
+			if al == nil {
+				delete(st.Active, k)
+				s.log.Warn("alert state: an empty entry was dropped", "key", k)
+			}
+		}
 		s.Alerter.State = st
 	}
 }
@@ -103,6 +115,12 @@ func (s *Sampler) Tick(ctx context.Context) {
 	if s.Claims != nil {
 		posts = s.Claims.apply(s.Alerter, posts, now, snoozed)
 	}
+	if s.lost != nil && s.Deliver != nil {
+		posts = s.lost.gather(s.Alerter, posts)
+		if s.lost.ticks <= 0 {
+			defer func() { s.lost = nil }()
+		}
+	}
 	posts = append(redo, posts...)
 	if s.Deliver != nil && len(posts) > 0 {
 		s.recordIntents(posts, now)
@@ -112,6 +130,9 @@ func (s *Sampler) Tick(ctx context.Context) {
 		case s.Deliver != nil:
 			ref, err := s.Deliver(ctx, p)
 			delete(s.Alerter.State.Pending, p.ID)
+			if p.Kind == lostKind && s.lost != nil {
+				s.lost.delivered(s.Alerter, p, ref, err)
+			}
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
 				if strings.HasSuffix(p.Kind, "_reminder") {

@@ -140,6 +140,11 @@ func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *M
 		err := dir.Load(scheduleStateFile, &f)
 		switch {
 		case err == nil && f.Runs != nil:
+			for name, m := range f.Runs {
+				if m == nil { // a hand edit: nothing to restore, and it would be dereferenced
+					delete(f.Runs, name)
+				}
+			}
 			s.memo = f
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			log.Warn("scheduled-post state not restored; the next post starts a new message", "err", err)
@@ -154,7 +159,11 @@ func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *M
 }
 
 // Start runs the schedules until Stop or until ctx ends: one goroutine per run waits on the clock
-// for the spec's next time in the bot's time zone, then posts.
+// for the spec's next time in the bot's time zone, then posts. A time the schedule passed while no
+// bot ran (a restart across the hour) is posted at once: waiting for the next one would lose it.
+// The wait is taken in steps of at most maxScheduleSleep, each re-reading the clock: a timer counts
+// elapsed time, which a suspended machine or a clock stepped by NTP does not advance with the wall
+// clock the schedule names.
 func (s *Scheduler) Start(ctx context.Context) {
 	clock := s.Clock
 	if clock == nil {
@@ -162,25 +171,51 @@ func (s *Scheduler) Start(ctx context.Context) {
 	}
 	s.stop = make(chan struct{})
 	for name, sch := range s.specs {
+		due := sch.Next(clock.Now().In(s.bot.loc))
+		if s.missed(name, sch, clock.Now()) {
+			due = clock.Now()
+		}
 		s.running.Add(1)
 		go func() {
 			defer s.running.Done()
 			for {
-				now := clock.Now()
-				wait := sch.Next(now.In(s.bot.loc)).Sub(now)
-				select {
-				case <-ctx.Done():
-					return
-				case <-s.stop:
-					return
-				case <-clock.After(wait):
+				for wait := due.Sub(clock.Now()); wait > 0; wait = due.Sub(clock.Now()) {
+					select {
+					case <-ctx.Done():
+						return
+					case <-s.stop:
+						return
+					case <-clock.After(min(wait, maxScheduleSleep)):
+					}
 				}
 				if err := s.fire(ctx, name, clock.Now(), false); err != nil {
 					s.log.Warn("scheduled status not posted; will retry", "run", name, "err", err)
 				}
+				due = sch.Next(clock.Now().In(s.bot.loc))
 			}
 		}()
 	}
+}
+
+// maxScheduleSleep is the longest a schedule waits before it reads the clock again: a post is
+// at most this late after a suspend or a clock step.
+const maxScheduleSleep = time.Minute
+
+// missed reports whether run's schedule had a time between its last post (before a restart) and
+// now. A run never posted, or whose post is pending, is not: the first waits for its schedule, the
+// second is retried by RetryPending.
+func (s *Scheduler) missed(name string, sch cron.Schedule, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.memo.Runs[name]
+	if m == nil || m.LastPost.IsZero() || m.Pending || m.Intent != nil {
+		return false
+	}
+	r, ok := s.bot.mon.Config().RunByName(name)
+	if !ok || m.Channel != r.Channel {
+		return false
+	}
+	return !sch.Next(m.LastPost.In(s.bot.loc)).After(now)
 }
 
 // Stop stops the schedules and waits (at most d) for a post in progress.
@@ -252,8 +287,10 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if retry && !m.Pending {
 		return nil
 	}
-	// cron rounds to whole seconds; a second of slack keeps an on-time fire due.
-	if !m.Pending && !m.LastPost.IsZero() && sch.Next(m.LastPost).After(now.Add(time.Second)) {
+	// cron rounds to whole seconds; a second of slack keeps an on-time fire due. The schedule is
+	// read in the bot's zone, as Start reads it: in UTC, a local 09:00 the day the clocks change
+	// would fall an hour after the day's fire, and be skipped.
+	if !m.Pending && !m.LastPost.IsZero() && sch.Next(m.LastPost.In(s.bot.loc)).After(now.Add(time.Second)) {
 		s.log.Debug("scheduled status not due yet", "run", name, "last", m.LastPost)
 		return nil
 	}

@@ -33,6 +33,10 @@ type app struct {
 	env  config.Env
 	file *config.File
 	demo *demoJob
+	// exclusive says the command must own the state directory (serve: a second one would post
+	// every status twice); lock is its hold, kept for the process's life.
+	exclusive bool
+	lock      *state.Lock
 }
 
 // flags returns a flag set for the current command with the shared --config flag.
@@ -129,8 +133,9 @@ func (a *app) close() {
 	}
 }
 
-// monitor builds the monitor. Long-lived commands own the state directory; one-shot commands only
-// read it, so they never race a running `bot serve`.
+// monitor builds the monitor. Long-lived commands own the state directory, one process at a time
+// (a second serve is refused, a second console only reads it); one-shot commands only read it, so
+// they never race a running `bot serve`.
 func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
 	var dir *state.Dir
 	if longLived {
@@ -139,6 +144,13 @@ func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
 			a.log.Warn("state directory unusable; history kept in memory only", "dir", a.env.StateDir, "err", err)
 		} else {
 			dir = d
+			if a.lock, err = d.Lock(); err != nil {
+				if a.exclusive {
+					return nil, fmt.Errorf("RUNWATCH_STATE_DIR: %w: a second bot serve over it would post every status and warning twice; stop the other one, or give this one its own RUNWATCH_STATE_DIR", err)
+				}
+				a.log.Warn("state directory used by another bot: reading it, not writing it", "err", err)
+				longLived = false
+			}
 		}
 	} else if _, err := os.Stat(a.env.StateDir); err == nil {
 		dir, _ = state.Open(a.env.StateDir)
@@ -341,6 +353,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	defer a.close()
+	a.exclusive = true
 	m, err := a.start(ctx, *demo, true)
 	if err != nil {
 		return err

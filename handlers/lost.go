@@ -1,0 +1,86 @@
+package handlers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"runwatch/reports"
+)
+
+// lostKind is the note a sampler posts, once per channel, after its alert memory was lost.
+const lostKind = "alerts_lost"
+
+// lostNoteMax is how many open warnings one note lists before "and N more".
+const lostNoteMax = 20
+
+// lostAlerts is what a sampler knows after alerts.json could not be restored (corrupt, truncated,
+// unreadable: the state package set it aside): which warnings it had posted is unknown, so the
+// warnings open in its first evaluations may be ones it posted before. For as many evaluations as
+// the slowest warning takes to be confirmed, new warnings are listed in one note per channel
+// instead of posted one by one; the note is then their thread, so their follow-ups go under it.
+type lostAlerts struct {
+	ticks int               // evaluations left to gather in
+	held  map[string][]Post // by channel: the warnings the note in flight stands for
+}
+
+func newLostAlerts(policy AlertPolicy) *lostAlerts {
+	ticks := 1
+	for _, n := range policy.Confirm {
+		ticks = max(ticks, n)
+	}
+	return &lostAlerts{ticks: ticks}
+}
+
+// gather takes the new top-level warnings out of posts and puts in their place one note per
+// channel listing them.
+func (l *lostAlerts) gather(a *Alerter, posts []Post) []Post {
+	l.ticks--
+	l.held = map[string][]Post{}
+	var out []Post
+	for _, p := range posts {
+		if p.ThreadRef != "" || followUp(p.Kind) || p.Channel == "" {
+			out = append(out, p)
+			continue
+		}
+		l.held[p.Channel] = append(l.held[p.Channel], p)
+	}
+	channels := make([]string, 0, len(l.held))
+	for ch := range l.held {
+		channels = append(channels, ch)
+	}
+	sort.Strings(channels)
+	for _, ch := range channels {
+		held := l.held[ch]
+		var lines []string
+		for i, p := range held {
+			if i == lostNoteMax {
+				lines = append(lines, fmt.Sprintf("…and %d more.", len(held)-i))
+				break
+			}
+			what := p.Message.Title
+			if al := a.State.Active[p.Key]; al != nil && al.Summary != "" {
+				what += ": " + al.Summary
+			}
+			lines = append(lines, "• "+reports.Esc(truncateRunes(what, 200)))
+		}
+		out = append(out, Post{Run: held[0].Run, Channel: ch, Kind: lostKind, Message: reports.Message{
+			Title: "runwatch lost its record of its warnings",
+			Sections: []string{":information_source: runwatch lost its record of the warnings it had posted: its alerts.json could not be read when it started, and was set aside in the state directory. " +
+				"So that warnings already posted are not posted again as new, the ones open now are listed here once; what becomes of them follows in this thread.",
+				strings.Join(lines, "\n")}}})
+	}
+	return out
+}
+
+// delivered records where the note for p's channel landed: the warnings it stands for were
+// posted there. A note that did not land leaves them to be posted on their own.
+func (l *lostAlerts) delivered(a *Alerter, note Post, ref string, err error) {
+	for _, p := range l.held[note.Channel] {
+		if err != nil {
+			a.Undelivered(p)
+		} else {
+			a.Delivered(p, ref)
+		}
+	}
+}

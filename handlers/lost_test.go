@@ -1,0 +1,182 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/reports"
+	"runwatch/state"
+)
+
+// lostEnv is a sampler posting to the fake Slack over a state directory, and how to start another
+// one over the same directory (a restart).
+type lostEnv struct {
+	*botEnv
+	fake  *slackFake
+	api   *SlackAPI
+	clock *testClock
+	ep    *faultEndpoint
+	logs  *logBuffer
+}
+
+func (e *lostEnv) sampler(t *testing.T) *Sampler {
+	t.Helper()
+	s := NewSampler(e.bot, time.Second, e.logs.logger())
+	dir, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.State = dir
+	s.Deliver = slackDeliver(e.bot, e.api, NewMetrics())
+	s.Find = slackFind(e.bot, e.api)
+	s.LoadState()
+	return s
+}
+
+func (e *lostEnv) tick(s *Sampler, at time.Duration) {
+	e.clock.Set(schedT0.Add(at))
+	s.Tick(context.Background())
+}
+
+// topLevel is the top-level posts whose text has want (the note of the loss only when asked for).
+func (e *lostEnv) topLevel(want string) []slackCall {
+	var out []slackCall
+	for _, c := range e.fake.Calls("chat.postMessage") {
+		text := c.Form.Get("text")
+		if strings.Contains(text, "lost its record") && !strings.Contains(want, "lost its record") {
+			continue
+		}
+		if c.Form.Get("thread_ts") == "" && strings.Contains(text, want) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// A corrupt or truncated alerts.json on start: the bot starts, says what it lost, and does not
+// post the warnings it had already posted as new ones. It posted every open warning again, at the
+// first confirmation, as if for the first time.
+func TestLostAlertStateDoesNotRepost(t *testing.T) {
+	for _, damage := range []struct {
+		name string
+		do   func(b []byte) []byte
+	}{
+		{"truncated", func(b []byte) []byte { return b[:len(b)/2] }},
+		{"garbage", func([]byte) []byte { return []byte("\x00\x00\x00\x00") }},
+	} {
+		t.Run(damage.name, func(t *testing.T) {
+			ep := newFaultEndpoint(t)
+			clock := &testClock{t: schedT0}
+			e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 500 * time.Millisecond, clock: clock}),
+				fake: newSlackFake(t), clock: clock, ep: ep, logs: &logBuffer{}}
+			e.api, _ = newTestAPI(t, e.fake, nil, nil)
+			first := e.sampler(t)
+			e.tick(first, 0)
+			ep.down()
+			e.tick(first, time.Second)
+			e.tick(first, 2*time.Second)
+			if n := len(e.topLevel("source down")); n != 1 {
+				t.Fatalf("source down warnings before the restart = %d; want 1", n)
+			}
+			p := filepath.Join(e.stateDir, alertStateFile)
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, damage.do(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+
+			second := e.sampler(t)
+			for i := range 4 {
+				e.tick(second, time.Duration(3+i)*time.Second)
+			}
+			if n := len(e.topLevel("source down")); n != 1 {
+				t.Errorf("source down warnings after a restart over a %s alerts.json = %d; want still 1", damage.name, n)
+			}
+			notes := e.topLevel("lost its record")
+			if len(notes) != 1 || !strings.Contains(notes[0].Form.Get("text"), "source down") || !strings.Contains(notes[0].Form.Get("text"), "alerts.json") {
+				t.Errorf("notes of the loss = %d (%v); want one naming the file and the warning open now", len(notes), notes)
+			}
+			if logs := e.logs.String(); !strings.Contains(logs, "alerts.json.corrupt-") {
+				t.Errorf("log does not say where the corrupt file went:\n%s", logs)
+			}
+			// The source's recovery follows in the note's thread.
+			ep.up()
+			for i := range 3 {
+				e.tick(second, time.Duration(8+i)*time.Second)
+			}
+			var resolved int
+			for _, c := range e.fake.Calls("chat.postMessage") {
+				if len(notes) == 1 && c.Form.Get("thread_ts") == notes[0].TS {
+					resolved++
+				}
+			}
+			if resolved == 0 {
+				t.Errorf("no follow-up under the note once the source recovered: %v", e.fake.methods())
+			}
+			if len(notes) == 1 && strings.Contains(notes[0].Form.Get("blocks"), `"actions"`) {
+				t.Errorf("the note carries a warning's buttons: %s", notes[0].Form.Get("blocks"))
+			}
+		})
+	}
+}
+
+// A note standing for many warnings stays within Slack's limits.
+func TestLostAlertsNoteWithinLimits(t *testing.T) {
+	a := NewAlerter(time.UTC, nil)
+	var posts []Post
+	for i := range 60 {
+		key := fmt.Sprintf("run-%02d/%s", i, AlertStall)
+		a.State.Active[key] = &ActiveAlert{Kind: AlertStall, Summary: strings.Repeat("no progress ", 300)}
+		posts = append(posts, Post{Run: fmt.Sprintf("run-%02d", i), Channel: "#c", Kind: AlertStall, Key: key,
+			Message: reports.Message{Title: strings.Repeat("stalled ", 20)}})
+	}
+	out := newLostAlerts(a.Policy).gather(a, posts)
+	if len(out) != 1 || out[0].Kind != lostKind {
+		t.Fatalf("gather(60 warnings in one channel) = %d posts; want one note", len(out))
+	}
+	checkMessage(t, "note of the lost alert state", out[0].Message)
+	raw, _ := json.Marshal(out[0].Message.Blocks())
+	if !strings.Contains(string(raw), "and 40 more") {
+		t.Errorf("note blocks %s; want 20 warnings and \"and 40 more\"", raw)
+	}
+}
+
+// State files that decode but hold null entries (a hand edit, a bug in an older version) do not
+// crash the bot at its first sample: a null warning or a null run's schedule was dereferenced.
+func TestNullStateEntriesDoNotCrash(t *testing.T) {
+	e := newSchedEnv(t, "new", "@hourly", "")
+	for name, body := range map[string]string{
+		alertStateFile:    `{"active": {"synth/stall": null, "gone/probe_down/x": null}}`,
+		scheduleStateFile: `{"runs": {"synth": null, "gone": null}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(e.stateDir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sched, err := NewScheduler(e.bot, e.api, mustOpen(t, e.stateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSampler(e.bot, time.Second, (&logBuffer{}).logger())
+	s.State = mustOpen(t, e.stateDir)
+	s.Deliver = slackDeliver(e.bot, e.api, NewMetrics())
+	s.OnSample = sched.RetryPending
+	s.LoadState()
+	e.clock.Set(schedT0)
+	s.Tick(context.Background())
+	startSched(t, sched, newStepClock(schedT0))
+	if err := sched.fire(context.Background(), "synth", schedT0, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("posts = %d; want the status once", n)
+	}
+}
