@@ -3,8 +3,10 @@ package handlers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -85,13 +87,25 @@ func (s *Sampler) Run(ctx context.Context) {
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
-		s.Tick(ctx)
+		s.survivingTick(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// survivingTick is Tick, a panic in it logged (with its stack, through the bot's redacting logger) instead of
+// stopping the bot and every run it watches; the next tick tries again. Before, a panic on a state file or a
+// sample nobody foresaw stopped `bot serve`, and again on every restart.
+func (s *Sampler) survivingTick(ctx context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("a sample failed with a panic; sampling goes on", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	s.Tick(ctx)
 }
 
 // Tick takes one sample of every run and delivers what it warrants.
