@@ -518,3 +518,31 @@ func TestEstimateThroughputStopsAtFinish(t *testing.T) {
 		t.Errorf("Compute(total grown to 2,400) = %s, until finish %v; want the run going on", e.State, tp.UntilFinish)
 	}
 }
+
+// TestStallNeedsASecondLook: one sample after a 50-minute gap (the machine asleep, the bot down) that shows
+// nothing moved is not a stall yet, only a pause nobody watched; the next sample, still flat, is one. With
+// the sampler running all along, a stall is called as soon as nothing moved for stall_after.
+func TestStallNeedsASecondLook(t *testing.T) {
+	hist := estHist(1800, 30, 1, 25000, true)
+	last := hist[len(hist)-1]
+	woke := last
+	woke.T = last.T + 3000
+	if e, _ := Compute(append(hist, woke), Config{StallAfter: 600}); e.State == StateStalled {
+		t.Errorf("the first sample after a 50-minute gap, flat = %s (%s); want no stall yet", e.State, e.Reason)
+	}
+	again := woke
+	again.T += 30
+	if e, _ := Compute(append(hist, woke, again), Config{StallAfter: 600}); e.State != StateStalled {
+		t.Errorf("a second flat sample after the gap = %s (%s); want stalled", e.State, e.Reason)
+	}
+	var watched []Observation
+	watched = append(watched, hist...)
+	for t0 := last.T + 30; t0 <= last.T+600; t0 += 30 {
+		o := last
+		o.T = t0
+		watched = append(watched, o)
+	}
+	if e, _ := Compute(watched, Config{StallAfter: 600}); e.State != StateStalled {
+		t.Errorf("flat for stall_after, sampled all along = %s (%s); want stalled", e.State, e.Reason)
+	}
+}

@@ -335,9 +335,14 @@ func (s series) saturated(b block) bool {
 	return true
 }
 
-// stalledSince returns the T of the last progress when nothing has moved for stallAfter seconds.
+// stalledSince returns the T of the last progress when nothing has moved for stallAfter seconds, seen by two
+// samples after it at least. One sample after a gap longer than stallAfter (the bot's machine suspended with
+// the job's, or the bot down a while) says only that nothing moved while nobody looked: the job may be
+// carrying on already, and the next sample tells. Without the second look a laptop's 50-minute sleep read as
+// a 50-minute stall, and warned.
 func (s series) stalledSince(stallAfter float64) (float64, bool) {
-	since := s.pts[s.lastProgress()].t
+	lp := s.lastProgress()
+	since := s.pts[lp].t
 	last := s.pts[len(s.pts)-1].t
-	return since, last-since >= stallAfter
+	return since, last-since >= stallAfter && len(s.pts)-1-lp >= 2
 }
