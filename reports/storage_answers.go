@@ -72,8 +72,10 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 			alarm = ""
 		}
 		verdict = fmt.Sprintf("%s*Yes* — %s writing to %s:", alarm, Plural(countPIDs(hits), "process is", "processes are"), subject)
-	case st.Invisible > 0 && landing > 0:
-		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s.", subject)
+	case landing > 0:
+		// The output that will land there is the news, with the severity every answer gives it.
+		verdict = fmt.Sprintf("%s *Not yet* — no writes seen to %s, but %s inside it (below): the job's writes will land there.",
+			ProtectedSeverity(false, landing), subject, Plural(landing, "output resolves", "outputs resolve"))
 	case st.Invisible > 0:
 		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s.", subject, invisibleClause(st))
 	default:
@@ -86,10 +88,6 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		verdict = strings.TrimSuffix(verdict, ":") + fmt.Sprintf(", which is on %s (%s %s):", Code(t.Mount), Esc(t.FSType), Code(t.Device))
 	} else if t.Path != "" && t.Mount != "" {
 		verdict += fmt.Sprintf(" It is on %s (%s %s).", Code(t.Mount), Esc(t.FSType), Code(t.Device))
-	}
-	if landing > 0 {
-		verdict += fmt.Sprintf(" :warning: *Not yet, but %s inside it* (below): the job's writes will land there.",
-			Plural(landing, "output resolves", "outputs resolve"))
 	}
 	m.Sections = append(m.Sections, verdict)
 	if len(hits) > 0 {
@@ -188,10 +186,14 @@ func AnswerWhere(run string, st Storage) Message {
 		}
 		return m
 	}
-	onProt := len(st.OutputsInProtected())
+	landing := st.OutputsInProtected()
+	onProt, writing := len(landing), false
+	for _, p := range landing {
+		writing = writing || st.writingTo(p.ProtectedPath)
+	}
 	verdict := ":large_green_circle: Every output lands off the protected mounts."
 	if onProt > 0 {
-		verdict = fmt.Sprintf(":rotating_light: %s on a protected mount.", Plural(onProt, "output lands", "outputs land"))
+		verdict = fmt.Sprintf("%s %s on a protected mount.", ProtectedSeverity(writing, onProt), Plural(onProt, "output lands", "outputs land"))
 	}
 	if len(st.ProtectedMounts) == 0 {
 		verdict = "No protected mounts are configured."

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"runwatch/probes"
 )
@@ -154,8 +155,48 @@ func TestAnswerWrites(t *testing.T) {
 	clean.Scan.Writers = clean.Scan.Writers[:1]
 	clean.Scan.Invisible = 0
 	text := AnswerWrites("synth", BuildStorage(clean, nil), Target{}).Mrkdwn()
-	if !strings.Contains(text, "*No* — no process is writing to `/shared`") {
+	// No writer there, but an output resolves inside /shared: the answer leads with that landing.
+	if !strings.Contains(text, SeverityLanding+" *Not yet* — no writes seen to `/shared`, but 1 output resolves inside it") {
 		t.Errorf("clean AnswerWrites = %q", text)
+	}
+}
+
+// One fact, one severity: an output symlinked into a protected mount read "(!!)" in where, "(!)" in
+// storage and status and "(~) Not yet, but" in safe and writes. Every answer takes its glyph from
+// ProtectedSeverity: a landing with nothing writing there yet, an alarm once a process writes there.
+func TestProtectedSeverityIsOneAcrossAnswers(t *testing.T) {
+	landing := Storage{
+		ProtectedMounts: []PathInfo{{Path: "/shared", Mount: "/shared", Protected: true, Role: RoleProtected}},
+		Paths: []PathInfo{
+			{Path: "/data/out", Resolved: "/data/out", Exists: true, Mount: "/data", Role: RoleOutput},
+			{Path: "/data/hs", Resolved: "/shared/hs", Exists: true, Mount: "/shared", Role: RoleOutput, Protected: true, ProtectedPath: "/shared"},
+		},
+		Warnings: []StorageWarning{{Kind: "output_on_protected", Mount: "/shared", Message: "Output `/data/hs` resolves to `/shared/hs`, inside protected `/shared`."}},
+	}
+	writing := landing
+	writing.Writers = []WriterInfo{{PID: 9, Command: "extract", File: "/shared/hs/shard-0.bin", Mount: "/shared", Protected: true, ProtectedPath: "/shared", Output: true}}
+	writing.ProtectedWrites = true
+	for _, tt := range []struct {
+		name string
+		st   Storage
+		want string
+	}{{"landing, no writes yet", landing, SeverityLanding}, {"landing with a writer", writing, SeverityWriting}} {
+		t.Run(tt.name, func(t *testing.T) {
+			status := RenderStatus(RunStatus{Name: "demo", Storage: tt.st}, time.Unix(0, 0), time.UTC)
+			answers := map[string]string{
+				"where":          AnswerWhere("demo", tt.st).Sections[0],
+				"writes":         AnswerWrites("demo", tt.st, Target{}).Sections[0],
+				"safe":           AnswerSafe("demo", tt.st, Target{}).Sections[0],
+				"status":         StorageVerdict(tt.st),
+				"status warning": status.Sections[2],
+				"warning":        tt.st.WarningSeverity(tt.st.Warnings[0]),
+			}
+			for name, text := range answers {
+				if !strings.HasPrefix(strings.TrimPrefix(text, "Storage: "), tt.want) {
+					t.Errorf("%s = %q; want it to start with %s", name, text, tt.want)
+				}
+			}
+		})
 	}
 }
 
