@@ -215,7 +215,7 @@ func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64, 
 			continue
 		}
 		seen[key] = true
-		m.Sections = append(m.Sections, freeLine(p, rates, etaS, plans))
+		m.Sections = append(m.Sections, freeLine(p, heldOn(p, paths, plans), rates, etaS, plans))
 	}
 	if len(m.Sections) == 0 {
 		m.Sections = append(m.Sections, "No paths to report on.")
@@ -223,7 +223,50 @@ func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64, 
 	return m
 }
 
-func freeLine(p PathInfo, rates []WriteRate, etaS *float64, plans []PlanResult) string {
+// maxHeld bounds the paths a space answer names on one mount; the rest are counted ("and 2 more").
+const maxHeld = 3
+
+// heldOn is every path of paths and every plan target on p's mount (p's own first), each once, the mount
+// point itself left out: "holds /data/output" named one of three outputs on that disk.
+func heldOn(p PathInfo, paths []PathInfo, plans []PlanResult) []string {
+	var held []string
+	add := func(path string) {
+		if path != "" && path != p.Mount && !slices.Contains(held, path) {
+			held = append(held, path)
+		}
+	}
+	for _, q := range paths {
+		if q.Host == p.Host && q.Mount == p.Mount {
+			add(q.Path)
+		}
+	}
+	for _, pl := range plans {
+		if pl.Host == p.Host && pl.Mount == p.Mount {
+			add(pl.Target)
+		}
+	}
+	return held
+}
+
+// heldList is "`a`, `b`, `c` and 2 more", at most maxHeld paths named.
+func heldList(held []string) string {
+	var names []string
+	for i, h := range held {
+		if i == maxHeld {
+			break
+		}
+		names = append(names, Code(h))
+	}
+	switch rest := len(held) - len(names); {
+	case rest > 0:
+		return strings.Join(names, ", ") + fmt.Sprintf(" and %d more", rest)
+	case len(names) > 1:
+		return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	}
+	return strings.Join(names, "")
+}
+
+func freeLine(p PathInfo, held []string, rates []WriteRate, etaS *float64, plans []PlanResult) string {
 	var b strings.Builder
 	name := Code(p.Mount)
 	if p.Mount == "" {
@@ -242,8 +285,8 @@ func freeLine(p PathInfo, rates []WriteRate, etaS *float64, plans []PlanResult) 
 	}
 	fmt.Fprintf(&b, "%s%s (%s %s) has *%s* free of %s (%s used)", name, onHost(p.Host), Esc(p.FSType), Code(p.Device),
 		Bytes(float64(*p.FreeBytes)), Bytes(float64(*p.TotalBytes)), Percent(used))
-	if p.Path != p.Mount {
-		fmt.Fprintf(&b, " — holds %s", Code(p.Path))
+	if len(held) > 0 {
+		fmt.Fprintf(&b, " — holds %s", heldList(held))
 	}
 	b.WriteString(".")
 	written := 0.0

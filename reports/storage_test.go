@@ -240,3 +240,27 @@ func TestAnswerFreeNamesTheShrinkRate(t *testing.T) {
 		}
 	}
 }
+
+// The space answer names every configured path and plan target on the mount, not only the first: the
+// demo's "/ has 71.9 GB free — holds …/data/output" left out the hidden states going to the same disk.
+// Past maxHeld paths the rest are counted.
+func TestAnswerFreeNamesEveryPathOnTheMount(t *testing.T) {
+	free, total, used := uint64(73<<30), uint64(271<<30), uint64(198<<30)
+	on := func(path, mount string) PathInfo {
+		return PathInfo{Path: path, Mount: mount, FSType: "ext4", Device: "/dev/vda", Role: RoleOutput, FreeBytes: &free, TotalBytes: &total, UsedBytes: &used}
+	}
+	paths := []PathInfo{on("/data/out", "/data"), on("/scratch/x", "/scratch"), on("/data/hs", "/data")}
+	plans := []PlanResult{{Name: "hs", Target: "/data/hs", Mount: "/data"}, {Name: "all", Target: "/data/all", Mount: "/data"}}
+	got := AnswerFree("demo", paths, nil, nil, plans).Text()
+	if want := "holds /data/out, /data/hs and /data/all."; !strings.Contains(got, want) {
+		t.Errorf("AnswerFree = %q; want %q", got, want)
+	}
+	if !strings.Contains(got, "holds /scratch/x.") {
+		t.Errorf("AnswerFree = %q; want /scratch to hold /scratch/x alone", got)
+	}
+	paths = append(paths, on("/data/a", "/data"), on("/data/b", "/data"))
+	got = AnswerFree("demo", paths, nil, nil, plans).Text()
+	if want := "holds /data/out, /data/hs, /data/a and 2 more."; !strings.Contains(got, want) {
+		t.Errorf("AnswerFree with five paths on /data = %q; want %q", got, want)
+	}
+}
