@@ -181,7 +181,7 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	if len(landing) > 0 {
 		var lines []string
 		for _, p := range landing {
-			lines = append(lines, "• "+pathLine(p))
+			lines = append(lines, "• "+st.pathLine(p))
 		}
 		advice := "Move the output (or its symlink) off the protected mount before the job writes it."
 		if len(writers) > 0 {

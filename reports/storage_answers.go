@@ -142,12 +142,14 @@ func outputLines(st Storage) string {
 		if p.Role != RoleOutput {
 			continue
 		}
-		b.WriteString("• " + pathLine(p) + "\n")
+		b.WriteString("• " + st.pathLine(p) + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func pathLine(p PathInfo) string {
+// pathLine is where p resolves; a path inside a protected mount is marked with the severity of that
+// landing (ProtectedSeverity), an alarm once a process writes there.
+func (st Storage) pathLine(p PathInfo) string {
 	var b strings.Builder
 	b.WriteString(Code(p.Path))
 	if p.Resolved != "" && p.Resolved != p.Path {
@@ -163,7 +165,7 @@ func pathLine(p PathInfo) string {
 		b.WriteString(", not created yet")
 	}
 	if p.Protected {
-		b.WriteString(" :warning: *inside protected " + Code(p.ProtectedPath) + "*")
+		b.WriteString(" " + ProtectedSeverity(st.writingTo(p.ProtectedPath), 1) + " *inside protected " + Code(p.ProtectedPath) + "*")
 	}
 	if p.Error != "" {
 		b.WriteString(" — " + Esc(p.Error))
@@ -179,7 +181,7 @@ func AnswerWhere(run string, st Storage) Message {
 		m.Sections = append(m.Sections, fmt.Sprintf("No outputs are configured for run %s. Add `outputs:` to the run file to have them checked.", Esc(run)))
 		var watched []string
 		for _, p := range st.Paths {
-			watched = append(watched, "• "+pathLine(p))
+			watched = append(watched, "• "+st.pathLine(p))
 		}
 		if len(watched) > 0 {
 			m.Sections = append(m.Sections, "*Watched paths*\n"+strings.Join(watched, "\n"))

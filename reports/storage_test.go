@@ -196,6 +196,10 @@ func TestProtectedSeverityIsOneAcrossAnswers(t *testing.T) {
 					t.Errorf("%s = %q; want it to start with %s", name, text, tt.want)
 				}
 			}
+			// The output's own line in the list carries the same mark.
+			if lines := AnswerWhere("demo", tt.st).Sections[1]; !strings.Contains(lines, tt.want+" *inside protected `/shared`*") {
+				t.Errorf("where's output lines = %q; want the output marked %s", lines, tt.want)
+			}
 		})
 	}
 }
