@@ -56,16 +56,19 @@ type growthLooks struct {
 }
 
 // Check evaluates every stage of r, the checks at once and each within timeout. It returns the
-// stages' states and the growing stages' new looks, to keep for the next check.
+// stages' states and the growing stages' new looks, to keep for the next check. A mark sets its stage's
+// state (a person decided), but a stage with an automatic check is still checked, and when the check
+// disagrees with the mark the detail says so: "marked done by console at …; its check says: 1,296 /
+// 25,000 (5%)".
 func (c *Checker) Check(ctx context.Context, r *config.Run, in Input, timeout time.Duration) ([]reports.StageStatus, map[string]reports.Growth) {
 	out := make([]reports.StageStatus, len(r.Stages))
 	looks := &growthLooks{m: map[string]reports.Growth{}}
 	var wg sync.WaitGroup
 	for i := range r.Stages {
 		s := &r.Stages[i]
-		if mk, ok := in.Marks[s.Name]; ok {
-			out[i] = reports.StageStatus{Name: s.Name, State: mk.State, Manual: true,
-				Detail: fmt.Sprintf("marked %s by %s at %s", strings.ReplaceAll(mk.State, "_", " "), mk.By, mk.At.In(in.Now.Location()).Format("Mon 2 Jan 15:04 MST"))}
+		mk, marked := in.Marks[s.Name]
+		if marked && s.Check == "manual" {
+			out[i] = markedStage(s.Name, mk, in.Now)
 			continue
 		}
 		wg.Add(1)
@@ -73,12 +76,33 @@ func (c *Checker) Check(ctx context.Context, r *config.Run, in Input, timeout ti
 			defer wg.Done()
 			cc, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			out[i] = c.checkOne(cc, r, s, in, looks)
+			checked := c.checkOne(cc, r, s, in, looks)
+			if marked {
+				out[i] = markedStage(s.Name, mk, in.Now)
+				out[i].Detail += disagreement(mk, checked)
+				return
+			}
+			out[i] = checked
 			out[i].Name = s.Name
 		}(i, s)
 	}
 	wg.Wait()
 	return out, looks.m
+}
+
+// markedStage is a stage whose state a person set, its time said in the bot's zone (now's).
+func markedStage(name string, mk Mark, now time.Time) reports.StageStatus {
+	return reports.StageStatus{Name: name, State: mk.State, Manual: true,
+		Detail: fmt.Sprintf("marked %s by %s at %s", strings.ReplaceAll(mk.State, "_", " "), mk.By, mk.At.In(now.Location()).Format("Mon 2 Jan 15:04 MST"))}
+}
+
+// disagreement is "; its check says: …" when a stage's automatic check reaches another state than
+// its mark, "" when they agree or the check could not run (it has no verdict to set against the mark).
+func disagreement(mk Mark, checked reports.StageStatus) string {
+	if checked.Unchecked || checked.State == mk.State {
+		return ""
+	}
+	return "; its check says: " + checked.Detail
 }
 
 func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, in Input, looks *growthLooks) reports.StageStatus {

@@ -97,3 +97,46 @@ func TestCheckUnchecked(t *testing.T) {
 		t.Errorf("a query not met yet = %+v; want pending and checked", g)
 	}
 }
+
+// TestMarkBesideItsCheck: a mark wins (a person decided), but a stage with an automatic check is still
+// checked, and the detail says when the check disagrees: `stage generate done` at 1% read "marked done
+// by console" alone, and `stage server failed` with the server answering 200 read "[FAIL]" alone.
+func TestMarkBesideItsCheck(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	dir := t.TempDir()
+	r := &config.Run{Name: "synth", Stages: []config.Stage{
+		{Name: "server", Check: "http", URL: srv.URL + "/health"},
+		{Name: "generate", Check: "progress"},
+		{Name: "up", Check: "http", URL: srv.URL + "/health"},
+		{Name: "review", Check: "manual"},
+		{Name: "unreadable", Check: "promql", Query: "up"},
+		{Name: "drafter", Check: "exists", Path: filepath.Join(dir, "drafter.pt")},
+	}}
+	c := &Checker{HTTP: srv.Client(), Guard: probes.NewGuard(), PromQL: func(context.Context, *config.Run, string) (bool, string, error) {
+		return false, "", errors.New("connection refused")
+	}}
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	mark := func(state string) Mark { return Mark{State: state, By: "console", At: t0} }
+	in := Input{Now: t0, Progress: &reports.Progress{Done: 1296, Total: 25000}, Marks: map[string]Mark{
+		"server": mark(reports.StageFailed), "generate": mark(reports.StageDone), "up": mark(reports.StageDone),
+		"review": mark(reports.StageDone), "unreadable": mark(reports.StageDone), "drafter": mark(reports.StageFailed),
+	}}
+	got, _ := c.Check(context.Background(), r, in, time.Minute)
+	at := "at Sun 29 Nov 12:00 UTC"
+	want := []struct{ state, detail string }{
+		{reports.StageFailed, "marked failed by console " + at + "; its check says: " + srv.URL + "/health answers 200 in "},
+		{reports.StageDone, "marked done by console " + at + "; its check says: 1,296 / 25,000 (5%)"},
+		{reports.StageDone, "marked done by console " + at}, // the check agrees
+		{reports.StageDone, "marked done by console " + at}, // no check but the person
+		{reports.StageDone, "marked done by console " + at}, // a check that cannot run has no verdict
+		{reports.StageFailed, "marked failed by console " + at + "; its check says: " + filepath.Join(dir, "drafter.pt") + " does not exist yet"},
+	}
+	for i, w := range want {
+		g := got[i]
+		exact := !strings.HasSuffix(w.detail, " in ")
+		if g.Name != r.Stages[i].Name || g.State != w.state || !g.Manual || (exact && g.Detail != w.detail) || !strings.HasPrefix(g.Detail, w.detail) {
+			t.Errorf("stage %s = %+v; want %s, manual, %q", r.Stages[i].Name, g, w.state, w.detail)
+		}
+	}
+}

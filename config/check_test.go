@@ -138,3 +138,21 @@ func TestSyntaxErrors(t *testing.T) {
 		}
 	}
 }
+
+// A plan's keys keep their lines past loading, so a problem found later names the line to fix, the way a
+// load error does; a plan built in code (the demo) says where in words.
+func TestPlanKeyAt(t *testing.T) {
+	f, err := Parse([]byte("runs:\n  - name: a\n  - name: b\n    plans:\n      - {name: p, target: /d, tokens: 5, num_layers: 4, hidden_size: 8, dtype: bf16}\n      - name: hs\n        target: /d\n        tokens: auto\n        model_config: /m/config.json\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Runs[1].Plans[1].KeyAt("model_config"), "line 9: runs[1].plans[1].model_config"; got != want {
+		t.Errorf("KeyAt(model_config) = %q; want %q", got, want)
+	}
+	if got, want := f.Runs[1].Plans[0].KeyAt("target"), "line 5: runs[1].plans[0].target"; got != want {
+		t.Errorf("KeyAt(target) = %q; want %q", got, want)
+	}
+	if got, want := (Plan{Name: "hs"}).KeyAt("model_config"), "model_config in the run file"; got != want {
+		t.Errorf("KeyAt of a plan not from a file = %q; want %q", got, want)
+	}
+}

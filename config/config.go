@@ -74,6 +74,19 @@ type Plan struct {
 	HiddenSize  int    `yaml:"hidden_size"`
 	DType       string `yaml:"dtype"`
 	Line        int    `yaml:"-"`
+	// Key is the plan's place in the run file ("runs[0].plans[1]") and KeyLines the line of each of its
+	// keys' values, so a problem found later (a model_config that is not there) names the line to fix.
+	Key      string         `yaml:"-"`
+	KeyLines map[string]int `yaml:"-"`
+}
+
+// KeyAt names one of the plan's keys the way a load error does, "line 8: runs[0].plans[0].model_config",
+// or "model_config in the run file" for a plan not read from a file (the built-in default, the demo).
+func (p Plan) KeyAt(key string) string {
+	if line := p.KeyLines[key]; line > 0 && p.Key != "" {
+		return fmt.Sprintf("line %d: %s.%s", line, p.Key, key)
+	}
+	return key + " in the run file"
 }
 
 // Stage is one item of a run's checklist, with the check that sets its state.
@@ -257,7 +270,11 @@ func recordLines(root *yaml.Node, f *File) {
 		if plans := mappingValue(rn, "plans"); plans != nil {
 			for j, pn := range plans.Content {
 				if j < len(f.Runs[i].Plans) {
-					f.Runs[i].Plans[j].Line = pn.Line
+					pl := &f.Runs[i].Plans[j]
+					pl.Line, pl.Key, pl.KeyLines = pn.Line, fmt.Sprintf("runs[%d].plans[%d]", i, j), map[string]int{}
+					for k := 0; pn.Kind == yaml.MappingNode && k+1 < len(pn.Content); k += 2 {
+						pl.KeyLines[pn.Content[k].Value] = pn.Content[k+1].Line
+					}
 				}
 			}
 		}

@@ -176,7 +176,7 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 	for _, w := range rs.Storage.Warnings {
 		kind := w.Kind
 		out = append(out, condition{kind: kind, key: rs.Name + "/" + kind + "/" + w.Mount, summary: reports.PlainText(w.Message),
-			msg: reports.Message{Title: title(kind), Sections: []string{":rotating_light: " + w.Message}}})
+			msg: reports.Message{Title: title(kind), Sections: []string{rs.Storage.WarningSeverity(w) + " " + w.Message}}})
 	}
 	for _, p := range rs.Problems {
 		if p.Probe == "state" {

@@ -382,7 +382,7 @@ func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
 	m := reports.Message{Title: rs.Name + " · storage"}
 	m.Sections = append(m.Sections, reports.StorageVerdict(rs.Storage))
 	for _, w := range rs.Storage.Warnings {
-		m.Sections = append(m.Sections, ":warning: "+w.Message)
+		m.Sections = append(m.Sections, rs.Storage.WarningSeverity(w)+" "+w.Message)
 	}
 	where := reports.AnswerWhere(rs.Name, rs.Storage)
 	m.Sections = append(m.Sections, where.Sections[len(where.Sections)-1])

@@ -377,7 +377,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		rs.Storage = reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}}
 	}
 	if need.Plans && len(r.Plans) > 0 {
-		rs.Plans = m.evaluatePlans(ctx, r, pathObs, smp, eta, addProblem)
+		rs.Plans = m.evaluatePlans(ctx, r, pathObs, smp, eta)
 		rs.Measured = m.measurePlans(ctx, r, rs.Plans, rs.Progress, addProblem)
 	}
 	if need.Stages && len(r.Stages) > 0 {

@@ -170,8 +170,10 @@ func lexicallyNear(r *config.Run, path string) bool {
 	return false
 }
 
-// evaluatePlans fills in each plan's model shape and tokens and compares it with free space.
-func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []reports.PathObservation, smp *sample, eta *reports.ETA, problem func(string, error)) []reports.PlanResult {
+// evaluatePlans fills in each plan's model shape and tokens and compares it with free space. A plan that
+// cannot be evaluated (its model_config unreadable, an unknown dtype) says why in its own Error and
+// Sentence, naming the run-file key and line, and nowhere else: not again as a problem of the run.
+func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []reports.PathObservation, smp *sample, eta *reports.ETA) []reports.PlanResult {
 	out := make([]reports.PlanResult, 0, len(r.Plans))
 	for _, p := range r.Plans {
 		spec := reports.PlanSpec{
@@ -183,16 +185,14 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			shape, err := m.guard.ReadModelConfig(c, p.ModelConfig)
 			cancel()
 			if err == nil {
-				if err := checkModelShape(p.ModelConfig, shape); err != nil {
-					problem("plan "+p.Name, err)
+				if err := checkModelShape(p, shape); err != nil {
 					out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 						Sentence: fmt.Sprintf("*%s*: %s.", reports.Esc(p.Name), reports.Esc(err.Error()))})
 					continue
 				}
 			}
 			if err != nil {
-				err = describeModelConfigErr(p.ModelConfig, err, m.opts.ProbeTimeout)
-				problem("plan "+p.Name, err)
+				err = describeModelConfigErr(p, err, m.opts.ProbeTimeout)
 				out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 					Sentence: fmt.Sprintf("*%s*: cannot read the model config: %s", reports.Esc(p.Name), reports.Esc(err.Error()))})
 				continue
@@ -215,7 +215,6 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 		spec.ElemBytes = config.DTypes[spec.DType]
 		if spec.ElemBytes == 0 {
 			err := fmt.Errorf("dtype %q is not known", spec.DType)
-			problem("plan "+p.Name, err)
 			out = append(out, reports.PlanResult{Name: p.Name, Target: p.Target, Error: err.Error(),
 				Sentence: fmt.Sprintf("*%s*: %s; set dtype: in the plan.", reports.Esc(p.Name), reports.Esc(err.Error()))})
 			continue
@@ -278,26 +277,27 @@ func (m *Monitor) exists(ctx context.Context, path string) bool {
 
 // checkModelShape holds a config.json to the bounds the run file's num_layers and hidden_size have, so a
 // corrupt or hand-edited one is named instead of priced at zettabytes.
-func checkModelShape(path string, s probes.ModelShape) error {
+func checkModelShape(p config.Plan, s probes.ModelShape) error {
 	switch {
 	case s.NumLayers > config.MaxNumLayers:
-		return fmt.Errorf("%s (model_config in the run file) gives %s layers, more than any model has (at most %s)",
-			path, reports.Count(float64(s.NumLayers)), reports.Count(config.MaxNumLayers))
+		return fmt.Errorf("%s: %s gives %s layers, more than any model has (at most %s)",
+			p.KeyAt("model_config"), p.ModelConfig, reports.Count(float64(s.NumLayers)), reports.Count(config.MaxNumLayers))
 	case s.HiddenSize > config.MaxHiddenSize:
-		return fmt.Errorf("%s (model_config in the run file) gives a hidden size of %s, more than any model has (at most %s)",
-			path, reports.Count(float64(s.HiddenSize)), reports.Count(config.MaxHiddenSize))
+		return fmt.Errorf("%s: %s gives a hidden size of %s, more than any model has (at most %s)",
+			p.KeyAt("model_config"), p.ModelConfig, reports.Count(float64(s.HiddenSize)), reports.Count(config.MaxHiddenSize))
 	}
 	return nil
 }
 
 // describeModelConfigErr words a failed read of a plan's model_config for the person who wrote the run file:
-// the key that names the file and what is wrong with it, not the open(2) error under two wrappings.
-func describeModelConfigErr(path string, err error, timeout time.Duration) error {
+// the key that names the file, with its line, and what is wrong with it, not the open(2) error under two
+// wrappings.
+func describeModelConfigErr(p config.Plan, err error, timeout time.Duration) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s (model_config in the run file) does not exist", path)
+		return fmt.Errorf("%s: %s does not exist", p.KeyAt("model_config"), p.ModelConfig)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%s (model_config in the run file) may not be read: permission denied; run as a user who may read it", path)
+		return fmt.Errorf("%s: %s may not be read: permission denied; run as a user who may read it", p.KeyAt("model_config"), p.ModelConfig)
 	}
-	return probes.NoAnswer(err, timeout)
+	return fmt.Errorf("%s: %w", p.KeyAt("model_config"), probes.NoAnswer(err, timeout))
 }

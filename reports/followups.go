@@ -101,7 +101,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 		}
 	}
 	for _, w := range r.Storage.Warnings {
-		risks = append(risks, ":warning: "+w.Message)
+		risks = append(risks, r.Storage.WarningSeverity(w)+" "+w.Message)
 	}
 	if len(risks) > 0 {
 		m.Sections = append(m.Sections, "*In the way*\n"+strings.Join(risks, "\n"))
@@ -155,14 +155,14 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	var verdict string
 	switch {
 	case len(writers) > 0:
-		verdict = fmt.Sprintf(":rotating_light: *No* — %s writing to %s now.", Plural(countPIDs(writers), "process is", "processes are"), subject)
+		verdict = fmt.Sprintf("%s *No* — %s writing to %s now.", ProtectedSeverity(true, len(landing)), Plural(countPIDs(writers), "process is", "processes are"), subject)
 	case len(landing) > 0 && st.ScanError == "":
 		var outs []string
 		for _, p := range landing {
 			outs = append(outs, Code(filepath.Base(p.Path)))
 		}
-		verdict = fmt.Sprintf(":large_yellow_circle: *Not yet, but* %s will land in %s: nothing writes there now, but %s inside it.",
-			strings.Join(outs, " and "), Code(filepath.Base(landing[0].ProtectedPath)), Plural(len(landing), "output resolves", "outputs resolve"))
+		verdict = fmt.Sprintf("%s *Not yet, but* %s will land in %s: nothing writes there now, but %s inside it.",
+			ProtectedSeverity(false, len(landing)), strings.Join(outs, " and "), Code(filepath.Base(landing[0].ProtectedPath)), Plural(len(landing), "output resolves", "outputs resolve"))
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Can't tell* — I could not scan open files: %s.", Esc(st.ScanError))
 		if len(landing) > 0 {
@@ -181,7 +181,7 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	if len(landing) > 0 {
 		var lines []string
 		for _, p := range landing {
-			lines = append(lines, "• "+pathLine(p))
+			lines = append(lines, "• "+st.pathLine(p))
 		}
 		advice := "Move the output (or its symlink) off the protected mount before the job writes it."
 		if len(writers) > 0 {

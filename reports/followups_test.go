@@ -164,7 +164,7 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 		t.Errorf("StorageVerdict = %q; want the output inside /shared first, no all-clear", v)
 	}
 	w := AnswerWrites("demo", st, Target{}).Text()
-	if !strings.Contains(w, "Not yet, but 1 output resolves inside it") {
+	if !strings.Contains(w, "Not yet — no writes seen to /shared, but 1 output resolves inside it") {
 		t.Errorf("AnswerWrites = %q; want the output that will land there", w)
 	}
 	// Root is not told to run as root; the hidden process is named.

@@ -332,7 +332,7 @@ func StorageVerdict(st Storage) string {
 				mounts = append(mounts, Code(w.ProtectedPath))
 			}
 		}
-		parts = append(parts, ":rotating_light: *writing to protected "+strings.Join(mounts, ", ")+"*")
+		parts = append(parts, ProtectedSeverity(true, 0)+" *writing to protected "+strings.Join(mounts, ", ")+"*")
 	case len(st.ProtectedMounts) > 0 && st.ScanError != "":
 		var mounts []string
 		for _, p := range st.ProtectedMounts {
@@ -348,7 +348,7 @@ func StorageVerdict(st Storage) string {
 		var notes []string
 		if landing := len(st.OutputsInProtected()); landing > 0 {
 			// "No writes" is not the news when an output already resolves there: lead with the risk.
-			s = fmt.Sprintf(":warning: *%s inside protected %s*", Plural(landing, "output resolves", "outputs resolve"),
+			s = fmt.Sprintf("%s *%s inside protected %s*", ProtectedSeverity(false, landing), Plural(landing, "output resolves", "outputs resolve"),
 				strings.Join(mounts, ", "))
 			notes = append(notes, "no writes there yet")
 		}
@@ -430,7 +430,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	}
 	m.Sections = append(m.Sections, StorageVerdict(r.Storage))
 	for _, w := range r.Storage.Warnings {
-		m.Sections = append(m.Sections, ":warning: "+w.Message)
+		m.Sections = append(m.Sections, r.Storage.WarningSeverity(w)+" "+w.Message)
 	}
 	if len(r.Plans) > 0 {
 		var lines []string

@@ -129,6 +129,52 @@ type StorageWarning struct {
 	Message string `json:"message"` // mrkdwn
 }
 
+// The severities of the protected-mount facts, decided here once: every answer that states one (where,
+// writes, safe, storage, status, the warnings and their alerts) takes its glyph from ProtectedSeverity or
+// StorageWarning.Glyph, so one fact reads the same in each.
+const (
+	// SeverityLanding: an output resolves inside a protected mount but nothing writes there yet. The
+	// job's writes will land there: worth fixing before they start, not yet a breach.
+	SeverityLanding = ":warning:"
+	// SeverityWriting: a process writes to a protected mount now, whether or not through an output.
+	SeverityWriting = ":rotating_light:"
+)
+
+// ProtectedSeverity is the glyph for the protected mounts' state: SeverityWriting while a process
+// writes there, SeverityLanding while outputs only resolve there, "" when neither.
+func ProtectedSeverity(writing bool, landing int) string {
+	switch {
+	case writing:
+		return SeverityWriting
+	case landing > 0:
+		return SeverityLanding
+	}
+	return ""
+}
+
+// WarningSeverity is the glyph of one of st's warnings: a protected write and a disk that fills before
+// the job ends are alarms; an output resolving inside a protected mount is a landing, an alarm once
+// a process writes to that mount (ProtectedSeverity).
+func (st Storage) WarningSeverity(w StorageWarning) string {
+	switch w.Kind {
+	case "output_on_protected":
+		return ProtectedSeverity(st.writingTo(w.Mount), 1)
+	case "protected_write":
+		return ProtectedSeverity(true, 0)
+	}
+	return ":rotating_light:"
+}
+
+// writingTo reports whether a process writes to the configured protected path pp.
+func (st Storage) writingTo(pp string) bool {
+	for _, w := range st.Writers {
+		if w.Protected && w.ProtectedPath == pp {
+			return true
+		}
+	}
+	return false
+}
+
 // maxFillHorizon is the longest time to full worth reporting: 30 days.
 const maxFillHorizon = 30 * 24 * 3600
 

@@ -72,8 +72,10 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 			alarm = ""
 		}
 		verdict = fmt.Sprintf("%s*Yes* — %s writing to %s:", alarm, Plural(countPIDs(hits), "process is", "processes are"), subject)
-	case st.Invisible > 0 && landing > 0:
-		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s.", subject)
+	case landing > 0:
+		// The output that will land there is the news, with the severity every answer gives it.
+		verdict = fmt.Sprintf("%s *Not yet* — no writes seen to %s, but %s inside it (below): the job's writes will land there.",
+			ProtectedSeverity(false, landing), subject, Plural(landing, "output resolves", "outputs resolve"))
 	case st.Invisible > 0:
 		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s.", subject, invisibleClause(st))
 	default:
@@ -86,10 +88,6 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		verdict = strings.TrimSuffix(verdict, ":") + fmt.Sprintf(", which is on %s (%s %s):", Code(t.Mount), Esc(t.FSType), Code(t.Device))
 	} else if t.Path != "" && t.Mount != "" {
 		verdict += fmt.Sprintf(" It is on %s (%s %s).", Code(t.Mount), Esc(t.FSType), Code(t.Device))
-	}
-	if landing > 0 {
-		verdict += fmt.Sprintf(" :warning: *Not yet, but %s inside it* (below): the job's writes will land there.",
-			Plural(landing, "output resolves", "outputs resolve"))
 	}
 	m.Sections = append(m.Sections, verdict)
 	if len(hits) > 0 {
@@ -144,12 +142,14 @@ func outputLines(st Storage) string {
 		if p.Role != RoleOutput {
 			continue
 		}
-		b.WriteString("• " + pathLine(p) + "\n")
+		b.WriteString("• " + st.pathLine(p) + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func pathLine(p PathInfo) string {
+// pathLine is where p resolves; a path inside a protected mount is marked with the severity of that
+// landing (ProtectedSeverity), an alarm once a process writes there.
+func (st Storage) pathLine(p PathInfo) string {
 	var b strings.Builder
 	b.WriteString(Code(p.Path))
 	if p.Resolved != "" && p.Resolved != p.Path {
@@ -165,7 +165,7 @@ func pathLine(p PathInfo) string {
 		b.WriteString(", not created yet")
 	}
 	if p.Protected {
-		b.WriteString(" :warning: *inside protected " + Code(p.ProtectedPath) + "*")
+		b.WriteString(" " + ProtectedSeverity(st.writingTo(p.ProtectedPath), 1) + " *inside protected " + Code(p.ProtectedPath) + "*")
 	}
 	if p.Error != "" {
 		b.WriteString(" — " + Esc(p.Error))
@@ -181,17 +181,21 @@ func AnswerWhere(run string, st Storage) Message {
 		m.Sections = append(m.Sections, fmt.Sprintf("No outputs are configured for run %s. Add `outputs:` to the run file to have them checked.", Esc(run)))
 		var watched []string
 		for _, p := range st.Paths {
-			watched = append(watched, "• "+pathLine(p))
+			watched = append(watched, "• "+st.pathLine(p))
 		}
 		if len(watched) > 0 {
 			m.Sections = append(m.Sections, "*Watched paths*\n"+strings.Join(watched, "\n"))
 		}
 		return m
 	}
-	onProt := len(st.OutputsInProtected())
+	landing := st.OutputsInProtected()
+	onProt, writing := len(landing), false
+	for _, p := range landing {
+		writing = writing || st.writingTo(p.ProtectedPath)
+	}
 	verdict := ":large_green_circle: Every output lands off the protected mounts."
 	if onProt > 0 {
-		verdict = fmt.Sprintf(":rotating_light: %s on a protected mount.", Plural(onProt, "output lands", "outputs land"))
+		verdict = fmt.Sprintf("%s %s on a protected mount.", ProtectedSeverity(writing, onProt), Plural(onProt, "output lands", "outputs land"))
 	}
 	if len(st.ProtectedMounts) == 0 {
 		verdict = "No protected mounts are configured."
@@ -213,7 +217,7 @@ func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64, 
 			continue
 		}
 		seen[key] = true
-		m.Sections = append(m.Sections, freeLine(p, rates, etaS, plans))
+		m.Sections = append(m.Sections, freeLine(p, heldOn(p, paths, plans), rates, etaS, plans))
 	}
 	if len(m.Sections) == 0 {
 		m.Sections = append(m.Sections, "No paths to report on.")
@@ -221,7 +225,50 @@ func AnswerFree(run string, paths []PathInfo, rates []WriteRate, etaS *float64, 
 	return m
 }
 
-func freeLine(p PathInfo, rates []WriteRate, etaS *float64, plans []PlanResult) string {
+// maxHeld bounds the paths a space answer names on one mount; the rest are counted ("and 2 more").
+const maxHeld = 3
+
+// heldOn is every path of paths and every plan target on p's mount (p's own first), each once, the mount
+// point itself left out: "holds /data/output" named one of three outputs on that disk.
+func heldOn(p PathInfo, paths []PathInfo, plans []PlanResult) []string {
+	var held []string
+	add := func(path string) {
+		if path != "" && path != p.Mount && !slices.Contains(held, path) {
+			held = append(held, path)
+		}
+	}
+	for _, q := range paths {
+		if q.Host == p.Host && q.Mount == p.Mount {
+			add(q.Path)
+		}
+	}
+	for _, pl := range plans {
+		if pl.Host == p.Host && pl.Mount == p.Mount {
+			add(pl.Target)
+		}
+	}
+	return held
+}
+
+// heldList is "`a`, `b`, `c` and 2 more", at most maxHeld paths named.
+func heldList(held []string) string {
+	var names []string
+	for i, h := range held {
+		if i == maxHeld {
+			break
+		}
+		names = append(names, Code(h))
+	}
+	switch rest := len(held) - len(names); {
+	case rest > 0:
+		return strings.Join(names, ", ") + fmt.Sprintf(" and %d more", rest)
+	case len(names) > 1:
+		return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	}
+	return strings.Join(names, "")
+}
+
+func freeLine(p PathInfo, held []string, rates []WriteRate, etaS *float64, plans []PlanResult) string {
 	var b strings.Builder
 	name := Code(p.Mount)
 	if p.Mount == "" {
@@ -240,8 +287,8 @@ func freeLine(p PathInfo, rates []WriteRate, etaS *float64, plans []PlanResult) 
 	}
 	fmt.Fprintf(&b, "%s%s (%s %s) has *%s* free of %s (%s used)", name, onHost(p.Host), Esc(p.FSType), Code(p.Device),
 		Bytes(float64(*p.FreeBytes)), Bytes(float64(*p.TotalBytes)), Percent(used))
-	if p.Path != p.Mount {
-		fmt.Fprintf(&b, " — holds %s", Code(p.Path))
+	if len(held) > 0 {
+		fmt.Fprintf(&b, " — holds %s", heldList(held))
 	}
 	b.WriteString(".")
 	written := 0.0

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"runwatch/probes"
 )
@@ -154,8 +155,52 @@ func TestAnswerWrites(t *testing.T) {
 	clean.Scan.Writers = clean.Scan.Writers[:1]
 	clean.Scan.Invisible = 0
 	text := AnswerWrites("synth", BuildStorage(clean, nil), Target{}).Mrkdwn()
-	if !strings.Contains(text, "*No* — no process is writing to `/shared`") {
+	// No writer there, but an output resolves inside /shared: the answer leads with that landing.
+	if !strings.Contains(text, SeverityLanding+" *Not yet* — no writes seen to `/shared`, but 1 output resolves inside it") {
 		t.Errorf("clean AnswerWrites = %q", text)
+	}
+}
+
+// One fact, one severity: an output symlinked into a protected mount read "(!!)" in where, "(!)" in
+// storage and status and "(~) Not yet, but" in safe and writes. Every answer takes its glyph from
+// ProtectedSeverity: a landing with nothing writing there yet, an alarm once a process writes there.
+func TestProtectedSeverityIsOneAcrossAnswers(t *testing.T) {
+	landing := Storage{
+		ProtectedMounts: []PathInfo{{Path: "/shared", Mount: "/shared", Protected: true, Role: RoleProtected}},
+		Paths: []PathInfo{
+			{Path: "/data/out", Resolved: "/data/out", Exists: true, Mount: "/data", Role: RoleOutput},
+			{Path: "/data/hs", Resolved: "/shared/hs", Exists: true, Mount: "/shared", Role: RoleOutput, Protected: true, ProtectedPath: "/shared"},
+		},
+		Warnings: []StorageWarning{{Kind: "output_on_protected", Mount: "/shared", Message: "Output `/data/hs` resolves to `/shared/hs`, inside protected `/shared`."}},
+	}
+	writing := landing
+	writing.Writers = []WriterInfo{{PID: 9, Command: "extract", File: "/shared/hs/shard-0.bin", Mount: "/shared", Protected: true, ProtectedPath: "/shared", Output: true}}
+	writing.ProtectedWrites = true
+	for _, tt := range []struct {
+		name string
+		st   Storage
+		want string
+	}{{"landing, no writes yet", landing, SeverityLanding}, {"landing with a writer", writing, SeverityWriting}} {
+		t.Run(tt.name, func(t *testing.T) {
+			status := RenderStatus(RunStatus{Name: "demo", Storage: tt.st}, time.Unix(0, 0), time.UTC)
+			answers := map[string]string{
+				"where":          AnswerWhere("demo", tt.st).Sections[0],
+				"writes":         AnswerWrites("demo", tt.st, Target{}).Sections[0],
+				"safe":           AnswerSafe("demo", tt.st, Target{}).Sections[0],
+				"status":         StorageVerdict(tt.st),
+				"status warning": status.Sections[2],
+				"warning":        tt.st.WarningSeverity(tt.st.Warnings[0]),
+			}
+			for name, text := range answers {
+				if !strings.HasPrefix(strings.TrimPrefix(text, "Storage: "), tt.want) {
+					t.Errorf("%s = %q; want it to start with %s", name, text, tt.want)
+				}
+			}
+			// The output's own line in the list carries the same mark.
+			if lines := AnswerWhere("demo", tt.st).Sections[1]; !strings.Contains(lines, tt.want+" *inside protected `/shared`*") {
+				t.Errorf("where's output lines = %q; want the output marked %s", lines, tt.want)
+			}
+		})
 	}
 }
 
@@ -197,5 +242,29 @@ func TestAnswerFreeNamesTheShrinkRate(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("AnswerFree = %q; want it to say %q", got, want)
 		}
+	}
+}
+
+// The space answer names every configured path and plan target on the mount, not only the first: the
+// demo's "/ has 71.9 GB free — holds …/data/output" left out the hidden states going to the same disk.
+// Past maxHeld paths the rest are counted.
+func TestAnswerFreeNamesEveryPathOnTheMount(t *testing.T) {
+	free, total, used := uint64(73<<30), uint64(271<<30), uint64(198<<30)
+	on := func(path, mount string) PathInfo {
+		return PathInfo{Path: path, Mount: mount, FSType: "ext4", Device: "/dev/vda", Role: RoleOutput, FreeBytes: &free, TotalBytes: &total, UsedBytes: &used}
+	}
+	paths := []PathInfo{on("/data/out", "/data"), on("/scratch/x", "/scratch"), on("/data/hs", "/data")}
+	plans := []PlanResult{{Name: "hs", Target: "/data/hs", Mount: "/data"}, {Name: "all", Target: "/data/all", Mount: "/data"}}
+	got := AnswerFree("demo", paths, nil, nil, plans).Text()
+	if want := "holds /data/out, /data/hs and /data/all."; !strings.Contains(got, want) {
+		t.Errorf("AnswerFree = %q; want %q", got, want)
+	}
+	if !strings.Contains(got, "holds /scratch/x.") {
+		t.Errorf("AnswerFree = %q; want /scratch to hold /scratch/x alone", got)
+	}
+	paths = append(paths, on("/data/a", "/data"), on("/data/b", "/data"))
+	got = AnswerFree("demo", paths, nil, nil, plans).Text()
+	if want := "holds /data/out, /data/hs, /data/a and 2 more."; !strings.Contains(got, want) {
+		t.Errorf("AnswerFree with five paths on /data = %q; want %q", got, want)
 	}
 }

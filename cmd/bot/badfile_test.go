@@ -106,9 +106,10 @@ func TestAskAnswersWithoutGoInternals(t *testing.T) {
 			"stage foo done", []string{`run a has no stage "foo" (stages: vllm-server, generate, review-samples)`}, []string{"["}},
 		{"a plan target not written yet", "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}/out, tokens: 25M, num_layers: 61, hidden_size: 7168, dtype: bf16}\n",
 			"will the hidden states fit?", []string{"/out: nothing — it does not exist yet."}, []string{"lstat", "(!) written", "no such file"}},
-		{"a model config that is not there", "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}, tokens: 25M, model_config: /nonexist.json}\n",
-			"will the hidden states fit?", []string{"hs: cannot read the model config: /nonexist.json (model_config in the run file) does not exist"},
-			[]string{"read model config:", "open /nonexist.json", "no such file"}},
+		// Said once, with the key's line: it was also repeated below as "(!) plan hs: ...", neither naming a line.
+		{"a model config that is not there", "runs:\n  - name: a\n    plans:\n      - name: hs\n        target: {dir}\n        tokens: 25M\n        model_config: /nonexist.json\n",
+			"will the hidden states fit?", []string{"hs: cannot read the model config: line 7: runs[0].plans[0].model_config: /nonexist.json does not exist"},
+			[]string{"read model config:", "open /nonexist.json", "no such file", "plan hs:"}},
 		{"a schedule in words", "runs:\n  - name: a\n    outputs: [{dir}]\n    schedule: \"every hour\"\n",
 			"ETA?", []string{`line 4: runs[0].schedule "every hour": it has 2 fields, where a cron spec has 5`}, []string{"[every", "found 2"}},
 		{"a key twice", "runs:\n  - name: a\n    outputs: [{dir}]\n    outputs: [{dir}/b]\n",
@@ -142,7 +143,7 @@ func TestAskModelConfigPastTheBounds(t *testing.T) {
 	p := filepath.Join(dir, "run.yaml")
 	os.WriteFile(p, []byte(fmt.Sprintf("runs:\n  - name: a\n    plans:\n      - {name: hs, target: %s, tokens: 25M, model_config: %s}\n", dir, cfg)), 0o644)
 	code, out, errb := run(t, "", "ask", "--config", p, "will the hidden states fit?")
-	want := "hs: " + cfg + " (model_config in the run file) gives 100,000,000 layers, more than any model has (at most 10,000)."
+	want := "hs: line 4: runs[0].plans[0].model_config: " + cfg + " gives 100,000,000 layers, more than any model has (at most 10,000)."
 	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "EB") {
 		t.Errorf("bot ask fit with a config.json of 10^8 layers = %d, %q %q; want %q", code, out, errb, want)
 	}

@@ -13,9 +13,12 @@ func TestAskDemoAnswers(t *testing.T) {
 		q, want string
 	}{
 		{"ETA?", "done around"},
-		{"are we writing to /shared?", "Not yet, but 1 output resolves inside it"},
+		// The output symlinked into shared, nothing writing there yet: (!) in every answer that says so.
+		{"are we writing to /shared?", "(!) Not yet — no writes seen"},
+		{"where does the output go?", "(!) 1 output lands on a protected mount"},
+		{"storage", "Storage: (!) 1 output resolves inside protected"},
 		{"how much space is left on /data?", "free of"},
-		{"is shared safe?", "Not yet, but"},
+		{"is shared safe?", "(!) Not yet, but"},
 		{"will the hidden states fit?", "all-layers"},
 	}
 	for _, tt := range tests {
