@@ -198,11 +198,14 @@ func AnswerFit(run string, plans []PlanResult) Message {
 			"`{name: hidden-states, target: /data/hs, tokens: 25M, model_config: /models/x/config.json, layers: [2, 30, 58]}`.", Esc(run)))
 		return m
 	}
-	no, unknown := 0, 0
+	no, unknown, broken := 0, 0, 0
 	for _, p := range plans {
 		switch {
 		case p.Fits == nil:
 			unknown++
+			if p.Error != "" {
+				broken++ // its entry, its model config or reading it failed: not a matter of waiting for data
+			}
 		case !*p.Fits:
 			no++
 		}
@@ -215,6 +218,10 @@ func AnswerFit(run string, plans []PlanResult) Message {
 		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — 1 of %d plans does not fit.", len(plans)))
 	case no > 0:
 		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %d of %d plans do not fit.", no, len(plans)))
+	case broken > 0 && len(plans) == 1:
+		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Cannot tell* — %s cannot be checked: why is below.", Esc(plans[0].Name)))
+	case broken == unknown && unknown > 0:
+		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Cannot tell* — %d of %d plans cannot be checked: why is below.", unknown, len(plans)))
 	case unknown > 0 && len(plans) == 1:
 		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %s cannot be checked yet.", Esc(plans[0].Name)))
 	case unknown > 0:

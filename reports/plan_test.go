@@ -152,3 +152,18 @@ func TestBytesRangeAcrossUnits(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerFitBrokenPlan: a plan that cannot be checked because of an error (its model config missing) is
+// not "not sure yet", which reads as if waiting would settle it; the answer says it cannot tell and why.
+func TestAnswerFitBrokenPlan(t *testing.T) {
+	broken := PlanResult{Name: "hs", Error: "line 7: runs[0].plans[0].model_config: /nonexist.json does not exist",
+		Sentence: "*hs*: cannot read the model config: line 7: runs[0].plans[0].model_config: /nonexist.json does not exist"}
+	txt := AnswerFit("synth", []PlanResult{broken}).Text()
+	if strings.Contains(txt, "yet") || !strings.Contains(txt, "Cannot tell") || !strings.Contains(txt, "hs cannot be checked: why is below") {
+		t.Errorf("fit with a broken plan = %q; want it to say it cannot tell, and why below", txt)
+	}
+	waiting := PlanResult{Name: "hs", Sentence: "*hs*: tokens: auto needs finished items first."}
+	if txt := AnswerFit("synth", []PlanResult{waiting}).Text(); !strings.Contains(txt, "Not sure yet") {
+		t.Errorf("fit with a plan waiting for data = %q; want not sure yet", txt)
+	}
+}
