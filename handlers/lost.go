@@ -19,9 +19,9 @@ const lostNoteMax = 20
 // warnings open in its first evaluations may be ones it posted before. For as many evaluations as
 // the slowest warning takes to be confirmed, new warnings are listed in one note per channel
 // instead of posted one by one; the note is then their thread, so their follow-ups go under it.
+// The note's Covers name them, so that they are delivered (or not) with it, after a crash too.
 type lostAlerts struct {
-	ticks int               // evaluations left to gather in
-	held  map[string][]Post // by channel: the warnings the note in flight stands for
+	ticks int // evaluations left to gather in
 }
 
 func newLostAlerts(policy AlertPolicy) *lostAlerts {
@@ -36,23 +36,27 @@ func newLostAlerts(policy AlertPolicy) *lostAlerts {
 // channel listing them.
 func (l *lostAlerts) gather(a *Alerter, posts []Post) []Post {
 	l.ticks--
-	l.held = map[string][]Post{}
+	byChannel := map[string][]Post{}
 	var out []Post
 	for _, p := range posts {
 		if p.ThreadRef != "" || followUp(p.Kind) || p.Channel == "" {
 			out = append(out, p)
 			continue
 		}
-		l.held[p.Channel] = append(l.held[p.Channel], p)
+		byChannel[p.Channel] = append(byChannel[p.Channel], p)
 	}
-	channels := make([]string, 0, len(l.held))
-	for ch := range l.held {
+	channels := make([]string, 0, len(byChannel))
+	for ch := range byChannel {
 		channels = append(channels, ch)
 	}
 	sort.Strings(channels)
 	for _, ch := range channels {
-		held := l.held[ch]
+		held := byChannel[ch]
 		var lines []string
+		var covers []string
+		for _, p := range held {
+			covers = append(covers, p.Key)
+		}
 		for i, p := range held {
 			if i == lostNoteMax {
 				lines = append(lines, fmt.Sprintf("…and %d more.", len(held)-i))
@@ -64,23 +68,11 @@ func (l *lostAlerts) gather(a *Alerter, posts []Post) []Post {
 			}
 			lines = append(lines, "• "+reports.Esc(truncateRunes(what, 200)))
 		}
-		out = append(out, Post{Run: held[0].Run, Channel: ch, Kind: lostKind, Message: reports.Message{
+		out = append(out, Post{Run: held[0].Run, Channel: ch, Kind: lostKind, Covers: covers, Message: reports.Message{
 			Title: "runwatch lost its record of its warnings",
 			Sections: []string{":information_source: runwatch lost its record of the warnings it had posted: its alerts.json could not be read when it started, and was set aside in the state directory. " +
 				"So that warnings already posted are not posted again as new, the ones open now are listed here once; what becomes of them follows in this thread.",
 				strings.Join(lines, "\n")}}})
 	}
 	return out
-}
-
-// delivered records where the note for p's channel landed: the warnings it stands for were
-// posted there. A note that did not land leaves them to be posted on their own.
-func (l *lostAlerts) delivered(a *Alerter, note Post, ref string, err error) {
-	for _, p := range l.held[note.Channel] {
-		if err != nil {
-			a.Undelivered(p)
-		} else {
-			a.Delivered(p, ref)
-		}
-	}
 }

@@ -180,3 +180,54 @@ func TestNullStateEntriesDoNotCrash(t *testing.T) {
 		t.Errorf("posts = %d; want the status once", n)
 	}
 }
+
+// A bot that dies while posting the note of the loss (its intent recorded, the post not made) leaves
+// the warnings the note stood for to the next start: they were never posted, so they are posted then.
+// The restarted bot settled only the note itself, which names no warning, and the warnings it had
+// taken out of the posts stayed marked as posted: none of them was ever posted.
+func TestLostNoteInterruptedByACrash(t *testing.T) {
+	ep := newFaultEndpoint(t)
+	clock := &testClock{t: schedT0}
+	e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 500 * time.Millisecond, clock: clock}),
+		fake: newSlackFake(t), clock: clock, ep: ep, logs: &logBuffer{}}
+	e.api, _ = newTestAPI(t, e.fake, nil, nil)
+	p := filepath.Join(e.stateDir, alertStateFile)
+	if err := os.WriteFile(p, []byte("\x00\x00"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first start lost its record; the source goes down, and the bot dies posting the note: what
+	// is on disk then is the intent to post it.
+	first := e.sampler(t)
+	var atCrash []byte
+	deliver := first.Deliver
+	first.Deliver = func(ctx context.Context, post Post) (string, error) {
+		if post.Kind == lostKind && atCrash == nil {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			atCrash = b
+			return "", fmt.Errorf("the process died here")
+		}
+		return deliver(ctx, post)
+	}
+	ep.down()
+	for i := 0; i < 4 && atCrash == nil; i++ {
+		e.tick(first, time.Duration(i)*time.Second)
+	}
+	if atCrash == nil {
+		t.Fatal("no note of the loss was attempted")
+	}
+	if err := os.WriteFile(p, atCrash, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	second := e.sampler(t)
+	for i := range 3 {
+		e.tick(second, time.Duration(10+i)*time.Second)
+	}
+	if n := len(e.topLevel("source down")) + len(e.topLevel("lost its record")); n == 0 {
+		t.Errorf("the source-down warning was never posted, alone or in a note, after a crash while posting the note: %v", e.fake.methods())
+	}
+}

@@ -144,9 +144,6 @@ func (s *Sampler) Tick(ctx context.Context) {
 		case s.Deliver != nil:
 			ref, err := s.Deliver(ctx, p)
 			delete(s.Alerter.State.Pending, p.ID)
-			if p.Kind == lostKind && s.lost != nil {
-				s.lost.delivered(s.Alerter, p, ref, err)
-			}
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
 				if strings.HasSuffix(p.Kind, "_reminder") {
