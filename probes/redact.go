@@ -147,7 +147,8 @@ func SameHostRedirects(req *http.Request, via []*http.Request) error {
 	}
 	if !sameOrigin(via[0].URL, req.URL) {
 		why := ""
-		if strings.EqualFold(via[0].URL.Hostname(), req.URL.Hostname()) && strings.EqualFold(req.URL.Scheme, "http") {
+		if strings.EqualFold(via[0].URL.Hostname(), req.URL.Hostname()) && strings.EqualFold(via[0].URL.Scheme, "https") &&
+			strings.EqualFold(req.URL.Scheme, "http") {
 			why = " (a downgrade from https to http)"
 		}
 		return fmt.Errorf("%w: %s redirected to %s%s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()), why)

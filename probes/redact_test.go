@@ -127,6 +127,11 @@ func TestSameOrigin(t *testing.T) {
 		if (err == nil) != tt.want {
 			t.Errorf("SameHostRedirects(%s -> %s) = %v; want allowed %v", tt.from, tt.to, err, tt.want)
 		}
+		// Only a redirect from https to http is called a downgrade: one to another port on plain http is not.
+		downgrade := strings.EqualFold(via.URL.Scheme, "https") && strings.EqualFold(req.URL.Scheme, "http")
+		if err != nil && strings.Contains(err.Error(), "downgrade") != downgrade {
+			t.Errorf("SameHostRedirects(%s -> %s) = %v; want a downgrade named %v", tt.from, tt.to, err, downgrade)
+		}
 	}
 }
 
