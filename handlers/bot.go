@@ -201,11 +201,17 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 		return b.unknown(req)
 	}
 	// A run named among the arguments picks the run; the rest are the command's own arguments.
+	// A run this request may not hear of is refused as a name nobody configured: dropped as a word, it
+	// left the command to the channel's run ("snooze 2h skunkworks" in #synth snoozed synth).
 	var rest []string
 	for _, a := range args {
-		if visible[strings.ToLower(a)] && req.Run == "" {
+		if req.Run == "" && visible[strings.ToLower(a)] {
 			req.Run = a
 			continue
+		}
+		if _, hidden := b.mon.Config().RunByName(a); hidden && req.Run == "" && !visible[strings.ToLower(a)] {
+			return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+				fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(a), b.runList(req))}}}
 		}
 		rest = append(rest, a)
 	}

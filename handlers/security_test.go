@@ -388,3 +388,29 @@ func TestSecurityHomePressAnswersOnlyInADM(t *testing.T) {
 		t.Errorf("the press from the DM = %q; want the log lines", posts[0].Form.Get("text"))
 	}
 }
+
+// TestSecurityHiddenRunNamedToAChangeChangesNothing: an admin in one run's channel who names a run kept to
+// other channels ("snooze 2h skunkworks") is refused as for a name nobody configured. The hidden name was
+// dropped as an argument like any other word, so the command went to the channel's own run: synth's
+// warnings were snoozed for a request about skunkworks.
+func TestSecurityHiddenRunNamedToAChangeChangesNothing(t *testing.T) {
+	e := newBotEnv(t, botOpts{env: config.Env{Admins: []string{"UADMIN"}}, run: func(r *config.Run) {
+		r.Channel, r.AllowedChannels = "CSYNTH", []string{"CSYNTH"}
+	}, file: func(f *config.File) {
+		secret := f.Runs[0]
+		secret.Name, secret.Channel, secret.AllowedChannels = "skunkworks", "CSKUNK", []string{"CSKUNK"}
+		f.Runs = append(f.Runs, secret)
+	}})
+	ctx := context.Background()
+	for _, text := range []string{"snooze 2h skunkworks", "runwatch snooze 2h skunkworks"} {
+		rep := e.bot.Ask(ctx, Request{Text: text, Channel: "CSYNTH", User: "UADMIN", Source: "mention"})
+		if _, snoozed := e.bot.mon.SnoozedUntil("synth"); snoozed || !rep.Refused {
+			t.Errorf("%q in synth's channel = %q (refused %v), synth snoozed %v; want a refusal and nothing snoozed", text, rep.Message.Text(), rep.Refused, snoozed)
+		}
+	}
+	rep := e.bot.Ask(ctx, Request{Text: "skunkworks", Command: "eta", Args: []string{"skunkworks"}, Channel: "CSYNTH", User: "U222", Source: "slash"})
+	nobody := e.bot.Ask(ctx, Request{Text: "skunkworkz", Command: "eta", Args: []string{"skunkworkz"}, Channel: "CSYNTH", User: "U222", Source: "slash"})
+	if g, u := rep.Message.Text(), strings.ReplaceAll(nobody.Message.Text(), "skunkworkz", "skunkworks"); g != u {
+		t.Errorf("/eta naming the hidden run = %q; want the refusal of a name nobody configured, %q", g, u)
+	}
+}
