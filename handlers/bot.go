@@ -210,8 +210,7 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 			continue
 		}
 		if _, hidden := b.mon.Config().RunByName(a); hidden && req.Run == "" && !visible[strings.ToLower(a)] {
-			return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-				fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(a), b.runList(req))}}}
+			return b.noSuchRun(cmd.Name, req, a)
 		}
 		rest = append(rest, a)
 	}
@@ -225,8 +224,7 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 			unknown = rest[0]
 		}
 		if unknown != "" {
-			return Reply{Intent: cmd.Name, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-				fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(unknown), b.runList(req))}}}
+			return b.noSuchRun(cmd.Name, req, unknown)
 		}
 	}
 	if cmd.NeedsRun {
@@ -458,8 +456,7 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 		if r, ok := cfg.RunByName(req.Run); ok {
 			return r, Reply{}, true
 		}
-		return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-			fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(req.Run), b.runList(req))}}}, false
+		return nil, b.noSuchRun("", req, req.Run), false
 	}
 	if q.Run != "" {
 		r, _ := cfg.RunByName(q.Run)
@@ -503,6 +500,13 @@ func (b *Bot) visibleRuns(req Request) []*config.Run {
 		}
 	}
 	return out
+}
+
+// noSuchRun refuses a run name the run file does not have, or has but req may not hear of: the
+// two read the same, so that no answer confirms a hidden run to whoever guesses its name.
+func (b *Bot) noSuchRun(intent string, req Request, name string) Reply {
+	return Reply{Intent: intent, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+		fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(name), b.runList(req))}}}
 }
 
 // runList names the runs req may hear about, for a refusal or a question back.
