@@ -547,8 +547,12 @@ func (b *Bot) unknown(req Request) Reply {
 		for _, c := range b.commands {
 			names = append(names, reports.Code(c.Name))
 		}
+		lead := fmt.Sprintf("%s is not a runwatch command.", reports.Code(truncateRunes(words[0], 40)))
+		if fixed := suggestQuestion(words[0]); fixed != "" {
+			lead += fmt.Sprintf(" Did you mean %s?", reports.Code(truncateRunes(strings.TrimSuffix(fixed, "?"), 40)))
+		}
 		return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
-			fmt.Sprintf("%s is not a runwatch command. Commands: %s.", reports.Code(truncateRunes(words[0], 40)), strings.Join(names, ", ")),
+			fmt.Sprintf("%s Commands: %s.", lead, strings.Join(names, ", ")),
 			"Say _help_ for what each does, or ask in words (_ETA?_).",
 		}}}
 	}

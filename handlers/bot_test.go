@@ -247,3 +247,15 @@ func TestUnknownSubcommandListsCommands(t *testing.T) {
 		t.Errorf("mention \"frob\" = %q; want the example questions", txt)
 	}
 }
+
+// A mistyped subcommand keeps the typo's fix: "/runwatch stauts" is answered "Did you mean status?", as
+// "stauts" alone is. The list of commands had replaced the suggestion, on the slash command most of all.
+func TestUnknownSubcommandSuggestsTheFix(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	for _, req := range []Request{{Text: "stauts", Source: "slash"}, {Text: "runwatch stauts", Source: "mention"}} {
+		rep := e.bot.Ask(context.Background(), req)
+		if txt := rep.Message.Text(); !strings.Contains(txt, "Did you mean status?") || !strings.Contains(txt, "not a runwatch command") {
+			t.Errorf("%s %q = %q; want the fix suggested beside the commands", req.Source, req.Text, txt)
+		}
+	}
+}
