@@ -109,6 +109,11 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("RUNWATCH_STATE_DIR: %w", err)
 	}
+	sched, err := NewScheduler(b, api, dir, log, metrics)
+	if err != nil {
+		return err
+	}
+	// After NewScheduler: the channel ids it restored decide whether a "#name" channel is in a list of ids.
 	for _, r := range b.mon.Config().Runs {
 		if r.Channel == "" {
 			log.Info("run has no channel: no scheduled posts or warnings for it", "run", r.Name)
@@ -116,10 +121,6 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 			log.Warn("run's channel is not in allowed_channels: no scheduled posts or warnings for it (write the channel as it is listed there, or list it)",
 				"run", r.Name, "channel", r.Channel)
 		}
-	}
-	sched, err := NewScheduler(b, api, dir, log, metrics)
-	if err != nil {
-		return err
 	}
 
 	ctx, stop := context.WithCancel(ctx)

@@ -254,3 +254,35 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 		t.Errorf("follow-up = %v; want 'Resolved' in the warning's thread %s (channel id CSYNTH)", follow.Form, warningTS)
 	}
 }
+
+// A run whose channel is written as a name, with allowed_channels listing its id, posts once the id is
+// known, and a restart that restores the id (from the scheduled post's memory) does not log at start
+// that the run posts nowhere: the check ran before the scheduler restored the id, and said so while the
+// bot went on posting there.
+func TestServeAllowListCheckAfterTheChannelIsKnown(t *testing.T) {
+	metrics := vllmMetrics(t)
+	secret := "8f742231b10e8888abcd99yyyzzz85a5"
+	opts := botOpts{metrics: []string{metrics.URL + "/metrics"}, run: func(r *config.Run) {
+		r.Channel, r.Schedule = "#synth", "@every 1s"
+	}}
+	first := newBotEnv(t, opts)
+	fake := newSlackFake(t)
+	s := startServe(t, first, fake, secret, &logBuffer{})
+	isStatus := func(c slackCall) bool {
+		return (c.Method == "chat.postMessage" || c.Method == "chat.update") && strings.Contains(c.Form.Get("text"), "synth · status")
+	}
+	// The second status is posted after the first one's memory (the channel's id) was saved.
+	i, _ := fake.waitMatch(t, 0, "the first status post", isStatus)
+	fake.waitMatch(t, i+1, "the second status post", isStatus)
+	s.stop(t)
+
+	opts.env, opts.stateDir = config.Env{AllowedChannels: []string{"CSYNTH"}}, first.stateDir
+	second := newBotEnv(t, opts)
+	logs := &logBuffer{}
+	before := len(fake.Calls(""))
+	startServe(t, second, fake, secret, logs)
+	fake.waitMatch(t, before, "a status after the restart", isStatus)
+	if strings.Contains(logs.String(), "not in allowed_channels") {
+		t.Errorf("the log says synth posts nowhere while it posts to its listed channel:\n%s", logs.String())
+	}
+}
