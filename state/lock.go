@@ -23,8 +23,12 @@ type Lock struct {
 }
 
 // Lock takes the directory for this process, without waiting. Held by another process, the error
-// matches ErrLocked and names that process's pid.
-func (d *Dir) Lock() (*Lock, error) {
+// matches ErrLocked and names that process's pid (and its command, with LockAs).
+func (d *Dir) Lock() (*Lock, error) { return d.LockAs("") }
+
+// LockAs is Lock recording what holds the directory ("bot console"), for the message another process
+// gets; HeldBy reads it back.
+func (d *Dir) LockAs(what string) (*Lock, error) {
 	p := d.lockPath()
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -34,20 +38,36 @@ func (d *Dir) Lock() (*Lock, error) {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			who := "another process"
-			if b, rerr := os.ReadFile(p); rerr == nil {
-				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
-					who = fmt.Sprintf("another process (pid %d)", pid)
+			if pid, cmd, ok := d.HeldBy(); ok {
+				who = fmt.Sprintf("another process (pid %d)", pid)
+				if cmd != "" {
+					who = fmt.Sprintf("%s (pid %d)", cmd, pid)
 				}
 			}
 			return nil, fmt.Errorf("%w: %s holds %s", ErrLocked, who, d.path)
 		}
 		return nil, fmt.Errorf("lock %s: %w", p, err)
 	}
-	// The pid is only for the message above; the flock is the lock.
+	// The pid and command are only for the messages; the flock is the lock.
 	if err := f.Truncate(0); err == nil {
-		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		line := strconv.Itoa(os.Getpid())
+		if what != "" {
+			line += " " + what
+		}
+		f.WriteAt([]byte(line+"\n"), 0)
 	}
 	return &Lock{f: f}, nil
+}
+
+// HeldBy is the pid and command the lock file names (as the holder wrote it; ok false when it names none).
+func (d *Dir) HeldBy() (pid int, what string, ok bool) {
+	b, err := os.ReadFile(d.lockPath())
+	if err != nil {
+		return 0, "", false
+	}
+	pidText, what, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+	pid, err = strconv.Atoi(pidText)
+	return pid, what, err == nil
 }
 
 func (d *Dir) lockPath() string { return filepath.Join(d.path, lockFile) }

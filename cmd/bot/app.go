@@ -134,9 +134,11 @@ func (a *app) close() {
 }
 
 // monitor builds the monitor. Long-lived commands own the state directory, one process at a time
-// (a second serve is refused, a second console only reads it); one-shot commands only read it, so
-// they never race a running `bot serve`.
-func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
+// (a second serve is refused, a console beside a serve only reads it); one-shot commands only read it,
+// so they never race a running `bot serve`. A serve that finds a console holding the directory waits
+// for it to exit (a terminal left open must not keep the service from starting, as a refusal would
+// under systemd, on every restart); the console's command is in the lock file for that.
+func (a *app) monitor(ctx context.Context, longLived bool) (*monitor.Monitor, error) {
 	var dir *state.Dir
 	if longLived {
 		d, err := state.Open(a.env.StateDir)
@@ -144,12 +146,16 @@ func (a *app) monitor(longLived bool) (*monitor.Monitor, error) {
 			a.log.Warn("state directory unusable; history kept in memory only", "dir", a.env.StateDir, "err", err)
 		} else {
 			dir = d
-			if a.lock, err = d.Lock(); err != nil {
+			what := "bot " + a.cmd.name
+			if a.lock, err = d.LockAs(what); err != nil {
 				if a.exclusive {
-					return nil, fmt.Errorf("RUNWATCH_STATE_DIR: %w: a second bot serve over it would post every status and warning twice; stop the other one, or give this one its own RUNWATCH_STATE_DIR", err)
+					if a.lock, err = a.waitForConsole(ctx, d, err); err != nil {
+						return nil, fmt.Errorf("RUNWATCH_STATE_DIR: %w: a second bot serve over it would post every status and warning twice; stop the other one, or give this one its own RUNWATCH_STATE_DIR", err)
+					}
+				} else {
+					a.log.Warn("state directory used by another bot: reading it, not writing it", "err", err)
+					longLived = false
 				}
-				a.log.Warn("state directory used by another bot: reading it, not writing it", "err", err)
-				longLived = false
 			}
 		}
 	} else if _, err := os.Stat(a.env.StateDir); err == nil {
@@ -196,7 +202,37 @@ func (a *app) start(ctx context.Context, demo, longLived bool) (*monitor.Monitor
 	if a.demo != nil {
 		a.demo.warmUp(ctx)
 	}
-	return a.monitor(longLived)
+	return a.monitor(ctx, longLived)
+}
+
+// consoleLockPoll is how often a serve waiting for a console's hold on the state directory tries again.
+var consoleLockPoll = time.Second
+
+// waitForConsole waits, while a `bot console` holds d, for it to let go, and takes the lock; held by
+// anything else (another serve), it returns err as it was.
+func (a *app) waitForConsole(ctx context.Context, d *state.Dir, err error) (*state.Lock, error) {
+	logged := false
+	for errors.Is(err, state.ErrLocked) {
+		pid, what, ok := d.HeldBy()
+		if !ok || what != "bot console" {
+			return nil, err
+		}
+		if !logged {
+			a.log.Warn("waiting for bot console to exit: it holds the state directory; this serve starts when it does",
+				"pid", pid, "dir", a.env.StateDir)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(consoleLockPoll):
+		}
+		var l *state.Lock
+		if l, err = d.LockAs("bot " + a.cmd.name); err == nil {
+			return l, nil
+		}
+	}
+	return nil, err
 }
 
 // parseNoArgs parses the flags of a command that takes no positional arguments; why says so when
@@ -404,7 +440,7 @@ func runExport(ctx context.Context, a *app, args []string) error {
 	if _, ok := a.file.RunByName(name); !ok {
 		return fmt.Errorf("no run named %q (runs: %s)", name, strings.Join(runNames(a.file), ", "))
 	}
-	m, err := a.monitor(false)
+	m, err := a.monitor(ctx, false)
 	if err != nil {
 		return err
 	}

@@ -78,3 +78,80 @@ func TestSecondServeOverOneStateDirRefused(t *testing.T) {
 		}
 	}
 }
+
+// A `bot serve` started while a `bot console` holds the state directory waits for the console to exit,
+// saying so, and then starts: refusing made a terminal left open keep the service down, and under systemd
+// fail on every restart.
+func TestServeWaitsForAConsole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	dir := t.TempDir()
+	bin := buildBot(t)
+	log := filepath.Join(dir, "gen.log")
+	if err := os.WriteFile(log, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("runs:\n  - name: synth\n    channel: \"#synth\"\n    log: %q\n", log)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := newRestartSlack(t)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state"),
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+
+	console := exec.Command(bin, "console")
+	console.Dir, console.Env = dir, env
+	stdin, err := console.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cout := &restartBuffer{}
+	console.Stdout, console.Stderr = cout, cout
+	if err := console.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { console.Process.Kill(); console.Wait() })
+	// The console holds the directory once it answers.
+	stdin.Write([]byte("status\n"))
+	waitFor(t, "the console's first answer", func() bool { return strings.Contains(cout.String(), "synth · status") })
+
+	addr := restartFreeAddr(t)
+	serve := exec.Command(bin, "serve")
+	serve.Dir, serve.Env = dir, append(env, "RUNWATCH_HTTP_ADDR="+addr)
+	sout := &restartBuffer{}
+	serve.Stdout, serve.Stderr = sout, sout
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	waitFor(t, "serve saying it waits for the console", func() bool {
+		return strings.Contains(sout.String(), "waiting for bot console to exit") && strings.Contains(sout.String(), fmt.Sprint(console.Process.Pid))
+	})
+	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		resp.Body.Close()
+		t.Fatal("serve runs while the console holds the state directory")
+	}
+	stdin.Close() // the console exits at EOF
+	waitFor(t, "serve answering /healthz once the console exited", func() bool {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// waitFor polls cond until it holds, failing after a minute (a deadline for a broken build, not a race).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within a minute", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
