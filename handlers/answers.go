@@ -204,6 +204,7 @@ func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 		rep := rateLimited(wait)
 		return slashMessage(rep), &rep
 	}
+	s.learnSlashChannel(sc)
 	f := s.ask(s.slashToRequest(sc))
 	if f.started() {
 		t := time.NewTimer(s.inline)
@@ -244,6 +245,21 @@ func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 // slashRequest is a slash command as both transports deliver it.
 type slashRequest struct {
 	Command, Text, Channel, ChannelName, User, ResponseURL string
+}
+
+// learnSlashChannel records the id of a channel a run names by "#name", from a slash command asked there
+// (Slack signs both its channel_id and its channel_name): with allowed_channels listing ids, a run written
+// as "#synth" posts its statuses and warnings only once that id is known, and without the channels:read
+// scope a command from the channel is where it comes from (a post the bot made there is the other).
+func (s *slackApp) learnSlashChannel(sc slashRequest) {
+	if sc.Channel == "" || sc.ChannelName == "" {
+		return
+	}
+	for _, r := range s.bot.mon.Config().Runs {
+		if strings.HasPrefix(r.Channel, "#") && normChannel(r.Channel) == normChannel(sc.ChannelName) {
+			s.bot.LearnChannel(r.Channel, sc.Channel)
+		}
+	}
 }
 
 func (s *slackApp) slashToRequest(sc slashRequest) Request {

@@ -414,3 +414,24 @@ func TestSecurityHiddenRunNamedToAChangeChangesNothing(t *testing.T) {
 		t.Errorf("/eta naming the hidden run = %q; want the refusal of a name nobody configured, %q", g, u)
 	}
 }
+
+// TestSecurityChannelIDLearnedFromASlashCommand: a run written as "#synth" with allowed_channels listing ids
+// posts nothing until the name's id is known; a slash command from the channel (Slack signs its id and its
+// name) teaches it, and the run's statuses and warnings may go there from then on. A command from another
+// channel teaches nothing.
+func TestSecurityChannelIDLearnedFromASlashCommand(t *testing.T) {
+	e := newHTTPEnv(t, botOpts{env: config.Env{AllowedChannels: []string{"CSYNTH"}}, run: func(r *config.Run) { r.Channel = "#synth" }})
+	run, _ := e.bot.mon.Config().RunByName("synth")
+	if e.bot.PostAllowed(run, run.Channel) {
+		t.Fatal("setup: #synth admitted before its id is known")
+	}
+	e.app.slash(slashRequest{Command: "/eta", Channel: "C0OTHER", ChannelName: "general", User: "U222", ResponseURL: e.fake.ResponseURL("1")})
+	if e.bot.PostAllowed(run, run.Channel) {
+		t.Error("a command from #general admitted #synth")
+	}
+	e.app.slash(slashRequest{Command: "/eta", Channel: "CSYNTH", ChannelName: "synth", User: "U222", ResponseURL: e.fake.ResponseURL("2")})
+	if !e.bot.PostAllowed(run, run.Channel) {
+		t.Error("after a slash command from #synth (CSYNTH), its posts are still refused; want them admitted")
+	}
+	e.app.wait(10 * time.Second)
+}

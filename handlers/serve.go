@@ -118,8 +118,14 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		if r.Channel == "" {
 			log.Info("run has no channel: no scheduled posts or warnings for it", "run", r.Name)
 		} else if !b.PostAllowed(&r, r.Channel) {
-			log.Warn("run's channel is not in allowed_channels: no scheduled posts or warnings for it (write the channel as it is listed there, or list it)",
-				"run", r.Name, "channel", r.Channel)
+			if strings.HasPrefix(r.Channel, "#") && b.ChannelID(r.Channel) == r.Channel {
+				log.Warn("run's channel is not admitted by allowed_channels as written: no scheduled posts or warnings for it; "+
+					"if the list gives it by id, they start once runwatch learns the name's id (a slash command from the channel), "+
+					"or write the channel as its id (C…)", "run", r.Name, "channel", r.Channel)
+			} else {
+				log.Warn("run's channel is not in allowed_channels: no scheduled posts or warnings for it (write the channel as it is listed there, or list it)",
+					"run", r.Name, "channel", r.Channel)
+			}
 		}
 	}
 
