@@ -80,10 +80,14 @@ type Monitor struct {
 	mounts *probes.Mounts
 	statfs *probes.StatFS
 	// guard runs the path calls that can hang on a dead mount (resolve, stat, model configs).
-	guard   *probes.Guard
-	writers *probes.Writers
-	diskio  *probes.DiskIO
-	metrics *probes.Metrics
+	guard *probes.Guard
+	// askGuard runs the resolves of paths a question names that are none of a run's own (nor near one),
+	// with a bound of its own on calls left hanging: asking about path after path under a dead mount
+	// must not use up the bound the sampler's own probes live under.
+	askGuard *probes.Guard
+	writers  *probes.Writers
+	diskio   *probes.DiskIO
+	metrics  *probes.Metrics
 	// runMetrics holds the scrapers of runs with their own metrics_max_body.
 	runMetrics map[string]*probes.Metrics
 	logs       map[string]*probes.Log
@@ -144,17 +148,18 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 		o.StatFS = probes.NewStatFS(o.ProbeTimeout)
 	}
 	m := &Monitor{
-		file:    f,
-		opts:    o,
-		mounts:  probes.NewMounts(o.ProcRoot),
-		statfs:  o.StatFS,
-		guard:   probes.NewGuard(),
-		writers: probes.NewWriters(o.ProcRoot),
-		diskio:  probes.NewDiskIO(o.ProcRoot),
-		metrics: probes.NewMetrics(o.HTTP, 0),
-		logs:    map[string]*probes.Log{},
-		runs:    map[string]*runState{},
-		latest:  map[string]latestEval{},
+		file:     f,
+		opts:     o,
+		mounts:   probes.NewMounts(o.ProcRoot),
+		statfs:   o.StatFS,
+		guard:    probes.NewGuard(),
+		askGuard: probes.NewGuard(),
+		writers:  probes.NewWriters(o.ProcRoot),
+		diskio:   probes.NewDiskIO(o.ProcRoot),
+		metrics:  probes.NewMetrics(o.HTTP, 0),
+		logs:     map[string]*probes.Log{},
+		runs:     map[string]*runState{},
+		latest:   map[string]latestEval{},
 
 		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
 	}

@@ -120,7 +120,11 @@ func (m *Monitor) ResolveTarget(ctx context.Context, runName, path string) (repo
 		return reports.Target{}, fmt.Errorf("read mount table: %w", err)
 	}
 	notAllowed := fmt.Errorf("%w: %s is not one of run %s's outputs, watched paths or protected mounts", ErrNotAllowed, path, r.Name)
-	res, err := m.guard.Resolve(c, path)
+	guard := m.guard
+	if !lexicallyNear(r, path) {
+		guard = m.askGuard // see Monitor.askGuard
+	}
+	res, err := guard.Resolve(c, path)
 	if err != nil {
 		// A path that fails to resolve is named only when it is one of the run's paths, inside one
 		// or above one: for any other the error ("lstat /home/x/.ssh: permission denied") would
