@@ -124,10 +124,7 @@ func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", RedactURL(o.URL), err)
 	}
-	secrets := []string{o.BearerToken, o.Password}
-	if pw, ok := u.User.Password(); ok {
-		secrets = append(secrets, pw)
-	}
+	secrets := append([]string{o.BearerToken, o.Password}, urlSecrets(o.URL)...)
 	return &Prometheus{
 		api:     promv1.NewAPI(c),
 		where:   RedactURL(o.URL),
