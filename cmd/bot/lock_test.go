@@ -18,22 +18,7 @@ func TestSecondServeOverOneStateDirRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
-	dir := t.TempDir()
-	bin := buildBot(t)
-	log := filepath.Join(dir, "gen.log")
-	if err := os.WriteFile(log, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "runwatch.yaml")
-	runFile := fmt.Sprintf("runs:\n  - name: synth\n    channel: \"#synth\"\n    log: %q\n    schedule: \"@every 1s\"\n", log)
-	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	slack := newRestartSlack(t)
-	stateDir := filepath.Join(dir, "state")
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
-		"RUNWATCH_SAMPLE_INTERVAL=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
-		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	dir, bin, env := lockSetup(t, "    schedule: \"@every 1s\"\n")
 	first := startRestartBot(t, bin, dir, env)
 
 	addr := restartFreeAddr(t)
@@ -86,20 +71,7 @@ func TestServeWaitsForAConsole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
-	dir := t.TempDir()
-	bin := buildBot(t)
-	log := filepath.Join(dir, "gen.log")
-	if err := os.WriteFile(log, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "runwatch.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("runs:\n  - name: synth\n    channel: \"#synth\"\n    log: %q\n", log)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	slack := newRestartSlack(t)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state"),
-		"RUNWATCH_SAMPLE_INTERVAL=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
-		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	dir, bin, env := lockSetup(t, "")
 
 	console := exec.Command(bin, "console")
 	console.Dir, console.Env = dir, env
@@ -154,4 +126,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lockSetup is a directory with a job log at the seed's moment, a run file watching it (the run's extra
+// lines appended), the bot built, and the environment of a bot over that directory's state/ talking to a
+// Slack stand-in.
+func lockSetup(t *testing.T, runExtra string) (dir, bin string, env []string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = buildBot(t)
+	log := filepath.Join(dir, "gen.log")
+	if err := os.WriteFile(log, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	runFile := fmt.Sprintf("runs:\n  - name: synth\n    channel: \"#synth\"\n    log: %q\n", log) + runExtra
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := newRestartSlack(t)
+	env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state"),
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+	return dir, bin, env
 }
