@@ -44,13 +44,7 @@ func sharedProcTree(t *testing.T, root string, sectors uint64) {
 // A one-shot command measures write rates against the reading a running bot left in the state
 // directory; without one it does not wait a second for its own, it says a second sample is needed.
 func TestWriteRateFromTheRunningBot(t *testing.T) {
-	proc, out := t.TempDir(), t.TempDir()
-	sharedProcTree(t, proc, 1_000_000)
-	dir, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{out}}}}
+	proc, dir, f := writeRateSetup(t)
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	storage := Need{Storage: true}
 	status := func(now time.Time, readOnly bool) (notices []string, rates map[string]float64) {
@@ -258,13 +252,7 @@ func TestAnswersShareEvaluations(t *testing.T) {
 // milliseconds old. The long-lived bot's first reading says it is the first, not that no bot is
 // running.
 func TestWriteRateSurvivesQuickRepeat(t *testing.T) {
-	proc, out := t.TempDir(), t.TempDir()
-	sharedProcTree(t, proc, 1_000_000)
-	dir, err := state.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{out}}}}
+	proc, dir, f := writeRateSetup(t)
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	m, _, err := New(f, Options{ProcRoot: proc, State: dir, Now: func() time.Time { return now }})
 	if err != nil {
@@ -293,4 +281,17 @@ func TestWriteRateSurvivesQuickRepeat(t *testing.T) {
 	if rate, note := status(); rate <= 0 || note != "" {
 		t.Errorf("status 200 ms after that: rate %v, note %q; want a rate measured against the earlier reading and no note", rate, note)
 	}
+}
+
+// writeRateSetup is a /proc tree whose disk has written 1,000,000 sectors, a state directory and a run
+// with one output, for the write-rate tests.
+func writeRateSetup(t *testing.T) (proc string, dir *state.Dir, f *config.File) {
+	t.Helper()
+	proc, out := t.TempDir(), t.TempDir()
+	sharedProcTree(t, proc, 1_000_000)
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return proc, dir, &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{out}}}}
 }
