@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack/slackevents"
@@ -24,13 +23,10 @@ const replayJournal = "slack-replays.log"
 // in, so the same signed request twice is refused. The key is the decoded digest and the
 // timestamp, not the header as written: Slack's check decodes hex in either case, so "v0=ABC…"
 // and "v0=abc…" are the same signature. With a state directory every key is appended to a journal
-// before the request is acted on, so a restart (or a kill -9) does not reopen the window.
+// before the request is acted on, so a restart (or a kill -9) does not reopen the window. It is a
+// keyJournal counting each key from its request's timestamp.
 type replayCache struct {
-	mu      sync.Mutex
-	seen    map[string]int64 // key -> request timestamp (unix seconds)
-	now     func() time.Time
-	journal *state.Journal // nil: memory only
-	onErr   func(error)
+	keys *keyJournal
 }
 
 // replayMax bounds the cache; past it the oldest keys go first. Only Slack can sign requests, and
@@ -38,28 +34,16 @@ type replayCache struct {
 const replayMax = 100000
 
 func newReplayCache(now func() time.Time) *replayCache {
-	if now == nil {
-		now = time.Now
+	k := newKeyJournal(replayJournal, replayWindow, replayMax)
+	if now != nil {
+		k.now = now
 	}
-	return &replayCache{seen: map[string]int64{}, now: now, onErr: func(error) {}}
+	return &replayCache{keys: k}
 }
 
 // persist loads the keys still in their window from dir's journal and appends new ones there.
 func (c *replayCache) persist(dir *state.Dir, onErr func(error)) error {
-	j, lines, err := openJournal(dir, replayJournal)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.journal, c.onErr = j, onErr
-	for _, l := range lines {
-		if ts, key, ok := parseReplayLine(l); ok {
-			c.seen[key] = ts
-		}
-	}
-	c.expireLocked()
-	return c.compactLocked()
+	return c.keys.persist(dir, onErr)
 }
 
 // openJournal opens dir's journal name for appending and returns the lines it holds.
@@ -74,15 +58,6 @@ func openJournal(dir *state.Dir, name string) (*state.Journal, []string, error) 
 		return nil, nil, err
 	}
 	return j, lines, nil
-}
-
-func parseReplayLine(l string) (int64, string, bool) {
-	tsText, _, ok := strings.Cut(l, ":")
-	if !ok {
-		return 0, "", false
-	}
-	ts, err := strconv.ParseInt(tsText, 10, 64)
-	return ts, l, err == nil
 }
 
 // replayKey is the timestamp and the decoded digest of a v0 signature; "" when it does not decode
@@ -109,61 +84,7 @@ func (c *replayCache) first(timestamp, signature string) bool {
 	if key == "" {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.seen[key]; ok {
-		return false
-	}
-	if len(c.seen) >= replayMax {
-		c.expireLocked()
-		for len(c.seen) >= replayMax {
-			c.dropOldestLocked()
-		}
-	}
-	c.seen[key] = ts
-	if c.journal != nil {
-		n, err := c.journal.Append(key)
-		if err != nil {
-			c.onErr(err)
-		} else if n > 4*len(c.seen)+1024 {
-			c.expireLocked()
-			if err := c.compactLocked(); err != nil {
-				c.onErr(err)
-			}
-		}
-	}
-	return true
-}
-
-func (c *replayCache) expireLocked() {
-	oldest := c.now().Add(-replayWindow).Unix()
-	for k, ts := range c.seen {
-		if ts < oldest {
-			delete(c.seen, k)
-		}
-	}
-}
-
-func (c *replayCache) dropOldestLocked() {
-	var oldKey string
-	var oldTS int64
-	for k, ts := range c.seen {
-		if oldKey == "" || ts < oldTS {
-			oldKey, oldTS = k, ts
-		}
-	}
-	delete(c.seen, oldKey)
-}
-
-func (c *replayCache) compactLocked() error {
-	if c.journal == nil {
-		return nil
-	}
-	lines := make([]string, 0, len(c.seen))
-	for k := range c.seen {
-		lines = append(lines, k)
-	}
-	return c.journal.Compact(lines)
+	return c.keys.firstAt(key, ts)
 }
 
 // eventKey identifies an Events API callback for redelivery: its event_id, else the message it is

@@ -107,8 +107,8 @@ func TestReplayCacheExpiresAndCompacts(t *testing.T) {
 	if err := d.persist(dir, func(err error) { t.Error(err) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(d.seen) != 1 || d.first(fresh, "v0=bb") != false || d.first(old, "v0=aa") != true {
-		t.Errorf("after a restart: %v; want only the fresh key kept", d.seen)
+	if d.keys.len() != 1 || d.first(fresh, "v0=bb") != false || d.first(old, "v0=aa") != true {
+		t.Errorf("after a restart: %d keys; want only the fresh key kept", d.keys.len())
 	}
 }
 
@@ -130,5 +130,32 @@ func TestEventsWithoutEventIDAnswered(t *testing.T) {
 		t.Errorf("answers to 2 distinct mentions without event_id (one delivered twice) = %d; want 2", n)
 	} else {
 		t.Logf("figure: 3 deliveries of 2 mentions without event_id: %d answers", n)
+	}
+}
+
+// TestReplayJournalFromBeforeTheMerge: a signature journal written before the replay cache and the delivered
+// requests shared one mechanism ("<ts>:<digest>" lines) is read after an upgrade: its signatures in their
+// window are still refused.
+func TestReplayJournalFromBeforeTheMerge(t *testing.T) {
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	j, err := dir.OpenJournal(replayJournal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := strconv.FormatInt(now.Unix(), 10)
+	if _, err := j.Append(ts + ":bb"); err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	c := newReplayCache(func() time.Time { return now })
+	if err := c.persist(dir, func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	if c.first(ts, "v0=bb") || !c.first(ts, "v0=cc") {
+		t.Error("after an upgrade: want the journaled signature refused and a new one accepted")
 	}
 }

@@ -328,7 +328,7 @@ type slackApp struct {
 	log     *slog.Logger
 	metrics *Metrics
 	self    SlackIdentity
-	seen    *slackSeen
+	seen    *keyJournal
 	// inline is how long a slash command may take before it is acknowledged with "working on it"
 	// and answered through its response_url; Slack allows 3 s.
 	inline time.Duration
