@@ -34,11 +34,12 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// (0.5 s without a finished item in the first 2 s) put 405 items in 9 s at 47.6 items/s where the job ran at
 	// 45, and the estimate 5% early (linear extrapolation 1%).
 	var tpi, tps, spi, fps []measure
-	var tpiLater measure        // blocks after the first restart
-	var lastTokens []tokenBlock // every block's tokens, full batch or not
-	var tpsLengths []measure    // tokens per item of each block of tps (den 0: warming or unknown)
-	partial := 0                // blocks past the warm-up whose batch was not full
-	idle := 0.0                 // active seconds of the blocks since the last in which an item finished
+	var tpiAt, tpsAt, spiAt, fpsAt []float64 // the active time each of those blocks starts at
+	var tpiLater measure                     // blocks after the first restart
+	var lastTokens []tokenBlock              // every block's tokens, full batch or not
+	var tpsLengths []measure                 // tokens per item of each block of tps (den 0: warming or unknown)
+	partial := 0                             // blocks past the warm-up whose batch was not full
+	idle := 0.0                              // active seconds of the blocks since the last in which an item finished
 	for _, b := range bs {
 		a, z := s.pts[b.from], s.pts[b.to]
 		span := z.active - a.active
@@ -47,6 +48,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 			idle = 0
 		case z.done > a.done:
 			spi = append(spi, measure{span + idle, z.done - a.done})
+			spiAt = append(spiAt, a.active-idle)
 			idle = 0
 		default:
 			idle += span
@@ -56,13 +58,14 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 			sat := s.saturated(b)
 			if sat {
 				tps = append(tps, measure{z.g - a.g, span})
+				tpsAt = append(tpsAt, a.active)
 				var l measure
 				if r, ok := blockTokensPerItem(a, z); ok && !s.warming(a.t, z.t, cfg.Window) {
 					l = r
 				}
 				tpsLengths = append(tpsLengths, l)
 			}
-			lastTokens = append(lastTokens, tokenBlock{measure{z.g - a.g, span}, sat})
+			lastTokens = append(lastTokens, tokenBlock{measure{z.g - a.g, span}, sat, a.active})
 			if !sat && !s.warming(a.t, z.t, cfg.Window) {
 				partial++
 			}
@@ -70,6 +73,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		if !s.warming(a.t, z.t, cfg.Window) {
 			if r, ok := blockTokensPerItem(a, z); ok {
 				tpi = append(tpi, r)
+				tpiAt = append(tpiAt, a.active)
 				if a.seg > 0 {
 					tpiLater.num += r.num
 					tpiLater.den += r.den
@@ -77,11 +81,22 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 			}
 			if a.hasFin && z.hasFin && z.fin > a.fin {
 				fps = append(fps, measure{z.fin - a.fin, span})
+				fpsAt = append(fpsAt, a.active)
 			}
 		}
 	}
 	var sec, relSE, drain, drainLow, drainHigh, wobble float64 // wobble: one block's relative noise of the rate used
-	used := 0
+	// The figures' windows, as active times they start at: the token rate's (or items/s) and tokens per
+	// item's. Said apart when they differ, so that "at 1,349 tok/s" is not read as the last 14 minutes' rate
+	// when it is the whole run's, beside a throughput line that gives the last 11 minutes' as 1,370.
+	start := s.pts[0].active
+	rateAt, lenAt := start, start
+	from := func(at []float64, i int) float64 {
+		if i > 0 && i < len(at) {
+			return at[i]
+		}
+		return start
+	}
 	// With a counter that moves only on finish the lengths come from finished items alone, a block at a time:
 	// a few long ones finishing together look like a change. It takes the rates' stronger evidence, and three
 	// blocks, to call one.
@@ -144,6 +159,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		// rate, full or not, is a floor under the full-batch rate while items still wait to start. Where the
 		// batch gauge misleads (it is one replica's behind a shared address, or it wobbles on a small job) the
 		// full blocks are few and old, and their rate would stand for the run's long after it sped up.
+		rateAt = from(tpsAt, rFrom)
 		if k := rateRecent + 1; len(lastTokens) >= k && e.ItemsLeft > 2*last.running {
 			var g measure
 			full := false
@@ -152,17 +168,14 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 				full = full || b.full
 			}
 			if !full && g.den > 0 && g.num/g.den > r {
-				r, rFrom = g.num/g.den, len(tps)
+				r, rateAt = g.num/g.den, lastTokens[len(lastTokens)-k].at
 			}
 		}
 		e.TokensPerItem, e.TokensPerS = m, r
 		e.ItemsPerS = r / m
 		sec, drain, drainLow, drainHigh = s.tokenSeconds(e.ItemsLeft, m, r)
 		relSE = math.Hypot(mSE, rSE)
-		used = len(tps) - rFrom
-		if len(tpi) > 0 {
-			used = min(used, len(tpi)-mFrom)
-		}
+		lenAt = from(tpiAt, mFrom)
 		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s", format.Count(e.ItemsLeft),
 			format.Count(m), format.Rate(r, "tok/s"))
 	case len(tpi) > 0 && len(fps) > 0 && mFrom > 0:
@@ -175,7 +188,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		e.ItemsPerS = r / m
 		sec = e.ItemsLeft * m / r
 		relSE = math.Hypot(mSE, rSE)
-		used = min(len(fps)-rFrom, len(tpi)-mFrom)
+		rateAt, lenAt = from(fpsAt, rFrom), from(tpiAt, mFrom)
 		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s of finished completions", format.Count(e.ItemsLeft),
 			format.Count(m), format.Rate(r, "tok/s"))
 	case len(spi) > 0:
@@ -185,7 +198,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		e.ItemsPerS = lam
 		sec = e.ItemsLeft / lam
 		relSE = lSE
-		used = len(spi) - lFrom
+		rateAt, lenAt = from(spiAt, lFrom), from(spiAt, lFrom)
 		e.Reason = fmt.Sprintf("%s items left at %s", format.Count(e.ItemsLeft), format.Rate(lam, "items/s"))
 	default:
 		e.Reason = "no item has finished yet and the engines give no token counts"
@@ -195,8 +208,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		e.Reason = "the measured rate is zero"
 		return e, parts{}
 	}
-	used = max(1, min(used, len(bs)))
-	e.Reason += fmt.Sprintf(" (rates of the last %s)", format.Duration(last.active-s.pts[bs[len(bs)-used].from].active))
+	e.Reason += windowsOf(last.active, start, rateAt, lenAt, blockLen, e.TokensPerItem > 0)
 	if e.TokensPerS > 0 && e.TokensPerItem > 0 {
 		// The items × tokens ÷ tokens/s above is the full batch's arithmetic; the drain at the end (the last
 		// requests decoding with the batch emptying) makes the estimate longer than it, which near the end is
@@ -243,4 +255,25 @@ type parts struct {
 type tokenBlock struct {
 	measure
 	full bool
+	at   float64 // the active time the block starts at
+}
+
+// windowsOf says over what the figures of a reason were measured: "(rates of the last 14 min)" when the rate
+// and tokens per item share a window, else each its own, "the whole run" for one that starts with the
+// history (within a block).
+func windowsOf(now, start, rateAt, lenAt, blockLen float64, lengths bool) string {
+	say := func(at float64) string {
+		if at <= start+blockLen/2 {
+			return "the whole run"
+		}
+		return "the last " + format.Duration(now-at)
+	}
+	r, l := say(rateAt), say(lenAt)
+	if !lengths || r == l || math.Abs(rateAt-lenAt) <= 0.15*(now-math.Min(rateAt, lenAt)) {
+		if math.Min(rateAt, lenAt) <= start+blockLen/2 {
+			return " (rates of the whole run)"
+		}
+		return fmt.Sprintf(" (rates of the last %s)", format.Duration(now-math.Max(rateAt, lenAt)))
+	}
+	return fmt.Sprintf(" (tokens per item of %s, tok/s of %s)", l, r)
 }
