@@ -108,3 +108,27 @@ func readTrace(t *testing.T, path string) []Observation {
 	}
 	return hist
 }
+
+// TestWindowsOf: a reason names the window of each figure, one window when they share it, "the whole run"
+// for one that starts with the history, and tokens per item apart from the rate only when there are lengths.
+func TestWindowsOf(t *testing.T) {
+	const now, start, block = 3600.0, 0.0, 60.0
+	for _, c := range []struct {
+		rateAt, lenAt float64
+		lengths       bool
+		want          string
+	}{
+		{0, 0, true, " (rates of the whole run)"},
+		{20, 0, true, " (rates of the whole run)"},
+		{2700, 2700, true, " (rates of the last 15 min)"},
+		{2700, 2750, true, " (rates of the last 14 min)"},
+		{0, 2700, true, " (tokens per item of the last 15 min, tok/s of the whole run)"},
+		{2700, 0, true, " (tokens per item of the whole run, tok/s of the last 15 min)"},
+		{1800, 3000, true, " (tokens per item of the last 10 min, tok/s of the last 30 min)"},
+		{1800, 0, false, " (rates of the last 30 min)"},
+	} {
+		if got := windowsOf(now, start, c.rateAt, c.lenAt, block, c.lengths); got != c.want {
+			t.Errorf("windowsOf(rate from %v, lengths from %v, lengths %v) = %q; want %q", c.rateAt, c.lenAt, c.lengths, got, c.want)
+		}
+	}
+}

@@ -268,8 +268,11 @@ func windowsOf(now, start, rateAt, lenAt, blockLen float64, lengths bool) string
 		}
 		return "the last " + format.Duration(now-at)
 	}
+	if !lengths {
+		lenAt = rateAt
+	}
 	r, l := say(rateAt), say(lenAt)
-	if !lengths || r == l || math.Abs(rateAt-lenAt) <= 0.15*(now-math.Min(rateAt, lenAt)) {
+	if r == l || math.Abs(rateAt-lenAt) <= 0.15*(now-math.Min(rateAt, lenAt)) {
 		if math.Min(rateAt, lenAt) <= start+blockLen/2 {
 			return " (rates of the whole run)"
 		}
