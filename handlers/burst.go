@@ -1,0 +1,99 @@
+package handlers
+
+import (
+	"fmt"
+	"strings"
+
+	"runwatch/reports"
+)
+
+// burstMax is how many posts of one kind one evaluation may send to one place (a channel, or a thread)
+// before they go as one: twenty training nodes writing checkpoints to a protected /shared are twenty
+// protected-write warnings, and twenty posts in a row bury the channel.
+const burstMax = 3
+
+// burstList is how many of a burst's warnings its one post lists before "and N more".
+const burstList = 10
+
+// coalesce puts each burst of posts (more than burstMax of one run and kind to one channel and thread in one
+// evaluation) in one post listing them. A burst of warnings covers their keys (delivered, or not, with it, so
+// their follow-ups thread under it); a burst of follow-ups in one thread (twenty resolutions at once) is one
+// reply.
+func coalesce(posts []Post) []Post {
+	type group struct {
+		first int
+		posts []Post
+	}
+	groups := map[string]*group{}
+	var order []string
+	for i, p := range posts {
+		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind {
+			order = append(order, fmt.Sprint("\x00", i))
+			groups[order[len(order)-1]] = &group{first: i, posts: []Post{p}}
+			continue
+		}
+		k := strings.Join([]string{p.Channel, p.ThreadRef, p.Run, p.Kind}, "\x00")
+		g := groups[k]
+		if g == nil {
+			g = &group{first: i}
+			groups[k] = g
+			order = append(order, k)
+		}
+		g.posts = append(g.posts, p)
+	}
+	out := make([]Post, 0, len(order))
+	for _, k := range order {
+		g := groups[k]
+		if len(g.posts) <= burstMax {
+			out = append(out, g.posts...)
+			continue
+		}
+		out = append(out, burstPost(g.posts))
+	}
+	return out
+}
+
+// burstPost is one post standing for ps, all of one run and kind to one place.
+func burstPost(ps []Post) Post {
+	first := ps[0]
+	p := Post{Run: first.Run, Channel: first.Channel, Kind: first.Kind, ThreadRef: first.ThreadRef}
+	if !followUp(first.Kind) {
+		for _, q := range ps {
+			p.Covers = append(p.Covers, q.Key)
+		}
+	} else {
+		p.Key = first.Key
+	}
+	// One line per post, the same line once with a count (twenty resolutions say the same).
+	var texts []string
+	count := map[string]int{}
+	for _, q := range ps {
+		t := truncateRunes(strings.Join(strings.Fields(strings.Join(q.Message.Sections, " ")), " "), 300)
+		if count[t] == 0 {
+			texts = append(texts, t)
+		}
+		count[t]++
+	}
+	var lines []string
+	for i, t := range texts {
+		if i == burstList {
+			lines = append(lines, fmt.Sprintf("…and %d more.", len(texts)-i))
+			break
+		}
+		if n := count[t]; n > 1 {
+			t += fmt.Sprintf(" (×%d)", n)
+		}
+		lines = append(lines, "• "+t)
+	}
+	// A burst has no "I'm on it" (which of them would it take?); Snooze silences the run's warnings.
+	lead := fmt.Sprintf("%d at once, in one post:", len(ps))
+	if followUp(first.Kind) {
+		lead = fmt.Sprintf("%d of them at once:", len(ps))
+	}
+	title := first.Message.Title
+	if title != "" {
+		title += fmt.Sprintf(" (%d)", len(ps))
+	}
+	p.Message = reports.Message{Title: title, Sections: []string{lead, strings.Join(lines, "\n")}}
+	return p
+}

@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/reports"
+)
+
+// Five inference servers going down together (a preempted node pool) are five source-down warnings in one
+// evaluation: the channel gets one post naming the five, and their recoveries one reply in its thread. It
+// got five posts, then five replies, each in its own thread.
+func TestBurstOfWarningsIsOnePost(t *testing.T) {
+	var eps []*faultEndpoint
+	var urls []string
+	for range 5 {
+		ep := newFaultEndpoint(t)
+		eps = append(eps, ep)
+		urls = append(urls, ep.URL())
+	}
+	clock := &testClock{t: schedT0}
+	e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: urls, timeout: 500 * time.Millisecond, clock: clock}),
+		fake: newSlackFake(t), clock: clock, logs: &logBuffer{}}
+	e.api, _ = newTestAPI(t, e.fake, nil, nil)
+	s := e.sampler(t)
+	e.tick(s, 0)
+	for _, ep := range eps {
+		ep.down()
+	}
+	e.tick(s, time.Second)
+	e.tick(s, 2*time.Second)
+	posts := e.topLevel("")
+	if len(posts) != 1 {
+		t.Fatalf("top-level posts after 5 servers went down = %d; want 1:\n%s", len(posts), texts(posts))
+	}
+	text := posts[0].Form.Get("text")
+	for _, u := range urls {
+		if !strings.Contains(text, strings.TrimPrefix(u, "http://")) {
+			t.Errorf("the one post does not name %s:\n%s", u, text)
+		}
+	}
+	if !strings.Contains(text, "5 at once") {
+		t.Errorf("the post does not say how many it stands for:\n%s", text)
+	}
+	// Every covered warning threads under the one post: still down an hour later is one reply there.
+	for _, al := range s.Alerter.State.Active {
+		if al.Ref != posts[0].TS {
+			t.Errorf("warning %s threads under %q; want the burst's post %q", al.Summary, al.Ref, posts[0].TS)
+		}
+	}
+	for _, ep := range eps {
+		ep.up()
+	}
+	for i := range 3 {
+		e.tick(s, time.Duration(3+i)*time.Second)
+	}
+	var replies []slackCall
+	for _, c := range e.fake.Calls("chat.postMessage") {
+		if c.Form.Get("thread_ts") == posts[0].TS {
+			replies = append(replies, c)
+		}
+	}
+	if len(replies) != 1 || !strings.Contains(replies[0].Form.Get("text"), "5 of them at once") {
+		t.Errorf("replies to the burst after the servers came back = %d; want 1 saying all 5 recovered:\n%s", len(replies), texts(replies))
+	}
+	if n := len(e.topLevel("")); n != 1 {
+		t.Errorf("top-level posts at the end = %d; want still 1", n)
+	}
+}
+
+// texts is the calls' message texts, one per line.
+func texts(calls []slackCall) string {
+	var out []string
+	for _, c := range calls {
+		out = append(out, c.Form.Get("text"))
+	}
+	return strings.Join(out, "\n")
+}
+
+// coalesce: up to burstMax posts of a kind to one place go as they are; more go as one listing each once
+// (the same line with a count), at most burstList of them; posts to other places, of other kinds, or
+// standing for others already (a lost-state note) are left alone.
+func TestCoalesce(t *testing.T) {
+	warn := func(ch, key, text string) Post {
+		return Post{Run: "synth", Channel: ch, Kind: AlertProtected, Key: key, Message: reports.Message{Title: "synth · protected write", Sections: []string{text}}}
+	}
+	var posts []Post
+	for i := range 3 {
+		posts = append(posts, warn("C2", fmt.Sprint("k", i), "three"))
+	}
+	for i := range 14 {
+		posts = append(posts, warn("C1", fmt.Sprint("h", i), fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", i%12)))
+	}
+	posts = append(posts, Post{Run: "synth", Channel: "C1", Kind: lostKind, Covers: []string{"x"}})
+	out := coalesce(posts)
+	if len(out) != 5 {
+		t.Fatalf("coalesce(3 to C2, 14 to C1, a note) = %d posts; want 5 (3, the burst, the note)", len(out))
+	}
+	b := out[3]
+	if b.Key != "" || len(b.Covers) != 14 || b.Covers[13] != "h13" || b.Channel != "C1" {
+		t.Errorf("the burst: key %q, covers %v, channel %s; want no key of its own, the 14 keys, C1", b.Key, b.Covers, b.Channel)
+	}
+	body := strings.Join(b.Message.Sections, "\n")
+	for _, want := range []string{"14 at once", "n0, 1 process is writing to protected /shared. (×2)", "n9,", "…and 2 more.", "(14)"} {
+		if !strings.Contains(body+b.Message.Title, want) {
+			t.Errorf("the burst's text lacks %q:\n%s\n%s", want, b.Message.Title, body)
+		}
+	}
+	if strings.Contains(body, "n10,") {
+		t.Errorf("the burst lists more than %d lines:\n%s", burstList, body)
+	}
+	if out[4].Kind != lostKind {
+		t.Errorf("the note of a lost state was folded in: %+v", out[4])
+	}
+}
