@@ -71,7 +71,7 @@ func (s SignalSeries) steps() []signalStep {
 		var c estimate.Counter
 		for _, cur := range s[k] {
 			before := c.Total.Named
-			c, _ = c.Add(signalCounts(cur), 0, cur.T)
+			c.Fold(signalCounts(cur), 0, cur.T)
 			d := func(name string) float64 { return c.Total.Named[name] - before[name] }
 			st := signalStep{t: cur.T, drafter: cur.Drafter}
 			if cur.Finished != nil {

@@ -154,6 +154,13 @@ const restartShare = 0.5
 // totals stand.
 func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 	c.Lanes = append([]Lane(nil), c.Lanes...)
+	st := c.Fold(r, start, now)
+	return c, st
+}
+
+// Fold is Add in place, for a caller that keeps no earlier Counter (a history folded in one pass): it reuses
+// the lanes' memory where Add copies them, which was a third of the memory a chart's 120 estimates took.
+func (c *Counter) Fold(r Counts, start, now float64) Step {
 	c.Reads++
 	// A lane nothing has matched for a while is a server lifetime that ended; forgetting it keeps a later
 	// reading from joining it when the new lifetime's counters pass the old one's.
@@ -233,7 +240,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 		if now > 0 {
 			c.LastRead = now
 		}
-		return c, Step{Switched: switched}
+		return Step{Switched: switched}
 	}
 	var step Step
 	switch {
@@ -275,7 +282,7 @@ func (c Counter) Add(r Counts, start, now float64) (Counter, Step) {
 	if now > 0 {
 		c.LastRead = now
 	}
-	return c, step
+	return step
 }
 
 // maxStart is the latest start time of the lanes (0 when none says).

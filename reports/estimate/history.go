@@ -184,8 +184,11 @@ func build(hist []Observation, cfg Config) series {
 		if !s.pts[i].progress {
 			return true
 		}
+		if engines || starting(i-1) {
+			return false
+		}
 		expected := s.recentItemRate(i-1) * (s.pts[i].t - s.pts[i-1].t)
-		return !engines && !starting(i-1) && expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
+		return expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
 	}
 	for i := 1; i < len(s.pts); {
 		if !quiet(i) {
@@ -203,8 +206,11 @@ func build(hist []Observation, cfg Config) series {
 			j++
 		}
 		span := s.pts[j-1].t - s.pts[i-1].t
-		expected := s.recentItemRate(i-1) * span
-		pause := !engines && !starting(i-1) && expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
+		pause := false
+		if !engines && !starting(i-1) {
+			expected := s.recentItemRate(i-1) * span
+			pause = expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
+		}
 		idle := flat && (tokensKnown || span >= cfg.StallAfter/2) || down || pause
 		if pause && j < len(s.pts) {
 			s.restarts = append(s.restarts, s.pts[j-1].t)
@@ -224,10 +230,9 @@ func build(hist []Observation, cfg Config) series {
 
 // recentItemRate is the item rate over two thirds of a window up to point i (0 when unknown).
 func (s series) recentItemRate(i int) float64 {
-	k := i
-	for k > 0 && s.pts[i].t-s.pts[k].t < 2*s.window/3 {
-		k--
-	}
+	// The last point at least two thirds of a window before i, else the first: a binary search, as the
+	// chart runs the estimator over every prefix of a long history.
+	k := max(0, sort.Search(i+1, func(j int) bool { return s.pts[i].t-s.pts[j].t < 2*s.window/3 })-1)
 	if d := s.pts[i].t - s.pts[k].t; d > 0 {
 		return (s.pts[i].done - s.pts[k].done) / d
 	}

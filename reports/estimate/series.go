@@ -42,7 +42,7 @@ func FoldSeries(hist []Observation) []Folded {
 		before := c.Total
 		var st Step
 		if o.GenTokens != nil || o.FinishedLenSum != nil {
-			c, st = c.Add(r, 0, o.T)
+			st = c.Fold(r, 0, o.T)
 			reads++
 			if st.Replica || st.Switched {
 				replicas++
