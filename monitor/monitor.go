@@ -429,6 +429,6 @@ func estimateConfig(r *config.Run) reports.EstimateConfig {
 // fuzzed; this is for the input nobody foresaw. Deferred in the probe's own goroutine.
 func survive(probe string, addProblem func(string, error)) {
 	if r := recover(); r != nil {
-		addProblem(probe, probes.RedactPanic(&flight.PanicError{Value: r}))
+		addProblem(probe, &flight.PanicError{Value: r})
 	}
 }

@@ -110,7 +110,6 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 		g.calls[key] = c
 		go func() {
 			v, err := flight.Safe(fn) // fn runs in a goroutine of its own, where a panic would stop the bot
-			err = RedactPanic(err)
 			g.mu.Lock()
 			c.v, c.err = v, err
 			delete(g.calls, key)
