@@ -389,3 +389,93 @@ func faultPermissionChild(log string) {
 	b, _ := json.Marshal(rs)
 	fmt.Printf("STATUS %s\n", b)
 }
+
+// faultDeadMount stands in for path resolution under a mount whose server is gone: a resolve of a
+// path under root tells started and blocks until release; every other path resolves for real.
+type faultDeadMount struct {
+	root    string
+	started chan string
+	release chan struct{}
+}
+
+func (d *faultDeadMount) resolve(path string) (string, error) {
+	if reports.Under(path, d.root) {
+		select {
+		case d.started <- path:
+		case <-d.release:
+		}
+		<-d.release
+		return path, nil
+	}
+	return probes.Resolve(context.Background(), path)
+}
+
+// TestFaultQuestionsOnDeadMountSpareTheSampler: questions name path after path under a dead mount that
+// none of the run's paths is near, each resolve a call that never returns. They use up the bound on calls
+// left hanging of the guard questions resolve such paths under (Monitor.askGuard), and then fail at once;
+// the run's own paths, which the sampler and questions about them resolve under the other guard, still
+// resolve. With one guard for both, the sampler's every path would fail with "too many earlier file
+// system calls have not returned" until the dead mount answered.
+func TestFaultQuestionsOnDeadMountSpareTheSampler(t *testing.T) {
+	f := newFixture(t)
+	dead := &faultDeadMount{root: "/dead-nfs", started: make(chan string), release: make(chan struct{})}
+	t.Cleanup(func() { close(dead.release) }) // the hung resolves return, and their goroutines end
+	const bound = 3
+	m, _, err := New(f.file, Options{ProbeTimeout: 30 * time.Second, RateWindow: -1,
+		newGuard: func() *probes.Guard { return probes.NewGuardFunc(dead.resolve, bound) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ask asks about path and, once its resolve hangs (hung), gives up as an asker's deadline would.
+	ask := func(path string) (hung bool, err error) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.ResolveTarget(ctx, "synth", path)
+			done <- err
+		}()
+		select {
+		case <-dead.started:
+			cancel()
+			return true, <-done
+		case err := <-done:
+			return false, err
+		case <-time.After(30 * time.Second):
+			t.Fatalf("question about %s neither hung nor returned", path)
+			return false, nil
+		}
+	}
+	for i := range bound + 4 {
+		path := fmt.Sprintf("%s/home/u%d", dead.root, i)
+		hung, err := ask(path)
+		if want := i < bound; hung != want {
+			t.Errorf("question %d (%s): its resolve hung = %v; want %v (the question guard lets %d hang)", i, path, hung, want, bound)
+		}
+		if !errors.Is(err, ErrNotAllowed) {
+			t.Errorf("question %d (%s) = %v; want ErrNotAllowed (a path near none of the run's is not named)", i, path, err)
+		}
+	}
+
+	// The sampler's own path probes are under a bound of their own: every path resolves.
+	rs := faultWithin(t, "status while questions hang", func() reports.RunStatus { return m.Status(context.Background(), Need{Storage: true}).Runs[0] })
+	if p, ok := faultProblem(rs, "path "); ok {
+		t.Errorf("status problems = %+v; want none for the run's paths (%v)", rs.Problems, p)
+	}
+	var link *reports.PathInfo
+	for i, p := range rs.Storage.Paths {
+		if p.Path == f.link {
+			link = &rs.Storage.Paths[i]
+		}
+	}
+	if link == nil || link.Resolved != filepath.Join(f.shared, "samples") {
+		t.Errorf("status paths = %+v; want %s resolved through its symlink to %s", rs.Storage.Paths, f.link, filepath.Join(f.shared, "samples"))
+	}
+	// And so are questions about the run's own paths, inside one or above one.
+	for _, path := range []string{f.out, filepath.Join(f.link, "part-0001.jsonl"), filepath.Join(f.shared, "new", "dir"), f.dir} {
+		if hung, err := ask(path); hung || err != nil {
+			t.Errorf("question about the run's %s while the question guard is full = hung %v, %v; want it answered", path, hung, err)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"runwatch/probes"
 	"runwatch/reports"
 )
 
@@ -73,7 +72,7 @@ func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe fu
 		return rs, nil
 	})
 	if err != nil {
-		return notProbed(name, probes.RedactPanic(err))
+		return notProbed(name, err)
 	}
 	if !first {
 		// Joined another question's evaluation: its own copy of the lists it might append to.

@@ -59,6 +59,10 @@ type Options struct {
 	// StatFS reads mount capacity; nil gets probes.NewStatFS(ProbeTimeout). Tests pass
 	// probes.NewStatFSFunc to stand in for a mount whose statfs never returns.
 	StatFS *probes.StatFS
+
+	// newGuard builds the monitor's two path guards (guard and askGuard); nil means probes.NewGuard.
+	// Tests in this package pass probes.NewGuardFunc to stand in for a mount whose paths never resolve.
+	newGuard func() *probes.Guard
 }
 
 // Need says which parts of a status an answer needs, so "ETA?" does not wait for a /proc scan.
@@ -147,13 +151,16 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	if o.StatFS == nil {
 		o.StatFS = probes.NewStatFS(o.ProbeTimeout)
 	}
+	if o.newGuard == nil {
+		o.newGuard = probes.NewGuard
+	}
 	m := &Monitor{
 		file:     f,
 		opts:     o,
 		mounts:   probes.NewMounts(o.ProcRoot),
 		statfs:   o.StatFS,
-		guard:    probes.NewGuard(),
-		askGuard: probes.NewGuard(),
+		guard:    o.newGuard(),
+		askGuard: o.newGuard(),
 		writers:  probes.NewWriters(o.ProcRoot),
 		diskio:   probes.NewDiskIO(o.ProcRoot),
 		metrics:  probes.NewMetrics(o.HTTP, 0),
@@ -422,6 +429,6 @@ func estimateConfig(r *config.Run) reports.EstimateConfig {
 // fuzzed; this is for the input nobody foresaw. Deferred in the probe's own goroutine.
 func survive(probe string, addProblem func(string, error)) {
 	if r := recover(); r != nil {
-		addProblem(probe, probes.RedactPanic(&flight.PanicError{Value: r}))
+		addProblem(probe, &flight.PanicError{Value: r})
 	}
 }

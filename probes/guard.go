@@ -44,6 +44,8 @@ type Guard struct {
 	// questions naming path after path on a dead mount would each leave a thread stuck in the
 	// kernel, and Go stops a program at 10,000 threads.
 	hung, maxHung int
+	// resolve is what Resolve runs: mountResolve, or a test's stand-in (NewGuardFunc).
+	resolve func(path string) (string, error)
 }
 
 // guardMaxHung bounds the abandoned calls one Guard lets run; past it new keys fail at once
@@ -66,7 +68,16 @@ var errStillHung = errors.New("an earlier call has not returned yet")
 
 // NewGuard returns an empty Guard.
 func NewGuard() *Guard {
-	return &Guard{calls: make(map[string]*guardCall)}
+	return &Guard{calls: make(map[string]*guardCall), resolve: mountResolve}
+}
+
+// NewGuardFunc returns a Guard whose Resolve calls resolve instead of resolving the path on the file
+// system, and which lets at most maxHung abandoned calls run (0: the default bound). Tests in other
+// packages pass it to stand in for a mount whose path calls never return, as NewStatFSFunc for statfs.
+func NewGuardFunc(resolve func(path string) (string, error), maxHung int) *Guard {
+	g := NewGuard()
+	g.resolve, g.maxHung = resolve, maxHung
+	return g
 }
 
 // newFailFastGuard returns a Guard whose callers fail at once while a call they would join hangs.
@@ -99,7 +110,6 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 		g.calls[key] = c
 		go func() {
 			v, err := flight.Safe(fn) // fn runs in a goroutine of its own, where a panic would stop the bot
-			err = RedactPanic(err)
 			g.mu.Lock()
 			c.v, c.err = v, err
 			delete(g.calls, key)
@@ -126,13 +136,9 @@ func (g *Guard) do(ctx context.Context, key string, fn func() (any, error)) (any
 	}
 }
 
-// Resolve is the package's Resolve, one call per path at a time.
+// Resolve is the package's Resolve (NewGuardFunc's stand-in for it), one call per path at a time.
 func (g *Guard) Resolve(ctx context.Context, path string) (string, error) {
-	return g.resolveWith(ctx, path, mountResolve)
-}
-
-func (g *Guard) resolveWith(ctx context.Context, path string, resolve func(string) (string, error)) (string, error) {
-	v, err := g.do(ctx, "resolve\x00"+path, func() (any, error) { return resolve(path) })
+	v, err := g.do(ctx, "resolve\x00"+path, func() (any, error) { return g.resolve(path) })
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("resolve %s: %w", path, err)

@@ -294,7 +294,7 @@ func Resolve(ctx context.Context, path string) (string, error) {
 
 // mountResolveCtx runs resolve(path) where ctx can abandon it.
 func mountResolveCtx(ctx context.Context, path string, resolve func(string) (string, error)) (string, error) {
-	return NewGuard().resolveWith(ctx, path, resolve)
+	return NewGuardFunc(resolve, 0).Resolve(ctx, path)
 }
 
 // mountResolve is Resolve without the ctx guard.

@@ -5,79 +5,20 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
-	"runwatch/internal/flight"
+	"runwatch/internal/redact"
 )
 
 // RedactURL is the one place a configured URL becomes a name: the form probe names, metric
-// labels, state keys, warnings, status output and stage details carry. Credentials ride in URLs
-// two ways, user:password@ and query values (token=, api_key=, sig=, ...), and no list of
-// parameter names is complete, so the user info is dropped and every query value is replaced:
+// labels, state keys, warnings, status output and stage details carry. The user info, every query
+// value and the fragment are dropped (redact.URL):
 // http://admin:pw@host:9000/metrics?api_key=K&x=1 names itself http://host:9000/metrics?api_key=[redacted]&x=[redacted].
-// The fragment, never sent, is dropped too. A URL that does not parse names itself by its scheme
-// alone, since the text around a parse error may be a secret.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		if i := strings.Index(raw, "://"); i > 0 && i < 10 {
-			return raw[:i] + "://(unparseable URL)"
-		}
-		return "(unparseable URL)"
-	}
-	u.User = nil
-	u.Fragment, u.RawFragment = "", ""
-	if u.RawQuery == "" && !u.ForceQuery {
-		return u.String()
-	}
-	var parts []string
-	for _, kv := range strings.Split(u.RawQuery, "&") {
-		if kv == "" {
-			continue
-		}
-		k, _, _ := strings.Cut(kv, "=")
-		if name, err := url.QueryUnescape(k); err == nil {
-			k = url.QueryEscape(name)
-		} else {
-			k = "(name)"
-		}
-		parts = append(parts, k+"=[redacted]")
-	}
-	u.RawQuery, u.ForceQuery = "", false
-	if len(parts) == 0 {
-		return u.String()
-	}
-	return u.String() + "?" + strings.Join(parts, "&")
-}
-
-// urlInText finds URLs in free text: a scheme, "://", and everything up to a space, a quote or an
-// angle bracket (trailing punctuation is trimmed by RedactURLsIn).
-var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s<>"'\x60]+`)
+func RedactURL(raw string) string { return redact.URL(raw) }
 
 // RedactURLsIn returns text (a job's log line) with every URL that carries a password, a query or
 // a fragment named as RedactURL names it; other URLs and the rest of the text stay as they are.
-func RedactURLsIn(text string) string {
-	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
-		trimmed := strings.TrimRight(u, ".,;:!?)]}")
-		tail := u[len(trimmed):]
-		if !strings.ContainsAny(trimmed, "@?#") {
-			return u
-		}
-		return RedactURL(trimmed) + tail
-	})
-}
-
-// RedactPanic returns err with the URLs in a panic's text redacted (RedactURLsIn) when err is a call's panic
-// (flight.PanicError), else err as it is. A panic's value is whatever the call was handling: a scrape that
-// panics on a URL names it, password and query key included, and its error goes into answers and logs.
-func RedactPanic(err error) error {
-	var pe *flight.PanicError
-	if !errors.As(err, &pe) {
-		return err
-	}
-	return errors.New("failed with a panic: " + RedactURLsIn(fmt.Sprint(pe.Value)))
-}
+func RedactURLsIn(text string) string { return redact.URLsIn(text) }
 
 // withoutSecrets returns err with every one of secrets in its text replaced by [redacted] (errors.Is
 // and As still reach its causes), or err itself when its text holds none.

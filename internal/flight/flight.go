@@ -1,13 +1,16 @@
 // Package flight shares one call among the concurrent callers of a key: the first caller runs it,
 // the others wait for its result (or for their own context). The monitor uses it for one scrape
 // per URL and one statfs per mount in a pass, and one evaluation for identical questions. A call that
-// panics fails with an error (Safe), which the probes' Guard uses for the calls it runs on its own.
+// panics fails with an error (Safe, PanicError) whose text has the URL secrets in it redacted; the probes'
+// Guard uses Safe for the calls it runs on its own.
 package flight
 
 import (
 	"context"
 	"fmt"
 	"sync"
+
+	"runwatch/internal/redact"
 )
 
 // Group runs at most one call per key at a time. The zero Group is ready to use.
@@ -76,9 +79,12 @@ func Safe[T any](fn func() (T, error)) (v T, err error) {
 	return fn()
 }
 
-// PanicError is the error of a call that panicked: Value is what it panicked with. Its text may hold
-// whatever the call was handling (a URL with its password, a query key), so a caller that shows the
-// error to people redacts it first (probes.RedactPanic).
+// PanicError is the error of a call that panicked: Value is what it panicked with, as it was. A panic's
+// value is whatever the call was handling (a scrape names the URL it choked on, password and query key
+// included), and the error goes into answers and logs, so its text has the URLs in it redacted
+// (redact.URLsIn); show the error, not Value. A goroutine that recovers a panic itself makes one of it.
 type PanicError struct{ Value any }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("failed with a panic: %v", e.Value) }
+func (e *PanicError) Error() string {
+	return "failed with a panic: " + redact.URLsIn(fmt.Sprint(e.Value))
+}

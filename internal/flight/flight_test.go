@@ -98,3 +98,22 @@ func TestGroupPanicIsAnError(t *testing.T) {
 		t.Errorf("the next call of the key = %d, %v; want its own 7 (the key freed)", v, err)
 	}
 }
+
+// TestSafePanicRedactsURLs: a call panics naming the URL it was handling, password and query value
+// included; the error Safe returns, which goes into answers and logs, names the panic and the URL
+// without either, whoever the caller is (a Group's callers too).
+func TestSafePanicRedactsURLs(t *testing.T) {
+	const url = "https://user:secret@host/x?token=abc"
+	for _, value := range []any{"unexpected label in " + url, errors.New("unexpected label in " + url)} {
+		_, err := Safe(func() (int, error) { panic(value) })
+		var g Group[int]
+		_, gerr := g.Do(context.Background(), "k", func() (int, error) { panic(value) })
+		for _, err := range []error{err, gerr} {
+			var pe *PanicError
+			if !errors.As(err, &pe) || strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "abc") ||
+				err.Error() != "failed with a panic: unexpected label in https://host/x?token=[redacted]" {
+				t.Errorf("a call that panicked with %q = %v; want a PanicError naming the panic, the URL redacted", value, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,66 @@
+// Package redact removes the credentials a URL can carry from the URL and from text that holds URLs.
+// It is the one URL redactor: probes names configured URLs with it (probes.RedactURL, RedactURLsIn), and
+// flight redacts a panic's text with it before the panic is an error anyone sees.
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// URL names a URL without its secrets. Credentials ride in URLs two ways, user:password@ and query
+// values (token=, api_key=, sig=, ...), and no list of parameter names is complete, so the user
+// info is dropped and every query value is replaced:
+// http://admin:pw@host:9000/metrics?api_key=K&x=1 names itself http://host:9000/metrics?api_key=[redacted]&x=[redacted].
+// The fragment, never sent, is dropped too. A URL that does not parse names itself by its scheme
+// alone, since the text around a parse error may be a secret.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		if i := strings.Index(raw, "://"); i > 0 && i < 10 {
+			return raw[:i] + "://(unparseable URL)"
+		}
+		return "(unparseable URL)"
+	}
+	u.User = nil
+	u.Fragment, u.RawFragment = "", ""
+	if u.RawQuery == "" && !u.ForceQuery {
+		return u.String()
+	}
+	var parts []string
+	for _, kv := range strings.Split(u.RawQuery, "&") {
+		if kv == "" {
+			continue
+		}
+		k, _, _ := strings.Cut(kv, "=")
+		if name, err := url.QueryUnescape(k); err == nil {
+			k = url.QueryEscape(name)
+		} else {
+			k = "(name)"
+		}
+		parts = append(parts, k+"=[redacted]")
+	}
+	u.RawQuery, u.ForceQuery = "", false
+	if len(parts) == 0 {
+		return u.String()
+	}
+	return u.String() + "?" + strings.Join(parts, "&")
+}
+
+// urlInText finds URLs in free text: a scheme, "://", and everything up to a space, a quote or an
+// angle bracket (trailing punctuation is trimmed by URLsIn).
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s<>"'\x60]+`)
+
+// URLsIn returns text with every URL that carries a password, a query or a fragment named as URL
+// names it; other URLs and the rest of the text stay as they are.
+func URLsIn(text string) string {
+	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
+		trimmed := strings.TrimRight(u, ".,;:!?)]}")
+		tail := u[len(trimmed):]
+		if !strings.ContainsAny(trimmed, "@?#") {
+			return u
+		}
+		return URL(trimmed) + tail
+	})
+}
