@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Records the peer corpus: every recordpeer scenario (or those named as arguments) against the third-party
-# vLLM simulator, two at a time, into reports/testdata/peer/NAME.jsonl. COPY_TO=DIR also copies each
-# finished trace there; each recording's progress log goes to $LOG_DIR/NAME.log (default: a temporary
-# directory). Run from anywhere; the simulator is read from ../shared/peers/ beside the repository
-# (SIM=path.gz to override).
+# vLLM simulator, two at a time, into reports/testdata/peer/NAME.jsonl. SEED=N (N > 0) records draw N of each
+# scenario instead (recordpeer -seed N: every seed moved by 100*N) into reports/testdata/peer/seeds/NAME.sN.jsonl.
+# COPY_TO=DIR also copies each finished trace there; each recording's progress log goes to $LOG_DIR/NAME.log
+# (NAME.sN.log with SEED; default: a temporary directory). Run from anywhere; the simulator is read from
+# ../shared/peers/ beside the repository (SIM=path.gz to override).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sim="${SIM:-../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz}"
@@ -13,15 +14,18 @@ names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   mapfile -t names < <(/tmp/recordpeer.$$ -list | awk '{print $1}')
 fi
+seed="${SEED:-0}"
+dir=reports/testdata/peer suffix=
+if [ "$seed" != 0 ]; then dir=reports/testdata/peer/seeds suffix=.s$seed; fi
 logs="${LOG_DIR:-$(mktemp -d)}"
-mkdir -p reports/testdata/peer "$logs"
+mkdir -p "$dir" "$logs"
 one() {
-  local n=$1 out=reports/testdata/peer/$1.jsonl
-  if /tmp/recordpeer.$$ -sim "$sim" -scenario "$n" -out "$out" 2>"$logs/$n.log"; then
-    tail -1 "$logs/$n.log"
+  local n=$1 out=$dir/$1$suffix.jsonl log=$logs/$1$suffix.log
+  if /tmp/recordpeer.$$ -sim "$sim" -scenario "$n" -seed "$seed" -out "$out" 2>"$log"; then
+    tail -1 "$log"
     if [ -n "${COPY_TO:-}" ]; then cp "$out" "$COPY_TO/"; fi
   else
-    echo "$n failed; see $logs/$n.log" >&2
+    echo "$n failed; see $log" >&2
   fi
 }
 running=0

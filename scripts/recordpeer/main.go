@@ -14,8 +14,14 @@
 //	go run ./scripts/recordpeer -list
 //	go run ./scripts/recordpeer -scenario steady -out reports/testdata/peer/steady.jsonl
 //
+// -seed N (N > 0) records another draw of the scenario: the client's seed and every server's are moved by
+// 100*N (the servers together, so they still differ), everything else about the job stays as it is; -seed 0,
+// the default, is the scenario as listed:
+//
+//	go run ./scripts/recordpeer -scenario steady -seed 2 -out reports/testdata/peer/seeds/steady.s2.jsonl
+//
 // The committed traces and how each was recorded are listed in reports/testdata/peer/SOURCES.md;
-// scripts/recordpeer.sh records them all.
+// scripts/recordpeer.sh records them all (SEED=N for the reseeded ones).
 package main
 
 import (
@@ -40,6 +46,7 @@ func main() {
 	out := flag.String("out", "", "trace file to write")
 	gz := flag.String("sim", "../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz", "the gzipped simulator binary")
 	list := flag.Bool("list", false, "list the scenarios and exit")
+	seed := flag.Int("seed", 0, "record draw N of the scenario: every seed it uses moved by 100*N (0: the scenario as listed)")
 	flag.Parse()
 	if *list {
 		for _, s := range scenarios() {
@@ -48,10 +55,11 @@ func main() {
 		return
 	}
 	sc, ok := find(*name)
-	if !ok || *out == "" {
-		fmt.Fprintln(os.Stderr, "usage: recordpeer -scenario NAME -out FILE (recordpeer -list names the scenarios)")
+	if !ok || *out == "" || *seed < 0 {
+		fmt.Fprintln(os.Stderr, "usage: recordpeer -scenario NAME [-seed N] -out FILE (recordpeer -list names the scenarios; N >= 0)")
 		os.Exit(2)
 	}
+	sc = reseed(sc, *seed)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if err := record(ctx, sc, *gz, *out, os.Stderr); err != nil {

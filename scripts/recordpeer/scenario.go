@@ -206,6 +206,23 @@ func lognormalWords(median, sigma float64, lo, hi int) func(int, *rand.Rand) int
 	}
 }
 
+// seedStep is how far apart the seeds of one scenario's draws are (see reseed): more than any seed listed
+// above (1-30), so draws 1-9 use none of the listed seeds nor each other's.
+const seedStep = 100
+
+// reseed is sc with every seed it uses, the client's and each server's, moved by n*seedStep: another draw of
+// the same job (prompts, completion lengths), its shape (items, clients, flags, events) unchanged. The
+// servers move together, so they still differ from each other; n == 0 is sc itself.
+func reseed(sc scenario, n int) scenario {
+	off := int64(n) * seedStep
+	sc.Seed += off
+	sc.Servers = append([]serverSpec(nil), sc.Servers...)
+	for i := range sc.Servers {
+		sc.Servers[i].Seed += off
+	}
+	return sc
+}
+
 func find(name string) (scenario, bool) {
 	for _, s := range scenarios() {
 		if s.Name == name {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"math/rand"
@@ -182,18 +183,29 @@ func TestMaxTokensShapes(t *testing.T) {
 	}
 }
 
-// TestCommittedTraces checks every recorded trace: strict replay format, time moving forward, the job's
-// counts never going back, and a last line at the finish.
+// TestCommittedTraces checks every recorded trace, the listed scenarios' and the other draws' in seeds/:
+// strict replay format, time moving forward, the job's counts never going back, its scenario's item count,
+// and a last line at the finish.
 func TestCommittedTraces(t *testing.T) {
 	paths, err := filepath.Glob("../../reports/testdata/peer/*.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
+	draws, err := filepath.Glob("../../reports/testdata/peer/seeds/*.s[0-9]*.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, draws...)
 	if len(paths) == 0 {
 		t.Skip("no traces recorded yet")
 	}
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
+			name, _, _ := strings.Cut(filepath.Base(p), ".")
+			sc, ok := find(name)
+			if !ok {
+				t.Fatalf("%s: no scenario %q", p, name)
+			}
 			f, err := os.Open(p)
 			if err != nil {
 				t.Fatal(err)
@@ -213,6 +225,9 @@ func TestCommittedTraces(t *testing.T) {
 				}
 			}
 			last := obs[len(obs)-1]
+			if last.Total != int64(sc.Items) {
+				t.Errorf("total %v; want the scenario's %d items", last.Total, sc.Items)
+			}
 			if last.Done != last.Total || last.GenTokens == nil || *last.GenTokens == 0 {
 				t.Errorf("last line %+v; want done == total and a token count", last)
 			}
@@ -334,5 +349,70 @@ func TestProxyAlternatesReplicas(t *testing.T) {
 	}
 	if got[0] == got[1] || got[0] != got[2] || got[1] != got[3] || !strings.HasSuffix(got[0], "/metrics") {
 		t.Errorf("replies through the proxy = %q; want the two replicas in turn, path kept", got)
+	}
+}
+
+// TestReseed checks that -seed 0 is every scenario as listed and that another draw moves every seed, the
+// client's and each server's, keeps the servers apart and leaves the job's shape alone.
+func TestReseed(t *testing.T) {
+	seeds := func(sc scenario) []int64 {
+		s := []int64{sc.Seed}
+		for _, srv := range sc.Servers {
+			s = append(s, srv.Seed)
+		}
+		return s
+	}
+	// shape is everything but the seeds; the funcs are compared by what they return.
+	shape := func(sc scenario) string {
+		sc.Seed = 0
+		sc.Servers = append([]serverSpec(nil), sc.Servers...)
+		for i := range sc.Servers {
+			sc.Servers[i].Seed = 0
+		}
+		var max []int
+		r := rand.New(rand.NewSource(1))
+		for i := 0; i < sc.Items; i++ {
+			max = append(max, sc.MaxTokens(i, sc.Items, r))
+		}
+		words := sc.PromptWords != nil
+		sc.MaxTokens, sc.PromptWords = nil, nil
+		return fmt.Sprintf("%+v max_tokens %v prompt words drawn %v", sc, max, words)
+	}
+	for _, sc := range scenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			orig := seeds(sc)
+			if got := seeds(reseed(sc, 0)); !reflect.DeepEqual(got, orig) {
+				t.Errorf("reseed(%s, 0) seeds = %v; want %v", sc.Name, got, orig)
+			}
+			if got, want := shape(reseed(sc, 0)), shape(sc); got != want {
+				t.Errorf("reseed(%s, 0) = %s; want %s", sc.Name, got, want)
+			}
+			used := map[int64]int{}
+			for _, s := range orig[1:] {
+				used[s] = 0
+			}
+			for _, n := range []int{2, 3} {
+				r := reseed(sc, n)
+				got := seeds(r)
+				if got[0] == orig[0] {
+					t.Errorf("reseed(%s, %d) client seed = %d; want it moved from %d", sc.Name, n, got[0], orig[0])
+				}
+				for i, s := range got[1:] {
+					if s == orig[i+1] {
+						t.Errorf("reseed(%s, %d) server %d seed = %d; want it moved", sc.Name, n, i, s)
+					}
+					if m, ok := used[s]; ok {
+						t.Errorf("reseed(%s, %d) server %d seed %d is already used by draw %d; want every server of every draw apart", sc.Name, n, i, s, m)
+					}
+					used[s] = n
+				}
+				if a, b := shape(r), shape(sc); a != b {
+					t.Errorf("reseed(%s, %d) = %s; want the shape %s", sc.Name, n, a, b)
+				}
+			}
+			if got := seeds(sc); !reflect.DeepEqual(got, orig) {
+				t.Errorf("reseed changed the scenario it was given: seeds %v; want %v", got, orig)
+			}
+		})
 	}
 }
