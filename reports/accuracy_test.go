@@ -349,28 +349,13 @@ func peerCases(tb testing.TB, seeds bool, stretches ...float64) []accCase {
 	}
 	var cases []accCase
 	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		trace, err := sim.ReadTrace(bytes.NewReader(b))
-		if err != nil {
-			tb.Fatalf("%s: %v", f, err)
-		}
+		trace := readPeerTrace(tb, f)
 		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 		var more [][]reports.Observation
 		if seeds {
 			others, _ := filepath.Glob("testdata/peer/seeds/" + name + ".s*.jsonl")
 			for _, o := range others {
-				b, err := os.ReadFile(o)
-				if err != nil {
-					tb.Fatal(err)
-				}
-				t, err := sim.ReadTrace(bytes.NewReader(b))
-				if err != nil {
-					tb.Fatalf("%s: %v", o, err)
-				}
-				more = append(more, t)
+				more = append(more, readPeerTrace(tb, o))
 			}
 		}
 		for _, k := range stretches {
@@ -378,6 +363,19 @@ func peerCases(tb testing.TB, seeds bool, stretches ...float64) []accCase {
 		}
 	}
 	return cases
+}
+
+// readPeerTrace reads one recorded trace.
+func readPeerTrace(tb testing.TB, path string) []reports.Observation {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	trace, err := sim.ReadTrace(bytes.NewReader(b))
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	return trace
 }
 
 // accSummary is the mean error of the estimator and of the better baseline over some rows.
