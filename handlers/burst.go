@@ -77,7 +77,13 @@ func burstPost(ps []Post) Post {
 	var lines []string
 	for i, t := range texts {
 		if i == burstList {
-			lines = append(lines, fmt.Sprintf("…and %d more.", len(texts)-i))
+			// The warnings left out, not their distinct lines: ten listed of twenty is "and 10 more" even when
+			// the ten left out all say the same.
+			rest := 0
+			for _, t := range texts[i:] {
+				rest += count[t]
+			}
+			lines = append(lines, fmt.Sprintf("…and %d more.", rest))
 			break
 		}
 		if n := count[t]; n > 1 {

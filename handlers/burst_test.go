@@ -115,3 +115,22 @@ func TestCoalesce(t *testing.T) {
 		t.Errorf("the note of a lost state was folded in: %+v", out[4])
 	}
 }
+
+// A burst's "and N more" counts the warnings it leaves out: twenty protected writes, ten from ten hosts and ten
+// alike from an eleventh, list the ten and say "and 10 more", not "and 1 more" (the lines left out).
+func TestCoalesceCountsWarningsLeftOut(t *testing.T) {
+	var posts []Post
+	for i := range 20 {
+		text := fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", min(i, burstList))
+		posts = append(posts, Post{Run: "synth", Channel: "C1", Kind: AlertProtected, Key: fmt.Sprint("h", i),
+			Message: reports.Message{Title: "synth · protected write", Sections: []string{text}}})
+	}
+	out := coalesce(posts)
+	if len(out) != 1 {
+		t.Fatalf("coalesce(20 to C1) = %d posts; want 1", len(out))
+	}
+	body := strings.Join(out[0].Message.Sections, "\n")
+	if !strings.Contains(body, "20 at once") || !strings.Contains(body, "…and 10 more.") || strings.Contains(body, "n10,") {
+		t.Errorf("the burst of 20, 10 of them alike and past the list:\n%s\nwant \"20 at once\", n0-n9 listed and \"…and 10 more.\"", body)
+	}
+}
