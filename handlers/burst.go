@@ -16,9 +16,9 @@ const burstMax = 3
 const burstList = 10
 
 // coalesce puts each burst of posts (more than burstMax of one run and kind to one channel and thread in one
-// evaluation) in one post listing them. A burst of warnings covers their keys (delivered, or not, with it, so
-// their follow-ups thread under it); a burst of follow-ups in one thread (twenty resolutions at once) is one
-// reply.
+// evaluation) in one post listing them. A burst covers their keys: a burst of warnings is delivered, or not,
+// with them (so their follow-ups thread under it); a burst of follow-ups in one thread (twenty resolutions at
+// once) is one reply, and a burst of reminders that fails re-arms every one of them.
 func coalesce(posts []Post) []Post {
 	type group struct {
 		first int
@@ -57,12 +57,8 @@ func coalesce(posts []Post) []Post {
 func burstPost(ps []Post) Post {
 	first := ps[0]
 	p := Post{Run: first.Run, Channel: first.Channel, Kind: first.Kind, ThreadRef: first.ThreadRef}
-	if !followUp(first.Kind) {
-		for _, q := range ps {
-			p.Covers = append(p.Covers, q.Key)
-		}
-	} else {
-		p.Key = first.Key
+	for _, q := range ps {
+		p.Covers = append(p.Covers, q.Key)
 	}
 	// One line per post, the same line once with a count (twenty resolutions say the same).
 	var texts []string

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,37 @@ func TestCoalesceCountsWarningsLeftOut(t *testing.T) {
 	body := strings.Join(out[0].Message.Sections, "\n")
 	if !strings.Contains(body, "20 at once") || !strings.Contains(body, "…and 10 more.") || strings.Contains(body, "n10,") {
 		t.Errorf("the burst of 20, 10 of them alike and past the list:\n%s\nwant \"20 at once\", n0-n9 listed and \"…and 10 more.\"", body)
+	}
+}
+
+// Four warnings of one burst, taken from the App Home within one sample, are reminded together: one reply in
+// the burst's thread. When it cannot be posted, every one of the four is reminded on the next sample; only the
+// first was, and the other three waited another cooldown.
+func TestBurstOfRemindersUndeliveredRearmsEach(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	a := NewAlerter(time.UTC, func(string) string { return "C1" })
+	claims := NewClaims(nil, nil)
+	var keys []string
+	for i := range 4 {
+		k := fmt.Sprintf("synth/%s/n%d", AlertProtected, i)
+		keys = append(keys, k)
+		a.State.Active[k] = &ActiveAlert{Kind: AlertProtected, Run: "synth", Since: t0, Posted: t0, Ref: "100.1", Summary: fmt.Sprintf("n%d writes to /shared", i)}
+		if _, err := claims.Take(k, "UADMIN", t0, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	never := func(string) bool { return false }
+	now := t0.Add(2 * time.Hour)
+	posts := coalesce(claims.apply(a, nil, now, never))
+	if len(posts) != 1 || posts[0].Kind != AlertProtected+"_reminder" || posts[0].ThreadRef != "100.1" {
+		t.Fatalf("reminders due for 4 claimed warnings of one burst = %+v; want one reply in the burst's thread", posts)
+	}
+	claims.undelivered(posts[0], now) // Slack refused it
+	var again []string
+	for _, p := range claims.apply(a, nil, now.Add(time.Minute), never) {
+		again = append(again, p.Key)
+	}
+	if !slices.Equal(again, keys) {
+		t.Errorf("reminders on the next sample after the burst of them failed = %v; want all four %v", again, keys)
 	}
 }
