@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -165,5 +166,38 @@ func TestBurstOfRemindersUndeliveredRearmsEach(t *testing.T) {
 	}
 	if !slices.Equal(again, keys) {
 		t.Errorf("reminders on the next sample after the burst of them failed = %v; want all four %v", again, keys)
+	}
+}
+
+// Snooze pressed on a burst's post (its buttons name no single warning) snoozes the run and edits the post's
+// buttons, keeping its list. The press took the post for a status and drew the run's status over the list.
+func TestPressOnBurstKeepsItsText(t *testing.T) {
+	w := newWarningEnv(t)
+	var posts []Post
+	for i := range 4 {
+		posts = append(posts, Post{Run: "synth", Channel: "#synth", Kind: AlertProtected, Key: fmt.Sprintf("synth/%s/n%d", AlertProtected, i),
+			Message: reports.Message{Title: "synth · protected write", Sections: []string{fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", i)}}})
+	}
+	burst := coalesce(posts)
+	if len(burst) != 1 {
+		t.Fatalf("coalesce(4) = %d posts; want 1", len(burst))
+	}
+	if _, err := slackDeliver(w.bot, w.app.api, nil)(context.Background(), burst[0]); err != nil {
+		t.Fatal(err)
+	}
+	i, post := w.fake.waitMatch(t, 0, "the burst", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	upd := w.fake.wait(t, "chat.update", 1)[0]
+	w.waitIdle()
+	if _, ok := w.mon.SnoozedUntil("synth"); !ok {
+		t.Fatalf("Snooze 1 h on the burst did not snooze the run")
+	}
+	txt := upd.blocksText(t)
+	if upd.Form.Get("ts") != ts || !strings.Contains(txt, "4 at once") || !strings.Contains(txt, "On host n3") || !strings.Contains(txt, ":zzz: synth's warnings snoozed until") {
+		t.Errorf("the burst after Snooze 1 h = %s; want its list kept and the snooze said", txt)
+	}
+	if _, btns := controlsOf(t, upd.Form.Get("blocks")); len(btns) == 0 || btns[0] != "unsnooze=" {
+		t.Errorf("buttons of the snoozed burst = %v; want Unsnooze first", btns)
 	}
 }
