@@ -33,7 +33,7 @@ type Post struct {
 	// ID identifies this post across a crash: it is recorded before the post is sent and travels
 	// with it (Slack message metadata), so a restarted bot can ask whether it landed.
 	ID string
-	// Covers are the keys of the warnings this post stands for (the note of a lost alert state): they
+	// Covers are the keys of the posts this one stands for (the note of a lost alert state, a burst): they
 	// are delivered, or not, with it, here and when a restarted bot settles it.
 	Covers []string `json:",omitempty"`
 }
@@ -421,7 +421,7 @@ func followUp(kind string) bool {
 // Delivered records where a posted warning landed, so follow-ups can thread under it.
 func (a *Alerter) Delivered(p Post, ref string) {
 	for _, k := range p.Covers {
-		a.Delivered(Post{Key: k}, ref)
+		a.Delivered(Post{Key: k, Kind: p.Kind}, ref)
 	}
 	if al := a.State.Active[p.Key]; al != nil && al.Ref == "" && ref != "" && !followUp(p.Kind) {
 		al.Ref = ref
@@ -431,7 +431,7 @@ func (a *Alerter) Delivered(p Post, ref string) {
 // Undelivered forgets that a post was made, so the next evaluation tries again instead of losing it.
 func (a *Alerter) Undelivered(p Post) {
 	for _, k := range p.Covers {
-		a.Undelivered(Post{Key: k})
+		a.Undelivered(Post{Key: k, Kind: p.Kind})
 	}
 	if al := a.State.Active[p.Key]; al != nil && !followUp(p.Kind) {
 		al.Posted = time.Time{}

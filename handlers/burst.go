@@ -16,9 +16,9 @@ const burstMax = 3
 const burstList = 10
 
 // coalesce puts each burst of posts (more than burstMax of one run and kind to one channel and thread in one
-// evaluation) in one post listing them. A burst of warnings covers their keys (delivered, or not, with it, so
-// their follow-ups thread under it); a burst of follow-ups in one thread (twenty resolutions at once) is one
-// reply.
+// evaluation) in one post listing them. A burst covers their keys: a burst of warnings is delivered, or not,
+// with them (so their follow-ups thread under it); a burst of follow-ups in one thread (twenty resolutions at
+// once) is one reply, and a burst of reminders that fails re-arms every one of them.
 func coalesce(posts []Post) []Post {
 	type group struct {
 		first int
@@ -57,12 +57,8 @@ func coalesce(posts []Post) []Post {
 func burstPost(ps []Post) Post {
 	first := ps[0]
 	p := Post{Run: first.Run, Channel: first.Channel, Kind: first.Kind, ThreadRef: first.ThreadRef}
-	if !followUp(first.Kind) {
-		for _, q := range ps {
-			p.Covers = append(p.Covers, q.Key)
-		}
-	} else {
-		p.Key = first.Key
+	for _, q := range ps {
+		p.Covers = append(p.Covers, q.Key)
 	}
 	// One line per post, the same line once with a count (twenty resolutions say the same).
 	var texts []string
@@ -77,7 +73,13 @@ func burstPost(ps []Post) Post {
 	var lines []string
 	for i, t := range texts {
 		if i == burstList {
-			lines = append(lines, fmt.Sprintf("…and %d more.", len(texts)-i))
+			// The warnings left out, not their distinct lines: ten listed of twenty is "and 10 more" even when
+			// the ten left out all say the same.
+			rest := 0
+			for _, t := range texts[i:] {
+				rest += count[t]
+			}
+			lines = append(lines, fmt.Sprintf("…and %d more.", rest))
 			break
 		}
 		if n := count[t]; n > 1 {

@@ -1,7 +1,9 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,5 +115,89 @@ func TestCoalesce(t *testing.T) {
 	}
 	if out[4].Kind != lostKind {
 		t.Errorf("the note of a lost state was folded in: %+v", out[4])
+	}
+}
+
+// A burst's "and N more" counts the warnings it leaves out: twenty protected writes, ten from ten hosts and ten
+// alike from an eleventh, list the ten and say "and 10 more", not "and 1 more" (the lines left out).
+func TestCoalesceCountsWarningsLeftOut(t *testing.T) {
+	var posts []Post
+	for i := range 20 {
+		text := fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", min(i, burstList))
+		posts = append(posts, Post{Run: "synth", Channel: "C1", Kind: AlertProtected, Key: fmt.Sprint("h", i),
+			Message: reports.Message{Title: "synth · protected write", Sections: []string{text}}})
+	}
+	out := coalesce(posts)
+	if len(out) != 1 {
+		t.Fatalf("coalesce(20 to C1) = %d posts; want 1", len(out))
+	}
+	body := strings.Join(out[0].Message.Sections, "\n")
+	if !strings.Contains(body, "20 at once") || !strings.Contains(body, "…and 10 more.") || strings.Contains(body, "n10,") {
+		t.Errorf("the burst of 20, 10 of them alike and past the list:\n%s\nwant \"20 at once\", n0-n9 listed and \"…and 10 more.\"", body)
+	}
+}
+
+// Four warnings of one burst, taken from the App Home within one sample, are reminded together: one reply in
+// the burst's thread. When it cannot be posted, every one of the four is reminded on the next sample; only the
+// first was, and the other three waited another cooldown.
+func TestBurstOfRemindersUndeliveredRearmsEach(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	a := NewAlerter(time.UTC, func(string) string { return "C1" })
+	claims := NewClaims(nil, nil)
+	var keys []string
+	for i := range 4 {
+		k := fmt.Sprintf("synth/%s/n%d", AlertProtected, i)
+		keys = append(keys, k)
+		a.State.Active[k] = &ActiveAlert{Kind: AlertProtected, Run: "synth", Since: t0, Posted: t0, Ref: "100.1", Summary: fmt.Sprintf("n%d writes to /shared", i)}
+		if _, err := claims.Take(k, "UADMIN", t0, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	never := func(string) bool { return false }
+	now := t0.Add(2 * time.Hour)
+	posts := coalesce(claims.apply(a, nil, now, never))
+	if len(posts) != 1 || posts[0].Kind != AlertProtected+"_reminder" || posts[0].ThreadRef != "100.1" {
+		t.Fatalf("reminders due for 4 claimed warnings of one burst = %+v; want one reply in the burst's thread", posts)
+	}
+	claims.undelivered(posts[0], now) // Slack refused it
+	var again []string
+	for _, p := range claims.apply(a, nil, now.Add(time.Minute), never) {
+		again = append(again, p.Key)
+	}
+	if !slices.Equal(again, keys) {
+		t.Errorf("reminders on the next sample after the burst of them failed = %v; want all four %v", again, keys)
+	}
+}
+
+// Snooze pressed on a burst's post (its buttons name no single warning) snoozes the run and edits the post's
+// buttons, keeping its list. The press took the post for a status and drew the run's status over the list.
+func TestPressOnBurstKeepsItsText(t *testing.T) {
+	w := newWarningEnv(t)
+	var posts []Post
+	for i := range 4 {
+		posts = append(posts, Post{Run: "synth", Channel: "#synth", Kind: AlertProtected, Key: fmt.Sprintf("synth/%s/n%d", AlertProtected, i),
+			Message: reports.Message{Title: "synth · protected write", Sections: []string{fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", i)}}})
+	}
+	burst := coalesce(posts)
+	if len(burst) != 1 {
+		t.Fatalf("coalesce(4) = %d posts; want 1", len(burst))
+	}
+	if _, err := slackDeliver(w.bot, w.app.api, nil)(context.Background(), burst[0]); err != nil {
+		t.Fatal(err)
+	}
+	i, post := w.fake.waitMatch(t, 0, "the burst", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	upd := w.fake.wait(t, "chat.update", 1)[0]
+	w.waitIdle()
+	if _, ok := w.mon.SnoozedUntil("synth"); !ok {
+		t.Fatalf("Snooze 1 h on the burst did not snooze the run")
+	}
+	txt := upd.blocksText(t)
+	if upd.Form.Get("ts") != ts || !strings.Contains(txt, "4 at once") || !strings.Contains(txt, "On host n3") || !strings.Contains(txt, ":zzz: synth's warnings snoozed until") {
+		t.Errorf("the burst after Snooze 1 h = %s; want its list kept and the snooze said", txt)
+	}
+	if _, btns := controlsOf(t, upd.Form.Get("blocks")); len(btns) == 0 || btns[0] != "unsnooze=" {
+		t.Errorf("buttons of the snoozed burst = %v; want Unsnooze first", btns)
 	}
 }

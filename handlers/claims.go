@@ -195,12 +195,15 @@ func (c *Claims) apply(a *Alerter, posts []Post, now time.Time, snoozed func(run
 	return out
 }
 
-// undelivered re-arms a reminder that could not be posted, for the next sample.
+// undelivered re-arms a reminder that could not be posted (each one a burst of them covers), for the next
+// sample.
 func (c *Claims) undelivered(p Post, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl, ok := c.claims[p.Key]; ok {
-		cl.RemindAt = now.UTC()
-		c.claims[p.Key] = cl
+	for _, k := range append([]string{p.Key}, p.Covers...) {
+		if cl, ok := c.claims[k]; ok {
+			cl.RemindAt = now.UTC()
+			c.claims[k] = cl
+		}
 	}
 }

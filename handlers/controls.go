@@ -29,22 +29,28 @@ var snoozeChoices = []struct{ text, dur string }{{"Snooze 30 min", "30m"}, {"Sno
 // controlView is what the buttons of one message depend on.
 type controlView struct {
 	Run     string
-	Key     string // the warning's key; "" for a status
+	Key     string // the warning's key; "" for a status, a burst of warnings or a key too long to carry
+	Warning bool   // the buttons are a warning's (a press keeps its text), even without a key
 	Snoozed bool
 	Owner   string // who said "I'm on it" (warnings)
 	Stage   string // the first manual stage still pending (status)
 	HasLog  bool
 }
 
-// controlRef is what comes back with a press: the run, and the warning when it is one.
+// controlRef is what comes back with a press: the run, and the warning when it is one. Warning marks
+// a warning without a key of its own (a burst of them, or a key too long for a block_id), so that a
+// press edits its buttons rather than rendering the run's status over its text.
 type controlRef struct {
 	Run, Key string
+	Warning  bool
 }
 
 func (r controlRef) encode() string {
 	v := url.Values{"r": {r.Run}}
 	if r.Key != "" {
 		v.Set("k", r.Key)
+	} else if r.Warning {
+		v.Set("w", "1")
 	}
 	return refPrefix + v.Encode()
 }
@@ -58,17 +64,17 @@ func parseRef(blockID string) (controlRef, bool) {
 	if err != nil || v.Get("r") == "" {
 		return controlRef{}, false
 	}
-	return controlRef{Run: v.Get("r"), Key: v.Get("k")}, true
+	return controlRef{Run: v.Get("r"), Key: v.Get("k"), Warning: v.Get("k") != "" || v.Get("w") == "1"}, true
 }
 
 // controls returns the buttons for v: at most two buttons and the menu, in order of use — I'm on
 // it (an open warning nobody took), Snooze 1 h or Unsnooze, Mark <stage> done (a status with a
 // manual stage pending), Last log lines; what does not fit goes in the menu.
 func controls(v controlView) *reports.Controls {
-	c := &reports.Controls{Ref: controlRef{Run: v.Run, Key: v.Key}.encode()}
+	c := &reports.Controls{Ref: controlRef{Run: v.Run, Key: v.Key, Warning: v.Warning}.encode()}
 	if len(c.Ref) > reports.MaxBlockID {
 		// A key this long (a deep mount path) does not fit a block_id: keep the run's buttons.
-		c.Ref = controlRef{Run: v.Run}.encode()
+		c.Ref = controlRef{Run: v.Run, Warning: v.Warning}.encode()
 		v.Key = ""
 	}
 	if v.Key != "" && v.Owner == "" {
@@ -131,7 +137,7 @@ func (b *Bot) warningControls(run, key, owner string) *reports.Controls {
 		return nil
 	}
 	_, snoozed := b.mon.SnoozedUntil(run)
-	return controls(controlView{Run: run, Key: key, Snoozed: snoozed, Owner: owner, HasLog: r.Log != ""})
+	return controls(controlView{Run: run, Key: key, Warning: true, Snoozed: snoozed, Owner: owner, HasLog: r.Log != ""})
 }
 
 // statusMessage is a run's status with its buttons: the scheduled post, the /runwatch status answer

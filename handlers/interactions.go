@@ -189,7 +189,7 @@ func (s *slackApp) refresh(ctx context.Context, p press) error {
 	}
 	var text string
 	var blocks []slack.Block
-	if p.ref.Key == "" {
+	if !p.ref.Warning {
 		sctx, cancel := context.WithTimeout(ctx, s.bot.Budget)
 		rs, err := s.bot.mon.RunStatus(sctx, p.ref.Run, monitor.All)
 		cancel()

@@ -259,8 +259,9 @@ type tokenBlock struct {
 }
 
 // windowsOf says over what the figures of a reason were measured: "(rates of the last 14 min)" when the rate
-// and tokens per item share a window, else each its own, "the whole run" for one that starts with the
-// history (within a block).
+// and tokens per item share a window (their starts within 15% of the longer one's span: the shorter is named,
+// or "the whole run" when either starts with the history), else each its own, "the whole run" for one that
+// starts with the history (within half a block).
 func windowsOf(now, start, rateAt, lenAt, blockLen float64, lengths bool) string {
 	say := func(at float64) string {
 		if at <= start+blockLen/2 {
