@@ -3,6 +3,7 @@ package estimate
 import (
 	"bufio"
 	"encoding/json"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -110,7 +111,8 @@ func readTrace(t *testing.T, path string) []Observation {
 }
 
 // TestWindowsOf: a reason names the window of each figure, one window when they share it, "the whole run"
-// for one that starts with the history, and tokens per item apart from the rate only when there are lengths.
+// for one that starts with the history (never when the history starts mid-job), and tokens per item apart from
+// the rate only when there are lengths.
 func TestWindowsOf(t *testing.T) {
 	const now, start, block = 3600.0, 0.0, 60.0
 	for _, c := range []struct {
@@ -129,6 +131,18 @@ func TestWindowsOf(t *testing.T) {
 	} {
 		if got := windowsOf(now, start, c.rateAt, c.lenAt, block, c.lengths); got != c.want {
 			t.Errorf("windowsOf(rate from %v, lengths from %v, lengths %v) = %q; want %q", c.rateAt, c.lenAt, c.lengths, got, c.want)
+		}
+	}
+	// A history that starts mid-job is never "the whole run".
+	for _, c := range []struct {
+		rateAt, lenAt float64
+		want          string
+	}{
+		{0, 0, " (rates of the last 1 h)"},
+		{0, 2700, " (tokens per item of the last 15 min, tok/s of the last 1 h)"},
+	} {
+		if got := windowsOf(now, math.Inf(-1), c.rateAt, c.lenAt, block, true); got != c.want {
+			t.Errorf("mid-job windowsOf(rate from %v, lengths from %v) = %q; want %q", c.rateAt, c.lenAt, got, c.want)
 		}
 	}
 }

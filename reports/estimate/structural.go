@@ -208,7 +208,13 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		e.Reason = "the measured rate is zero"
 		return e, parts{}
 	}
-	e.Reason += windowsOf(last.active, start, rateAt, lenAt, blockLen, e.TokensPerItem > 0)
+	// A history that starts mid-job (runwatch started, or its state lost, while the job ran) is not the whole
+	// run: its windows are said as the minutes they are.
+	whole := start
+	if s.pts[0].done > 0 {
+		whole = math.Inf(-1)
+	}
+	e.Reason += windowsOf(last.active, whole, rateAt, lenAt, blockLen, e.TokensPerItem > 0)
 	if e.TokensPerS > 0 && e.TokensPerItem > 0 {
 		// The items × tokens ÷ tokens/s above is the full batch's arithmetic; the drain at the end (the last
 		// requests decoding with the batch emptying) makes the estimate longer than it, which near the end is
@@ -260,8 +266,9 @@ type tokenBlock struct {
 
 // windowsOf says over what the figures of a reason were measured: "(rates of the last 14 min)" when the rate
 // and tokens per item share a window (their starts within 15% of the longer one's span: the shorter is named,
-// or "the whole run" when either starts with the history), else each its own, "the whole run" for one that
-// starts with the history (within half a block).
+// or "the whole run" when either starts with the run), else each its own, "the whole run" for one that
+// starts with the run (within half a block of start, the active time the job started at; -Inf when the
+// history starts mid-job).
 func windowsOf(now, start, rateAt, lenAt, blockLen float64, lengths bool) string {
 	say := func(at float64) string {
 		if at <= start+blockLen/2 {
