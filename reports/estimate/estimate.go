@@ -131,7 +131,7 @@ func roughETA(o Observation, e ETA, from string) ETA {
 		return e
 	}
 	el := *o.Elapsed
-	if l, ok := CensoredMean(o, KindUnknown); ok && o.Running != nil {
+	if l, ok := CensoredMean(o, KindUnknown); ok && o.Running != nil && CountsJob(o, float64(o.MaxTokens)) {
 		// The engines' tokens: the work left is the items left at the censored mean length, less what the
 		// requests in flight have decoded, at tokens ÷ elapsed. The range is the censored mean's, and a
 		// quarter either way for the rate of one sample: it counts the warm-up and says nothing of how the rate

@@ -46,6 +46,8 @@ type series struct {
 	// FinishedLenCount of the latest scrape that has both; the two reset together), -1 when unknown.
 	capped float64
 	kind   CounterKind // what the engines' token counter means
+	// pre is the job before the history, when the history starts mid-job (see before).
+	pre before
 	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in
 	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
 	countersLeftOut bool
@@ -104,6 +106,7 @@ func build(hist []Observation, cfg Config) series {
 	}
 	folded := FoldSeries(hist)
 	s.countersLeftOut = len(folded) > 0 && folded[len(folded)-1].Unreliable
+	s.pre = beforeHistory(hist[0], s.countersLeftOut || !CountsJob(hist[0], float64(hist[0].MaxTokens)))
 	s.capped = cappedShare(hist)
 	logFinBase := 0.0 // the log's finished tokens when the current server lifetime began
 	finishedUnder := map[int64]float64{}
@@ -350,4 +353,33 @@ func (s series) stalledSince(stallAfter float64) (float64, bool) {
 	since := s.pts[lp].t
 	last := s.pts[len(s.pts)-1].t
 	return since, last-since >= stallAfter && len(s.pts)-1-lp >= 2
+}
+
+// before is what the first observation says of the job before the history began, when runwatch started
+// watching (or lost its history) mid-job: items done in the job's own elapsed seconds, and the engines' tokens
+// over them when their counter stands for the job. It is one long block of the job's past, the same evidence
+// a single sample's estimate uses, so that the first answers after a mid-job start do not rest on a minute of
+// samples alone.
+type before struct {
+	ok             bool
+	items, seconds float64
+	tokens         float64 // 0 when unknown
+	lengths        measure // tokens of finished items over their count (den 0 when unknown)
+}
+
+func beforeHistory(o Observation, countersLeftOut bool) before {
+	if o.Done <= 0 || o.Elapsed == nil || !(*o.Elapsed > 0) || o.Running != nil && float64(o.Done) < *o.Running {
+		return before{} // the job's start is in the history, or its first batch has not turned over
+	}
+	b := before{ok: true, items: float64(o.Done), seconds: *o.Elapsed}
+	if o.GenTokens != nil && *o.GenTokens > 0 && !countersLeftOut {
+		b.tokens = *o.GenTokens
+	}
+	switch {
+	case o.FinishedLenSum != nil && o.FinishedLenCount != nil && *o.FinishedLenCount > 0 && !countersLeftOut:
+		b.lengths = measure{*o.FinishedLenSum, *o.FinishedLenCount}
+	case o.AvgCompletion != nil && *o.AvgCompletion > 0:
+		b.lengths = measure{*o.AvgCompletion * float64(o.Done), float64(o.Done)}
+	}
+	return b
 }

@@ -72,6 +72,15 @@ func (s series) firstSegmentTokensPerItem(warm float64) (m, young float64, ok bo
 	if a.hasG && p.hasG && p.done > a.done {
 		perDone = (p.g - a.g) / (p.done - a.done)
 	}
+	// A history that starts mid-job counts the job's finished items before it (s.pre): the job's whole
+	// history of lengths, not a few blocks' worth.
+	pre := s.pre.lengths
+	if !s.pre.ok || !(pre.den > 0) {
+		pre = measure{}
+	}
+	if pre.den > 0 && s.kind == OnFinish && a.hasG && p.hasG {
+		perDone = (pre.num + p.g - a.g) / (pre.den + p.done - a.done)
+	}
 	// At the job's start nothing is done and what runs has just started: every item counts from zero.
 	fresh := a.done == 0
 	if fresh && s.slots > 0 {
@@ -82,7 +91,10 @@ func (s series) firstSegmentTokensPerItem(warm float64) (m, young float64, ok bo
 	}
 	num := p.fin + p.age + s.meanAge(z, warm)
 	den := p.done + p.running
-	if !fresh {
+	switch {
+	case !fresh && pre.den > 0:
+		num += pre.num // the finished items' tokens before the history (fin counts from its first point)
+	case !fresh:
 		num -= a.fin + 2*a.age
 		den -= a.done + a.running
 	}
@@ -267,4 +279,29 @@ func (s series) withCumulative(f levelFit, tpi []measure, cum float64) levelFit 
 		f.Split = f.Base
 	}
 	return f
+}
+
+// inflightCap is how many times the finished items' mean length a request in flight may have decoded, where
+// max_tokens is unknown, before a counter is taken for more than this job's.
+const inflightCap = 8
+
+// CountsJob reports whether the engines' token counter at o can be this job's alone: the tokens it holds
+// beyond the finished items' (the log's average, or the engines' histogram) fit in the requests in flight,
+// at most max_tokens each (or inflightCap times the finished mean). An SGLang server up for days before the
+// job holds its whole life's tokens: 7.56M beside 300 finished items of 1,066 tokens and 162 in flight, which
+// read as 18,523 tok/s and completions of 16-32K tokens. Without finished lengths nothing says, and it is
+// taken as the job's.
+func CountsJob(o Observation, maxTokens float64) bool {
+	if o.GenTokens == nil || o.Done <= 0 {
+		return false
+	}
+	l, ok := CensoredMean(o, KindUnknown)
+	if !ok || !(l.FinishedMean > 0) {
+		return true
+	}
+	per := inflightCap * l.FinishedMean
+	if maxTokens > 0 {
+		per = maxTokens
+	}
+	return *o.GenTokens <= l.FinishedMean*l.Finished+l.InFlight*per+1
 }

@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,30 @@ func TestCensoredMean(t *testing.T) {
 	}
 	if _, ok := CensoredMean(Observation{Done: 0, GenTokens: fp(1000), Running: fp(10)}, KindUnknown); ok {
 		t.Errorf("CensoredMean(nothing finished) ok; want no figure")
+	}
+}
+
+// TestCountsJob: an engine counter that holds far more tokens than the job's finished items and the requests
+// in flight could have decoded is the server's life, not the job's (an SGLang server up for days: 7.56M
+// tokens beside 300 finished items of 1,066 tokens and 162 in flight), and the one-sample answer falls back to
+// items/s; the seed's 565,405 tokens with 200 in flight are the job's.
+func TestCountsJob(t *testing.T) {
+	obs := func(g, running float64) Observation {
+		avg, el := 1066.0, 408.0
+		return Observation{T: 1e9, Done: 300, Total: 25000, GenTokens: &g, Running: &running, AvgCompletion: &avg, Elapsed: &el}
+	}
+	if o := obs(565405, 200); !CountsJob(o, 0) {
+		t.Errorf("the seed's counter (565,405 tokens, 300 done at 1,066, 200 in flight) taken for more than the job's")
+	}
+	server := obs(7.56e6, 162)
+	if CountsJob(server, 0) {
+		t.Errorf("a server's lifetime counter (7.56M tokens, 300 done at 1,066, 162 in flight) taken for the job's")
+	}
+	if CountsJob(obs(565405, 200), 512) {
+		t.Errorf("565,405 tokens with 200 in flight at max_tokens 512 (at most 422K) taken for the job's")
+	}
+	e, _ := Compute([]Observation{server}, Config{})
+	if e.TokensPerS > 0 || !strings.Contains(e.Reason, "300 items in 6 min 48 s") {
+		t.Errorf("one sample with a server's lifetime counter: %.0f tok/s, %q; want items/s from the log", e.TokensPerS, e.Reason)
 	}
 }

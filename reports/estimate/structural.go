@@ -40,6 +40,25 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	var tpsLengths []measure                 // tokens per item of each block of tps (den 0: warming or unknown)
 	partial := 0                             // blocks past the warm-up whose batch was not full
 	idle := 0.0                              // active seconds of the blocks since the last in which an item finished
+	// A history that starts mid-job: the job before it is one block of each measure, at its start (see
+	// before). Its token rate only when the batch was full when the history began: a batch still filling (clients
+	// ramping up) ran below the rate the busy part prices.
+	start := s.pts[0].active
+	preRate := false // the token rate counts the job before the history
+	if s.pre.ok {
+		spi = append(spi, measure{s.pre.seconds, s.pre.items})
+		spiAt = append(spiAt, start)
+		if p0 := s.pts[0]; s.pre.tokens > 0 && (p0.queued || p0.running >= math.Min(0.9*s.slots, s.slots-1)) {
+			tps = append(tps, measure{s.pre.tokens, s.pre.seconds})
+			tpsAt = append(tpsAt, start)
+			preRate = true
+			tpsLengths = append(tpsLengths, measure{})
+		}
+		if s.pre.lengths.den > 0 {
+			tpi = append(tpi, s.pre.lengths)
+			tpiAt = append(tpiAt, start)
+		}
+	}
 	for _, b := range bs {
 		a, z := s.pts[b.from], s.pts[b.to]
 		span := z.active - a.active
@@ -89,7 +108,6 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// The figures' windows, as active times they start at: the token rate's (or items/s) and tokens per
 	// item's. Said apart when they differ, so that "at 1,349 tok/s" is not read as the last 14 minutes' rate
 	// when it is the whole run's, beside a throughput line that gives the last 11 minutes' as 1,370.
-	start := s.pts[0].active
 	rateAt, lenAt := start, start
 	from := func(at []float64, i int) float64 {
 		if i > 0 && i < len(at) {
@@ -209,9 +227,9 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		return e, parts{}
 	}
 	// A history that starts mid-job (runwatch started, or its state lost, while the job ran) is not the whole
-	// run: its windows are said as the minutes they are.
+	// run unless the job before it counts (s.pre): its windows are said as the minutes they are.
 	whole := start
-	if s.pts[0].done > 0 {
+	if s.pts[0].done > 0 && !(s.pre.ok && (preRate || e.TokensPerS == 0)) {
 		whole = math.Inf(-1)
 	}
 	e.Reason += windowsOf(last.active, whole, rateAt, lenAt, blockLen, e.TokensPerItem > 0)
