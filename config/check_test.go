@@ -42,6 +42,7 @@ func TestConfigErrorTable(t *testing.T) {
 		{"total", run("    total: lots"), "line 3: runs[0].total", `"lots" is not a whole number`},
 		{"total", run("    outputs: [/x]", "    total: -5"), "line 4: runs[0].total", "must not be negative"},
 		{"stall_after", run("    stall_after: soon"), "line 3: runs[0].stall_after", "not a duration"},
+		{"stall_after", run("    stall_after: 600"), "line 3: runs[0].stall_after", "a number needs its unit (600s for seconds, 600m for minutes)"},
 		{"max_tokens", run("    max_tokens: 1.5"), "line 3: runs[0].max_tokens", "1.5 is not a whole number"},
 		{"max_tokens", run("    outputs: [/x]", "    max_tokens: -1"), "line 4: runs[0].max_tokens", "must not be negative"},
 		{"schedule", run("    outputs: [/x]", `    schedule: "99 * * * *"`), "line 4: runs[0].schedule", "cron spec"},
