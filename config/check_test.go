@@ -66,6 +66,8 @@ func TestConfigErrorTable(t *testing.T) {
 		{"check", stage("        check: progres"), "line 5: runs[0].stages[0].check", `"progres": did you mean "progress"? (use one of http,`},
 		{"post_mode", run("    outputs: [/x]", "    post_mode: thred"), "line 4: runs[0].post_mode", `did you mean "thread"?`},
 		{"dtype", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: 8", "        dtype: bfloat61"), "line 9: runs[0].plans[0].dtype", `did you mean "bfloat16"?`},
+		// "bfloat" cut short is bfloat16 (2 bytes), not float (one edit away, but float32: twice the size).
+		{"dtype", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: 8", "        dtype: bfloat"), "line 9: runs[0].plans[0].dtype", `did you mean "bfloat16"?`},
 		{"path", stage("        check: exists", "        path: rel"), "line 6: runs[0].stages[0].path", "absolute path"},
 		{"metric", stage("        check: metric", "        metric: [a]"), "line 6: runs[0].stages[0].metric must be a single value", ""},
 		{"metric name", stage("        check: metric", "        metric: 'http://h:9/metrics'", "        op: '>'", "        value: 1"), "line 6: runs[0].stages[0].metric", "is not a metric name"},
