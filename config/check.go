@@ -59,10 +59,13 @@ func (r *Run) validate(i int, lines keyLines, seen map[string]int) error {
 	if !runName.MatchString(r.Name) {
 		return fmt.Errorf("%s %q is not a valid name: use letters, digits, '.', '_' or '-'", at("name"), r.Name)
 	}
-	if prev, dup := seen[r.Name]; dup {
-		return fmt.Errorf("%s %q is already used by the run on line %d", at("name"), r.Name, prev)
+	// Questions and --run pick a run by its name in any case (RunByName), so "a" and "A" are the same name:
+	// accepting both would leave the second run unreachable.
+	key := strings.ToLower(r.Name)
+	if prev, dup := seen[key]; dup {
+		return fmt.Errorf("%s %q is already used by the run on line %d (names are the same in any case)", at("name"), r.Name, prev)
 	}
-	seen[r.Name] = r.Line
+	seen[key] = r.Line
 	for _, list := range []struct {
 		key   string
 		paths []string

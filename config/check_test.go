@@ -42,6 +42,7 @@ func TestConfigErrorTable(t *testing.T) {
 		{"total", run("    total: lots"), "line 3: runs[0].total", `"lots" is not a whole number`},
 		{"total", run("    outputs: [/x]", "    total: -5"), "line 4: runs[0].total", "must not be negative"},
 		{"stall_after", run("    stall_after: soon"), "line 3: runs[0].stall_after", "not a duration"},
+		{"stall_after", run("    stall_after: 600"), "line 3: runs[0].stall_after", "a number needs its unit (600s for seconds, 600m for minutes)"},
 		{"max_tokens", run("    max_tokens: 1.5"), "line 3: runs[0].max_tokens", "1.5 is not a whole number"},
 		{"max_tokens", run("    outputs: [/x]", "    max_tokens: -1"), "line 4: runs[0].max_tokens", "must not be negative"},
 		{"schedule", run("    outputs: [/x]", `    schedule: "99 * * * *"`), "line 4: runs[0].schedule", "cron spec"},
@@ -65,6 +66,8 @@ func TestConfigErrorTable(t *testing.T) {
 		{"check", stage("        check: progres"), "line 5: runs[0].stages[0].check", `"progres": did you mean "progress"? (use one of http,`},
 		{"post_mode", run("    outputs: [/x]", "    post_mode: thred"), "line 4: runs[0].post_mode", `did you mean "thread"?`},
 		{"dtype", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: 8", "        dtype: bfloat61"), "line 9: runs[0].plans[0].dtype", `did you mean "bfloat16"?`},
+		// "bfloat" cut short is bfloat16 (2 bytes), not float (one edit away, but float32: twice the size).
+		{"dtype", run("    plans:", "      - name: p", "        target: /d", "        tokens: 5", "        num_layers: 4", "        hidden_size: 8", "        dtype: bfloat"), "line 9: runs[0].plans[0].dtype", `did you mean "bfloat16"?`},
 		{"path", stage("        check: exists", "        path: rel"), "line 6: runs[0].stages[0].path", "absolute path"},
 		{"metric", stage("        check: metric", "        metric: [a]"), "line 6: runs[0].stages[0].metric must be a single value", ""},
 		{"metric name", stage("        check: metric", "        metric: 'http://h:9/metrics'", "        op: '>'", "        value: 1"), "line 6: runs[0].stages[0].metric", "is not a metric name"},

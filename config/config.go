@@ -315,6 +315,11 @@ type Duration struct{ time.Duration }
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := time.ParseDuration(n.Value)
 	if err != nil || v < 0 {
+		if f, nerr := strconv.ParseFloat(n.Value, 64); nerr == nil && f > 0 {
+			// stall_after: 600: a bare number reads as seconds to some and minutes to others; say so.
+			return fmt.Errorf("line %d: %q is not a duration like 30s, 10m or 1h30m: a number needs its unit (%ss for seconds, %sm for minutes)",
+				n.Line, n.Value, n.Value, n.Value)
+		}
 		return fmt.Errorf("line %d: %q is not a duration like 30s, 10m or 1h30m", n.Line, n.Value)
 	}
 	d.Duration = v

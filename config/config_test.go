@@ -283,3 +283,16 @@ func TestParseReportsEveryKeyError(t *testing.T) {
 		t.Errorf("Parse error has %d lines: %q; want one per mistake", n, msg)
 	}
 }
+
+// Run names are looked up in any case (RunByName, "ETA for Synth-25k?"), so two runs whose names differ only
+// in case are refused: the second could never be asked about.
+func TestParseRefusesNamesDifferingInCase(t *testing.T) {
+	y := "runs:\n  - name: synth\n    total: 5\n  - name: Synth\n    total: 6\n"
+	_, err := Parse([]byte(y), env(nil))
+	if err == nil {
+		t.Fatalf("Parse(%q) = nil error; want runs[1].name refused as a duplicate of runs[0]", y)
+	}
+	if want := `line 4: runs[1].name "Synth" is already used by the run on line 2`; !strings.Contains(err.Error(), want) {
+		t.Errorf("Parse(%q) = %v; want it to name %q", y, err, want)
+	}
+}

@@ -27,11 +27,22 @@ func closestKey(key string, fields map[string]reflect.Type) string {
 }
 
 // useOneOf is the advice for a value that is none of options: `did you mean "progress"? (use one of http, ...)`
-// when one is near it (spell.Near, the closest first, ties alphabetically), else "use one of http, ...". list is
-// how the options are named to a person.
+// when exactly one option begins with it, else when one is near it (spell.Near, the closest first, ties
+// alphabetically), else "use one of http, ...". list is how the options are named to a person.
 func useOneOf(v string, options []string, list string) string {
 	best, bestD := "", 3
 	lv := strings.ToLower(v)
+	// A value cut short ("bfloat", "prog") means the one option it begins, even when a shorter option is fewer
+	// edits away: "bfloat" is one edit from "float" (4 bytes an element) and two from "bfloat16" (2 bytes).
+	var starts []string
+	for _, o := range options {
+		if len(lv) >= 3 && strings.HasPrefix(o, lv) {
+			starts = append(starts, o)
+		}
+	}
+	if len(starts) == 1 {
+		return fmt.Sprintf("did you mean %q? (use one of %s)", starts[0], list)
+	}
 	for _, o := range options {
 		if !spell.Near(lv, o) {
 			continue

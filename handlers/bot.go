@@ -292,6 +292,12 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 	cfg := b.mon.Config()
 	if req.Run != "" {
 		if r, ok := cfg.RunByName(req.Run); ok {
+			// bot ask --run extract "ETA for synth?": answering either run silently is a guess.
+			if named := b.visibleRun(req, q.Run); named != nil && named != r {
+				return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+					fmt.Sprintf("Which run? %s was picked, but the question names %s: ask about one of them.",
+						reports.Code(r.Name), reports.Code(named.Name))}}}, false
+			}
 			return r, Reply{}, true
 		}
 		return nil, b.noSuchRun("", req, req.Run), false
@@ -338,6 +344,19 @@ func (b *Bot) visibleRuns(req Request) []*config.Run {
 		}
 	}
 	return out
+}
+
+// visibleRun is the run called name among those req may hear about, or nil.
+func (b *Bot) visibleRun(req Request, name string) *config.Run {
+	if name == "" {
+		return nil
+	}
+	for _, r := range b.visibleRuns(req) {
+		if strings.EqualFold(r.Name, name) {
+			return r
+		}
+	}
+	return nil
 }
 
 // noSuchRun refuses a run name the run file does not have, or has but req may not hear of: the

@@ -127,6 +127,8 @@ func TestAskPicksTheRun(t *testing.T) {
 		{Request{Text: "ETA?", Channel: "#synth"}, "synth"},
 		{Request{Text: "ETA?", Run: "extract"}, "extract"},
 		{Request{Text: "eta extract"}, "extract"},
+		{Request{Text: "ETA for synth?", Run: "extract"}, ""}, // --run and the question disagree: ask
+		{Request{Text: "ETA for EXTRACT?", Run: "extract"}, "extract"},
 	}
 	for _, tt := range tests {
 		rep := e.bot.Ask(ctx, tt.req)

@@ -202,6 +202,11 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 			line += " " + reports.ThroughputLine(*rs.Throughput) + "."
 		}
 		m.Sections = append(m.Sections, line)
+	case rs.ETA.State == "unknown" && !rs.ETA.Rough && rs.ETA.StalledSince == nil && moving(rs.Throughput):
+		// No ETA (no total, say) but the history is long enough to have been checked for a stall, and items or
+		// tokens moved in its window: whether it is stuck does not wait for a total.
+		m.Sections = append(m.Sections, ":large_green_circle: *No, it's moving.* "+reports.ThroughputLine(*rs.Throughput)+".",
+			reports.ETALine(*rs.ETA, b.loc))
 	default:
 		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell yet* — "+reports.Esc(rs.ETA.Reason))
 	}
@@ -213,6 +218,11 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
+}
+
+// moving says whether a throughput measured between samples saw items finish or tokens generated.
+func moving(t *reports.Throughput) bool {
+	return t != nil && !t.UntilFinish && t.WindowS > 0 && (t.TokensPerS > 0 || t.ItemsPerS > 0)
 }
 
 func handleStatus(ctx context.Context, b *Bot, q Query) Reply {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"runwatch/probes"
@@ -51,11 +52,32 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 }
 
 // redactLogLine keeps credentials a job printed out of the answer: Slack tokens (the shapes the log
-// redaction knows) and the password, query and fragment of every URL (a presigned S3 URL, a
-// tracker's api_key).
+// redaction knows), the password, query and fragment of every URL (a presigned S3 URL, a
+// tracker's api_key), and what ML jobs print beside them: Hugging Face tokens, an Authorization
+// header's bearer token, and an environment dump's HF_TOKEN=, WANDB_API_KEY=, ..._SECRET= values.
 func redactLogLine(l string) string {
-	return probes.RedactURLsIn(redactToken.ReplaceAllString(l, "$1-[redacted]"))
+	l = redactToken.ReplaceAllString(l, "$1-[redacted]")
+	// URLs before the name=value shapes: a query's token=… is the URL redactor's, which keeps the URL whole.
+	l = probes.RedactURLsIn(l)
+	l = redactHFToken.ReplaceAllString(l, "hf_[redacted]")
+	l = redactBearer.ReplaceAllString(l, "$1 [redacted]")
+	l = redactAssigned.ReplaceAllStringFunc(l, func(m string) string {
+		name, v, _ := strings.Cut(m, "=")
+		if strings.Contains(v, "[redacted]") {
+			return m // a token already redacted by its shape keeps saying which kind it was
+		}
+		return name + "=[redacted]"
+	})
+	return l
 }
+
+var (
+	redactHFToken = regexp.MustCompile(`\bhf_[A-Za-z0-9]{20,}`)
+	redactBearer  = regexp.MustCompile(`\b((?i:bearer))\s+[A-Za-z0-9._~+/=-]{8,}`)
+	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=": the shape of an
+	// environment dump or a command line's --hf-token=…; "max_tokens=4096" ends in TOKENS and stays.
+	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))=[^\s"',;]+`)
+)
 
 // logBlock renders lines as a mrkdwn code block of at most max bytes, keeping the newest lines,
 // and says how many it kept.

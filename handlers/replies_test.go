@@ -234,3 +234,41 @@ func TestWarningsGolden(t *testing.T) {
 		replyGoldenJSON(t, filepath.Join("replies", name+".blocks.json.golden"), blocks)
 	}
 }
+
+// A run read from the engines alone (Prometheus, no total:) has no ETA, but its history shows items and tokens
+// moving: "is it stuck?" answers no, and says why there is no ETA, instead of "Can't tell yet". A flat
+// history past stall_after still reads as stuck.
+func TestStuckWithoutTotal(t *testing.T) {
+	cases := []struct {
+		name      string
+		perSample int64
+		want      []string
+		not       string
+	}{
+		{"moving", 20, []string{"No, it's moving.", "ETA: unknown — the total number of items is unknown"}, "Can't tell"},
+		{"flat", 0, []string{"Yes, it looks stuck."}, "moving"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			runs := replyRuns(t)
+			var hist []reports.Observation
+			for i := range 40 {
+				tok := 7.5e6 + float64(c.perSample*int64(i))*1000
+				hist = append(hist, reports.Observation{T: float64(runs.now.Unix()) - float64(39-i)*30, Done: 11228 + c.perSample*int64(i), GenTokens: &tok})
+			}
+			eta, tp := reports.Estimate(hist, reports.EstimateConfig{Window: 900, StallAfter: 600})
+			runs.rs.ETA, runs.rs.Throughput = &eta, &tp
+			runs.rs.Progress = &reports.Progress{Done: hist[len(hist)-1].Done, Source: "prometheus"}
+			b := NewBot(runs, time.UTC, config.Env{})
+			got := b.Ask(context.Background(), Request{Text: "is it stuck?", Source: "mention", Channel: "C1"}).Message.Text()
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("is it stuck? (state %s) = %q; want it to say %q", eta.State, got, w)
+				}
+			}
+			if strings.Contains(got, c.not) {
+				t.Errorf("is it stuck? (state %s) = %q; want nothing with %q", eta.State, got, c.not)
+			}
+		})
+	}
+}

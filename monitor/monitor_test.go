@@ -333,3 +333,30 @@ func TestReplicasBehindOneURL(t *testing.T) {
 		t.Errorf("two replicas behind one URL: the history's counter grows %.0f tok/s; want %.0f", got, 2*rate)
 	}
 }
+
+// A run file's total: that disagrees with the total the log prints is named in the answers: the log's count
+// is used, and the person who wrote total: learns that it is not. A total: that agrees says nothing.
+func TestRunFileTotalDisagreeingWithLog(t *testing.T) {
+	for _, tc := range []struct {
+		total int64
+		want  bool
+	}{{1000000, true}, {25000, false}, {0, false}} {
+		f := newFixture(t)
+		f.file.Runs[0].Total = tc.total
+		m, _, err := New(f.file, Options{ProbeTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs := m.Status(context.Background(), Need{Progress: true}).Runs[0]
+		if rs.Progress == nil || rs.Progress.Total != 25000 {
+			t.Fatalf("total: %d: progress = %+v; want the log's total 25000", tc.total, rs.Progress)
+		}
+		said := false
+		for _, n := range rs.Notices {
+			said = said || strings.Contains(n, "the log counts 25,000 items in the job and the run file's total: says 1,000,000")
+		}
+		if said != tc.want {
+			t.Errorf("total: %d: notices = %q; want the disagreement named: %v", tc.total, rs.Notices, tc.want)
+		}
+	}
+}

@@ -119,6 +119,10 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 			s.progress = reports.Progress{Done: p.Done, Total: p.Total, Errors: p.Errors, AvgTokens: p.AvgTokens, Source: "log"}
 			if s.progress.Total == 0 {
 				s.progress.Total = r.Total
+			} else if r.Total > 0 && r.Total != p.Total {
+				// The log's own count wins; a run-file total that says otherwise is a mistake to name, not to hide.
+				s.notices = append(s.notices, fmt.Sprintf("the log counts %s items in the job and the run file's total: says %s: answers use the log's (remove total: or correct it)",
+					reports.Count(float64(p.Total)), reports.Count(float64(r.Total))))
 			}
 			s.obs.Done, s.obs.Total, s.obs.Errors = p.Done, s.progress.Total, p.Errors
 			if p.AvgTokens > 0 {

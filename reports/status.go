@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"runwatch/reports/estimate"
+	"slices"
 	"strings"
 	"time"
 )
@@ -390,7 +391,9 @@ func StorageVerdict(st Storage) string {
 func noProgressLine(problems []Problem) string {
 	var failed []string
 	for _, p := range problems {
-		if strings.HasPrefix(p.Probe, "log ") || strings.HasPrefix(p.Probe, "metrics ") || strings.HasPrefix(p.Probe, "prometheus") {
+		// A dead Prometheus fails its history and its query alike: one source, named once.
+		if (strings.HasPrefix(p.Probe, "log ") || strings.HasPrefix(p.Probe, "metrics ") || strings.HasPrefix(p.Probe, "prometheus")) &&
+			!slices.Contains(failed, Code(p.Probe)) {
 			failed = append(failed, Code(p.Probe))
 		}
 	}
