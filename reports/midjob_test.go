@@ -47,3 +47,24 @@ func TestMidJobFirstAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestMidJobRestart: runwatch started on a job 300 items in, sampling every 3 s, and the server restarted 36 s
+// later (its counters carried over). Every answer after it said "no item has finished yet and the engines
+// give no token counts" for the rest of the 10 minutes recorded, beside "336 / 25,000 done" and 647 tok/s
+// (a new user's console recording, testdata/restart_midjob.jsonl). Every answer must be a running estimate.
+func TestMidJobRestart(t *testing.T) {
+	obs := readPeerTrace(t, "testdata/restart_midjob.jsonl")
+	rp := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{})
+	bad := 0
+	for i, o := range obs {
+		line := rp.Step(o)
+		if line.State != reports.StateRunning || line.ETAS == nil {
+			if bad++; bad <= 3 {
+				t.Errorf("answer %d (t=%.0f, %d done): %s, %q; want a running estimate", i, o.T, o.Done, line.State, line.Reason)
+			}
+		}
+	}
+	if bad > 3 {
+		t.Errorf("...and %d more answers without a running estimate, of %d", bad-3, len(obs))
+	}
+}
