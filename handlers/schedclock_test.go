@@ -126,6 +126,37 @@ func TestScheduleRestartAcrossTheHour(t *testing.T) {
 	}
 }
 
+// A bot restarted 40 ms before the hour, having missed the last one, posts once, at the hour: it posted
+// the missed status at once and the hour's 40 ms later, two statuses in a row.
+func TestScheduleRestartJustBeforeTheHour(t *testing.T) {
+	t.Parallel()
+	first := newSchedEnv(t, "new", "@hourly", "")
+	first.fireAt(t, schedT0)
+	first.writeLog(t, 900, 25000)
+
+	second := newSchedEnv(t, "new", "@hourly", first.stateDir)
+	second.writeLog(t, 900, 25000)
+	s, err := NewScheduler(second.bot, second.api, mustOpen(t, first.stateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restart := schedT0.Add(2*time.Hour - 40*time.Millisecond) // 11:00 was missed; 12:00 is 40 ms away
+	second.clock.Set(restart)
+	clock := newStepClock(restart)
+	startSched(t, s, clock)
+	clock.awaitWaiter(t)
+	if n := len(second.fake.Calls("chat.postMessage")) + len(second.fake.Calls("chat.update")); n != 0 {
+		t.Errorf("posts 40 ms before the hour after missing the last = %d; want none until the hour", n)
+	}
+	second.clock.Set(restart.Add(40 * time.Millisecond))
+	clock.advance(40 * time.Millisecond)
+	second.fake.wait(t, "chat.postMessage", 1)
+	clock.awaitWaiter(t)
+	if n := len(second.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("posts at the hour = %d; want 1", n)
+	}
+}
+
 func mustOpen(t *testing.T, path string) *state.Dir {
 	t.Helper()
 	d, err := state.Open(path)

@@ -172,7 +172,9 @@ func (s *Scheduler) Start(ctx context.Context) {
 	s.stop = make(chan struct{})
 	for name, sch := range s.specs {
 		due := sch.Next(clock.Now().In(s.bot.loc))
-		if s.missed(name, sch, clock.Now()) {
+		// A missed time is posted now, unless the next is about to come (within a tenth of the period):
+		// a restart at 10:59:59.96 posted the missed 10:00 and then 11:00 40 ms later, two statuses in a row.
+		if s.missed(name, sch, clock.Now()) && due.Sub(clock.Now()) > sch.Next(due).Sub(due)/10 {
 			due = clock.Now()
 		}
 		s.running.Add(1)
