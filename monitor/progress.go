@@ -133,6 +133,9 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 			}
 			f := reading.File
 			s.logFile = &f
+			if !f.ModTime.IsZero() {
+				s.obs.LogModified = ptr(float64(f.ModTime.UnixNano()) / 1e9)
+			}
 			if prev := st.logFile(); prev != nil {
 				switch {
 				case prev.Inode != 0 && f.Inode != prev.Inode:

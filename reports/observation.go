@@ -31,6 +31,7 @@ type observationJSON struct {
 	LengthCapped     *json.RawMessage `json:"length_capped"`
 	MaxTokens        *json.RawMessage `json:"max_tokens"`
 	Restarts         *json.RawMessage `json:"restarts"`
+	LogModified      *json.RawMessage `json:"log_modified"`
 }
 
 // ParseObservation parses one trace line (a JSON object) strictly: an unknown field, a missing t or done, a
@@ -89,6 +90,7 @@ func ParseObservation(line []byte) (Observation, error) {
 		{"finished_len_sum", raw.FinishedLenSum, &o.FinishedLenSum},
 		{"finished_len_count", raw.FinishedLenCount, &o.FinishedLenCount},
 		{"length_capped", raw.LengthCapped, &o.LengthCapped},
+		{"log_modified", raw.LogModified, &o.LogModified},
 	}
 	for _, f := range floats {
 		if f.raw == nil {

@@ -27,4 +27,7 @@ type Observation struct {
 	// Restarts counts the server restarts the sampler has seen. A sampler that carries the engine counters
 	// across restarts (so GenTokens never drops) must say so here: the batch starts afresh at each.
 	Restarts int64 `json:"restarts,omitempty"`
+	// LogModified is when the job log last changed (unix seconds), when progress comes from a log: a progress
+	// line read now may be hours old.
+	LogModified *float64 `json:"log_modified,omitempty"`
 }

@@ -146,3 +146,32 @@ func TestWindowsOf(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleLog: one sample whose job log has not changed for stall_after is a stall; not when the engines
+// have requests running (the job works, its log is quiet) or the log changed within it.
+func TestStaleLog(t *testing.T) {
+	old, fresh, running, idle := 1e9-7200, 1e9-60, 12.0, 0.0
+	for _, c := range []struct {
+		name     string
+		modified *float64
+		running  *float64
+		want     string
+	}{
+		{"log untouched 2 h", &old, nil, StateStalled},
+		{"log untouched 2 h, engines idle", &old, &idle, StateStalled},
+		{"log untouched 2 h, engines busy", &old, &running, StateRunning},
+		{"log written a minute ago", &fresh, nil, StateRunning},
+		{"no log time", nil, nil, StateRunning},
+	} {
+		el := 408.0
+		o := Observation{T: 1e9, Done: 300, Total: 25000, Elapsed: &el, LogModified: c.modified, Running: c.running}
+		if c.running != nil {
+			g := 565405.0
+			o.GenTokens = &g
+		}
+		e, _ := Compute([]Observation{o}, Config{StallAfter: 600})
+		if e.State != c.want {
+			t.Errorf("%s: %s (%s); want %s", c.name, e.State, e.Reason, c.want)
+		}
+	}
+}
