@@ -94,12 +94,7 @@ func TestScheduleWallClockJump(t *testing.T) {
 // status at once: it waited for 12:00, and the status of 11:00 was never posted.
 func TestScheduleRestartAcrossTheHour(t *testing.T) {
 	t.Parallel()
-	first := newSchedEnv(t, "new", "@hourly", "")
-	first.fireAt(t, schedT0)
-	first.writeLog(t, 900, 25000)
-
-	second := newSchedEnv(t, "new", "@hourly", first.stateDir)
-	second.writeLog(t, 900, 25000)
+	first, second := postedThenRestarted(t)
 	second.fake = first.fake
 	second.api = first.api
 	s, err := NewScheduler(second.bot, first.api, mustOpen(t, first.stateDir), nil, nil)
@@ -130,12 +125,7 @@ func TestScheduleRestartAcrossTheHour(t *testing.T) {
 // the missed status at once and the hour's 40 ms later, two statuses in a row.
 func TestScheduleRestartJustBeforeTheHour(t *testing.T) {
 	t.Parallel()
-	first := newSchedEnv(t, "new", "@hourly", "")
-	first.fireAt(t, schedT0)
-	first.writeLog(t, 900, 25000)
-
-	second := newSchedEnv(t, "new", "@hourly", first.stateDir)
-	second.writeLog(t, 900, 25000)
+	first, second := postedThenRestarted(t)
 	s, err := NewScheduler(second.bot, second.api, mustOpen(t, first.stateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +145,17 @@ func TestScheduleRestartJustBeforeTheHour(t *testing.T) {
 	if n := len(second.fake.Calls("chat.postMessage")); n != 1 {
 		t.Errorf("posts at the hour = %d; want 1", n)
 	}
+}
+
+// postedThenRestarted is an hourly run that posted at schedT0, and a second bot over its state directory.
+func postedThenRestarted(t *testing.T) (first, second *schedEnv) {
+	t.Helper()
+	first = newSchedEnv(t, "new", "@hourly", "")
+	first.fireAt(t, schedT0)
+	first.writeLog(t, 900, 25000)
+	second = newSchedEnv(t, "new", "@hourly", first.stateDir)
+	second.writeLog(t, 900, 25000)
+	return first, second
 }
 
 func mustOpen(t *testing.T, path string) *state.Dir {
