@@ -116,13 +116,17 @@ func AssessQuality(s SignalSeries, maxTokens int64, cfg QualityConfig) *Quality 
 	return q
 }
 
+// minQualityFinished is how many finished requests a share needs before it is a finding: one request that
+// ran to max_tokens read "100% of completions hit max_tokens (of 1 finished)", flagged as truncating.
+const minQualityFinished = 20
+
 // Matters reports whether the finishes are worth a line in an ETA answer: a share jumped, a tenth
-// of the completions are truncated, or one in a hundred is lost.
+// of the completions are truncated, or one in a hundred is lost, of minQualityFinished at least.
 func (q *Quality) Matters() bool {
 	if q == nil {
 		return false
 	}
-	return q.Jump != nil || q.Shares["length"] >= 0.10 || q.Shares["abort"]+q.Shares["error"] >= 0.01
+	return q.Jump != nil || q.Finished >= minQualityFinished && (q.Shares["length"] >= 0.10 || q.Shares["abort"]+q.Shares["error"] >= 0.01)
 }
 
 // RunEnd is how near a run is to its end, for the checks its last requests would fool.
@@ -201,7 +205,7 @@ func QualityLine(q Quality) string {
 	length := q.Shares["length"]
 	var s string
 	switch {
-	case length >= 0.10:
+	case length >= 0.10 && q.Finished >= minQualityFinished:
 		s = fmt.Sprintf(":scissors: *%s of completions %s*: those samples are truncated", share(length), qualityReasonText("length", q.MaxTokens))
 	case length > 0:
 		s = fmt.Sprintf("Finishes: %s of completions %s", share(length), qualityReasonText("length", q.MaxTokens))

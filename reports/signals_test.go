@@ -77,6 +77,23 @@ func TestAssessQualityTruncated(t *testing.T) {
 	}
 }
 
+// One request that ran to max_tokens is not "100% of completions truncated": under minQualityFinished
+// finished requests the share is said plainly and is no finding (a new user's first sample read
+// ":scissors: *100% of completions hit max_tokens*: those samples are truncated (of 1 finished)").
+func TestQualityFewFinished(t *testing.T) {
+	q := Quality{Finished: 1, MaxTokens: 64, Shares: map[string]float64{"length": 1}}
+	if q.Matters() {
+		t.Error("Matters() = true for 1 finished request")
+	}
+	if line := QualityLine(q); strings.Contains(line, ":scissors:") || !strings.Contains(line, "100% of completions hit max_tokens (64) (of 1 finished)") {
+		t.Errorf("QualityLine for 1 finished request = %q; want the share said plainly", line)
+	}
+	q.Finished = minQualityFinished
+	if !q.Matters() {
+		t.Errorf("Matters() = false for %d finished, all at max_tokens", minQualityFinished)
+	}
+}
+
 func TestAssessQualityJump(t *testing.T) {
 	tests := []struct {
 		name    string
