@@ -109,6 +109,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// item's. Said apart when they differ, so that "at 1,349 tok/s" is not read as the last 14 minutes' rate
 	// when it is the whole run's, beside a throughput line that gives the last 11 minutes' as 1,370.
 	rateAt, lenAt := start, start
+	lenFromRate := false // tokens per item came from the token rate's blocks
 	from := func(at []float64, i int) float64 {
 		if i > 0 && i < len(at) {
 			return at[i]
@@ -171,6 +172,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 			}
 			if l.den >= 2*s.slots && l.num > 0 { // two batches' worth of items at least
 				m = l.num / l.den
+				lenFromRate = true
 			}
 		}
 		// A batch that is not full generates fewer tokens per second than a full one, so the latest blocks' token
@@ -194,6 +196,9 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		sec, drain, drainLow, drainHigh = s.tokenSeconds(e.ItemsLeft, m, r)
 		relSE = math.Hypot(mSE, rSE)
 		lenAt = from(tpiAt, mFrom)
+		if lenFromRate {
+			lenAt = from(tpsAt, rFrom) // tokens per item of the rate's own blocks
+		}
 		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s", format.Count(e.ItemsLeft),
 			format.Count(m), format.Rate(r, "tok/s"))
 	case len(tpi) > 0 && len(fps) > 0 && mFrom > 0:
