@@ -271,13 +271,7 @@ func TestScheduleEveryPostsOnTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := newStepClock(schedT0)
-	s.Clock = clock
-	ctx, cancel := context.WithCancel(context.Background())
-	s.Start(ctx)
-	t.Cleanup(func() {
-		cancel()
-		s.Stop(10 * time.Second)
-	})
+	startSched(t, s, clock)
 	// Half a second is not yet due; the second half is.
 	clock.awaitWaiter(t)
 	clock.advance(500 * time.Millisecond)
