@@ -39,20 +39,17 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		tp.UntilFinish = true
 		return e, tp
 	}
-	if since, ok := staleLog(hist, cfg.StallAfter); ok {
+	if since, ok := s.stalledSince(cfg.StallAfter); ok {
 		e.State, e.StalledSince = StateStalled, &since
-		e.Reason = fmt.Sprintf("no progress since %s (%s): the job log has not changed since then",
-			clockName(since), format.Duration(last.T-since))
+		why := "finished items and generated tokens are flat"
+		if since < hist[0].T {
+			why = "the job log has not changed since then"
+		}
+		e.Reason = fmt.Sprintf("no progress since %s (%s): %s", clockName(since), format.Duration(last.T-since), why)
 		return e, tp
 	}
 	if len(hist) == 1 {
 		return roughETA(last, e, "one sample"), tp
-	}
-	if since, ok := s.stalledSince(cfg.StallAfter); ok {
-		e.State, e.StalledSince = StateStalled, &since
-		e.Reason = fmt.Sprintf("no progress since %s (%s): finished items and generated tokens are flat",
-			clockName(since), format.Duration(last.T-since))
-		return e, tp
 	}
 	if last.Total <= 0 {
 		e.Reason = reasonNoTotal
@@ -192,22 +189,4 @@ func clockName(t float64) string {
 		return Unix(t).Format("15:04 UTC")
 	}
 	return fmt.Sprintf("t=%s s", format.Count(t))
-}
-
-// staleLog reports a stall the history is too young to show: the job log, the progress source, has not
-// changed for stallAfter seconds, nothing moved in the history, and no engine says it has requests running.
-// A bot started (or a `bot ask`) two hours after the job died read its last progress line as the job's pace:
-// "No, it's moving. 0.67 items/s", "ETA 8 h 45 min".
-func staleLog(hist []Observation, stallAfter float64) (since float64, ok bool) {
-	first, last := hist[0], hist[len(hist)-1]
-	if last.LogModified == nil || last.Done != first.Done || last.T-*last.LogModified < stallAfter {
-		return 0, false
-	}
-	if last.Running != nil && *last.Running > 0 {
-		return 0, false // the engines are working: a log that stopped is not a job that did
-	}
-	if last.GenTokens != nil && first.GenTokens != nil && *last.GenTokens != *first.GenTokens {
-		return 0, false
-	}
-	return *last.LogModified, true
 }

@@ -48,6 +48,8 @@ type series struct {
 	kind   CounterKind // what the engines' token counter means
 	// pre is the job before the history, when the history starts mid-job (see before).
 	pre before
+	// logModified is when the job log last changed, as the latest observation says (0: unknown).
+	logModified float64
 	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in
 	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
 	countersLeftOut bool
@@ -107,6 +109,9 @@ func build(hist []Observation, cfg Config) series {
 	folded := FoldSeries(hist)
 	s.countersLeftOut = len(folded) > 0 && folded[len(folded)-1].Unreliable
 	s.pre = beforeHistory(hist[0], s.countersLeftOut || !CountsJob(hist[0], float64(hist[0].MaxTokens)))
+	if m := hist[len(hist)-1].LogModified; m != nil {
+		s.logModified = *m
+	}
 	s.capped = cappedShare(hist)
 	logFinBase := 0.0 // the log's finished tokens when the current server lifetime began
 	finishedUnder := map[int64]float64{}
@@ -348,10 +353,19 @@ func (s series) saturated(b block) bool {
 // the job's, or the bot down a while) says only that nothing moved while nobody looked: the job may be
 // carrying on already, and the next sample tells. Without the second look a laptop's 50-minute sleep read as
 // a 50-minute stall, and warned.
+//
+// A history in which nothing has moved yet can still show a stall the job's log dates: when the log, the
+// progress source, last changed stallAfter ago and no engine has requests running, the job stopped then. A bot
+// started (or a `bot ask`) two hours after the job died read its last progress line as the job's pace: "No,
+// it's moving. 0.74 items/s", "ETA 9 h 20 min". That needs no second look: the log's own time says it.
 func (s series) stalledSince(stallAfter float64) (float64, bool) {
 	lp := s.lastProgress()
 	since := s.pts[lp].t
-	last := s.pts[len(s.pts)-1].t
+	lastPt := s.pts[len(s.pts)-1]
+	last := lastPt.t
+	if lp == 0 && s.logModified > 0 && s.logModified < since && !(lastPt.hasG && lastPt.running > 0) {
+		return s.logModified, last-s.logModified >= stallAfter
+	}
 	return since, last-since >= stallAfter && len(s.pts)-1-lp >= 2
 }
 
