@@ -20,35 +20,25 @@ const burstList = 10
 // with them (so their follow-ups thread under it); a burst of follow-ups in one thread (twenty resolutions at
 // once) is one reply, and a burst of reminders that fails re-arms every one of them.
 func coalesce(posts []Post) []Post {
-	type group struct {
-		first int
-		posts []Post
-	}
-	groups := map[string]*group{}
-	var order []string
+	groups := map[string][]Post{}
+	var order []string // group keys in the order of their first post
 	for i, p := range posts {
-		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind {
-			order = append(order, fmt.Sprint("\x00", i))
-			groups[order[len(order)-1]] = &group{first: i, posts: []Post{p}}
-			continue
-		}
 		k := strings.Join([]string{p.Channel, p.ThreadRef, p.Run, p.Kind}, "\x00")
-		g := groups[k]
-		if g == nil {
-			g = &group{first: i}
-			groups[k] = g
+		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind {
+			k = fmt.Sprint("\x00", i) // stands for others already, or goes nowhere: alone
+		}
+		if _, seen := groups[k]; !seen {
 			order = append(order, k)
 		}
-		g.posts = append(g.posts, p)
+		groups[k] = append(groups[k], p)
 	}
 	out := make([]Post, 0, len(order))
 	for _, k := range order {
-		g := groups[k]
-		if len(g.posts) <= burstMax {
-			out = append(out, g.posts...)
-			continue
+		if g := groups[k]; len(g) <= burstMax {
+			out = append(out, g...)
+		} else {
+			out = append(out, burstPost(g))
 		}
-		out = append(out, burstPost(g.posts))
 	}
 	return out
 }
