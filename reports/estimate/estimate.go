@@ -174,6 +174,11 @@ func roughETA(o Observation, e ETA, from string) ETA {
 	e.FinishAt = &finish
 	e.Reason = fmt.Sprintf("From %s: %s items in %s = %s, %s items left",
 		from, format.Count(float64(o.Done)), format.Span(el), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
+	if o.GenTokens != nil && *o.GenTokens > 0 && !CountsJob(o, float64(o.MaxTokens)) {
+		// Say why the engines' tokens are not in it, so that the answer does not look like it missed them.
+		e.Reason += fmt.Sprintf(" (the engines' %s tokens are more than this job's items could hold: the counter runs from before the job, so items/s)",
+			format.Tokens(*o.GenTokens))
+	}
 	return e
 }
 

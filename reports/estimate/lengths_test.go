@@ -61,7 +61,7 @@ func TestCountsJob(t *testing.T) {
 		t.Errorf("565,405 tokens with 200 in flight at max_tokens 512 (at most 422K) taken for the job's")
 	}
 	e, _ := Compute([]Observation{server}, Config{})
-	if e.TokensPerS > 0 || !strings.Contains(e.Reason, "300 items in 6 min 48 s") {
-		t.Errorf("one sample with a server's lifetime counter: %.0f tok/s, %q; want items/s from the log", e.TokensPerS, e.Reason)
+	if e.TokensPerS > 0 || !strings.Contains(e.Reason, "300 items in 6 min 48 s") || !strings.Contains(e.Reason, "counter runs from before the job") {
+		t.Errorf("one sample with a server's lifetime counter: %.0f tok/s, %q; want items/s from the log, saying why", e.TokensPerS, e.Reason)
 	}
 }
