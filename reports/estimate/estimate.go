@@ -20,8 +20,11 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		cfg.Window = PaceWindow(hist)
 	}
 	s := build(hist, cfg)
-	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1], s.countersLeftOut)
-	tp = fromLogLengths(tp, hist[len(hist)-1], s.countersLeftOut)
+	// A counter that holds more than the job could (CountsJob) gives no first-sample token rate either: the
+	// throughput line said 18,523 tok/s from an SGLang server's lifetime beside an ETA from items/s.
+	leftOut := s.countersLeftOut || !CountsJob(hist[len(hist)-1], float64(hist[len(hist)-1].MaxTokens))
+	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1], leftOut)
+	tp = fromLogLengths(tp, hist[len(hist)-1], leftOut)
 	last := hist[len(hist)-1]
 	e := ETA{State: StateUnknown, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
 	if last.Total > 0 {

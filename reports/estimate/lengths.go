@@ -289,11 +289,11 @@ const inflightCap = 8
 // beyond the finished items' (the log's average, or the engines' histogram) fit in the requests in flight,
 // at most max_tokens each (or inflightCap times the finished mean). An SGLang server up for days before the
 // job holds its whole life's tokens: 7.56M beside 300 finished items of 1,066 tokens and 162 in flight, which
-// read as 18,523 tok/s and completions of 16-32K tokens. Without finished lengths nothing says, and it is
-// taken as the job's.
+// read as 18,523 tok/s and completions of 16-32K tokens. Without finished lengths (or a counter) nothing says,
+// and it is taken as the job's.
 func CountsJob(o Observation, maxTokens float64) bool {
 	if o.GenTokens == nil || o.Done <= 0 {
-		return false
+		return true // nothing to judge by: a counter with no finished item beside it is taken as it is
 	}
 	l, ok := CensoredMean(o, KindUnknown)
 	if !ok || !(l.FinishedMean > 0) {

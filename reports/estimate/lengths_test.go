@@ -60,7 +60,10 @@ func TestCountsJob(t *testing.T) {
 	if CountsJob(obs(565405, 200), 512) {
 		t.Errorf("565,405 tokens with 200 in flight at max_tokens 512 (at most 422K) taken for the job's")
 	}
-	e, _ := Compute([]Observation{server}, Config{})
+	e, tp := Compute([]Observation{server}, Config{})
+	if tp.TokensPerS > 0 && tp.TokensPerS > 2*300*1066/408.0 {
+		t.Errorf("one sample with a server's lifetime counter: throughput %.0f tok/s; want none from the counter (at most the log's)", tp.TokensPerS)
+	}
 	if e.TokensPerS > 0 || !strings.Contains(e.Reason, "300 items in 6 min 48 s") || !strings.Contains(e.Reason, "counter runs from before the job") {
 		t.Errorf("one sample with a server's lifetime counter: %.0f tok/s, %q; want items/s from the log, saying why", e.TokensPerS, e.Reason)
 	}
