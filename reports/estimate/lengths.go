@@ -275,8 +275,9 @@ func (s series) withCumulative(f levelFit, tpi []measure, cum float64) levelFit 
 	} else {
 		f.Base = cum
 	}
+	f.BaseTrend = false
 	if f.Weight == 0 {
-		f.Split = f.Base
+		f.Split, f.SplitTrend = f.Base, false
 	}
 	return f
 }

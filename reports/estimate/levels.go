@@ -38,6 +38,27 @@ func (s series) blocks(blockLen float64) []block {
 // measure is a rate measured over a block: num per den.
 type measure struct{ num, den float64 }
 
+// timed is a quantity measured block by block, with the active time each of its blocks starts at: the blocks
+// of one measure the model keeps (not every block has one), and where the stretch it fits begins.
+type timed struct {
+	ms []measure
+	at []float64
+}
+
+func (t *timed) add(m measure, at float64) {
+	t.ms = append(t.ms, m)
+	t.at = append(t.at, at)
+}
+
+// from is the active time block i starts at, or start for the first block (a fit from block 0 spans the whole
+// history) and for none.
+func (t timed) from(i int, start float64) float64 {
+	if i > 0 && i < len(t.at) {
+		return t.at[i]
+	}
+	return start
+}
+
 // levelFit is the current level of a quantity measured block by block.
 type levelFit struct {
 	Level, RelSE float64 // the blend of the two levels below
@@ -50,6 +71,17 @@ type levelFit struct {
 	Base, BaseSE   float64
 	BaseFrom       int
 	BlockSD        float64 // relative standard deviation of one block, autocorrelation included
+	// SplitTrend and BaseTrend mark a level that is a fitted line's latest value (a stretch whose level still
+	// moves), not the stretch's mean: a reason must not call it the rate "of the last 15 min".
+	SplitTrend, BaseTrend bool
+}
+
+// trend reports whether the level is mostly a fitted line's latest value (see SplitTrend).
+func (f levelFit) trend() bool {
+	if f.Weight >= 0.5 {
+		return f.SplitTrend
+	}
+	return f.BaseTrend
 }
 
 // fitLevel finds the current level of a quantity measured block by block: the pooled ratio over the latest
@@ -97,14 +129,15 @@ func fitLevel(bs []measure, z float64, autocorr bool, unitCV float64, minRecent 
 	sigma, rho := noise(x, autocorr)
 	sigma *= math.Sqrt((1 + rho) / (1 - rho)) // the noise of a mean of blocks
 	blockSD := math.Max(sigma, perUnit*math.Sqrt(float64(n)/units(0, n))) / math.Abs(pooled(0, n))
-	// levelFrom is the level of the stretch from block a on, and its relative standard error.
-	levelFrom := func(a int, moved bool) (float64, float64) {
+	// levelFrom is the level of the stretch from block a on, its relative standard error, and whether it is
+	// the fitted line's latest value.
+	levelFrom := func(a int, moved bool) (float64, float64, bool) {
 		sd := math.Max(sigma, perUnit*math.Sqrt(float64(n-a)/units(a, n))) // one block's
 		level := pooled(a, n)
 		k := n - a
 		relSE := sd / math.Sqrt(float64(k)) / math.Abs(level)
 		if k < 4 || !canChange {
-			return level, relSE
+			return level, relSE, false
 		}
 		var sx, sy, sxx, sxy float64
 		for i := a; i < n; i++ {
@@ -122,8 +155,9 @@ func fitLevel(bs []measure, z float64, autocorr bool, unitCV float64, minRecent 
 			end := float64(n-1) - sx/fk
 			level = sy/fk + slope*end
 			relSE = sd * math.Sqrt(1/fk+end*end/vxx) / math.Abs(level)
+			return level, relSE, true
 		}
-		return level, relSE
+		return level, relSE, false
 	}
 	from := 0
 	fit := levelFit{}
@@ -138,15 +172,15 @@ func fitLevel(bs []measure, z float64, autocorr bool, unitCV float64, minRecent 
 			}
 		}
 		if bestK < 0 || bestZ < z-0.5 {
-			fit.Base, fit.BaseSE = levelFrom(from, from > 0)
+			fit.Base, fit.BaseSE, fit.BaseTrend = levelFrom(from, from > 0)
 			fit.BaseFrom = from
-			fit.Split, fit.SplitSE, fit.From = fit.Base, fit.BaseSE, from
+			fit.Split, fit.SplitSE, fit.SplitTrend, fit.From = fit.Base, fit.BaseSE, fit.BaseTrend, from
 			break
 		}
 		if bestZ < z+1 {
-			fit.Base, fit.BaseSE = levelFrom(from, from > 0)
+			fit.Base, fit.BaseSE, fit.BaseTrend = levelFrom(from, from > 0)
 			fit.BaseFrom = from
-			fit.Split, fit.SplitSE = levelFrom(bestK, true)
+			fit.Split, fit.SplitSE, fit.SplitTrend = levelFrom(bestK, true)
 			fit.Weight = (bestZ - (z - 0.5)) / 1.5
 			fit.From = from
 			if fit.Weight >= 0.5 {

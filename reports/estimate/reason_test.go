@@ -129,7 +129,7 @@ func TestWindowsOf(t *testing.T) {
 		{1800, 3000, true, " (tokens per item of the last 10 min, tok/s of the last 30 min)"},
 		{1800, 0, false, " (rates of the last 30 min)"},
 	} {
-		if got := windowsOf(now, start, c.rateAt, c.lenAt, block, c.lengths); got != c.want {
+		if got := windowsOf(now, start, window{at: c.rateAt}, window{at: c.lenAt}, block, c.lengths); got != c.want {
 			t.Errorf("windowsOf(rate from %v, lengths from %v, lengths %v) = %q; want %q", c.rateAt, c.lenAt, c.lengths, got, c.want)
 		}
 	}
@@ -141,8 +141,22 @@ func TestWindowsOf(t *testing.T) {
 		{0, 0, " (rates of the last 1 h)"},
 		{0, 2700, " (tokens per item of the last 15 min, tok/s of the last 1 h)"},
 	} {
-		if got := windowsOf(now, math.Inf(-1), c.rateAt, c.lenAt, block, true); got != c.want {
+		if got := windowsOf(now, math.Inf(-1), window{at: c.rateAt}, window{at: c.lenAt}, block, true); got != c.want {
 			t.Errorf("mid-job windowsOf(rate from %v, lengths from %v) = %q; want %q", c.rateAt, c.lenAt, got, c.want)
+		}
+	}
+	// A figure that is a fitted line's latest value is not the mean of its window.
+	for _, c := range []struct {
+		rate, length window
+		want         string
+	}{
+		{window{1800, true}, window{0, false}, " (tokens per item of the whole run, tok/s following the trend of the last 30 min)"},
+		{window{2700, true}, window{2700, true}, " (rates following the trend of the last 15 min)"},
+		{window{2700, false}, window{2700, true}, " (tokens per item following the trend of the last 15 min, tok/s of the last 15 min)"},
+		{window{0, true}, window{0, true}, " (rates following the trend of the whole run)"},
+	} {
+		if got := windowsOf(now, start, c.rate, c.length, block, true); got != c.want {
+			t.Errorf("windowsOf(%+v, %+v) = %q; want %q", c.rate, c.length, got, c.want)
 		}
 	}
 }

@@ -33,30 +33,26 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// faster than the job's: with replicas behind one URL, whose counters are left out, the first batch's gap
 	// (0.5 s without a finished item in the first 2 s) put 405 items in 9 s at 47.6 items/s where the job ran at
 	// 45, and the estimate 5% early (linear extrapolation 1%).
-	var tpi, tps, spi, fps []measure
-	var tpiAt, tpsAt, spiAt, fpsAt []float64 // the active time each of those blocks starts at
-	var tpiLater measure                     // blocks after the first restart
-	var lastTokens []tokenBlock              // every block's tokens, full batch or not
-	var tpsLengths []measure                 // tokens per item of each block of tps (den 0: warming or unknown)
-	partial := 0                             // blocks past the warm-up whose batch was not full
-	idle := 0.0                              // active seconds of the blocks since the last in which an item finished
+	var tpi, tps, spi, fps timed
+	var tpiLater measure        // blocks after the first restart
+	var lastTokens []tokenBlock // every block's tokens, full batch or not
+	var tpsLengths []measure    // tokens per item of each block of tps (den 0: warming or unknown)
+	partial := 0                // blocks past the warm-up whose batch was not full
+	idle := 0.0                 // active seconds of the blocks since the last in which an item finished
 	// A history that starts mid-job: the job before it is one block of each measure, at its start (see
 	// before). Its token rate only when the batch was full when the history began: a batch still filling (clients
 	// ramping up) ran below the rate the busy part prices.
 	start := s.pts[0].active
 	preRate := false // the token rate counts the job before the history
 	if s.pre.ok {
-		spi = append(spi, measure{s.pre.seconds, s.pre.items})
-		spiAt = append(spiAt, start)
+		spi.add(measure{s.pre.seconds, s.pre.items}, start)
 		if p0 := s.pts[0]; s.pre.tokens > 0 && (p0.queued || p0.running >= math.Min(0.9*s.slots, s.slots-1)) {
-			tps = append(tps, measure{s.pre.tokens, s.pre.seconds})
-			tpsAt = append(tpsAt, start)
+			tps.add(measure{s.pre.tokens, s.pre.seconds}, start)
 			preRate = true
 			tpsLengths = append(tpsLengths, measure{})
 		}
 		if s.pre.lengths.den > 0 {
-			tpi = append(tpi, s.pre.lengths)
-			tpiAt = append(tpiAt, start)
+			tpi.add(s.pre.lengths, start)
 		}
 	}
 	for _, b := range bs {
@@ -66,8 +62,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		case s.restartIn(a.t, z.t):
 			idle = 0
 		case z.done > a.done:
-			spi = append(spi, measure{span + idle, z.done - a.done})
-			spiAt = append(spiAt, a.active-idle)
+			spi.add(measure{span + idle, z.done - a.done}, a.active-idle)
 			idle = 0
 		default:
 			idle += span
@@ -76,8 +71,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		if a.hasG && z.hasG && a.seg == z.seg {
 			sat := s.saturated(b)
 			if sat {
-				tps = append(tps, measure{z.g - a.g, span})
-				tpsAt = append(tpsAt, a.active)
+				tps.add(measure{z.g - a.g, span}, a.active)
 				var l measure
 				if r, ok := blockTokensPerItem(a, z); ok && !s.warming(a.t, z.t, cfg.Window) {
 					l = r
@@ -91,16 +85,14 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		}
 		if !s.warming(a.t, z.t, cfg.Window) {
 			if r, ok := blockTokensPerItem(a, z); ok {
-				tpi = append(tpi, r)
-				tpiAt = append(tpiAt, a.active)
+				tpi.add(r, a.active)
 				if a.seg > 0 {
 					tpiLater.num += r.num
 					tpiLater.den += r.den
 				}
 			}
 			if a.hasFin && z.hasFin && z.fin > a.fin {
-				fps = append(fps, measure{z.fin - a.fin, span})
-				fpsAt = append(fpsAt, a.active)
+				fps.add(measure{z.fin - a.fin, span}, a.active)
 			}
 		}
 	}
@@ -109,13 +101,8 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// item's. Said apart when they differ, so that "at 1,349 tok/s" is not read as the last 14 minutes' rate
 	// when it is the whole run's, beside a throughput line that gives the last 11 minutes' as 1,370.
 	rateAt, lenAt := start, start
-	lenFromRate := false // tokens per item came from the token rate's blocks
-	from := func(at []float64, i int) float64 {
-		if i > 0 && i < len(at) {
-			return at[i]
-		}
-		return start
-	}
+	var rateTrend, lenTrend bool // the figure is a fitted line's latest value (see levelFit.SplitTrend)
+	lenFromRate := false         // tokens per item came from the token rate's blocks
 	// With a counter that moves only on finish the lengths come from finished items alone, a block at a time:
 	// a few long ones finishing together look like a change. It takes the rates' stronger evidence, and three
 	// blocks, to call one.
@@ -123,38 +110,38 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	if s.kind == OnFinish {
 		lengthZ, lengthRecent = rateChangeZ, 3
 	}
-	mFit := fitLevel(tpi, lengthZ, false, math.Sqrt(s.lengthCV2(pooledRatio(tpi))), lengthRecent)
+	mFit := fitLevel(tpi.ms, lengthZ, false, math.Sqrt(s.lengthCV2(pooledRatio(tpi.ms))), lengthRecent)
 	if mFit.BaseFrom == 0 {
 		// No change (or one not yet sure): every item so far counts, or with an on-finish counter every item
 		// past the warm-up once there are enough of them.
-		if s.settledLengths(tpi) {
+		if s.settledLengths(tpi.ms) {
 			if cum, _, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok && cum > 0 {
-				mFit = s.withCumulative(mFit, tpi, cum)
+				mFit = s.withCumulative(mFit, tpi.ms, cum)
 			}
 		} else if cum, young, ok := s.cumTokensPerItem(cfg.Window, tpiLater); ok {
-			mFit.Base = cum
-			if len(tpi) == 0 {
+			mFit.Base, mFit.BaseTrend = cum, false
+			if len(tpi.ms) == 0 {
 				mFit.BaseSE = 0.1
 			}
 			// A young batch's tokens per item is a guess from its short requests; say so in the range.
 			mFit.BaseSE = math.Max(mFit.BaseSE, 0.25*young)
 			if mFit.Weight == 0 {
-				mFit.Split, mFit.SplitSE = mFit.Base, mFit.BaseSE
+				mFit.Split, mFit.SplitSE, mFit.SplitTrend = mFit.Base, mFit.BaseSE, false
 			}
 		}
 	}
 	m, mSE := blend(mFit.Base, mFit.BaseSE, mFit.Split, mFit.SplitSE, mFit.Weight)
-	mFrom := mFit.From
+	mFrom, lenTrend := mFit.From, mFit.trend()
 	switch {
-	case len(tps) > 0 && m > 0 && !math.IsNaN(m):
+	case len(tps.ms) > 0 && m > 0 && !math.IsNaN(m):
 		// Tokens counted on finish arrive in lumps: a change of their rate needs more evidence, and two blocks.
 		rateZ, rateRecent := rateChangeZ, 1
 		if s.kind == OnFinish {
 			rateZ, rateRecent = onFinishRateZ, 2
 		}
-		rFit := fitLevel(tps, rateZ, true, 0, rateRecent)
+		rFit := fitLevel(tps.ms, rateZ, true, 0, rateRecent)
 		r, rSE, rFrom := rFit.Level, rFit.RelSE, rFit.From
-		wobble = rFit.BlockSD
+		wobble, rateTrend = rFit.BlockSD, rFit.trend()
 		// With a counter that moves only on finish, tokens per item is the finished items' mean, and while a
 		// batch grows (clients ramping up, a server that does not keep its batch full) more requests start than
 		// finish, and the ones that finish are the short ones: the whole history's mean falls short of the items
@@ -172,14 +159,14 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 			}
 			if l.den >= 2*s.slots && l.num > 0 { // two batches' worth of items at least
 				m = l.num / l.den
-				lenFromRate = true
+				lenFromRate, lenTrend = true, false
 			}
 		}
 		// A batch that is not full generates fewer tokens per second than a full one, so the latest blocks' token
 		// rate, full or not, is a floor under the full-batch rate while items still wait to start. Where the
 		// batch gauge misleads (it is one replica's behind a shared address, or it wobbles on a small job) the
 		// full blocks are few and old, and their rate would stand for the run's long after it sped up.
-		rateAt = from(tpsAt, rFrom)
+		rateAt = tps.from(rFrom, start)
 		if k := rateRecent + 1; len(lastTokens) >= k && e.ItemsLeft > 2*last.running {
 			var g measure
 			full := false
@@ -188,40 +175,40 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 				full = full || b.full
 			}
 			if !full && g.den > 0 && g.num/g.den > r {
-				r, rateAt = g.num/g.den, lastTokens[len(lastTokens)-k].at
+				r, rateAt, rateTrend = g.num/g.den, lastTokens[len(lastTokens)-k].at, false
 			}
 		}
 		e.TokensPerItem, e.TokensPerS = m, r
 		e.ItemsPerS = r / m
 		sec, drain, drainLow, drainHigh = s.tokenSeconds(e.ItemsLeft, m, r)
 		relSE = math.Hypot(mSE, rSE)
-		lenAt = from(tpiAt, mFrom)
+		lenAt = tpi.from(mFrom, start)
 		if lenFromRate {
-			lenAt = from(tpsAt, rFrom) // tokens per item of the rate's own blocks
+			lenAt = tps.from(rFrom, start) // tokens per item of the rate's own blocks
 		}
 		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s", format.Count(e.ItemsLeft),
 			format.Count(m), format.Rate(r, "tok/s"))
-	case len(tpi) > 0 && len(fps) > 0 && mFrom > 0:
+	case len(tpi.ms) > 0 && len(fps.ms) > 0 && mFrom > 0:
 		// No token counts, but the log's mean completion has changed: the tokens of finished items per
 		// second stand in for the engines' rate, so that the new lengths count for the items left.
-		rFit := fitLevel(fps, rateChangeZ, true, 0, 1)
+		rFit := fitLevel(fps.ms, rateChangeZ, true, 0, 1)
 		r, rSE, rFrom := rFit.Level, rFit.RelSE, rFit.From
-		wobble = rFit.BlockSD
+		wobble, rateTrend = rFit.BlockSD, rFit.trend()
 		e.TokensPerItem, e.TokensPerS = m, r
 		e.ItemsPerS = r / m
 		sec = e.ItemsLeft * m / r
 		relSE = math.Hypot(mSE, rSE)
-		rateAt, lenAt = from(fpsAt, rFrom), from(tpiAt, mFrom)
+		rateAt, lenAt = fps.from(rFrom, start), tpi.from(mFrom, start)
 		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s of finished completions", format.Count(e.ItemsLeft),
 			format.Count(m), format.Rate(r, "tok/s"))
-	case len(spi) > 0:
-		lFit := fitLevel(spi, rateChangeZ, true, math.Sqrt(s.lengthCV2(pooledRatio(tpi))), 1)
+	case len(spi.ms) > 0:
+		lFit := fitLevel(spi.ms, rateChangeZ, true, math.Sqrt(s.lengthCV2(pooledRatio(tpi.ms))), 1)
 		lam, lSE, lFrom := 1/lFit.Level, lFit.RelSE, lFit.From
-		wobble = lFit.BlockSD
+		wobble, rateTrend = lFit.BlockSD, lFit.trend()
 		e.ItemsPerS = lam
 		sec = e.ItemsLeft / lam
 		relSE = lSE
-		rateAt, lenAt = from(spiAt, lFrom), from(spiAt, lFrom)
+		rateAt, lenAt, lenTrend = spi.from(lFrom, start), spi.from(lFrom, start), rateTrend
 		e.Reason = fmt.Sprintf("%s items left at %s", format.Count(e.ItemsLeft), format.Rate(lam, "items/s"))
 	default:
 		e.Reason = "no item has finished yet and the engines give no token counts"
@@ -237,7 +224,8 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	if s.pts[0].done > 0 && !(s.pre.ok && (preRate || e.TokensPerS == 0)) {
 		whole = math.Inf(-1)
 	}
-	e.Reason += windowsOf(last.active, whole, rateAt, lenAt, blockLen, e.TokensPerItem > 0)
+	e.Reason += windowsOf(last.active, whole, window{rateAt, rateTrend}, window{lenAt, lenTrend}, blockLen,
+		e.TokensPerItem > 0)
 	if e.TokensPerS > 0 && e.TokensPerItem > 0 {
 		// The items × tokens ÷ tokens/s above is the full batch's arithmetic; the drain at the end (the last
 		// requests decoding with the batch emptying) makes the estimate longer than it, which near the end is
@@ -246,7 +234,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 			e.Reason += fmt.Sprintf(", and %s more for the batch draining at the end", format.Span(extra))
 		}
 	}
-	if e.TokensPerItem == 0 || len(tps) == 0 {
+	if e.TokensPerItem == 0 || len(tps.ms) == 0 {
 		// Without token counts nothing says how far the first batch has got; a run younger than the
 		// warm-up is a rough guess.
 		if young := 1 - (last.t-s.pts[0].t)/cfg.Window; s.pts[0].done == 0 && young > 0 {
@@ -287,27 +275,41 @@ type tokenBlock struct {
 	at   float64 // the active time the block starts at
 }
 
+// window is where a figure of a reason was measured from (an active time), and whether it is the latest
+// value of a line fitted over that stretch rather than its mean.
+type window struct {
+	at    float64
+	trend bool
+}
+
 // windowsOf says over what the figures of a reason were measured: "(rates of the last 14 min)" when the rate
 // and tokens per item share a window (their starts within 15% of the longer one's span: the shorter is named,
 // or "the whole run" when either starts with the run), else each its own, "the whole run" for one that
 // starts with the run (within half a block of start, the active time the job started at; -Inf when the
-// history starts mid-job).
-func windowsOf(now, start, rateAt, lenAt, blockLen float64, lengths bool) string {
-	say := func(at float64) string {
-		if at <= start+blockLen/2 {
-			return "the whole run"
+// history starts mid-job). A figure that is a fitted line's latest value follows "the trend of" its window: a
+// rate that climbed through the last 30 min is not their mean.
+func windowsOf(now, start float64, rate, length window, blockLen float64, lengths bool) string {
+	say := func(w window) string {
+		s := "the last " + format.Duration(now-w.at)
+		if w.at <= start+blockLen/2 {
+			s = "the whole run"
 		}
-		return "the last " + format.Duration(now-at)
+		if w.trend {
+			return "following the trend of " + s
+		}
+		return "of " + s
 	}
 	if !lengths {
-		lenAt = rateAt
+		length = rate
 	}
-	r, l := say(rateAt), say(lenAt)
-	if r == l || math.Abs(rateAt-lenAt) <= 0.15*(now-math.Min(rateAt, lenAt)) {
+	rateAt, lenAt := rate.at, length.at
+	r, l := say(rate), say(length)
+	if rate.trend == length.trend && (r == l || math.Abs(rateAt-lenAt) <= 0.15*(now-math.Min(rateAt, lenAt))) {
+		w := window{at: math.Max(rateAt, lenAt), trend: rate.trend}
 		if math.Min(rateAt, lenAt) <= start+blockLen/2 {
-			return " (rates of the whole run)"
+			w.at = start
 		}
-		return fmt.Sprintf(" (rates of the last %s)", format.Duration(now-math.Max(rateAt, lenAt)))
+		return " (rates " + say(w) + ")"
 	}
-	return fmt.Sprintf(" (tokens per item of %s, tok/s of %s)", l, r)
+	return fmt.Sprintf(" (tokens per item %s, tok/s %s)", l, r)
 }
