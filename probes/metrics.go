@@ -99,9 +99,12 @@ func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return failed, fmt.Errorf("scrape %s: HTTP %s", where, resp.Status)
 	}
+	// A type that names something else (a login page's HTML, JSON) is refused before the body is read. A generic
+	// binary type is what a plain file server (python -m http.server over a textfile collector's output, an
+	// object store) sends for a file without an extension: the body decides, as for no type at all.
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "text/plain" && mt != "application/openmetrics-text") {
+		if err != nil || (mt != "text/plain" && mt != "application/openmetrics-text" && mt != "application/octet-stream") {
 			return failed, fmt.Errorf("scrape %s: content type %q is not Prometheus text (is this the metrics endpoint?)", where, ct)
 		}
 	}

@@ -197,7 +197,7 @@ func metricsTestEngine(t *testing.T, contentType string) (*httptest.Server, *ato
 }
 
 func TestScrapeCountersAdvance(t *testing.T) {
-	for _, ct := range []string{"text/plain; version=0.0.4; charset=utf-8", "application/openmetrics-text; version=1.0.0; charset=utf-8", ""} {
+	for _, ct := range []string{"text/plain; version=0.0.4; charset=utf-8", "application/openmetrics-text; version=1.0.0; charset=utf-8", "application/octet-stream", ""} {
 		t.Run(ct, func(t *testing.T) {
 			srv, _ := metricsTestEngine(t, ct)
 			m := NewMetrics(srv.Client(), 0)
@@ -264,6 +264,8 @@ func TestScrapeErrors(t *testing.T) {
 		{"slow server", handler(200, "text/plain", "vllm:num_requests_running 1\n", 5*time.Second), 50 * time.Millisecond, "context deadline exceeded", context.DeadlineExceeded},
 		{"garbage body", handler(200, "text/plain", "\x00\x01\x02 binary junk\n", 0), 0, "not Prometheus text", nil},
 		{"html", handler(200, "text/html; charset=utf-8", "<html></html>", 0), 0, `content type "text/html; charset=utf-8" is not Prometheus text`, nil},
+		{"json", handler(200, "application/json", `{"running": 1}`, 0), 0, `content type "application/json" is not Prometheus text`, nil},
+		{"binary junk served as a file", handler(200, "application/octet-stream", "\x00\x01\x02 binary junk\n", 0), 0, "not Prometheus text", nil},
 		{"oversized body", handler(200, "text/plain", strings.Repeat("vllm:num_requests_running 1\n", limit), 0), 0, "body larger than 1 KiB", nil},
 	}
 	for _, tt := range tests {
