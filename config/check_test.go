@@ -121,6 +121,8 @@ func TestSyntaxErrors(t *testing.T) {
 		{"indent back to no level", "runs:\n  - name: a\n    plans:\n      - name: p\n     target: /d\n", "line 5: bad indentation", ""},
 		{"unquoted var in a list", "runs:\n  - name: a\n    metrics: [${URL}]\n", "line 3:", "quote values that start with ${"},
 		{"tab", "runs:\n\t- name: a\n", "line 2:", "tab"},
+		{"unclosed double quote", "runs:\n  - name: a\n    channel: \"#synth\n    log: /x\n", "line 3: the value opened with \" on this line is never closed", ""},
+		{"unclosed single quote", "runs:\n  - name: a\n    outputs:\n      - '/data/out\n    log: /x\n", "line 4: the value opened with ' on this line is never closed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,11 @@ func syntaxError(b []byte, err error) error {
 				at, key, esc, `\`+esc)
 		}
 	}
+	if strings.Contains(msg, "unexpected end of stream") {
+		if at, q, ok := unclosedQuote(b); ok {
+			return fmt.Errorf("line %d: the value opened with %s on this line is never closed: end it with %s (YAML said: %s)", at, q, q, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
+		}
+	}
 	if dl, ok := unquotedVar(b); ok {
 		return fmt.Errorf("line %d: %s; quote values that start with ${ (write \"${VAR}\"): in YAML a { starts a mapping", dl, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
 	}
@@ -58,6 +63,27 @@ func unquotedVar(b []byte) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// unclosedQuote finds the first line whose value opens a quote it does not close: YAML reads on to the end
+// of the file for the closing quote and names only the end of the stream.
+func unclosedQuote(b []byte) (int, string, bool) {
+	for i, raw := range strings.Split(string(b), "\n") {
+		body := strings.TrimLeft(raw, " ")
+		for strings.HasPrefix(body, "- ") {
+			body = strings.TrimLeft(body[2:], " ")
+		}
+		v := body
+		if k, rest, ok := strings.Cut(body, ": "); ok && !strings.ContainsAny(k, `"'`) {
+			v = strings.TrimSpace(rest)
+		}
+		for _, q := range []string{`"`, `'`} {
+			if strings.HasPrefix(v, q) && strings.Count(v, q)%2 == 1 {
+				return i + 1, q, true
+			}
+		}
+	}
+	return 0, "", false
 }
 
 // badIndent finds the first line indented to a column that matches no open block: deeper than a line
