@@ -410,7 +410,7 @@ func StorageVerdict(st Storage) string {
 func noProgressLine(problems []Problem) string {
 	failed := failedProgressSources(problems)
 	if len(failed) == 0 {
-		return "No progress source configured (add `log:` or `metrics:` to the run file)."
+		return "No progress source configured (add `log:`, `metrics:` or `prometheus:` to the run file)."
 	}
 	return ":red_circle: No progress reading: " + strings.Join(failed, ", ") + " failed (details below)."
 }
