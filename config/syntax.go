@@ -92,7 +92,8 @@ func unclosedQuote(b []byte) (int, string, bool) {
 func badIndent(b []byte) (int, string, bool) {
 	type level struct {
 		col  int
-		line int
+		line int // the line that opened it
+		last int // the last line at its column
 	}
 	var stack []level
 	opens := false  // the previous content line ends with ':' (a block follows)
@@ -120,7 +121,9 @@ func badIndent(b []byte) (int, string, bool) {
 		if strings.HasPrefix(content, "\t") || strings.Contains(raw[:len(raw)-len(strings.TrimLeft(raw, " \t"))], "\t") {
 			return n, "a tab in the indentation (YAML indents with spaces only)", true
 		}
+		var closed *level // the innermost level this line backs out of
 		for len(stack) > 0 && stack[len(stack)-1].col > col {
+			closed = &stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 		}
 		switch {
@@ -130,9 +133,16 @@ func badIndent(b []byte) (int, string, bool) {
 					return n, fmt.Sprintf("%q is indented %d spaces; the keys of the list item on line %d are at %d",
 						content, col, stack[len(stack)-1].line, itemCol), true
 				}
+				if closed != nil {
+					// Between two levels: most often one space short of the keys above it.
+					return n, fmt.Sprintf("%q is indented %d spaces, between the levels above it: %d (line %d) and %d",
+						content, col, closed.col, closed.last, stack[len(stack)-1].col), true
+				}
 				return n, fmt.Sprintf("%q is indented deeper than line %d, which opens no block", content, stack[len(stack)-1].line), true
 			}
-			stack = append(stack, level{col, n})
+			stack = append(stack, level{col, n, n})
+		case stack[len(stack)-1].col == col:
+			stack[len(stack)-1].last = n
 		case stack[len(stack)-1].col > col:
 			return n, fmt.Sprintf("%q is indented %d spaces, which matches no enclosing level", content, col), true
 		}
@@ -144,7 +154,7 @@ func badIndent(b []byte) (int, string, bool) {
 			itemCol = col + (len(content) - len(body)) + (len(body) - len(rest))
 			body = rest
 			if strings.Contains(body, ": ") || strings.HasSuffix(body, ":") {
-				stack = append(stack, level{itemCol, n})
+				stack = append(stack, level{itemCol, n, n})
 			}
 		}
 		if itemCol >= 0 && !(strings.Contains(body, ": ") || strings.HasSuffix(body, ":")) {
