@@ -121,6 +121,9 @@ func TestSyntaxErrors(t *testing.T) {
 		{"indent back to no level", "runs:\n  - name: a\n    plans:\n      - name: p\n     target: /d\n", "line 5: bad indentation", ""},
 		{"unquoted var in a list", "runs:\n  - name: a\n    metrics: [${URL}]\n", "line 3:", "quote values that start with ${"},
 		{"tab", "runs:\n\t- name: a\n", "line 2:", "tab"},
+		{"one space short of its siblings", "runs:\n  - name: a\n    log: /x\n   total: 5\n", "line 4: bad indentation", "indented 3 spaces, between the levels above it: 4 (line 3) and 2"},
+		{"unclosed double quote", "runs:\n  - name: a\n    channel: \"#synth\n    log: /x\n", "line 3: the value opened with \" on this line is never closed", ""},
+		{"unclosed single quote", "runs:\n  - name: a\n    outputs:\n      - '/data/out\n    log: /x\n", "line 4: the value opened with ' on this line is never closed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,11 @@ func syntaxError(b []byte, err error) error {
 				at, key, esc, `\`+esc)
 		}
 	}
+	if strings.Contains(msg, "unexpected end of stream") {
+		if at, q, ok := unclosedQuote(b); ok {
+			return fmt.Errorf("line %d: the value opened with %s on this line is never closed: end it with %s (YAML said: %s)", at, q, q, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
+		}
+	}
 	if dl, ok := unquotedVar(b); ok {
 		return fmt.Errorf("line %d: %s; quote values that start with ${ (write \"${VAR}\"): in YAML a { starts a mapping", dl, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
 	}
@@ -60,13 +65,35 @@ func unquotedVar(b []byte) (int, bool) {
 	return 0, false
 }
 
+// unclosedQuote finds the first line whose value opens a quote it does not close: YAML reads on to the end
+// of the file for the closing quote and names only the end of the stream.
+func unclosedQuote(b []byte) (int, string, bool) {
+	for i, raw := range strings.Split(string(b), "\n") {
+		body := strings.TrimLeft(raw, " ")
+		for strings.HasPrefix(body, "- ") {
+			body = strings.TrimLeft(body[2:], " ")
+		}
+		v := body
+		if k, rest, ok := strings.Cut(body, ": "); ok && !strings.ContainsAny(k, `"'`) {
+			v = strings.TrimSpace(rest)
+		}
+		for _, q := range []string{`"`, `'`} {
+			if strings.HasPrefix(v, q) && strings.Count(v, q)%2 == 1 {
+				return i + 1, q, true
+			}
+		}
+	}
+	return 0, "", false
+}
+
 // badIndent finds the first line indented to a column that matches no open block: deeper than a line
 // that opens none, or back out to a column no enclosing key used. Lines inside block scalars (| and >),
 // flow collections and multi-line quotes are not checked.
 func badIndent(b []byte) (int, string, bool) {
 	type level struct {
 		col  int
-		line int
+		line int // the line that opened it
+		last int // the last line at its column
 	}
 	var stack []level
 	opens := false  // the previous content line ends with ':' (a block follows)
@@ -94,7 +121,9 @@ func badIndent(b []byte) (int, string, bool) {
 		if strings.HasPrefix(content, "\t") || strings.Contains(raw[:len(raw)-len(strings.TrimLeft(raw, " \t"))], "\t") {
 			return n, "a tab in the indentation (YAML indents with spaces only)", true
 		}
+		var closed *level // the innermost level this line backs out of
 		for len(stack) > 0 && stack[len(stack)-1].col > col {
+			closed = &stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 		}
 		switch {
@@ -104,9 +133,16 @@ func badIndent(b []byte) (int, string, bool) {
 					return n, fmt.Sprintf("%q is indented %d spaces; the keys of the list item on line %d are at %d",
 						content, col, stack[len(stack)-1].line, itemCol), true
 				}
+				if closed != nil {
+					// Between two levels: most often one space short of the keys above it.
+					return n, fmt.Sprintf("%q is indented %d spaces, between the levels above it: %d (line %d) and %d",
+						content, col, closed.col, closed.last, stack[len(stack)-1].col), true
+				}
 				return n, fmt.Sprintf("%q is indented deeper than line %d, which opens no block", content, stack[len(stack)-1].line), true
 			}
-			stack = append(stack, level{col, n})
+			stack = append(stack, level{col, n, n})
+		case stack[len(stack)-1].col == col:
+			stack[len(stack)-1].last = n
 		case stack[len(stack)-1].col > col:
 			return n, fmt.Sprintf("%q is indented %d spaces, which matches no enclosing level", content, col), true
 		}
@@ -118,7 +154,7 @@ func badIndent(b []byte) (int, string, bool) {
 			itemCol = col + (len(content) - len(body)) + (len(body) - len(rest))
 			body = rest
 			if strings.Contains(body, ": ") || strings.HasSuffix(body, ":") {
-				stack = append(stack, level{itemCol, n})
+				stack = append(stack, level{itemCol, n, n})
 			}
 		}
 		if itemCol >= 0 && !(strings.Contains(body, ": ") || strings.HasSuffix(body, ":")) {

@@ -36,6 +36,9 @@ type Post struct {
 	// Covers are the keys of the posts this one stands for (the note of a lost alert state, a burst): they
 	// are delivered, or not, with it, here and when a restarted bot settles it.
 	Covers []string `json:",omitempty"`
+	// Burst is the group of a burst of warnings at the top level, or of one going on in its thread: where
+	// the next evaluation's warnings of the group go (see coalesceBursts).
+	Burst string `json:",omitempty"`
 }
 
 // PendingPost is a post whose intent was recorded and whose delivery was not yet confirmed.
@@ -51,6 +54,9 @@ type AlertState struct {
 	// Pending holds posts being delivered, by ID; after a crash they are looked up before anything
 	// is posted again.
 	Pending map[string]PendingPost `json:"pending,omitempty"`
+	// Bursts are the bursts of warnings posted a moment ago, by group: more of a group's warnings in the
+	// next evaluation go on in the burst's thread.
+	Bursts map[string]BurstRecord `json:"bursts,omitempty"`
 }
 
 // ActiveAlert is one condition that is (or recently was) true.
@@ -420,6 +426,14 @@ func followUp(kind string) bool {
 
 // Delivered records where a posted warning landed, so follow-ups can thread under it.
 func (a *Alerter) Delivered(p Post, ref string) {
+	if p.Burst != "" {
+		if p.ThreadRef != "" {
+			ref = p.ThreadRef // a burst going on: its warnings thread under the burst, not under the reply
+		} else if b, ok := a.State.Bursts[p.Burst]; ok {
+			b.Ref = ref
+			a.State.Bursts[p.Burst] = b
+		}
+	}
 	for _, k := range p.Covers {
 		a.Delivered(Post{Key: k, Kind: p.Kind}, ref)
 	}

@@ -98,6 +98,8 @@ type Bot struct {
 	guard *probes.Guard
 	// Log is told of an answer that failed with a panic (nil: not logged); serve sets its redacting logger.
 	Log *slog.Logger
+	// Notice, when set, ends every answer as a context line (mrkdwn): a serve answering read-only says so.
+	Notice string
 }
 
 // NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.
@@ -155,7 +157,11 @@ func (b *Bot) Ask(ctx context.Context, req Request) (rep Reply) {
 				":x: That answer failed with an internal error (logged for whoever runs the bot). Other questions still work; try this one again in a moment."}}}
 		}
 	}()
-	return b.ask(ctx, req)
+	rep = b.ask(ctx, req)
+	if b.Notice != "" {
+		rep.Message.Context = append(rep.Message.Context, b.Notice)
+	}
+	return rep
 }
 
 func (b *Bot) ask(ctx context.Context, req Request) Reply {
@@ -443,5 +449,7 @@ func errorReply(what string, err error) Reply {
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf(":warning: I couldn't %s in time; a probe is slow. Try again, or check `status` for what failed.", what)
 	}
-	return Reply{Message: reports.Message{Sections: []string{msg}}}
+	// A change a read-only bot refuses (a one-shot bot ask, a console beside a serve) is declined, not failed.
+	refused := errors.Is(err, monitor.ErrReadOnly)
+	return Reply{Refused: refused, Ephemeral: refused, Message: reports.Message{Sections: []string{msg}}}
 }

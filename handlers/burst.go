@@ -3,6 +3,7 @@ package handlers
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"runwatch/reports"
 )
@@ -19,11 +20,15 @@ const burstList = 10
 // evaluation) in one post listing them. A burst covers their keys: a burst of warnings is delivered, or not,
 // with them (so their follow-ups thread under it); a burst of follow-ups in one thread (twenty resolutions at
 // once) is one reply, and a burst of reminders that fails re-arms every one of them.
-func coalesce(posts []Post) []Post {
+//
+// cont, when set, says where a burst of a group's warnings was posted a moment ago ("" when none was): the
+// group's warnings this evaluation are the same burst going on (a node pool failing over two samples), one
+// reply in its thread listing them, however few.
+func coalesce(posts []Post, cont func(group string) string) []Post {
 	groups := map[string][]Post{}
 	var order []string // group keys in the order of their first post
 	for i, p := range posts {
-		k := strings.Join([]string{p.Channel, p.ThreadRef, p.Run, p.Kind}, "\x00")
+		k := burstGroup(p)
 		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind {
 			k = fmt.Sprint("\x00", i) // stands for others already, or goes nowhere: alone
 		}
@@ -34,11 +39,72 @@ func coalesce(posts []Post) []Post {
 	}
 	out := make([]Post, 0, len(order))
 	for _, k := range order {
-		if g := groups[k]; len(g) <= burstMax {
-			out = append(out, g...)
-		} else {
-			out = append(out, burstPost(g))
+		g := groups[k]
+		// Only a burst of warnings goes on: follow-ups already go to their warning's thread.
+		top := g[0].ThreadRef == "" && !followUp(g[0].Kind) && !strings.HasPrefix(k, "\x00")
+		ref := ""
+		if top && cont != nil {
+			ref = cont(k)
 		}
+		switch {
+		case ref != "":
+			p := burstPost(g)
+			p.ThreadRef, p.Burst = ref, k
+			p.Message.Title = ""
+			p.Message.Sections[0] = fmt.Sprintf("%d more since the post above:", len(g))
+			out = append(out, p)
+		case len(g) <= burstMax:
+			out = append(out, g...)
+		default:
+			p := burstPost(g)
+			if top {
+				p.Burst = k
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// burstGroup is the group a post coalesces with: one run and kind to one channel and thread.
+func burstGroup(p Post) string {
+	return strings.Join([]string{p.Channel, p.ThreadRef, p.Run, p.Kind}, "\x00")
+}
+
+// BurstRecord is a burst of warnings posted at the top level, kept for the evaluation after it: Ref is its
+// message ("" until delivered), At when it was posted or last went on.
+type BurstRecord struct {
+	Ref string    `json:"ref,omitempty"`
+	At  time.Time `json:"at"`
+}
+
+// burstWindow is how long after a burst (or its last addition) more warnings of its group go on in its thread:
+// the next sample, with room for a late one. It is tied to the sampling interval, the pace warnings come at.
+func burstWindow(interval time.Duration) time.Duration { return interval * 3 / 2 }
+
+// coalesceBursts is coalesce, a burst posted within window before now going on in its thread. The bursts are
+// recorded in the alert state with the intents (so a restarted bot goes on in the same thread) and their
+// messages when Delivered; the records past their window are dropped.
+func (a *Alerter) coalesceBursts(posts []Post, now time.Time, window time.Duration) []Post {
+	for k, b := range a.State.Bursts {
+		if now.Sub(b.At) > window {
+			delete(a.State.Bursts, k)
+		}
+	}
+	out := coalesce(posts, func(group string) string { return a.State.Bursts[group].Ref })
+	for _, p := range out {
+		if p.Burst == "" {
+			continue
+		}
+		if a.State.Bursts == nil {
+			a.State.Bursts = map[string]BurstRecord{}
+		}
+		b := a.State.Bursts[p.Burst]
+		if p.ThreadRef == "" {
+			b.Ref = "" // a new burst: its message is known once delivered
+		}
+		b.At = now
+		a.State.Bursts[p.Burst] = b
 	}
 	return out
 }

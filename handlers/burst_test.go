@@ -3,6 +3,8 @@ package handlers
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,7 +98,7 @@ func TestCoalesce(t *testing.T) {
 		posts = append(posts, warn("C1", fmt.Sprint("h", i), fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", i%12)))
 	}
 	posts = append(posts, Post{Run: "synth", Channel: "C1", Kind: lostKind, Covers: []string{"x"}})
-	out := coalesce(posts)
+	out := coalesce(posts, nil)
 	if len(out) != 5 {
 		t.Fatalf("coalesce(3 to C2, 14 to C1, a note) = %d posts; want 5 (3, the burst, the note)", len(out))
 	}
@@ -127,7 +129,7 @@ func TestCoalesceCountsWarningsLeftOut(t *testing.T) {
 		posts = append(posts, Post{Run: "synth", Channel: "C1", Kind: AlertProtected, Key: fmt.Sprint("h", i),
 			Message: reports.Message{Title: "synth · protected write", Sections: []string{text}}})
 	}
-	out := coalesce(posts)
+	out := coalesce(posts, nil)
 	if len(out) != 1 {
 		t.Fatalf("coalesce(20 to C1) = %d posts; want 1", len(out))
 	}
@@ -155,7 +157,7 @@ func TestBurstOfRemindersUndeliveredRearmsEach(t *testing.T) {
 	}
 	never := func(string) bool { return false }
 	now := t0.Add(2 * time.Hour)
-	posts := coalesce(claims.apply(a, nil, now, never))
+	posts := coalesce(claims.apply(a, nil, now, never), nil)
 	if len(posts) != 1 || posts[0].Kind != AlertProtected+"_reminder" || posts[0].ThreadRef != "100.1" {
 		t.Fatalf("reminders due for 4 claimed warnings of one burst = %+v; want one reply in the burst's thread", posts)
 	}
@@ -178,7 +180,7 @@ func TestPressOnBurstKeepsItsText(t *testing.T) {
 		posts = append(posts, Post{Run: "synth", Channel: "#synth", Kind: AlertProtected, Key: fmt.Sprintf("synth/%s/n%d", AlertProtected, i),
 			Message: reports.Message{Title: "synth · protected write", Sections: []string{fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", i)}}})
 	}
-	burst := coalesce(posts)
+	burst := coalesce(posts, nil)
 	if len(burst) != 1 {
 		t.Fatalf("coalesce(4) = %d posts; want 1", len(burst))
 	}
@@ -199,5 +201,118 @@ func TestPressOnBurstKeepsItsText(t *testing.T) {
 	}
 	if _, btns := controlsOf(t, upd.Form.Get("blocks")); len(btns) == 0 || btns[0] != "unsnooze=" {
 		t.Errorf("buttons of the snoozed burst = %v; want Unsnooze first", btns)
+	}
+}
+
+// A node pool failing over two samples (four servers down in one, four more in the next) is one post: the
+// second sample's four go on in the first post's thread, and every warning's follow-ups thread under it. It
+// was two top-level posts. The burst survives a restart between the samples, and a kill -9 after Slack took
+// the reply but before the bot recorded it posts it once.
+func TestBurstOverTwoSamplesIsOnePost(t *testing.T) {
+	for _, restart := range []string{"none", "between samples", "killed mid-reply"} {
+		t.Run(restart, func(t *testing.T) {
+			var eps []*faultEndpoint
+			var urls []string
+			for range 8 {
+				ep := newFaultEndpoint(t)
+				eps = append(eps, ep)
+				urls = append(urls, ep.URL())
+			}
+			clock := &testClock{t: schedT0}
+			e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: urls, timeout: 500 * time.Millisecond, clock: clock}),
+				fake: newSlackFake(t), clock: clock, logs: &logBuffer{}}
+			e.api, _ = newTestAPI(t, e.fake, nil, nil)
+			s := e.sampler(t)
+			e.tick(s, 0)
+			for _, ep := range eps[:4] {
+				ep.down()
+			}
+			e.tick(s, time.Second)
+			for _, ep := range eps[4:] {
+				ep.down()
+			}
+			e.tick(s, 2*time.Second) // the first four confirmed: the burst
+			alerts := filepath.Join(e.stateDir, alertStateFile)
+			switch restart {
+			case "between samples":
+				s = e.sampler(t)
+			case "killed mid-reply":
+				// The reply reaches Slack; the bot dies before it records that: the state on disk is the intent.
+				deliver := s.Deliver
+				var atIntent []byte
+				s.Deliver = func(ctx context.Context, p Post) (string, error) {
+					atIntent, _ = os.ReadFile(alerts)
+					return deliver(ctx, p)
+				}
+				e.tick(s, 3*time.Second)
+				if atIntent == nil {
+					t.Fatal("nothing was delivered in the sample after the burst")
+				}
+				if err := os.WriteFile(alerts, atIntent, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				s = e.sampler(t)
+			}
+			e.tick(s, 3*time.Second) // the next four confirmed: the same burst going on
+			e.tick(s, 4*time.Second)
+			top := e.topLevel("")
+			if len(top) != 1 {
+				t.Fatalf("top-level posts after 4 + 4 servers went down over two samples = %d; want 1:\n%s", len(top), texts(top))
+			}
+			var replies []slackCall
+			for _, c := range e.fake.Calls("chat.postMessage") {
+				if c.Form.Get("thread_ts") == top[0].TS {
+					replies = append(replies, c)
+				}
+			}
+			if len(replies) != 1 || !strings.Contains(replies[0].Form.Get("text"), "4 more since the post above") {
+				t.Fatalf("replies in the burst's thread = %d; want 1 naming the 4 more:\n%s", len(replies), texts(replies))
+			}
+			for _, u := range urls[4:] {
+				if !strings.Contains(replies[0].Form.Get("text"), strings.TrimPrefix(u, "http://")) {
+					t.Errorf("the reply does not name %s:\n%s", u, replies[0].Form.Get("text"))
+				}
+			}
+			if n := len(e.fake.Calls("conversations.replies")); restart == "killed mid-reply" && n == 0 {
+				t.Errorf("the restarted bot did not look the interrupted reply up in the burst's thread (conversations.replies: %d calls)", n)
+			}
+			for _, al := range s.Alerter.State.Active {
+				if al.Ref != top[0].TS {
+					t.Errorf("warning %s threads under %q; want the burst's post %q", al.Summary, al.Ref, top[0].TS)
+				}
+			}
+		})
+	}
+}
+
+// A burst goes on only in the sample after it: the same kind of warning a while later is news of its own.
+func TestBurstGoesOnOnlyWithinItsWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	a := NewAlerter(time.UTC, func(string) string { return "C1" })
+	warns := func(from, n int) []Post {
+		var ps []Post
+		for i := range n {
+			ps = append(ps, Post{Run: "synth", Channel: "C1", Kind: AlertProtected, Key: fmt.Sprintf("synth/%s/n%d", AlertProtected, from+i),
+				Message: reports.Message{Title: "synth · protected write", Sections: []string{fmt.Sprintf("n%d writes to /shared", from+i)}}})
+		}
+		return ps
+	}
+	window := burstWindow(30 * time.Second)
+	first := a.coalesceBursts(warns(0, 5), t0, window)
+	if len(first) != 1 || first[0].ThreadRef != "" {
+		t.Fatalf("coalesceBursts(5) = %+v; want one top-level burst", first)
+	}
+	a.Delivered(first[0], "1700000000.000100")
+	next := a.coalesceBursts(warns(5, 1), t0.Add(30*time.Second), window)
+	if len(next) != 1 || next[0].ThreadRef != "1700000000.000100" {
+		t.Fatalf("coalesceBursts(1 more, the next sample) = %+v; want one reply in the burst's thread", next)
+	}
+	a.Delivered(next[0], "1700000000.000200")
+	later := a.coalesceBursts(warns(6, 1), t0.Add(30*time.Second+window+time.Second), window)
+	if len(later) != 1 || later[0].ThreadRef != "" || len(later[0].Covers) != 0 {
+		t.Errorf("coalesceBursts(1 more, past the window) = %+v; want it posted as itself", later)
+	}
+	if len(a.State.Bursts) != 0 {
+		t.Errorf("burst records past their window = %v; want none kept", a.State.Bursts)
 	}
 }

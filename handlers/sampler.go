@@ -135,7 +135,7 @@ func (s *Sampler) Tick(ctx context.Context) {
 			defer func() { s.lost = nil }()
 		}
 	}
-	posts = append(redo, coalesce(posts)...)
+	posts = append(redo, s.Alerter.coalesceBursts(posts, now, burstWindow(s.interval))...)
 	if s.Deliver != nil && len(posts) > 0 {
 		s.recordIntents(posts, now)
 	}

@@ -33,6 +33,10 @@ type ServeOptions struct {
 	// InlineBudget is how long a slash command may take before it is acknowledged and answered
 	// through its response_url (default 2 s; Slack allows 3 s).
 	InlineBudget time.Duration
+	// ReadOnly, when set, says why this serve only answers (another process holds the state directory):
+	// no sampler, no warnings, no scheduled posts, nothing written to the state directory. The bot's
+	// monitor is read-only too, so snoozes and stage marks are refused.
+	ReadOnly string
 }
 
 // ErrNoTransport says serve has no way to talk to Slack.
@@ -132,8 +136,10 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	app := newSlackApp(ctx, b, api, self, metrics, log)
-	if err := app.seen.persist(dir, func(err error) { log.Warn("delivered Slack request not saved", "err", err) }); err != nil {
-		log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
+	if o.ReadOnly == "" {
+		if err := app.seen.persist(dir, func(err error) { log.Warn("delivered Slack request not saved", "err", err) }); err != nil {
+			log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
+		}
 	}
 	if o.InlineBudget > 0 {
 		app.inline = o.InlineBudget
@@ -143,24 +149,25 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	if every <= 0 {
 		every = 30 * time.Second
 	}
-	sampler := NewSampler(b, every, log)
-	sampler.State = dir
-	sampler.LoadState()
-	sampler.Claims = NewClaims(dir, log)
-	app.claims = sampler.Claims
-	sampler.OnEvaluate = metrics.ObserveEvaluations
-	sampler.OnSample = sched.RetryPending
-	sampler.Deliver = slackDeliver(b, api, metrics)
-	sampler.Find = slackFind(b, api)
-
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		sampler.Run(ctx)
-	}()
-	sched.Start(ctx)
+	if o.ReadOnly == "" {
+		sampler := NewSampler(b, every, log)
+		sampler.State = dir
+		sampler.LoadState()
+		sampler.Claims = NewClaims(dir, log)
+		app.claims = sampler.Claims
+		sampler.OnEvaluate = metrics.ObserveEvaluations
+		sampler.OnSample = sched.RetryPending
+		sampler.Deliver = slackDeliver(b, api, metrics)
+		sampler.Find = slackFind(b, api)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sampler.Run(ctx)
+		}()
+		sched.Start(ctx)
+	}
 
 	var srv *http.Server
 	var how []string
@@ -168,7 +175,9 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		var hm *httpMode
 		if modes.events {
 			hm = newHTTPMode(app, o.Env.SlackSigningSecret, metrics, log)
-			if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
+			if o.ReadOnly != "" {
+				// Kept in memory: the state directory is another process's until it lets go.
+			} else if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
 				log.Warn("seen Slack signatures not restored: a request replayed across this restart is refused only by its timestamp", "err", err)
 			}
 		} else {
@@ -209,9 +218,17 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		}()
 		how = append(how, "Socket Mode")
 	}
-	log.Info("runwatch serving", "as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.mon.Config().Runs))
-	if o.Out != nil {
-		fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; serving %s. Ctrl-C stops.\n", self.User, strings.Join(how, " and "))
+	if o.ReadOnly != "" {
+		log.Info("runwatch answering read-only: no warnings or scheduled posts until it has the state directory", "why", o.ReadOnly,
+			"as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.mon.Config().Runs))
+		if o.Out != nil {
+			fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; answering read-only on %s (%s). Ctrl-C stops.\n", self.User, strings.Join(how, " and "), o.ReadOnly)
+		}
+	} else {
+		log.Info("runwatch serving", "as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.mon.Config().Runs))
+		if o.Out != nil {
+			fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; serving %s. Ctrl-C stops.\n", self.User, strings.Join(how, " and "))
+		}
 	}
 
 	var result error

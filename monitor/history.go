@@ -35,6 +35,27 @@ type runState struct {
 // written to the state directory; it is written with the next save that works.
 var ErrNotSaved = errors.New("kept in memory, not saved")
 
+// ErrReadOnly marks a change (a snooze, a stage mark) refused because this monitor only reads the state
+// directory; the error's text is Options.ReadOnlyWhy when set.
+var ErrReadOnly = errors.New("this runwatch only reads its state directory, so the change would be lost")
+
+// readOnlyError is ErrReadOnly in the words of the monitor's ReadOnlyWhy.
+type readOnlyError struct{ why string }
+
+func (e readOnlyError) Error() string        { return e.why }
+func (e readOnlyError) Is(target error) bool { return target == ErrReadOnly }
+
+// readOnly is ErrReadOnly with why, or nil when the monitor writes its state.
+func (m *Monitor) readOnly() error {
+	switch {
+	case !m.opts.ReadOnly:
+		return nil
+	case m.opts.ReadOnlyWhy == "":
+		return ErrReadOnly
+	}
+	return readOnlyError{m.opts.ReadOnlyWhy}
+}
+
 type persisted struct {
 	Version int                       `json:"version"`
 	History []reports.Observation     `json:"history"`
@@ -298,6 +319,9 @@ func (m *Monitor) Snooze(name string, until time.Time) error {
 	if _, ok := m.file.RunByName(name); !ok {
 		return fmt.Errorf("no run named %q", name)
 	}
+	if err := m.readOnly(); err != nil {
+		return err
+	}
 	st := m.runState(name)
 	st.mu.Lock()
 	if until.IsZero() {
@@ -340,6 +364,9 @@ func (m *Monitor) MarkStage(run, stage, state, by string) error {
 			return fmt.Errorf("run %s has no stage %q: it has no stages (they are listed under stages: in the run file)", run, stage)
 		}
 		return fmt.Errorf("run %s has no stage %q (stages: %s)", run, stage, strings.Join(names, ", "))
+	}
+	if err := m.readOnly(); err != nil {
+		return err
 	}
 	st := m.runState(run)
 	st.mu.Lock()

@@ -34,8 +34,12 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// ReadOnly stops the monitor from writing the state directory (one-shot commands read the history
-	// a running `bot serve` keeps).
+	// a running `bot serve` keeps). A read-only monitor refuses snoozes and stage marks (ErrReadOnly):
+	// kept only in its memory they would be lost, or contradict the process that writes the state.
 	ReadOnly bool
+	// ReadOnlyWhy says, for a person, why the monitor is read-only and where to make a change instead:
+	// the text of the ErrReadOnly a refused change returns.
+	ReadOnlyWhy string
 	// MaxHistory bounds each run's persisted history in points (default 2000).
 	MaxHistory int
 	// MaxConcurrentRuns bounds how many runs are probed at once (default 16), so that a status of

@@ -14,7 +14,11 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 	var items []string
 	switch {
 	case r.Progress == nil:
-		items = append(items, "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file).")
+		if failed := failedProgressSources(r.Problems); len(failed) > 0 {
+			items = append(items, fmt.Sprintf(":red_circle: I can't count the items left: %s failed (details below).", strings.Join(failed, ", ")))
+		} else {
+			items = append(items, "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file).")
+		}
 	case r.ETA != nil && r.ETA.State == StateDone:
 		s := fmt.Sprintf(":white_check_mark: *No items left*: all %s are done.", Count(float64(r.Progress.Done)))
 		if r.Finish != nil {
@@ -22,8 +26,12 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 		}
 		items = append(items, s)
 	case r.Progress.Total <= 0:
-		items = append(items, fmt.Sprintf("%s items done; the total is not known, so I can't say how many are left (set `total:` in the run file).",
-			Count(float64(r.Progress.Done))))
+		s := fmt.Sprintf("%s items done; the total is not known, so I can't say how many are left (set `total:` in the run file).",
+			Count(float64(r.Progress.Done)))
+		if r.Progress.ServerCount() {
+			s += " " + serverCountSentence
+		}
+		items = append(items, s)
 	default:
 		left := r.Progress.Total - r.Progress.Done
 		s := fmt.Sprintf("*%s of %s items left* (%s)", Count(float64(left)), Count(float64(r.Progress.Total)),
@@ -31,7 +39,11 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 		if r.ETA != nil && r.ETA.TokensPerItem > 0 {
 			s += fmt.Sprintf(", about %s tokens at ~%s tokens each", Tokens(float64(left)*r.ETA.TokensPerItem), Count(r.ETA.TokensPerItem))
 		}
-		items = append(items, s+".")
+		s += "."
+		if r.Progress.ServerCount() {
+			s += " " + serverCountSentence
+		}
+		items = append(items, s)
 		if r.ETA != nil {
 			items = append(items, ETALine(*r.ETA, loc))
 		}

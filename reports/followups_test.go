@@ -293,3 +293,13 @@ func TestAnswerLeftCheckFailed(t *testing.T) {
 		t.Errorf("left = %q; want review still waiting on the first stage not done", txt)
 	}
 }
+
+// "What's left?" with a progress source that failed names it; "no progress source" would tell the user to
+// add what the run file already has.
+func TestLeftNamesAFailedSource(t *testing.T) {
+	r := RunStatus{Name: "synth", Problems: []Problem{{Probe: "metrics http://127.0.0.1:8000/metrics", Error: "connection refused"}}}
+	got := AnswerLeft(r, time.UTC).Text()
+	if strings.Contains(got, "no progress source") || !strings.Contains(got, "metrics http://127.0.0.1:8000/metrics") {
+		t.Errorf("AnswerLeft(metrics down) = %q; want it to name the failed metrics source, not ask for one", got)
+	}
+}

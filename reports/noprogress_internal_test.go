@@ -22,3 +22,14 @@ func TestNoProgressLineNamesEachSourceOnce(t *testing.T) {
 		t.Errorf("noProgressLine = %q; want the log named and the storage probe left out", got)
 	}
 }
+
+// With no source at all, the status names every kind of source a run file can give, as the ETA answer
+// beside it does: it left out prometheus:.
+func TestNoProgressLineNamesEverySource(t *testing.T) {
+	got := noProgressLine(nil)
+	for _, key := range []string{"`log:`", "`metrics:`", "`prometheus:`"} {
+		if !strings.Contains(got, key) {
+			t.Errorf("noProgressLine(no problems) = %q; want it to name %s", got, key)
+		}
+	}
+}

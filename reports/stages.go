@@ -13,13 +13,19 @@ func StageFromProgress(p *Progress) StageStatus {
 	if p == nil {
 		return StageStatus{State: StagePending, Detail: "no progress reported yet"}
 	}
+	detail := func(d string) string {
+		if p.ServerCount() {
+			return d + " (the server's count, from its start)"
+		}
+		return d
+	}
 	switch {
 	case p.Total > 0 && p.Done >= p.Total:
-		return StageStatus{State: StageDone, Detail: fmt.Sprintf("%s items done", Count(float64(p.Done)))}
+		return StageStatus{State: StageDone, Detail: detail(fmt.Sprintf("%s items done", Count(float64(p.Done))))}
 	case p.Done > 0 && p.Total > 0:
-		return StageStatus{State: StageInProgress, Detail: fmt.Sprintf("%s / %s (%s)", Count(float64(p.Done)), Count(float64(p.Total)), Percent(float64(p.Done)/float64(p.Total)))}
+		return StageStatus{State: StageInProgress, Detail: detail(fmt.Sprintf("%s / %s (%s)", Count(float64(p.Done)), Count(float64(p.Total)), Percent(float64(p.Done)/float64(p.Total))))}
 	case p.Done > 0:
-		return StageStatus{State: StageInProgress, Detail: fmt.Sprintf("%s done", Count(float64(p.Done)))}
+		return StageStatus{State: StageInProgress, Detail: detail(fmt.Sprintf("%s done", Count(float64(p.Done))))}
 	}
 	return StageStatus{State: StagePending, Detail: "not started"}
 }

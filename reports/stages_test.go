@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,5 +92,15 @@ func TestShrinkRate(t *testing.T) {
 	}
 	if _, ok := ShrinkRate(falling, 1250); ok {
 		t.Error("ShrinkRate(since the last 2 points) = ok; want no rate from too few points")
+	}
+}
+
+// A progress stage counted by the servers says whose count it is, as the progress line does.
+func TestStageFromServerCount(t *testing.T) {
+	for _, src := range []string{"metrics", "prometheus", "log"} {
+		got := StageFromProgress(&Progress{Done: 11500, Total: 25000, Source: src}).Detail
+		if says := strings.Contains(got, "server's count"); says != (src != "log") {
+			t.Errorf("StageFromProgress(source %s).Detail = %q; want the server's count named: %v", src, got, src != "log")
+		}
 	}
 }

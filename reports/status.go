@@ -112,13 +112,32 @@ func ProblemContext(ps []Problem) []string {
 	return out
 }
 
-// ProgressLine renders done/total with percent and errors.
+// ServerCount reports whether Done is the inference servers' count of finished requests (no log
+// counts the job): a counter that runs from each server's start, so it holds whatever the servers
+// finished before this job as well.
+func (p Progress) ServerCount() bool { return p.Source == "metrics" || p.Source == "prometheus" }
+
+// serverCountNote says what a count from the servers is, after the figure it qualifies;
+// serverCountSentence says it on its own.
+const (
+	serverCountNote     = "by the server's count of finished requests, which runs from the server's start: requests before this job count too"
+	serverCountSentence = "The count is the server's finished requests, which runs from the server's start: requests before this job count too (a `log:` counts the job's own)."
+)
+
+// ProgressLine renders done/total with percent and errors. A count from the servers says so, and
+// claims no error count: the servers' counter does not count the job's failures.
 func ProgressLine(p Progress) string {
 	if p.Total <= 0 {
+		if p.ServerCount() {
+			return fmt.Sprintf("%s done (total not known), %s", Count(float64(p.Done)), serverCountNote)
+		}
 		return fmt.Sprintf("%s done (total not known)", Count(float64(p.Done)))
 	}
 	s := fmt.Sprintf("*%s / %s* done (%s)", Count(float64(p.Done)), Count(float64(p.Total)),
 		Percent(float64(p.Done)/float64(p.Total)))
+	if p.ServerCount() {
+		return s + ", " + serverCountNote
+	}
 	if p.Errors > 0 {
 		s += fmt.Sprintf(", %s", Plural(int(p.Errors), "error", "errors"))
 	} else {
@@ -389,6 +408,16 @@ func StorageVerdict(st Storage) string {
 // noProgressLine says why a status has no progress: a configured source that failed (the log, a
 // metrics endpoint, Prometheus), named, or no source at all.
 func noProgressLine(problems []Problem) string {
+	failed := failedProgressSources(problems)
+	if len(failed) == 0 {
+		return "No progress source configured (add `log:`, `metrics:` or `prometheus:` to the run file)."
+	}
+	return ":red_circle: No progress reading: " + strings.Join(failed, ", ") + " failed (details below)."
+}
+
+// failedProgressSources names (as code) each progress source among the problems: the log, a metrics
+// endpoint, Prometheus.
+func failedProgressSources(problems []Problem) []string {
 	var failed []string
 	for _, p := range problems {
 		// A dead Prometheus fails its history and its query alike: one source, named once.
@@ -397,10 +426,7 @@ func noProgressLine(problems []Problem) string {
 			failed = append(failed, Code(p.Probe))
 		}
 	}
-	if len(failed) == 0 {
-		return "No progress source configured (add `log:` or `metrics:` to the run file)."
-	}
-	return ":red_circle: No progress reading: " + strings.Join(failed, ", ") + " failed (details below)."
+	return failed
 }
 
 // RenderStatus renders a run's full status: the console's `status` and Slack's hourly post.

@@ -37,6 +37,9 @@ type app struct {
 	// every status twice); lock is its hold, kept for the process's life.
 	exclusive bool
 	lock      *state.Lock
+	// whileWaiting, when set, runs while an exclusive command waits for a console to let go of the state
+	// directory, over a read-only monitor; its ctx ends when the lock is taken. Serve answers Slack with it.
+	whileWaiting func(ctx context.Context, m *monitor.Monitor, why string) error
 }
 
 // flags returns a flag set for the current command with the shared --config flag.
@@ -140,6 +143,7 @@ func (a *app) close() {
 // under systemd, on every restart); the console's command is in the lock file for that.
 func (a *app) monitor(ctx context.Context, longLived bool) (*monitor.Monitor, error) {
 	var dir *state.Dir
+	why := fmt.Sprintf("`bot %s` only reads runwatch's state, so a change here would be lost; snooze and mark stages in Slack or in `bot console`, where the bot runs", a.cmd.name)
 	if longLived {
 		d, err := state.Open(a.env.StateDir)
 		if err != nil {
@@ -149,20 +153,35 @@ func (a *app) monitor(ctx context.Context, longLived bool) (*monitor.Monitor, er
 			what := "bot " + a.cmd.name
 			if a.lock, err = d.LockAs(what); err != nil {
 				if a.exclusive {
-					if a.lock, err = a.waitForConsole(ctx, d, err); err != nil {
+					if a.lock, err = a.waitForConsole(ctx, d, err); errors.Is(err, state.ErrLocked) {
 						return nil, fmt.Errorf("RUNWATCH_STATE_DIR: %w: a second bot serve over it would post every status and warning twice; stop the other one, or give this one its own RUNWATCH_STATE_DIR", err)
+					} else if err != nil {
+						return nil, err
 					}
 				} else {
 					a.log.Warn("state directory used by another bot: reading it, not writing it", "err", err)
 					longLived = false
+					why = "another runwatch holds the state directory and this one only reads it; snooze and mark stages in Slack, or in that runwatch"
+					if pid, what, ok := d.HeldBy(); ok {
+						why = fmt.Sprintf("`%s` (pid %d) holds the state directory and this `bot %s` only reads it; snooze and mark stages in Slack, where it answers", what, pid, a.cmd.name)
+					}
 				}
 			}
 		}
 	} else if _, err := os.Stat(a.env.StateDir); err == nil {
 		dir, _ = state.Open(a.env.StateDir)
 	}
+	return a.newMonitor(dir, longLived, why)
+}
+
+// newMonitor builds the monitor over dir: one that writes it when longLived, else one that only reads it
+// (why says so when a change is refused).
+func (a *app) newMonitor(dir *state.Dir, longLived bool, why string) (*monitor.Monitor, error) {
 	o := monitor.Options{ProcRoot: a.env.ProcRoot, ProbeTimeout: a.env.ProbeTimeout, State: dir, ReadOnly: !longLived,
 		ScanEvery: scanEvery(a.sampleInterval())}
+	if !longLived {
+		o.ReadOnlyWhy = why
+	}
 	if longLived {
 		// An answer within half a sample interval (at most 10 s) of the last evaluation reads it.
 		o.Fresh = min(a.sampleInterval()/2, maxFresh)
@@ -209,9 +228,18 @@ func (a *app) start(ctx context.Context, demo, longLived bool) (*monitor.Monitor
 var consoleLockPoll = time.Second
 
 // waitForConsole waits, while a `bot console` holds d, for it to let go, and takes the lock; held by
-// anything else (another serve), it returns err as it was.
+// anything else (another serve), it returns err as it was. Meanwhile a.whileWaiting, when set, runs over
+// a read-only monitor; an error it ends with (credentials Slack refuses) ends the wait.
 func (a *app) waitForConsole(ctx context.Context, d *state.Dir, err error) (*state.Lock, error) {
 	logged := false
+	var waiting chan error
+	stopWaiting := func() {}
+	defer func() {
+		stopWaiting()
+		if waiting != nil {
+			<-waiting
+		}
+	}()
 	for errors.Is(err, state.ErrLocked) {
 		pid, what, ok := d.HeldBy()
 		if !ok || what != "bot console" {
@@ -221,10 +249,27 @@ func (a *app) waitForConsole(ctx context.Context, d *state.Dir, err error) (*sta
 			a.log.Warn("waiting for bot console to exit: it holds the state directory; this serve starts when it does",
 				"pid", pid, "dir", a.env.StateDir)
 			logged = true
+			if a.whileWaiting != nil {
+				why := fmt.Sprintf("`bot console` (pid %d) holds the state directory and this `bot %s` only reads it until the console exits; snooze and mark stages in that console, or here once it exits", pid, a.cmd.name)
+				m, merr := a.newMonitor(d, false, why)
+				if merr != nil {
+					return nil, merr
+				}
+				wctx, cancel := context.WithCancel(ctx)
+				stopWaiting, waiting = cancel, make(chan error, 1)
+				go func() {
+					waiting <- a.whileWaiting(wctx, m, fmt.Sprintf("bot console, pid %d, holds the state directory", pid))
+				}()
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case werr := <-waiting:
+			waiting = nil
+			if werr != nil {
+				return nil, werr
+			}
 		case <-time.After(consoleLockPoll):
 		}
 		var l *state.Lock
@@ -390,6 +435,13 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	defer a.close()
 	a.exclusive = true
+	// While a console holds the state directory, the serve answers Slack from a read-only monitor (each
+	// answer says why there are no warnings yet) rather than leave the channel with no answer at all.
+	a.whileWaiting = func(ctx context.Context, m *monitor.Monitor, why string) error {
+		b := a.bot(m)
+		b.Notice = "runwatch is answering read-only: " + why + "; warnings and scheduled posts start when it exits."
+		return handlers.Serve(ctx, b, handlers.ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout, ReadOnly: why})
+	}
 	m, err := a.start(ctx, *demo, true)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ func TestSecondServeOverOneStateDirRefused(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
-	dir, bin, env := lockSetup(t, "    schedule: \"@every 1s\"\n")
+	dir, bin, env, _ := lockSetup(t, "    schedule: \"@every 1s\"\n")
 	first := startRestartBot(t, bin, dir, env)
 
 	addr := restartFreeAddr(t)
@@ -66,12 +66,14 @@ func TestSecondServeOverOneStateDirRefused(t *testing.T) {
 
 // A `bot serve` started while a `bot console` holds the state directory waits for the console to exit,
 // saying so, and then starts: refusing made a terminal left open keep the service down, and under systemd
-// fail on every restart.
+// fail on every restart. While it waits it answers Slack read-only, each answer saying why (it gave the
+// channel no answer at all, and logged why only where the channel cannot see): no scheduled posts or
+// warnings, and a snooze refused rather than kept where the console would not see it.
 func TestServeWaitsForAConsole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
-	dir, bin, env := lockSetup(t, "")
+	dir, bin, env, slack := lockSetup(t, "    schedule: \"@every 1s\"\n")
 
 	console := exec.Command(bin, "console")
 	console.Dir, console.Env = dir, env
@@ -89,31 +91,52 @@ func TestServeWaitsForAConsole(t *testing.T) {
 	stdin.Write([]byte("status\n"))
 	waitFor(t, "the console's first answer", func() bool { return strings.Contains(cout.String(), "synth · status") })
 
-	addr := restartFreeAddr(t)
+	rb := &restartBot{addr: restartFreeAddr(t)}
 	serve := exec.Command(bin, "serve")
-	serve.Dir, serve.Env = dir, append(env, "RUNWATCH_HTTP_ADDR="+addr)
+	serve.Dir, serve.Env = dir, append(env, "RUNWATCH_HTTP_ADDR="+rb.addr, "RUNWATCH_ADMINS=UADMIN")
 	sout := &restartBuffer{}
 	serve.Stdout, serve.Stderr = sout, sout
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { serve.Process.Kill(); serve.Wait() })
+	pid := fmt.Sprint(console.Process.Pid)
 	waitFor(t, "serve saying it waits for the console", func() bool {
-		return strings.Contains(sout.String(), "waiting for bot console to exit") && strings.Contains(sout.String(), fmt.Sprint(console.Process.Pid))
+		return strings.Contains(sout.String(), "waiting for bot console to exit") && strings.Contains(sout.String(), pid)
 	})
-	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-		resp.Body.Close()
-		t.Fatal("serve runs while the console holds the state directory")
-	}
-	stdin.Close() // the console exits at EOF
-	waitFor(t, "serve answering /healthz once the console exited", func() bool {
-		resp, err := http.Get("http://" + addr + "/healthz")
+	healthy := func() bool {
+		resp, err := http.Get("http://" + rb.addr + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
+	}
+	waitFor(t, "serve answering read-only while the console holds the state directory", healthy)
+	if a := rb.slash(t, "eta synth"); !strings.Contains(a, "synth · ETA") || !strings.Contains(a, "answering read-only") || !strings.Contains(a, "pid "+pid) {
+		t.Errorf("/runwatch eta while the console holds the state directory = %q; want the ETA, and that it answers read-only because console pid %s holds it", a, pid)
+	}
+	if a := rb.slash(t, "snooze 2h synth"); strings.Contains(a, "snoozed for") || !strings.Contains(a, "only reads") {
+		t.Errorf("/runwatch snooze while the console holds the state directory = %q; want it refused, saying this bot only reads the state", a)
+	}
+	for _, c := range slack.snapshot() {
+		if c.Method == "chat.postMessage" || c.Method == "chat.update" {
+			t.Errorf("serve posted while the console held the state directory (%s): %s", c.Method, c.Form.Get("text"))
+		}
+	}
+	stdin.Close() // the console exits at EOF
+	waitFor(t, "the scheduled status once the console exited", func() bool {
+		for _, c := range slack.snapshot() {
+			if restartStatus(c, "synth") {
+				return true
+			}
+		}
+		return false
 	})
+	waitFor(t, "serve answering once the console exited", healthy)
+	if a := rb.slash(t, "eta synth"); strings.Contains(a, "read-only") {
+		t.Errorf("/runwatch eta once the console exited = %q; want no read-only notice", a)
+	}
 }
 
 // waitFor polls cond until it holds, failing after a minute (a deadline for a broken build, not a race).
@@ -131,7 +154,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // lockSetup is a directory with a job log at the seed's moment, a run file watching it (the run's extra
 // lines appended), the bot built, and the environment of a bot over that directory's state/ talking to a
 // Slack stand-in.
-func lockSetup(t *testing.T, runExtra string) (dir, bin string, env []string) {
+func lockSetup(t *testing.T, runExtra string) (dir, bin string, env []string, slack *restartSlack) {
 	t.Helper()
 	dir = t.TempDir()
 	bin = buildBot(t)
@@ -144,9 +167,9 @@ func lockSetup(t *testing.T, runExtra string) (dir, bin string, env []string) {
 	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	slack := newRestartSlack(t)
+	slack = newRestartSlack(t)
 	env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state"),
 		"RUNWATCH_SAMPLE_INTERVAL=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
 		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
-	return dir, bin, env
+	return dir, bin, env, slack
 }

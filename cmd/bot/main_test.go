@@ -205,6 +205,10 @@ func TestAskUnansweredExitsOne(t *testing.T) {
 	if code, out, _ := run(t, "", "ask", "--run", "a", "ETA?"); code != 0 {
 		t.Errorf("ask --run a ETA? = %d %q; want 0", code, out)
 	}
+	// bot ask keeps no state: a snooze it said it made was gone at the next command.
+	if code, out, _ := run(t, "", "ask", "--run", "a", "snooze 2h"); code != 1 || strings.Contains(out, "snoozed for") || !strings.Contains(out, "only reads") {
+		t.Errorf("ask snooze 2h = %d %q; want 1, refused: bot ask only reads the state", code, out)
+	}
 }
 
 func TestBadRunFileNamesKeyAndLine(t *testing.T) {

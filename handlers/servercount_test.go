@@ -1,0 +1,39 @@
+package handlers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/reports"
+)
+
+// A run counted by its servers alone (no log) shows the servers' finished requests as its progress: a
+// counter that runs from the server's start, so 46% a few minutes into a job can be an older job's
+// requests. Every answer that shows the count says so; one from the job's log says nothing of it.
+func TestServerCountSaysItRunsFromTheServerStart(t *testing.T) {
+	questions := []string{"ETA?", "status", "what's left?", "is it stuck?"}
+	for _, src := range []string{"prometheus", "metrics", "log"} {
+		runs := replyRuns(t)
+		runs.rs.Progress = &reports.Progress{Done: 11500, Total: 25000, Source: src}
+		b := NewBot(runs, time.UTC, config.Env{})
+		for _, q := range questions {
+			got := b.Ask(context.Background(), Request{Text: q, Source: "mention", Channel: "C1"}).Message.Text()
+			if !strings.Contains(got, "11,500") && !strings.Contains(got, "13,500") {
+				continue // this answer shows no count
+			}
+			says := strings.Contains(got, "from the server's start")
+			if src != "log" && !says {
+				t.Errorf("%s, progress from %s = %q; want it to say the count runs from the server's start", q, src, got)
+			}
+			if src == "log" && says {
+				t.Errorf("%s, progress from the log = %q; want nothing of the server's count", q, got)
+			}
+			if src != "log" && strings.Contains(got, "0 errors") {
+				t.Errorf("%s, progress from %s = %q; want no error count (the servers do not count the job's failures)", q, src, got)
+			}
+		}
+	}
+}
