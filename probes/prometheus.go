@@ -125,6 +125,9 @@ func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 		return nil, fmt.Errorf("prometheus client for %s: %w", RedactURL(o.URL), err)
 	}
 	secrets := append([]string{o.BearerToken, o.Password}, urlSecrets(o.URL)...)
+	if o.Username != "" || o.Password != "" {
+		secrets = append(secrets, basicAuthSecret(o.Username, o.Password))
+	}
 	return &Prometheus{
 		api:     promv1.NewAPI(c),
 		where:   RedactURL(o.URL),

@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,7 +46,8 @@ func secretsRedacted(text string, secrets []string) string {
 }
 
 // urlSecrets are what RedactURL hides of a URL that a server may echo back (in a status line, an
-// error body): its password and its query values, decoded and as written.
+// error body): its password, decoded, as written and as the Authorization header carries it, and
+// its query values, decoded and as written.
 func urlSecrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -53,7 +55,7 @@ func urlSecrets(raw string) []string {
 	}
 	var out []string
 	if pw, ok := u.User.Password(); ok {
-		out = append(out, pw, url.QueryEscape(pw))
+		out = append(out, pw, url.QueryEscape(pw), basicAuthSecret(u.User.Username(), pw))
 	}
 	for _, kv := range strings.Split(u.RawQuery, "&") {
 		_, v, _ := strings.Cut(kv, "=")
@@ -63,6 +65,13 @@ func urlSecrets(raw string) []string {
 		}
 	}
 	return out
+}
+
+// basicAuthSecret is user and password as an Authorization: Basic header carries them (base64 of
+// "user:password"): a server that echoes the header it was sent names the password in a form that
+// decodes with one command.
+func basicAuthSecret(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 }
 
 // redactedError is an error whose text had secrets removed.
