@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -166,7 +167,43 @@ func (p *Prometheus) do(ctx context.Context, query string, call func(context.Con
 	case <-ctx.Done():
 		return PromResult{}, fmt.Errorf("query %s: waiting for a free slot: %w", p.where, ctx.Err())
 	}
-	defer func() { <-p.slots }()
+	// Decoding an answer (up to MaxBody of JSON) and cutting it to the limits take their time after the
+	// body is in, and neither watches ctx: they run apart, and the query returns when ctx ends even if
+	// they go on. The slot is theirs until they finish, so abandoned parses stay within MaxConcurrent.
+	type answer struct {
+		res PromResult
+		err error
+	}
+	out := make(chan answer, 1)
+	received := &atomic.Bool{} // the server's answer is in; what is left is parsing it
+	pctx := context.WithValue(ctx, promReceivedKey{}, received)
+	go func() {
+		defer func() { <-p.slots }()
+		res, err := p.parse(pctx, query, call)
+		out <- answer{res, err}
+	}()
+	select {
+	case a := <-out:
+		if a.err == nil && ctx.Err() != nil {
+			// In by the deadline, parsed past it: a late answer is a failed probe, as a slow one is.
+			a = answer{err: p.tooSlow(ctx)}
+		}
+		return a.res, a.err
+	case <-ctx.Done():
+		if !received.Load() {
+			return PromResult{}, fmt.Errorf("query %s: %w", p.where, ctx.Err())
+		}
+		return PromResult{}, p.tooSlow(ctx)
+	}
+}
+
+// tooSlow is the error of a query whose answer was not parsed within ctx.
+func (p *Prometheus) tooSlow(ctx context.Context) error {
+	return fmt.Errorf("query %s: %w before its answer was parsed: narrow the selector or the range", p.where, ctx.Err())
+}
+
+// parse runs the query and turns its answer into a PromResult within the limits.
+func (p *Prometheus) parse(ctx context.Context, query string, call func(context.Context, []promv1.Option) (model.Value, promv1.Warnings, error)) (PromResult, error) {
 	// Ask for one series more than we keep, so a server that honours limit (Prometheus 3) stops
 	// early while we can still tell that something was cut; and tell it when we stop waiting.
 	opts := []promv1.Option{promv1.WithLimit(uint64(p.limits.MaxSeries) + 1)}
@@ -178,6 +215,9 @@ func (p *Prometheus) do(ctx context.Context, query string, call func(context.Con
 	v, warnings, err := call(ctx, opts)
 	if err != nil {
 		return PromResult{}, withoutSecrets(promError(ctx, p.where, query, err), p.secrets)
+	}
+	if ctx.Err() != nil {
+		return PromResult{}, p.tooSlow(ctx)
 	}
 	res, err := PromConvert(v, p.limits.MaxSeries, p.limits.MaxSamples)
 	if err != nil {
@@ -516,14 +556,20 @@ func (t *promTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &promLimitedBody{rc: resp.Body, left: t.maxBody, limit: t.maxBody}
+	received, _ := req.Context().Value(promReceivedKey{}).(*atomic.Bool)
+	resp.Body = &promLimitedBody{rc: resp.Body, left: t.maxBody, limit: t.maxBody, received: received}
 	return resp, nil
 }
 
-// promLimitedBody fails with ErrPromTooLarge once more than limit bytes have been read.
+// promReceivedKey is the context key of the flag a query's body sets once it is read whole.
+type promReceivedKey struct{}
+
+// promLimitedBody fails with ErrPromTooLarge once more than limit bytes have been read, and sets
+// received (when not nil) once it has been read to its end.
 type promLimitedBody struct {
 	rc          io.ReadCloser
 	left, limit int64
+	received    *atomic.Bool
 }
 
 func (b *promLimitedBody) Read(p []byte) (int, error) {
@@ -537,6 +583,9 @@ func (b *promLimitedBody) Read(p []byte) (int, error) {
 	b.left -= int64(n)
 	if b.left < 0 {
 		return n, fmt.Errorf("%w: more than %s", ErrPromTooLarge, logTailSize(b.limit))
+	}
+	if err == io.EOF && b.received != nil {
+		b.received.Store(true)
 	}
 	return n, err
 }
