@@ -213,7 +213,7 @@ func (p *Prometheus) parse(ctx context.Context, query string, call func(context.
 	}
 	v, warnings, err := call(ctx, opts)
 	if err != nil {
-		return PromResult{}, withoutSecrets(promError(ctx, p.where, query, err), p.secrets)
+		return PromResult{}, withoutSecrets(promError(ctx, p.where, query, err, p.secrets), p.secrets)
 	}
 	if ctx.Err() != nil {
 		return PromResult{}, p.tooSlow(ctx)
@@ -237,8 +237,10 @@ func promTimeout(d time.Duration) time.Duration {
 
 // promError names what went wrong in words a person can act on. Context errors stay wrapped so a
 // caller can tell a timeout with errors.Is.
-func promError(ctx context.Context, where, query string, err error) error {
+func promError(ctx context.Context, where, query string, err error, secrets []string) error {
 	var apiErr *promv1.Error
+	// The message is the server's text: redacted, then cut to a line.
+	msg := func() string { return clipLine(secretsRedacted(apiErr.Msg, secrets)) }
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("query %s: %w", where, ctx.Err())
@@ -247,27 +249,27 @@ func promError(ctx context.Context, where, query string, err error) error {
 	case errors.As(err, &apiErr):
 		switch apiErr.Type {
 		case promv1.ErrBadData:
-			return fmt.Errorf("query %s: bad query %s: %s", where, promClip(query), apiErr.Msg)
+			return fmt.Errorf("query %s: bad query %s: %s", where, clipLine(query), msg())
 		case promv1.ErrTimeout, promv1.ErrCanceled:
-			return fmt.Errorf("query %s: the server gave up: %s", where, apiErr.Msg)
+			return fmt.Errorf("query %s: the server gave up: %s", where, msg())
 		case promv1.ErrExec:
-			return fmt.Errorf("query %s: %s", where, apiErr.Msg)
+			return fmt.Errorf("query %s: %s", where, msg())
 		}
 		detail := strings.TrimSpace(apiErr.Detail)
 		switch {
 		case strings.Contains(apiErr.Msg, ": 401"), strings.Contains(apiErr.Msg, ": 403"):
-			return fmt.Errorf("query %s: %s: check the credentials the run names (bearer_token_env, username_env, password_env)", where, apiErr.Msg)
+			return fmt.Errorf("query %s: %s: check the credentials the run names (bearer_token_env, username_env, password_env)", where, msg())
 		case strings.Contains(apiErr.Msg, ": 404"):
-			return fmt.Errorf("query %s: %s: is this the Prometheus base URL (without /api/v1)?", where, apiErr.Msg)
+			return fmt.Errorf("query %s: %s: is this the Prometheus base URL (without /api/v1)?", where, msg())
 		case promPlainWords(detail):
-			return fmt.Errorf("query %s: %s: %s", where, apiErr.Msg, detail)
+			return fmt.Errorf("query %s: %s: %s", where, msg(), detail)
 		case detail != "":
 			// Any other body that is not an API answer (a proxy's error page, a login page, JSON
 			// from something else) is never quoted: it may hold anything.
 			return fmt.Errorf("query %s: %s, with %d bytes of body that are not a Prometheus API answer (is a proxy or a login page in front of it?)",
-				where, apiErr.Msg, len(detail))
+				where, msg(), len(detail))
 		}
-		return fmt.Errorf("query %s: %s", where, apiErr.Msg)
+		return fmt.Errorf("query %s: %s", where, msg())
 	}
 	return fmt.Errorf("query %s: %w", where, metricsUnwrapURL(err))
 }
@@ -288,7 +290,7 @@ func PromConvert(v model.Value, maxSeries, maxSamples int) (PromResult, error) {
 		res.Series = []PromSeries{{Labels: map[string]string{}, Samples: []PromSample{{promTime(v.Timestamp), float64(v.Value)}}}}
 		return res, nil
 	case *model.String:
-		return res, fmt.Errorf("the query gives a string (%q), not numbers", promClip(v.Value))
+		return res, fmt.Errorf("the query gives a string (%q), not numbers", clipLine(v.Value))
 	case model.Vector:
 		total := len(v)
 		if total > maxSeries || total > maxSamples {
@@ -531,14 +533,6 @@ func PromRate(samples []PromSample) (rate float64, ok bool) {
 		}
 	}
 	return inc / span, true
-}
-
-func promClip(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if c := clipText(s, 200); len(c) < len(s) {
-		return c + "…"
-	}
-	return s
 }
 
 // promPlainWords reports whether an error body is a short phrase such as Prometheus's own

@@ -45,6 +45,17 @@ func secretsRedacted(text string, secrets []string) string {
 	return text
 }
 
+// clipLine is outside text an error quotes (a query, a server's status reason, content type or error
+// message) on one line of at most 200 bytes: a hostile endpoint's 300 KB reason phrase must not be the
+// whole of every status post. Secrets are redacted before the cut, which could leave half of one.
+func clipLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if c := clipText(s, 200); len(c) < len(s) {
+		return c + "…"
+	}
+	return s
+}
+
 // urlSecrets are what RedactURL hides of a URL that a server may echo back (in a status line, an
 // error body): its password, decoded, as written and as the Authorization header carries it, and
 // its query values, decoded and as written.

@@ -285,3 +285,46 @@ func TestProbesNeverEchoBasicAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestProbesClipWhatServersSay: a status line's reason, a content type and a Prometheus error message
+// are the server's own text, and a hostile endpoint makes them as long as it likes (300 KB of reason
+// phrase became the whole of a status answer, pushing the ETA and the storage out of the post). An
+// error quotes at most one short line of each, redacted before it is cut, so that a password at the
+// cut is not left half shown.
+func TestProbesClipWhatServersSay(t *testing.T) {
+	const pass = "PASSW0RD99"
+	long := strings.Repeat("X", 190) + pass + strings.Repeat("Y", 300_000)
+	heads := map[string]string{
+		"status line":  "HTTP/1.1 503 " + long + "\r\n",
+		"content type": "HTTP/1.1 200 OK\r\nContent-Type: text/" + long + "\r\n",
+	}
+	for name, head := range heads {
+		base := echoServer(t, func(string) string { return head })
+		raw := strings.Replace(base, "http://", "http://admin:"+pass+"@", 1) + "/metrics"
+		_, err := NewMetrics(nil, 0).Scrape(context.Background(), raw)
+		if err == nil || len(err.Error()) > 400 || strings.Contains(err.Error(), pass[:4]) {
+			t.Errorf("%s: Scrape = %d bytes of error (%.120q…); want at most 400, without the password or a piece of it", name, len(err.Error()), err)
+		}
+	}
+	base := echoServer(t, func(string) string { return heads["status line"] })
+	raw := strings.Replace(base, "http://", "http://admin:"+pass+"@", 1) + "/ready"
+	a, err := CheckHTTP(context.Background(), nil, raw)
+	if err != nil || a.Code != 503 || len(a.Status) > 300 || strings.Contains(a.Status, pass[:4]) {
+		t.Errorf("CheckHTTP = %d, %d bytes of status, %v; want 503 with at most 300 bytes, without the password or a piece of it", a.Code, len(a.Status), err)
+	}
+
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprintf(w, `{"status":"error","errorType":"execution","error":"%s"}`, long)
+	}))
+	defer prom.Close()
+	p, err := NewPrometheus(PrometheusOptions{URL: prom.URL, Username: "admin", Password: pass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(context.Background(), "up", time.Now())
+	if err == nil || len(err.Error()) > 400 || strings.Contains(err.Error(), pass[:4]) {
+		t.Errorf("Query = %d bytes of error; want at most 400, without the password or a piece of it", len(err.Error()))
+	}
+}
