@@ -112,7 +112,8 @@ func SameHostRedirects(req *http.Request, via []*http.Request) error {
 			strings.EqualFold(req.URL.Scheme, "http") {
 			why = " (a downgrade from https to http)"
 		}
-		return fmt.Errorf("%w: %s redirected to %s%s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()), why)
+		// Where it pointed is the server's to choose, as long as it likes: redacted, then cut to a line.
+		return fmt.Errorf("%w: %s redirected to %s%s", ErrRedirectRefused, clipLine(RedactURL(via[len(via)-1].URL.String())), clipLine(RedactURL(req.URL.String())), why)
 	}
 	return nil
 }

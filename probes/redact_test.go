@@ -306,7 +306,13 @@ func TestProbesClipWhatServersSay(t *testing.T) {
 			t.Errorf("%s: Scrape = %d bytes of error (%.120q…); want at most 400, without the password or a piece of it", name, len(err.Error()), err)
 		}
 	}
-	base := echoServer(t, func(string) string { return heads["status line"] })
+	// A redirect refused names where it pointed: a line, however long the Location.
+	heads["redirect"] = "HTTP/1.1 302 Found\r\nLocation: http://other.invalid/" + long + "\r\n"
+	base := echoServer(t, func(string) string { return heads["redirect"] })
+	if _, err := NewMetrics(nil, 0).Scrape(context.Background(), base+"/metrics"); !errors.Is(err, ErrRedirectRefused) || len(err.Error()) > 400 {
+		t.Errorf("Scrape(a long redirect) = %d bytes of error (%.120q…); want the redirect refused in at most 400", len(err.Error()), err)
+	}
+	base = echoServer(t, func(string) string { return heads["status line"] })
 	raw := strings.Replace(base, "http://", "http://admin:"+pass+"@", 1) + "/ready"
 	a, err := CheckHTTP(context.Background(), nil, raw)
 	if err != nil || a.Code != 503 || len(a.Status) > 300 || strings.Contains(a.Status, pass[:4]) {
