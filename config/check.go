@@ -15,6 +15,9 @@ import (
 	"github.com/robfig/cron/v3"
 )
 
+// envName is the shape of an environment variable's name, what the prometheus *_env keys take.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // metricName is a Prometheus metric name (or an alias), with at most one label matcher.
 var metricName = regexp.MustCompile(`^[A-Za-z_:][A-Za-z0-9_:]*(\{[A-Za-z_][A-Za-z0-9_]*="[^"]*"\})?$`)
 
@@ -124,6 +127,14 @@ func (r *Run) validate(i int, lines keyLines, seen map[string]int) error {
 		}
 		if p := r.Prometheus; p.BearerTokenEnv != "" && (p.UsernameEnv != "" || p.PasswordEnv != "") {
 			return fmt.Errorf("%s: give bearer_token_env or username_env and password_env, not both", at("prometheus"))
+		}
+		for _, e := range []struct{ key, name string }{{"bearer_token_env", r.Prometheus.BearerTokenEnv},
+			{"username_env", r.Prometheus.UsernameEnv}, {"password_env", r.Prometheus.PasswordEnv}} {
+			// Not quoted: a value that is no variable's name may be the credential pasted in its place.
+			if e.name != "" && !envName.MatchString(e.name) {
+				return fmt.Errorf("%s is not the name of an environment variable (letters, digits and _, like PROM_TOKEN): "+
+					"put the credential in the environment or .env and name its variable here", at("prometheus."+e.key))
+			}
 		}
 	}
 	names := map[string]bool{}

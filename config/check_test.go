@@ -162,3 +162,37 @@ func TestPlanKeyAt(t *testing.T) {
 		t.Errorf("KeyAt of a plan not from a file = %q; want %q", got, want)
 	}
 }
+
+// TestPrometheusEnvKeysNeverQuoteACredential: the *_env keys take a variable's name. Written as
+// ${PROM_TOKEN}, or with the token pasted in, the value is the credential itself: the run file is
+// refused with an error that names the key and the variable, never the value (before, the token
+// became the "name" of a variable that "is not set", in every status answer and Slack post).
+func TestPrometheusEnvKeysNeverQuoteACredential(t *testing.T) {
+	const token = "glsa-Secr3tTokenValue.abc"
+	lookup := func(k string) (string, bool) {
+		if k == "PROM_TOKEN" {
+			return token, true
+		}
+		return "", false
+	}
+	run := func(line string) string {
+		return "runs:\n  - name: a\n    prometheus:\n      url: http://127.0.0.1:9090\n" + line + "\n"
+	}
+	tests := []struct {
+		yaml, want string
+	}{
+		{run("      bearer_token_env: ${PROM_TOKEN}"), "line 5: runs[0].prometheus.bearer_token_env takes the name of an environment variable: write PROM_TOKEN, not ${PROM_TOKEN}"},
+		{run("      password_env: 'x${PROM_TOKEN:-none}'"), "line 5: runs[0].prometheus.password_env takes the name of an environment variable: write PROM_TOKEN"},
+		{run("      bearer_token_env: " + token), "line 5: runs[0].prometheus.bearer_token_env is not the name of an environment variable"},
+		{run("      username_env: 'admin user'"), "line 5: runs[0].prometheus.username_env is not the name of an environment variable"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.yaml), lookup)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "Secr3t") {
+			t.Errorf("Parse(%q) = %v; want %q..., without the token", tt.yaml, err, tt.want)
+		}
+	}
+	if _, err := Parse([]byte(run("      bearer_token_env: PROM_TOKEN")), lookup); err != nil {
+		t.Errorf("Parse(bearer_token_env: PROM_TOKEN) = %v; want it accepted", err)
+	}
+}

@@ -212,6 +212,12 @@ func expandNode(n *yaml.Node, lookup func(string) (string, bool), where string) 
 		if !strings.Contains(n.Value, "${") {
 			return nil
 		}
+		if m := varRef.FindStringSubmatch(n.Value); m != nil && strings.HasSuffix(where, "_env") {
+			// bearer_token_env: ${PROM_TOKEN} would make the credential itself the variable's name, and
+			// every message naming that variable would show it. Only the name is said here.
+			return fmt.Errorf("line %d: %s takes the name of an environment variable: write %s, not ${%s} (expanded, it would be the credential itself)",
+				n.Line, describe(where), m[1], m[1])
+		}
 		var missing []string
 		n.Value = varRef.ReplaceAllStringFunc(n.Value, func(ref string) string {
 			m := varRef.FindStringSubmatch(ref)

@@ -296,3 +296,27 @@ func TestParseRefusesNamesDifferingInCase(t *testing.T) {
 		t.Errorf("Parse(%q) = %v; want it to name %q", y, err, want)
 	}
 }
+
+// TestLoadDotEnvQuotesNoValue: the .env parser's own error quotes the file from the bad line on (or
+// a value's first line), secrets included. A .env that does not parse is named by its bad line only.
+func TestLoadDotEnvQuotesNoValue(t *testing.T) {
+	const secret = "Sekr3tSigningValue"
+	tests := []struct {
+		body string
+		line int
+	}{
+		{"RUNWATCH_ADMINS=U1\nPROM_TOKEN glsa-" + secret + "\nDB_PASSWORD=" + secret + "\n", 2},
+		{"RUNWATCH_ADMINS=U1\n\nSLACK_SIGNING_SECRET=\"" + secret + "\nRUNWATCH_HTTP_ADDR=:8080\n", 3},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(t.TempDir(), ".env")
+		if err := os.WriteFile(p, []byte(tt.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := LoadDotEnv(p)
+		want := fmt.Sprintf("read %s: line %d ", p, tt.line)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "Sekr3t") {
+			t.Errorf("LoadDotEnv(%q) = %v; want %q..., without any value", tt.body, err, want)
+		}
+	}
+}

@@ -66,12 +66,18 @@ var EnvVars = []string{
 // LoadDotEnv loads a .env file into the process environment without overriding variables already
 // set. A missing file is not an error.
 func LoadDotEnv(path string) error {
-	vals, err := godotenv.Read(path)
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
+	}
+	vals, err := godotenv.UnmarshalBytes(b)
+	if err != nil {
+		// The parser's error quotes the file from the bad line on, or a value's first line: secrets.
+		return fmt.Errorf("read %s: line %d is not NAME=value, or opens a quote it does not close (its text is not shown: a .env holds secrets)",
+			path, dotEnvBadLine(b))
 	}
 	for k, v := range vals {
 		if _, set := os.LookupEnv(k); !set {
@@ -81,6 +87,18 @@ func LoadDotEnv(path string) error {
 		}
 	}
 	return nil
+}
+
+// dotEnvBadLine is the number of the first line of a .env that does not parse: the first whose
+// prefix of the file fails to parse.
+func dotEnvBadLine(b []byte) int {
+	lines := strings.SplitAfter(string(b), "\n")
+	for i := range lines {
+		if _, err := godotenv.Unmarshal(strings.Join(lines[:i+1], "")); err != nil {
+			return i + 1
+		}
+	}
+	return len(lines)
 }
 
 // LoadEnv reads the settings from lookup (os.LookupEnv in production) and applies defaults.

@@ -53,30 +53,49 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 
 // redactLogLine keeps credentials a job printed out of the answer: Slack tokens (the shapes the log
 // redaction knows), the password, query and fragment of every URL (a presigned S3 URL, a
-// tracker's api_key), and what ML jobs print beside them: Hugging Face tokens, an Authorization
-// header's bearer token, and an environment dump's HF_TOKEN=, WANDB_API_KEY=, ..._SECRET= values.
+// tracker's api_key), and what ML jobs print beside them: Hugging Face, OpenAI-style, GitHub and
+// AWS key shapes, an Authorization header's credentials, an environment dump's HF_TOKEN=,
+// WANDB_API_KEY=, ..._SECRET= values, a config's "api_key": … and a command line's --api-key ….
 func redactLogLine(l string) string {
 	l = redactToken.ReplaceAllString(l, "$1-[redacted]")
 	// URLs before the name=value shapes: a query's token=… is the URL redactor's, which keeps the URL whole.
 	l = probes.RedactURLsIn(l)
 	l = redactHFToken.ReplaceAllString(l, "hf_[redacted]")
+	for _, s := range redactKeyShapes {
+		l = s.ReplaceAllString(l, "${1}[redacted]")
+	}
 	l = redactBearer.ReplaceAllString(l, "$1 [redacted]")
-	l = redactAssigned.ReplaceAllStringFunc(l, func(m string) string {
-		name, v, _ := strings.Cut(m, "=")
-		if strings.Contains(v, "[redacted]") {
-			return m // a token already redacted by its shape keeps saying which kind it was
-		}
-		return name + "=[redacted]"
-	})
+	l = redactAuthorization.ReplaceAllString(l, "${1}[redacted]")
+	for _, re := range []*regexp.Regexp{redactAssigned, redactFlag} {
+		l = re.ReplaceAllStringFunc(l, func(m string) string {
+			sub := re.FindStringSubmatch(m)
+			if strings.Contains(sub[3], "[redacted]") {
+				return m // a token already redacted by its shape keeps saying which kind it was
+			}
+			return sub[1] + sub[2] + "[redacted]"
+		})
+	}
 	return l
 }
 
 var (
 	redactHFToken = regexp.MustCompile(`\bhf_[A-Za-z0-9]{20,}`)
-	redactBearer  = regexp.MustCompile(`\b((?i:bearer))\s+[A-Za-z0-9._~+/=-]{8,}`)
-	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=": the shape of an
-	// environment dump or a command line's --hf-token=…; "max_tokens=4096" ends in TOKENS and stays.
-	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))=[^\s"',;]+`)
+	// Key shapes that say what they are: OpenAI-style sk-… (and sk-ant-…), GitHub's, an AWS access key id.
+	redactKeyShapes = []*regexp.Regexp{
+		regexp.MustCompile(`\b(sk-)[A-Za-z0-9_-]{20,}`),
+		regexp.MustCompile(`\b(gh[pousr]_|github_pat_)[A-Za-z0-9_]{20,}`),
+		regexp.MustCompile(`\b(AKIA)[0-9A-Z]{16}\b`),
+	}
+	redactBearer = regexp.MustCompile(`\b((?i:bearer))\s+[A-Za-z0-9._~+/=-]{8,}`)
+	// An Authorization header's basic (or digest, token) credentials; a bearer token is redactBearer's.
+	redactAuthorization = regexp.MustCompile(`\b((?i:authorization)["']?\s*[:=]\s*["']?(?i:basic|digest|token)\s+)[A-Za-z0-9+/._~=-]{8,}`)
+	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=" or ":": the shape
+	// of an environment dump, a command line's --hf-token=…, a config printed as JSON or YAML
+	// ("api_key": "…", password: …); "max_tokens=4096" ends in TOKENS and stays. Groups: the name, what
+	// separates it from the value, the value.
+	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(=|["']?\s*:\s*["']?)([^\s"',;}]+)`)
+	// A command line's flag of such a name and its value after a space: --api-key VALUE.
+	redactFlag = regexp.MustCompile(`((?:^|\s)--?[A-Za-z0-9_-]*(?i:token|key|secret|password|passwd))(\s+)([^\s"',;-][^\s"',;]*)`)
 )
 
 // logBlock renders lines as a mrkdwn code block of at most max bytes, keeping the newest lines,

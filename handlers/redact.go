@@ -15,8 +15,8 @@ import (
 // handler that passes every record through it.
 
 // Redactor removes credentials from text bound for a log line or an error string: the configured
-// secrets themselves, anything shaped like a Slack token, Slack webhook URLs, and the password,
-// query and fragment of any other URL.
+// secrets themselves, anything shaped like a Slack token, Slack webhook and file upload URLs, and the
+// password, query and fragment of any other URL.
 type Redactor struct {
 	secrets []string
 }
@@ -24,6 +24,8 @@ type Redactor struct {
 var (
 	redactToken   = regexp.MustCompile(`\b(xox[a-z]|xapp)-[A-Za-z0-9-]+`)
 	redactWebhook = regexp.MustCompile(`https?://hooks\.slack\.com/[^\s"'<>]+`)
+	// An external upload's URL (files.getUploadURLExternal) is a capability in its path.
+	redactUpload = regexp.MustCompile(`https?://files\.slack\.com/upload/[^\s"'<>]+`)
 )
 
 // NewRedactor returns a redactor for the given secrets (unset ones are ignored).
@@ -48,6 +50,7 @@ func (r *Redactor) Redact(s string) string {
 		}
 	}
 	s = redactWebhook.ReplaceAllString(s, "https://hooks.slack.com/[redacted]")
+	s = redactUpload.ReplaceAllString(s, "https://files.slack.com/upload/[redacted]")
 	// Probes name their URLs redacted already; this catches any other (an SDK's, a dependency's).
 	return probes.RedactURLsIn(s)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/reports"
 	"runwatch/state"
 )
 
@@ -157,5 +158,66 @@ func TestReplayJournalFromBeforeTheMerge(t *testing.T) {
 	}
 	if c.first(ts, "v0=bb") || !c.first(ts, "v0=cc") {
 		t.Error("after an upgrade: want the journaled signature refused and a new one accepted")
+	}
+}
+
+// TestHTTPEveryEndpointRefusesForgeries sends an admin's `snooze 14d` through each of Slack's
+// three endpoints (a mention, a slash command, a button press) in every shape a forger or a replay
+// takes: unsigned, a timestamp without a signature, stale, signed over another body, oversized,
+// and the genuine request twice. Each endpoint acts once, on its genuine request, and on nothing
+// else: the run is snoozed only by it and no other request reaches Slack's API.
+func TestHTTPEveryEndpointRefusesForgeries(t *testing.T) {
+	e := newHTTPEnv(t, botOpts{})
+	post, ts := postStatus(t, e)
+	endpoints := []struct {
+		path string
+		body []byte
+	}{
+		{"/slack/events", mentionEvent("EvSnooze1", "<@U111> snooze 14d", "UADMIN", "C0SYNTH", "1700000500.000100", "")},
+		{"/slack/commands", slashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", e.fake.ResponseURL("snooze"))},
+		{"/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", reports.MenuID, "snooze:14d")},
+	}
+	snoozed := func() bool { _, ok := e.bot.mon.SnoozedUntil("synth"); return ok }
+	for _, ep := range endpoints {
+		now := strconv.FormatInt(time.Now().Unix(), 10)
+		stale := strconv.FormatInt(time.Now().Add(-5*time.Minute-10*time.Second).Unix(), 10)
+		big := append(append([]byte{}, ep.body...), make([]byte, maxSlackBody)...)
+		forged := []struct {
+			name   string
+			body   []byte
+			header http.Header
+			status int
+		}{
+			{"unsigned", ep.body, http.Header{}, http.StatusUnauthorized},
+			{"timestamp only", ep.body, http.Header{"X-Slack-Request-Timestamp": {now}}, http.StatusUnauthorized},
+			{"stale", ep.body, http.Header{"X-Slack-Request-Timestamp": {stale}, "X-Slack-Signature": {slackSign(e.secret, stale, ep.body)}}, http.StatusUnauthorized},
+			{"body altered after signing", append(append([]byte{}, ep.body...), ' '), http.Header{"X-Slack-Request-Timestamp": {now},
+				"X-Slack-Signature": {slackSign(e.secret, now, ep.body)}}, http.StatusUnauthorized},
+			{"oversized, signed", big, http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {slackSign(e.secret, now, big)}}, http.StatusRequestEntityTooLarge},
+		}
+		calls := len(e.fake.Calls(""))
+		for _, f := range forged {
+			if resp := e.post(t, ep.path, f.body, f.header); resp.StatusCode != f.status {
+				t.Errorf("%s %s = %d; want %d", ep.path, f.name, resp.StatusCode, f.status)
+			}
+		}
+		e.waitIdle()
+		if snoozed() || len(e.fake.Calls("")) != calls {
+			t.Fatalf("%s: after forged requests snoozed %v, Slack calls %v; want nothing done", ep.path, snoozed(), e.fake.methods()[calls:])
+		}
+		genuine := http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {slackSign(e.secret, now, ep.body)}}
+		if resp := e.post(t, ep.path, ep.body, genuine); resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s genuine = %d; want 200", ep.path, resp.StatusCode)
+		}
+		if resp := e.post(t, ep.path, ep.body, genuine); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s genuine, replayed = %d; want 401", ep.path, resp.StatusCode)
+		}
+		e.waitIdle()
+		if !snoozed() {
+			t.Fatalf("%s: the genuine snooze 14d did not snooze the run", ep.path)
+		}
+		if err := e.bot.mon.Snooze("synth", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/probes"
 	"runwatch/state"
 )
 
@@ -75,7 +76,8 @@ func checkCredentials(env config.Env, haveListener bool) (slackModes, error) {
 	if env.SlackAPIURL != "" {
 		u, err := url.Parse(env.SlackAPIURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return m, fmt.Errorf("SLACK_API_URL=%q is not an http(s) URL like https://slack.com/api/", env.SlackAPIURL)
+			// Named as a probe's URL is: a proxy's password or key in it stays out of the error.
+			return m, fmt.Errorf("SLACK_API_URL=%q is not an http(s) URL like https://slack.com/api/", probes.RedactURL(env.SlackAPIURL))
 		}
 	}
 	return m, nil

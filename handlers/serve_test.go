@@ -286,3 +286,17 @@ func TestServeAllowListCheckAfterTheChannelIsKnown(t *testing.T) {
 		t.Errorf("the log says synth posts nowhere while it posts to its listed channel:\n%s", logs.String())
 	}
 }
+
+// TestServeBadAPIURLQuotedRedacted: a SLACK_API_URL that is not an http(s) URL is refused with an
+// error naming the variable, and a password or a key in it is not in that error (which the
+// terminal, and a service's journal, show).
+func TestServeBadAPIURLQuotedRedacted(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	for _, u := range []string{"ftp://admin:Sekr3tPw@proxy.internal/api/?key=K3yValue1", "admin:Sekr3tPw@proxy.internal/api/"} {
+		env := config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: u}
+		err := Serve(context.Background(), e.bot, ServeOptions{Env: env, SampleEvery: time.Hour})
+		if err == nil || !strings.Contains(err.Error(), "SLACK_API_URL") || strings.Contains(err.Error(), "Sekr3tPw") || strings.Contains(err.Error(), "K3yValue1") {
+			t.Errorf("Serve(SLACK_API_URL=%q) = %v; want an error naming SLACK_API_URL without its password or key", u, err)
+		}
+	}
+}

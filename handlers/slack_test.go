@@ -516,6 +516,8 @@ func TestRedact(t *testing.T) {
 		{"user token xoxp-12-34-abc in a log", "user token xoxp-[redacted] in a log"},
 		{"secret=8f742231b10e8888abcd99yyyzzz85a5;", "secret=[redacted];"},
 		{"post https://hooks.slack.com/commands/T1/2/abc failed", "post https://hooks.slack.com/[redacted] failed"},
+		// files.getUploadURLExternal's URL is a capability in its path, and the upload sends the bot token to it.
+		{`Post "https://files.slack.com/upload/v1/CwABAAAAXAoAAZnjgP5xYz": EOF`, `Post "https://files.slack.com/upload/[redacted]": EOF`},
 		{"nothing short here", "nothing short here"},
 		{"xoxb- alone", "xoxb- alone"},
 		{`Dialing to websocket on url wss://wss-primary.slack.com/link/?ticket=T1CKET&app_id=A1`, `Dialing to websocket on url wss://wss-primary.slack.com/link/?ticket=[redacted]&app_id=[redacted]`},

@@ -42,8 +42,9 @@ func CheckHTTP(ctx context.Context, client *http.Client, url string) (HTTPAnswer
 		return HTTPAnswer{}, withoutSecrets(metricsUnwrapURL(err), secrets)
 	}
 	resp.Body.Close()
-	// The status line is the server's own text, which may echo the URL's key or password.
-	return HTTPAnswer{Code: resp.StatusCode, Status: secretsRedacted(resp.Status, secrets), Took: time.Since(start)}, nil
+	// The status line is the server's own text, which may echo the URL's key or password, and be as long
+	// as the server likes.
+	return HTTPAnswer{Code: resp.StatusCode, Status: clipLine(secretsRedacted(resp.Status, secrets)), Took: time.Since(start)}, nil
 }
 
 // dirSizeMaxEntries bounds the entries DirSize looks at.

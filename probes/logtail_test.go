@@ -454,8 +454,8 @@ func FuzzParseProgress(f *testing.F) {
 
 func TestClipTextKeepsCharactersWhole(t *testing.T) {
 	s := strings.Repeat("a", 199) + "é and more" // é is two bytes, at 199-200
-	if got := promClip(s); !utf8.ValidString(got) || got != strings.Repeat("a", 199)+"…" {
-		t.Errorf("promClip cut %q; want 199 a's and an ellipsis, valid UTF-8", got[190:])
+	if got := clipLine(s); !utf8.ValidString(got) || got != strings.Repeat("a", 199)+"…" {
+		t.Errorf("clipLine cut %q; want 199 a's and an ellipsis, valid UTF-8", got[190:])
 	}
 	if got := clipText("short", 200); got != "short" {
 		t.Errorf("clipText(short) = %q", got)

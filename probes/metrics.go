@@ -84,6 +84,8 @@ func (m *Metrics) Scrape(ctx context.Context, rawURL string) (Engine, error) {
 
 func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	where := RedactURL(rawURL)
+	// What the server says is quoted redacted, then cut to a line.
+	said := func(s string) string { return clipLine(secretsRedacted(s, urlSecrets(rawURL))) }
 	failed := metricsEmpty()
 	failed.URL = where
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
@@ -97,7 +99,7 @@ func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed, fmt.Errorf("scrape %s: HTTP %s", where, resp.Status)
+		return failed, fmt.Errorf("scrape %s: HTTP %s", where, said(resp.Status))
 	}
 	// A type that names something else (a login page's HTML, JSON) is refused before the body is read. A generic
 	// binary type is what a plain file server (python -m http.server over a textfile collector's output, an
@@ -105,7 +107,7 @@ func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "text/plain" && mt != "application/openmetrics-text" && mt != "application/octet-stream") {
-			return failed, fmt.Errorf("scrape %s: content type %q is not Prometheus text (is this the metrics endpoint?)", where, ct)
+			return failed, fmt.Errorf("scrape %s: content type %q is not Prometheus text (is this the metrics endpoint?)", where, said(ct))
 		}
 	}
 	kept, orig, n, err := metricsFilter(io.LimitReader(resp.Body, m.maxBody+1))

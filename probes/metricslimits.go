@@ -88,7 +88,7 @@ func promCheckLabels(v model.Value) error {
 		for k, lv := range m {
 			if len(lv) > PromMaxLabelBytes {
 				return fmt.Errorf("%w: a series' label %q is %s long (limit %s); the answer is refused",
-					ErrAbsurdSeries, promClip(string(k)), logTailSize(int64(len(lv))), logTailSize(PromMaxLabelBytes))
+					ErrAbsurdSeries, clipLine(string(k)), logTailSize(int64(len(lv))), logTailSize(PromMaxLabelBytes))
 			}
 		}
 		return nil

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -125,6 +125,9 @@ func NewPrometheus(o PrometheusOptions) (*Prometheus, error) {
 		return nil, fmt.Errorf("prometheus client for %s: %w", RedactURL(o.URL), err)
 	}
 	secrets := append([]string{o.BearerToken, o.Password}, urlSecrets(o.URL)...)
+	if o.Username != "" || o.Password != "" {
+		secrets = append(secrets, basicAuthSecret(o.Username, o.Password))
+	}
 	return &Prometheus{
 		api:     promv1.NewAPI(c),
 		where:   RedactURL(o.URL),
@@ -163,7 +166,43 @@ func (p *Prometheus) do(ctx context.Context, query string, call func(context.Con
 	case <-ctx.Done():
 		return PromResult{}, fmt.Errorf("query %s: waiting for a free slot: %w", p.where, ctx.Err())
 	}
-	defer func() { <-p.slots }()
+	// Decoding an answer (up to MaxBody of JSON) and cutting it to the limits take their time after the
+	// body is in, and neither watches ctx: they run apart, and the query returns when ctx ends even if
+	// they go on. The slot is theirs until they finish, so abandoned parses stay within MaxConcurrent.
+	type answer struct {
+		res PromResult
+		err error
+	}
+	out := make(chan answer, 1)
+	received := &atomic.Bool{} // the server's answer is in; what is left is parsing it
+	pctx := context.WithValue(ctx, promReceivedKey{}, received)
+	go func() {
+		defer func() { <-p.slots }()
+		res, err := p.parse(pctx, query, call)
+		out <- answer{res, err}
+	}()
+	select {
+	case a := <-out:
+		if a.err == nil && ctx.Err() != nil {
+			// In by the deadline, parsed past it: a late answer is a failed probe, as a slow one is.
+			a = answer{err: p.tooSlow(ctx)}
+		}
+		return a.res, a.err
+	case <-ctx.Done():
+		if !received.Load() {
+			return PromResult{}, fmt.Errorf("query %s: %w", p.where, ctx.Err())
+		}
+		return PromResult{}, p.tooSlow(ctx)
+	}
+}
+
+// tooSlow is the error of a query whose answer was not parsed within ctx.
+func (p *Prometheus) tooSlow(ctx context.Context) error {
+	return fmt.Errorf("query %s: %w before its answer was parsed: narrow the selector or the range", p.where, ctx.Err())
+}
+
+// parse runs the query and turns its answer into a PromResult within the limits.
+func (p *Prometheus) parse(ctx context.Context, query string, call func(context.Context, []promv1.Option) (model.Value, promv1.Warnings, error)) (PromResult, error) {
 	// Ask for one series more than we keep, so a server that honours limit (Prometheus 3) stops
 	// early while we can still tell that something was cut; and tell it when we stop waiting.
 	opts := []promv1.Option{promv1.WithLimit(uint64(p.limits.MaxSeries) + 1)}
@@ -174,7 +213,10 @@ func (p *Prometheus) do(ctx context.Context, query string, call func(context.Con
 	}
 	v, warnings, err := call(ctx, opts)
 	if err != nil {
-		return PromResult{}, withoutSecrets(promError(ctx, p.where, query, err), p.secrets)
+		return PromResult{}, withoutSecrets(promError(ctx, p.where, query, err, p.secrets), p.secrets)
+	}
+	if ctx.Err() != nil {
+		return PromResult{}, p.tooSlow(ctx)
 	}
 	res, err := PromConvert(v, p.limits.MaxSeries, p.limits.MaxSamples)
 	if err != nil {
@@ -195,8 +237,10 @@ func promTimeout(d time.Duration) time.Duration {
 
 // promError names what went wrong in words a person can act on. Context errors stay wrapped so a
 // caller can tell a timeout with errors.Is.
-func promError(ctx context.Context, where, query string, err error) error {
+func promError(ctx context.Context, where, query string, err error, secrets []string) error {
 	var apiErr *promv1.Error
+	// The message is the server's text: redacted, then cut to a line.
+	msg := func() string { return clipLine(secretsRedacted(apiErr.Msg, secrets)) }
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("query %s: %w", where, ctx.Err())
@@ -205,27 +249,27 @@ func promError(ctx context.Context, where, query string, err error) error {
 	case errors.As(err, &apiErr):
 		switch apiErr.Type {
 		case promv1.ErrBadData:
-			return fmt.Errorf("query %s: bad query %s: %s", where, promClip(query), apiErr.Msg)
+			return fmt.Errorf("query %s: bad query %s: %s", where, clipLine(query), msg())
 		case promv1.ErrTimeout, promv1.ErrCanceled:
-			return fmt.Errorf("query %s: the server gave up: %s", where, apiErr.Msg)
+			return fmt.Errorf("query %s: the server gave up: %s", where, msg())
 		case promv1.ErrExec:
-			return fmt.Errorf("query %s: %s", where, apiErr.Msg)
+			return fmt.Errorf("query %s: %s", where, msg())
 		}
 		detail := strings.TrimSpace(apiErr.Detail)
 		switch {
 		case strings.Contains(apiErr.Msg, ": 401"), strings.Contains(apiErr.Msg, ": 403"):
-			return fmt.Errorf("query %s: %s: check the credentials the run names (bearer_token_env, username_env, password_env)", where, apiErr.Msg)
+			return fmt.Errorf("query %s: %s: check the credentials the run names (bearer_token_env, username_env, password_env)", where, msg())
 		case strings.Contains(apiErr.Msg, ": 404"):
-			return fmt.Errorf("query %s: %s: is this the Prometheus base URL (without /api/v1)?", where, apiErr.Msg)
+			return fmt.Errorf("query %s: %s: is this the Prometheus base URL (without /api/v1)?", where, msg())
 		case promPlainWords(detail):
-			return fmt.Errorf("query %s: %s: %s", where, apiErr.Msg, detail)
+			return fmt.Errorf("query %s: %s: %s", where, msg(), detail)
 		case detail != "":
 			// Any other body that is not an API answer (a proxy's error page, a login page, JSON
 			// from something else) is never quoted: it may hold anything.
 			return fmt.Errorf("query %s: %s, with %d bytes of body that are not a Prometheus API answer (is a proxy or a login page in front of it?)",
-				where, apiErr.Msg, len(detail))
+				where, msg(), len(detail))
 		}
-		return fmt.Errorf("query %s: %s", where, apiErr.Msg)
+		return fmt.Errorf("query %s: %s", where, msg())
 	}
 	return fmt.Errorf("query %s: %w", where, metricsUnwrapURL(err))
 }
@@ -246,7 +290,7 @@ func PromConvert(v model.Value, maxSeries, maxSamples int) (PromResult, error) {
 		res.Series = []PromSeries{{Labels: map[string]string{}, Samples: []PromSample{{promTime(v.Timestamp), float64(v.Value)}}}}
 		return res, nil
 	case *model.String:
-		return res, fmt.Errorf("the query gives a string (%q), not numbers", promClip(v.Value))
+		return res, fmt.Errorf("the query gives a string (%q), not numbers", clipLine(v.Value))
 	case model.Vector:
 		total := len(v)
 		if total > maxSeries || total > maxSamples {
@@ -489,63 +533,6 @@ func PromRate(samples []PromSample) (rate float64, ok bool) {
 		}
 	}
 	return inc / span, true
-}
-
-// promTransport authenticates requests to the server's host and bounds response bodies.
-type promTransport struct {
-	base       http.RoundTripper
-	host       string
-	maxBody    int64
-	bearer     string
-	user, pass string
-}
-
-func (t *promTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Host == t.host && (t.bearer != "" || t.user != "" || t.pass != "") {
-		req = req.Clone(req.Context())
-		if t.bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+t.bearer)
-		} else {
-			req.SetBasicAuth(t.user, t.pass)
-		}
-	}
-	resp, err := t.base.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = &promLimitedBody{rc: resp.Body, left: t.maxBody, limit: t.maxBody}
-	return resp, nil
-}
-
-// promLimitedBody fails with ErrPromTooLarge once more than limit bytes have been read.
-type promLimitedBody struct {
-	rc          io.ReadCloser
-	left, limit int64
-}
-
-func (b *promLimitedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, fmt.Errorf("%w: more than %s", ErrPromTooLarge, logTailSize(b.limit))
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, fmt.Errorf("%w: more than %s", ErrPromTooLarge, logTailSize(b.limit))
-	}
-	return n, err
-}
-
-func (b *promLimitedBody) Close() error { return b.rc.Close() }
-
-func promClip(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if c := clipText(s, 200); len(c) < len(s) {
-		return c + "…"
-	}
-	return s
 }
 
 // promPlainWords reports whether an error body is a short phrase such as Prometheus's own

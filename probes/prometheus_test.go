@@ -615,3 +615,46 @@ func TestPromConvertRefusesAbsurdLabels(t *testing.T) {
 		t.Errorf("PromConvert(a %d-byte label) = %v; want it kept", PromMaxLabelBytes, err)
 	}
 }
+
+// closeCancels is a transport whose response bodies end ctx when they are closed: the answer is in
+// by the deadline, and the deadline passes while it is parsed.
+type closeCancels struct{ cancel context.CancelFunc }
+
+func (c closeCancels) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err == nil {
+		resp.Body = cancelOnClose{resp.Body, c.cancel}
+	}
+	return resp, err
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// TestPrometheusParsedPastTheDeadline: decoding an answer and cutting it to the limits take their
+// time after the body is in (a 15 MiB matrix of 118,000 series took 1.0-2.4 s on this machine past a
+// 2 s probe timeout, and came back as a success). An answer whose deadline passes while it is parsed
+// is the probe's failure, named as such, not a late answer.
+func TestPrometheusParsedPastTheDeadline(t *testing.T) {
+	srv := newPromTestServer(t, promServeFixture(t, "prom_query_vector_vllm_dp2.json", 200))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := newTestPrometheus(t, PrometheusOptions{URL: srv.URL, Client: &http.Client{Transport: closeCancels{cancel}}})
+	res, err := p.Query(ctx, "vllm:num_requests_running", time.Time{})
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "before its answer was parsed") || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("Query(parsed past its deadline) = %d series, %v; want an error naming %s and the parse cut short", len(res.Series), err, srv.URL)
+	}
+	// The same answer within its deadline is an answer.
+	p = newTestPrometheus(t, PrometheusOptions{URL: srv.URL})
+	if res, err := p.Query(context.Background(), "vllm:num_requests_running", time.Time{}); err != nil || len(res.Series) == 0 {
+		t.Errorf("Query = %d series, %v; want the fixture's series", len(res.Series), err)
+	}
+}

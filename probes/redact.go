@@ -1,6 +1,7 @@
 package probes
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,8 +45,20 @@ func secretsRedacted(text string, secrets []string) string {
 	return text
 }
 
+// clipLine is outside text an error quotes (a query, a server's status reason, content type or error
+// message) on one line of at most 200 bytes: a hostile endpoint's 300 KB reason phrase must not be the
+// whole of every status post. Secrets are redacted before the cut, which could leave half of one.
+func clipLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if c := clipText(s, 200); len(c) < len(s) {
+		return c + "…"
+	}
+	return s
+}
+
 // urlSecrets are what RedactURL hides of a URL that a server may echo back (in a status line, an
-// error body): its password and its query values, decoded and as written.
+// error body): its password, decoded, as written and as the Authorization header carries it, and
+// its query values, decoded and as written.
 func urlSecrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -53,7 +66,7 @@ func urlSecrets(raw string) []string {
 	}
 	var out []string
 	if pw, ok := u.User.Password(); ok {
-		out = append(out, pw, url.QueryEscape(pw))
+		out = append(out, pw, url.QueryEscape(pw), basicAuthSecret(u.User.Username(), pw))
 	}
 	for _, kv := range strings.Split(u.RawQuery, "&") {
 		_, v, _ := strings.Cut(kv, "=")
@@ -63,6 +76,13 @@ func urlSecrets(raw string) []string {
 		}
 	}
 	return out
+}
+
+// basicAuthSecret is user and password as an Authorization: Basic header carries them (base64 of
+// "user:password"): a server that echoes the header it was sent names the password in a form that
+// decodes with one command.
+func basicAuthSecret(user, password string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + password))
 }
 
 // redactedError is an error whose text had secrets removed.
@@ -92,7 +112,8 @@ func SameHostRedirects(req *http.Request, via []*http.Request) error {
 			strings.EqualFold(req.URL.Scheme, "http") {
 			why = " (a downgrade from https to http)"
 		}
-		return fmt.Errorf("%w: %s redirected to %s%s", ErrRedirectRefused, RedactURL(via[len(via)-1].URL.String()), RedactURL(req.URL.String()), why)
+		// Where it pointed is the server's to choose, as long as it likes: redacted, then cut to a line.
+		return fmt.Errorf("%w: %s redirected to %s%s", ErrRedirectRefused, clipLine(RedactURL(via[len(via)-1].URL.String())), clipLine(RedactURL(req.URL.String())), why)
 	}
 	return nil
 }

@@ -3,7 +3,9 @@ package probes
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -187,6 +189,12 @@ func TestPrometheusNeverQuotesOtherBodies(t *testing.T) {
 // a status line and headers no httptest handler can write (a reason phrase of its own).
 func echoServer(t *testing.T, head func(uri string) string) string {
 	t.Helper()
+	return echoRequestServer(t, func(r *http.Request) string { return head(r.URL.RequestURI()) })
+}
+
+// echoRequestServer is echoServer with the whole request in hand (its headers, say).
+func echoRequestServer(t *testing.T, head func(r *http.Request) string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +212,7 @@ func echoServer(t *testing.T, head func(uri string) string) string {
 				if err != nil {
 					return
 				}
-				io.WriteString(c, head(req.URL.RequestURI())+"Content-Length: 0\r\nConnection: close\r\n\r\n")
+				io.WriteString(c, head(req)+"Content-Length: 0\r\nConnection: close\r\n\r\n")
 			}()
 		}
 	}()
@@ -233,5 +241,96 @@ func TestProbesNeverEchoURLSecrets(t *testing.T) {
 		if err != nil || strings.Contains(a.Status, key) || strings.Contains(a.Status, pass) {
 			t.Errorf("%s: CheckHTTP = %+v, %v; want an answer whose status has neither the key nor the password", name, a, err)
 		}
+	}
+}
+
+// TestProbesNeverEchoBasicAuth: a password travels as the Authorization header's base64 of
+// user:password, and a server (or a proxy) that names the header it was sent, in its status line or
+// its error answer, must not get that encoding into a probe's error or answer either: decoding it is
+// one command.
+func TestProbesNeverEchoBasicAuth(t *testing.T) {
+	const user, pass = "admin", "PASSW0RD99"
+	encoded := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	base := echoRequestServer(t, func(r *http.Request) string {
+		return "HTTP/1.1 401 refused " + r.Header.Get("Authorization") + "\r\n"
+	})
+	raw := strings.Replace(base, "http://", "http://"+user+":"+pass+"@", 1) + "/metrics"
+	_, err := NewMetrics(nil, 0).Scrape(context.Background(), raw)
+	if err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), encoded) {
+		t.Errorf("Scrape(a server echoing Authorization) = %v; want a 401 error without %q", err, encoded)
+	}
+	a, err := CheckHTTP(context.Background(), nil, raw)
+	if err != nil || a.Code != 401 || strings.Contains(a.Status, encoded) {
+		t.Errorf("CheckHTTP(a server echoing Authorization) = %+v, %v; want a 401 whose status has no %q", a, err, encoded)
+	}
+
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"status":"error","errorType":"bad_data","error":"refused %s"}`, r.Header.Get("Authorization"))
+	}))
+	defer prom.Close()
+	withUserinfo := strings.Replace(prom.URL, "http://", "http://"+user+":"+pass+"@", 1)
+	for name, o := range map[string]PrometheusOptions{
+		"user:password in the URL":   {URL: withUserinfo},
+		"username_env, password_env": {URL: prom.URL, Username: user, Password: pass},
+	} {
+		p, err := NewPrometheus(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Query(context.Background(), "up", time.Now())
+		if err == nil || !strings.Contains(err.Error(), "refused") || strings.Contains(err.Error(), encoded) {
+			t.Errorf("%s: Query(a server echoing Authorization) = %v; want its error without %q", name, err, encoded)
+		}
+	}
+}
+
+// TestProbesClipWhatServersSay: a status line's reason, a content type and a Prometheus error message
+// are the server's own text, and a hostile endpoint makes them as long as it likes (300 KB of reason
+// phrase became the whole of a status answer, pushing the ETA and the storage out of the post). An
+// error quotes at most one short line of each, redacted before it is cut, so that a password at the
+// cut is not left half shown.
+func TestProbesClipWhatServersSay(t *testing.T) {
+	const pass = "PASSW0RD99"
+	long := strings.Repeat("X", 190) + pass + strings.Repeat("Y", 300_000)
+	heads := map[string]string{
+		"status line":  "HTTP/1.1 503 " + long + "\r\n",
+		"content type": "HTTP/1.1 200 OK\r\nContent-Type: text/" + long + "\r\n",
+	}
+	for name, head := range heads {
+		base := echoServer(t, func(string) string { return head })
+		raw := strings.Replace(base, "http://", "http://admin:"+pass+"@", 1) + "/metrics"
+		_, err := NewMetrics(nil, 0).Scrape(context.Background(), raw)
+		if err == nil || len(err.Error()) > 400 || strings.Contains(err.Error(), pass[:4]) {
+			t.Errorf("%s: Scrape = %d bytes of error (%.120q…); want at most 400, without the password or a piece of it", name, len(err.Error()), err)
+		}
+	}
+	// A redirect refused names where it pointed: a line, however long the Location.
+	heads["redirect"] = "HTTP/1.1 302 Found\r\nLocation: http://other.invalid/" + long + "\r\n"
+	base := echoServer(t, func(string) string { return heads["redirect"] })
+	if _, err := NewMetrics(nil, 0).Scrape(context.Background(), base+"/metrics"); !errors.Is(err, ErrRedirectRefused) || len(err.Error()) > 400 {
+		t.Errorf("Scrape(a long redirect) = %d bytes of error (%.120q…); want the redirect refused in at most 400", len(err.Error()), err)
+	}
+	base = echoServer(t, func(string) string { return heads["status line"] })
+	raw := strings.Replace(base, "http://", "http://admin:"+pass+"@", 1) + "/ready"
+	a, err := CheckHTTP(context.Background(), nil, raw)
+	if err != nil || a.Code != 503 || len(a.Status) > 300 || strings.Contains(a.Status, pass[:4]) {
+		t.Errorf("CheckHTTP = %d, %d bytes of status, %v; want 503 with at most 300 bytes, without the password or a piece of it", a.Code, len(a.Status), err)
+	}
+
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		fmt.Fprintf(w, `{"status":"error","errorType":"execution","error":"%s"}`, long)
+	}))
+	defer prom.Close()
+	p, err := NewPrometheus(PrometheusOptions{URL: prom.URL, Username: "admin", Password: pass})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(context.Background(), "up", time.Now())
+	if err == nil || len(err.Error()) > 400 || strings.Contains(err.Error(), pass[:4]) {
+		t.Errorf("Query = %d bytes of error; want at most 400, without the password or a piece of it", len(err.Error()))
 	}
 }

@@ -14,7 +14,8 @@ import (
 // info is dropped and every query value is replaced:
 // http://admin:pw@host:9000/metrics?api_key=K&x=1 names itself http://host:9000/metrics?api_key=[redacted]&x=[redacted].
 // The fragment, never sent, is dropped too. A URL that does not parse names itself by its scheme
-// alone, since the text around a parse error may be a secret.
+// alone, since the text around a parse error may be a secret, and so does one without "//" after its
+// scheme (user:password@host parses so, as the scheme "user" and opaque text).
 func URL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -22,6 +23,11 @@ func URL(raw string) string {
 			return raw[:i] + "://(unparseable URL)"
 		}
 		return "(unparseable URL)"
+	}
+	if u.Opaque != "" {
+		// "admin:PASSWORD@proxy/api", a URL written without "//", parses as the scheme "admin" and
+		// opaque text in which nothing is known to be safe to show.
+		return u.Scheme + ":(opaque)"
 	}
 	u.User = nil
 	u.Fragment, u.RawFragment = "", ""

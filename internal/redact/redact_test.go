@@ -13,6 +13,9 @@ func TestURL(t *testing.T) {
 		{"https://host/x?", "https://host/x"},
 		{"http://host:port:bad/PASSWORD", "http://(unparseable URL)"},
 		{"::PASSWORD", "(unparseable URL)"},
+		// No "//": the part after the scheme is opaque, and may be user:password@host.
+		{"admin:PASSWORD@proxy.internal/api/", "admin:(opaque)"},
+		{"http:admin:PASSWORD@host/x", "http:(opaque)"},
 	}
 	for _, tt := range tests {
 		if got := URL(tt.in); got != tt.want {

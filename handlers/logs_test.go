@@ -1,0 +1,41 @@
+package handlers
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRedactLogLineCommonShapes: credentials the way jobs and their wrappers print them, beyond
+// NAME=value: a command line's --api-key VALUE, a config dumped as JSON or YAML, an Authorization
+// header with basic credentials, and the key shapes of OpenAI-style APIs, GitHub and AWS. The
+// numbers around them, "tokens" included, stay.
+func TestRedactLogLineCommonShapes(t *testing.T) {
+	tests := []struct {
+		line   string
+		secret string
+		keep   []string
+	}{
+		{"exec python gen.py --api-key sk-proj-AbCdEf0123456789abcdefXYZ --max-tokens 2048", "AbCdEf0123", []string{"gen.py", "--max-tokens 2048"}},
+		{"args: --hf_token s3cr3tHFvalue99 --batch 8", "s3cr3tHFvalue99", []string{"--batch 8"}},
+		{`config: {"openai_api_key": "Sekr3tValue0001", "max_tokens": 4096}`, "Sekr3tValue0001", []string{`"max_tokens": 4096`}},
+		{"  wandb_key: Sekr3tValue0002", "Sekr3tValue0002", nil},
+		{"{'password': 'Sekr3tValue0003', 'tokens': 1066}", "Sekr3tValue0003", []string{"'tokens': 1066"}},
+		{"headers: Authorization: Basic YWRtaW46U2VrcjN0VmFsdWUwMDA0", "YWRtaW46U2VrcjN0", nil},
+		{"using key sk-ant-api03-Sekr3tValue0005abcdefghij for the judge", "Sekr3tValue0005", []string{"for the judge"}},
+		{"clone https://github.com/x/y with ghp_Sekr3tValue0006abcdefghijklmnopqrstu", "Sekr3tValue0006", []string{"github.com/x/y"}},
+		{"aws AKIAIOSFODNN7EXAMPLE configured", "IOSFODNN7EXAMPLE", []string{"configured"}},
+		{"decode: 35 ms per-token 12 ms/step", "", []string{"per-token 12 ms/step"}},
+		{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096", "", []string{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096"}},
+	}
+	for _, tt := range tests {
+		got := redactLogLine(tt.line)
+		if tt.secret != "" && (strings.Contains(got, tt.secret) || !strings.Contains(got, "[redacted]")) {
+			t.Errorf("redactLogLine(%q) = %q; want %q redacted", tt.line, got, tt.secret)
+		}
+		for _, k := range tt.keep {
+			if !strings.Contains(got, k) {
+				t.Errorf("redactLogLine(%q) = %q; want %q kept", tt.line, got, k)
+			}
+		}
+	}
+}
