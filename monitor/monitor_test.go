@@ -334,6 +334,70 @@ func TestReplicasBehindOneURL(t *testing.T) {
 	}
 }
 
+// TestMetricsURLsApartOnlyInTheirQuery: a gateway that serves each model's engine at ?model=a and ?model=b.
+// Redacted, both read "?model=[redacted]"; keyed by that alone, their counters (2M and 9M tokens, each growing
+// 400 tok/s) folded as one server's, and every scrape of the other read as a restart or a replica. The history
+// must grow at the two servers' 800 tok/s, and each must be told apart where it is named.
+func TestMetricsURLsApartOnlyInTheirQuery(t *testing.T) {
+	clock := time.Unix(1.75e9, 0)
+	const every, rate = 30.0, 400.0
+	var calls atomic.Int64
+	var down atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() && r.URL.Query().Get("model") == "b" {
+			http.Error(w, "engine b is restarting", http.StatusServiceUnavailable)
+			return
+		}
+		base, start, running := 2e6, 1.7e9, 10
+		if r.URL.Query().Get("model") == "b" {
+			base, start, running = 9e6, 1.71e9, 20
+		}
+		g := base + rate*float64(clock.Unix()-1.75e9)
+		calls.Add(1)
+		fmt.Fprintf(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} %g\n"+
+			"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} %d\n"+
+			"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %g\n", g, running, start)
+	}))
+	defer srv.Close()
+	f := newFixture(t, srv.URL+"/metrics?model=a", srv.URL+"/metrics?model=b")
+	m, _, _ := New(f.file, Options{Now: func() time.Time { return clock }})
+	ctx := context.Background()
+	for i := 0; i < 10; i++ {
+		m.Sample(ctx)
+		clock = clock.Add(every * time.Second)
+	}
+	if calls.Load() < 20 {
+		t.Fatalf("%d scrapes; want both URLs scraped every sample", calls.Load())
+	}
+	h := m.History("synth")
+	a, z := h[1], h[len(h)-1]
+	if got := (*z.GenTokens - *a.GenTokens) / (z.T - a.T); math.Abs(got-2*rate) > 0.05*2*rate {
+		t.Errorf("two URLs apart only in their query: the history's counter grows %.0f tok/s; want %.0f", got, 2*rate)
+	}
+	if z.Running == nil || *z.Running != 30 {
+		t.Errorf("running = %v; want the two servers' 10 + 20", z.Running)
+	}
+	// With b failing, the answer names which of the two is down, and a's reading is not taken for b's.
+	down.Store(true)
+	rs := m.Status(ctx, Need{Progress: true}).Runs[0]
+	var ok, failed []string
+	for _, e := range rs.Engines {
+		if e.OK {
+			ok = append(ok, e.URL)
+		} else {
+			failed = append(failed, e.URL)
+		}
+	}
+	if len(ok) != 1 || len(failed) != 1 || !strings.Contains(failed[0], "entry 2") || ok[0] == failed[0] {
+		t.Errorf("engines up %q, down %q; want entry 1 up and entry 2 down, named apart", ok, failed)
+	}
+	for _, u := range append(ok, failed...) {
+		if strings.Contains(u, "model=a") || strings.Contains(u, "model=b") {
+			t.Errorf("engine named %q: shows a query value redaction hides", u)
+		}
+	}
+}
+
 // A run file's total: that disagrees with the total the log prints is named in the answers: the log's count
 // is used, and the person who wrote total: learns that it is not. A total: that agrees says nothing.
 func TestRunFileTotalDisagreeingWithLog(t *testing.T) {

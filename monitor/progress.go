@@ -2,6 +2,8 @@ package monitor
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -92,10 +94,10 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		}()
 	}
 	wg.Wait()
-	for i, u := range r.Metrics {
-		// The URL becomes a memo key, a shown address and a probe name: redacted, once.
-		name := probes.RedactURL(u)
-		readings = append(readings, probes.EngineReading{Key: name, URL: name, Probe: "metrics " + name, Engine: engines[i], Err: errs[i]})
+	names := metricsNames(r.Metrics)
+	for i := range r.Metrics {
+		readings = append(readings, probes.EngineReading{Key: names[i].key, URL: names[i].shown,
+			Probe: "metrics " + names[i].shown, Engine: engines[i], Err: errs[i]})
 	}
 
 	// The engines: accumulate counters across restarts, sum over servers.
@@ -207,4 +209,29 @@ func describeLogErr(err error, timeout time.Duration) error {
 		return fmt.Errorf("permission denied: run as the job's user: %w", err)
 	}
 	return probes.NoAnswer(err, timeout)
+}
+
+// metricsName is a metrics URL as runwatch keeps and shows it: redacted (a query's values, a password), once.
+type metricsName struct{ key, shown string }
+
+// metricsNames names a run's metrics URLs: each its redacted URL, which is also the key its counters are folded
+// under (kept across restarts). Two URLs that differ only in what redaction hides (a gateway's ?model=a and
+// ?model=b) would share that key, and their counters would fold as one server's, each scrape read as the other
+// replica's: they are keyed apart by a digest of the whole URL (which says nothing of a secret in it) and shown
+// with their place in the run's list.
+func metricsNames(urls []string) []metricsName {
+	out := make([]metricsName, len(urls))
+	seen := map[string]int{}
+	for i, u := range urls {
+		n := probes.RedactURL(u)
+		out[i] = metricsName{n, n}
+		seen[n]++
+	}
+	for i, u := range urls {
+		if n := out[i].shown; seen[n] > 1 {
+			sum := sha256.Sum256([]byte(u))
+			out[i] = metricsName{n + "#" + hex.EncodeToString(sum[:4]), fmt.Sprintf("%s (metrics entry %d)", n, i+1)}
+		}
+	}
+	return out
 }
