@@ -43,6 +43,21 @@ func twoRuns(f *config.File) {
 	f.Runs = append(f.Runs, r)
 }
 
+// TestAppHomeFloodIsLimited: each app_home_opened publishes a fresh view; a user opening the tab twenty
+// times at once gets at most the burst published, the rest unanswered (the tab keeps the last view).
+func TestAppHomeFloodIsLimited(t *testing.T) {
+	w := newWarningEnvWith(t, botOpts{})
+	frozen := time.Now()
+	w.app.limiter.now = func() time.Time { return frozen } // no refill
+	for i := range 2 * defaultUserBurst {
+		w.post(t, "/slack/events", homeOpened(fmt.Sprintf("EvHomeFlood%d", i), "UADMIN", "D0HOME"), nil)
+	}
+	w.waitIdle()
+	if n := len(w.fake.Calls("views.publish")); n == 0 || n > defaultUserBurst {
+		t.Errorf("%d openings of the App Home published %d views; want between 1 and the burst of %d", 2*defaultUserBurst, n, defaultUserBurst)
+	}
+}
+
 func TestAppHomePublishesEveryRun(t *testing.T) {
 	w := newWarningEnvWith(t, botOpts{file: twoRuns})
 	w.step(t, w.mon.Now(), ev("synth", stalled), ev("extract", nil))

@@ -82,6 +82,17 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) {
 		if p.messageTS == "" {
 			p.messageTS = cb.Message.Timestamp
 		}
+		// Presses count against the presser's rate limit as questions do: each is an evaluation and an
+		// edit, and a flood of them would take every answer slot from the channel.
+		if ok, wait, warned := s.limiter.allow(p.user); !ok {
+			s.metrics.event("rate_limited")
+			if !warned && (strings.HasPrefix(p.channel, "C") || strings.HasPrefix(p.channel, "G") || strings.HasPrefix(p.channel, "D")) {
+				msg := reports.Message{Sections: []string{fmt.Sprintf(":raised_hand: You've pressed several buttons in a few seconds "+
+					"and I'm still on the earlier ones. Press again in %d s, please.", max(1, int(wait.Round(time.Second)/time.Second)))}}
+				s.detach(func(ctx context.Context) { s.tell(ctx, p, msg) })
+			}
+			continue
+		}
 		s.metrics.event("pressed")
 		s.background(func(ctx context.Context) { s.press(ctx, p) })
 	}

@@ -144,6 +144,38 @@ func TestStatusPostHasButtons(t *testing.T) {
 // waitIdle waits until the app has answered everything in flight.
 func (e *httpEnv) waitIdle() { e.app.wait(20 * time.Second) }
 
+// TestPressFloodIsLimited: presses count against the presser's rate limit, as questions do. An admin pressing
+// Snooze 1 h twenty times at once gets at most the burst answered (each an edit of the message), is told once
+// to wait, and the rest are dropped; another admin's press still goes through.
+func TestPressFloodIsLimited(t *testing.T) {
+	e := newHTTPEnv(t, botOpts{env: config.Env{Admins: []string{"UADMIN", "UOTHER"}}})
+	frozen := time.Now()
+	e.app.limiter.now = func() time.Time { return frozen } // no refill: the limit's counts are exact
+	post, ts := postStatus(t, e)
+	for range 2 * defaultUserBurst {
+		e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	}
+	e.waitIdle()
+	updates := len(e.fake.Calls("chat.update"))
+	if updates == 0 || updates > defaultUserBurst {
+		t.Errorf("%d presses in a burst made %d message edits; want between 1 and the burst of %d", 2*defaultUserBurst, updates, defaultUserBurst)
+	}
+	var told int
+	for _, c := range e.fake.Calls("chat.postEphemeral") {
+		if strings.Contains(c.Form.Get("text"), "Press again in") && c.Form.Get("user") == "UADMIN" {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Errorf("the flooding presser was told to wait %d times; want once", told)
+	}
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UOTHER", actUnsnooze, ""), nil)
+	e.waitIdle()
+	if _, ok := e.mon.SnoozedUntil("synth"); ok {
+		t.Errorf("another admin's Unsnooze after the flood did not go through")
+	}
+}
+
 func TestPressSnoozeAsAdmin(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{})
 	post, ts := postStatus(t, e)

@@ -446,6 +446,12 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
 			s.metrics.event("ignored")
 			return
 		}
+		// Each opening publishes a fresh view: a flood of them counts against the user's limit, unanswered
+		// past it (the tab keeps the view published last).
+		if ok, _, _ := s.limiter.allow(in.User); !ok {
+			s.metrics.event("rate_limited")
+			return
+		}
 		s.metrics.event("answered")
 		s.background(func(ctx context.Context) { s.home(ctx, in.User, in.Channel) })
 		return
