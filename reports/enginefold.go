@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"runwatch/probes"
 	"runwatch/reports/estimate"
@@ -182,12 +183,27 @@ func (t EngineTotals) Progress(o *Observation, total int64) (Progress, bool) {
 // PromHistory folds Prometheus history steps as if the engines had been sampled at every step:
 // counters are carried across server restarts from prev, and each step where the engines say how
 // many requests finished becomes an observation. Steps at or before after are skipped (but folded).
+//
+// A query_range answer's series start at different steps (a server's first scrape lands after
+// another's, a target is relabelled in): a step before every engine of the newest step has a series
+// sums only some of them, and the step where the others appear adds their whole counters at once. The
+// history starts at the first step where all of them are present (the steps before are folded, not
+// observed); an engine that went away before the newest step does not hold it back.
 func PromHistory(steps []probes.PromStep, where string, prev map[string]estimate.Counter, total int64, after float64) ([]Observation, map[string]estimate.Counter) {
 	counters := prev
 	known := map[string]bool{}
 	for k := range counters {
 		known[k] = true
 	}
+	var newest []string
+	if n := len(steps); n > 0 {
+		for _, pi := range steps[n-1].Instances {
+			if pi.Engine.Kind != "" {
+				newest = append(newest, pi.Name)
+			}
+		}
+	}
+	complete := false // every engine of the newest step has been present
 	var out []Observation
 	for _, step := range steps {
 		readings, _ := probes.PromReadings(step.Instances, where, known)
@@ -196,7 +212,15 @@ func PromHistory(steps []probes.PromStep, where string, prev map[string]estimate
 		for k := range counters {
 			known[k] = true
 		}
-		if step.T <= after {
+		if !complete {
+			complete = true
+			for _, name := range newest {
+				complete = complete && slices.ContainsFunc(step.Instances, func(pi probes.PromInstance) bool {
+					return pi.Name == name && pi.Engine.Kind != ""
+				})
+			}
+		}
+		if step.T <= after || !complete {
 			continue
 		}
 		o := Observation{T: step.T}
