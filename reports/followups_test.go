@@ -128,7 +128,7 @@ func TestReplayedFinishSummary(t *testing.T) {
 		t.Errorf("peak %v tok/s below the average %v", f.PeakTokensPerS, f.AvgTokensPerS)
 	}
 	line := FinishLine(*f, time.UTC)
-	for _, want := range []string{"after " + Duration(f.DurationS), Rate(f.AvgTokensPerS, "tok/s"), "25,000 items", "18 errors", "first estimate"} {
+	for _, want := range []string{"after " + Duration(f.DurationS), Rate(f.AvgTokensPerS, "tok/s"), "25,000 items", "18 errors", "first baseline estimate"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("FinishLine = %q; want %q in it", line, want)
 		}
