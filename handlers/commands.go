@@ -390,7 +390,7 @@ func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
 		return errorReply("check storage", err)
 	}
 	m := reports.Message{Title: rs.Name + " · storage"}
-	m.Sections = append(m.Sections, reports.StorageVerdict(rs.Storage))
+	m.Sections = append(m.Sections, reports.StorageVerdict(rs.Storage, rs.Plans))
 	for _, w := range rs.Storage.Warnings {
 		m.Sections = append(m.Sections, rs.Storage.WarningSeverity(w)+" "+w.Message)
 	}

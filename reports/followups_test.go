@@ -159,7 +159,7 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 	in := storageInput()
 	in.Scan = &probes.WriterScan{Processes: 3}
 	st := BuildStorage(in, func(string) (float64, bool) { return 11400, true })
-	v := StorageVerdict(st)
+	v := StorageVerdict(st, nil)
 	if strings.Contains(v, "no writes to") || !strings.Contains(v, "1 output resolves inside protected `/shared`") {
 		t.Errorf("StorageVerdict = %q; want the output inside /shared first, no all-clear", v)
 	}
@@ -175,7 +175,7 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 		t.Errorf("AnswerWrites as root = %q; want the hidden process named and no advice to run as root", w)
 	}
 	// Both notes in one parenthesis, not "(no writes there yet) (1 process not visible: ...)".
-	if v, want := PlainText(StorageVerdict(st)), "inside protected /shared (no writes there yet; 1 process not visible: tini pid 1)"; !strings.Contains(v, want) {
+	if v, want := PlainText(StorageVerdict(st, nil)), "inside protected /shared (no writes there yet; 1 process not visible: tini pid 1)"; !strings.Contains(v, want) {
 		t.Errorf("StorageVerdict = %q; want %q", v, want)
 	}
 }
