@@ -36,8 +36,11 @@ type Mark struct {
 // Input is what a run's checks read besides the world.
 type Input struct {
 	Marks    map[string]Mark
-	Progress *reports.Progress  // nil when no progress is known
-	Metrics  map[string]float64 // the sample's engine values by alias; nil without a sample
+	Progress *reports.Progress // nil when no progress is known
+	// ProgressProblems are the progress sources' failures (reports.ProgressProblems), which say why Progress
+	// is nil.
+	ProgressProblems []reports.Problem
+	Metrics          map[string]float64 // the sample's engine values by alias; nil without a sample
 	// Growing is the last look at each growing stage's directory, by stage name.
 	Growing map[string]reports.Growth
 	Now     time.Time
@@ -128,7 +131,7 @@ func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, 
 		}
 		return reports.StageStatus{State: reports.StagePending, Detail: s.Path + " does not exist yet"}
 	case "progress":
-		return reports.StageFromProgress(in.Progress)
+		return reports.StageFromProgress(in.Progress, in.ProgressProblems)
 	case "growing":
 		return c.growing(ctx, s, in, looks)
 	case "metric":

@@ -35,7 +35,7 @@ func commandTable() []Command {
 			Description: "Why the ETA moved: the last moves with their times and causes, in numbers.",
 			Examples:    []string{"why did the ETA move?", "why is the ETA different?", "what changed?"}},
 		{Name: "ontrack", Usage: "ontrack [run]", NeedsRun: true, Handler: handleOnTrack,
-			Description: "Whether the run is on track: the finish now against the first estimate (and the baseline warnings compare against).",
+			Description: "Whether the run is on track: the finish now against the first baseline estimate (and the one warnings compare against now).",
 			Examples:    []string{"are we on track?", "are we behind schedule?"}},
 		{Name: "left", Usage: "left [run]", NeedsRun: true, Handler: handleLeft,
 			Description: "What is left: items and checklist stages still to do, and what blocks each.",
@@ -390,7 +390,7 @@ func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
 		return errorReply("check storage", err)
 	}
 	m := reports.Message{Title: rs.Name + " · storage"}
-	m.Sections = append(m.Sections, reports.StorageVerdict(rs.Storage))
+	m.Sections = append(m.Sections, reports.StorageVerdict(rs.Storage, rs.Plans))
 	for _, w := range rs.Storage.Warnings {
 		m.Sections = append(m.Sections, rs.Storage.WarningSeverity(w)+" "+w.Message)
 	}

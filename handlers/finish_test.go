@@ -277,7 +277,7 @@ func TestDemoFinishThroughputStopsAtFinish(t *testing.T) {
 }
 
 // The finish post and the answers after it say each figure beside what it is, in clean sentences, and name
-// the first estimate for what it is: the first runwatch recorded, which it never posted.
+// the first estimate for what it is: the first baseline runwatch recorded, which it never posted.
 func TestDemoFinishWording(t *testing.T) {
 	f := startFinishJob(t, sim.DemoScenario(), 16000)
 	for !f.job.Done() {
@@ -294,8 +294,8 @@ func TestDemoFinishWording(t *testing.T) {
 		if what != "stuck answer" && !averaged.MatchString(text) {
 			t.Errorf("%s = %q; want %q", what, text, averaged)
 		}
-		if what != "stuck answer" && !strings.Contains(text, "The first estimate recorded (at ") {
-			t.Errorf("%s = %q; want the first estimate named as the first recorded", what, text)
+		if what != "stuck answer" && !strings.Contains(text, "The first baseline estimate (at ") {
+			t.Errorf("%s = %q; want the first estimate named as the first baseline", what, text)
 		}
 		if strings.Contains(text, "are done") || strings.Contains(text, ". all") {
 			t.Errorf("%s = %q; want one clean sentence for the finish", what, text)

@@ -85,7 +85,7 @@ func TestReplayedJobAnswers(t *testing.T) {
 	eta := ask("ETA?")
 	dur := reports.Duration(*last.Elapsed)
 	avg := reports.Rate(*last.AvgCompletion*float64(last.Done) / *last.Elapsed, "tok/s")
-	for _, want := range []string{"Finished at", "after " + dur, "25,000 items", "Averaged " + avg, "first estimate"} {
+	for _, want := range []string{"Finished at", "after " + dur, "25,000 items", "Averaged " + avg, "first baseline estimate"} {
 		if !strings.Contains(eta, want) {
 			t.Errorf("last ETA answer = %q; want %q", eta, want)
 		}
@@ -93,7 +93,7 @@ func TestReplayedJobAnswers(t *testing.T) {
 	if tp := ask("how fast are we going?"); strings.Contains(tp, "not measured") || !strings.Contains(tp, avg) {
 		t.Errorf("throughput after the finish = %q; want the run average %s", tp, avg)
 	}
-	if on := ask("are we on track?"); !strings.Contains(on, "It finished") || !strings.Contains(on, "first estimate") {
+	if on := ask("are we on track?"); !strings.Contains(on, "It finished") || !strings.Contains(on, "first baseline estimate") {
 		t.Errorf("on track after the finish = %q", on)
 	}
 }

@@ -129,7 +129,7 @@ func (s *slackApp) homeRunBlocks(h homeRun) []slack.Block {
 	if rs.ETA != nil {
 		head = append(head, reports.ETALine(*rs.ETA, s.bot.loc))
 	}
-	head = append(head, reports.StorageVerdict(rs.Storage))
+	head = append(head, reports.StorageVerdict(rs.Storage, rs.Plans))
 	out := []slack.Block{section(strings.Join(head, "\n"))}
 	if len(rs.Stages) > 0 {
 		out = append(out, section("*Checklist*\n"+reports.Checklist(rs.Stages)))

@@ -37,3 +37,24 @@ func TestServerCountSaysItRunsFromTheServerStart(t *testing.T) {
 		}
 	}
 }
+
+// After a run counted by its servers alone finishes, every answer that shows the final count still says whose
+// count it is: "No items left: all 25,000 are done" alone claimed the job's own count.
+func TestFinishedServerCountSaysItRunsFromTheServerStart(t *testing.T) {
+	for _, src := range []string{"prometheus", "metrics", "log"} {
+		runs := replyRuns(t)
+		runs.rs.Progress = &reports.Progress{Done: 25000, Total: 25000, Source: src}
+		runs.rs.ETA = &reports.ETA{State: reports.StateDone, Reason: "all done", Progress: 1}
+		runs.rs.Stages = nil
+		b := NewBot(runs, time.UTC, config.Env{})
+		for _, q := range []string{"ETA?", "status", "what's left?", "is it stuck?"} {
+			got := b.Ask(context.Background(), Request{Text: q, Source: "mention", Channel: "C1"}).Message.Text()
+			if !strings.Contains(got, "25,000") {
+				continue // this answer shows no count
+			}
+			if says := strings.Contains(got, "from the server's start"); says != (src != "log") {
+				t.Errorf("%s, finished, progress from %s = %q; want the server's count named: %v", q, src, got, src != "log")
+			}
+		}
+	}
+}

@@ -9,10 +9,11 @@ import (
 	"runwatch/reports"
 )
 
-// checkStages evaluates the run's checklist (package checklist) from this sample and the marks and
-// directory looks kept in the run's state, and keeps the new looks.
-func (m *Monitor) checkStages(ctx context.Context, r *config.Run, st *runState, smp *sample) []reports.StageStatus {
-	in := checklist.Input{Now: m.opts.Now()}
+// checkStages evaluates the run's checklist (package checklist) from this sample, the problems its probes met
+// (a progress source's failure is the progress stage's) and the marks and directory looks kept in the run's
+// state, and keeps the new looks.
+func (m *Monitor) checkStages(ctx context.Context, r *config.Run, st *runState, smp *sample, problems []reports.Problem) []reports.StageStatus {
+	in := checklist.Input{Now: m.opts.Now(), ProgressProblems: reports.ProgressProblems(problems)}
 	st.mu.Lock()
 	in.Marks, in.Growing = maps.Clone(st.Stages), maps.Clone(st.Growing)
 	st.mu.Unlock()

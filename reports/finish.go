@@ -137,8 +137,10 @@ func FinishLine(f FinishSummary, loc *time.Location) string {
 			word = "earlier"
 		}
 		// The first estimate is the shift detector's first reference, recorded, not posted: nobody was told
-		// it unless they asked then.
-		s += fmt.Sprintf(" The first estimate recorded (at %s) said %s: it finished %s %s.", SlackTime(tTime(f.First.At), loc),
+		// it unless they asked then. It is named as the first baseline, as the ETA answers before it said ("No
+		// baseline estimate yet"): whoever asked earlier got a rough figure, and "the first estimate" would be a
+		// second first.
+		s += fmt.Sprintf(" The first baseline estimate (at %s) said %s: it finished %s %s.", SlackTime(tTime(f.First.At), loc),
 			SlackTime(tTime(f.First.FinishT), loc), Duration(math.Abs(off)), word)
 	}
 	return s

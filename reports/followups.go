@@ -20,7 +20,12 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 			items = append(items, "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file).")
 		}
 	case r.ETA != nil && r.ETA.State == StateDone:
-		s := fmt.Sprintf(":white_check_mark: *No items left*: all %s are done.", Count(float64(r.Progress.Done)))
+		s := fmt.Sprintf(":white_check_mark: *No items left*: all %s are done", Count(float64(r.Progress.Done)))
+		if r.Progress.ServerCount() {
+			// The servers' counter reaching the total is all the finish there is to go on: say whose count it is.
+			s += ", " + serverCountNote
+		}
+		s += "."
 		if r.Finish != nil {
 			s += " " + FinishLine(*r.Finish, loc)
 		}

@@ -128,7 +128,7 @@ func TestReplayedFinishSummary(t *testing.T) {
 		t.Errorf("peak %v tok/s below the average %v", f.PeakTokensPerS, f.AvgTokensPerS)
 	}
 	line := FinishLine(*f, time.UTC)
-	for _, want := range []string{"after " + Duration(f.DurationS), Rate(f.AvgTokensPerS, "tok/s"), "25,000 items", "18 errors", "first estimate"} {
+	for _, want := range []string{"after " + Duration(f.DurationS), Rate(f.AvgTokensPerS, "tok/s"), "25,000 items", "18 errors", "first baseline estimate"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("FinishLine = %q; want %q in it", line, want)
 		}
@@ -159,7 +159,7 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 	in := storageInput()
 	in.Scan = &probes.WriterScan{Processes: 3}
 	st := BuildStorage(in, func(string) (float64, bool) { return 11400, true })
-	v := StorageVerdict(st)
+	v := StorageVerdict(st, nil)
 	if strings.Contains(v, "no writes to") || !strings.Contains(v, "1 output resolves inside protected `/shared`") {
 		t.Errorf("StorageVerdict = %q; want the output inside /shared first, no all-clear", v)
 	}
@@ -175,7 +175,7 @@ func TestStorageHeadlineLeadsWithTheRisk(t *testing.T) {
 		t.Errorf("AnswerWrites as root = %q; want the hidden process named and no advice to run as root", w)
 	}
 	// Both notes in one parenthesis, not "(no writes there yet) (1 process not visible: ...)".
-	if v, want := PlainText(StorageVerdict(st)), "inside protected /shared (no writes there yet; 1 process not visible: tini pid 1)"; !strings.Contains(v, want) {
+	if v, want := PlainText(StorageVerdict(st, nil)), "inside protected /shared (no writes there yet; 1 process not visible: tini pid 1)"; !strings.Contains(v, want) {
 		t.Errorf("StorageVerdict = %q; want %q", v, want)
 	}
 }

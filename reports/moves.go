@@ -18,7 +18,9 @@ type EstimateMark struct {
 // announced now, and the last sharp moves (the shift warnings), newest last. "Announced" is the detector's
 // word for its baseline, which a shift warning posts but which is also taken silently (the first estimate, and
 // one the ETA crept to over the cooldown), so answers call it the baseline estimate: "announced at 18:09"
-// named a post nobody saw.
+// named a post nobody saw. The first is "the first baseline estimate", never "the first estimate": a rough or
+// too-early figure answered before it is never announced (no warning may measure a move from it), and whoever
+// asked then was told "no baseline estimate yet".
 type MoveLog struct {
 	First     *EstimateMark `json:"first,omitempty"`
 	Announced *EstimateMark `json:"announced,omitempty"`
@@ -115,11 +117,11 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		}
 		return "No baseline estimate yet, so none has moved: the first is taken " + announceWait(e) + "."
 	}
-	s := fmt.Sprintf("No sharp move since the first estimate recorded at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
+	s := fmt.Sprintf("No sharp move since the first baseline estimate, at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
 	switch {
 	case l.Drift != nil && l.Announced != nil && l.Announced.At == l.First.At:
-		// The first estimate is the one announced: "recorded at 16:36 ... announced at 16:36" read as two.
+		// The first estimate is the one announced: "first at 16:36 ... baseline of 16:36" read as two.
 		s += fmt.Sprintf("; the finish is %s against it now", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
 	case l.Drift != nil && l.Announced != nil:
 		s += fmt.Sprintf("; it is %s against the baseline estimate of %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
@@ -253,7 +255,7 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 		if l == nil || l.First == nil {
 			lead = ":information_source: *No baseline estimate yet*, so none has moved. I take one " + announceWait(e) + "."
 		} else {
-			lead += fmt.Sprintf(" The first estimate, at %s, said the run would finish at %s.", SlackTime(tTime(l.First.At), loc),
+			lead += fmt.Sprintf(" The first baseline estimate, at %s, said the run would finish at %s.", SlackTime(tTime(l.First.At), loc),
 				SlackTime(tTime(l.First.FinishT), loc))
 		}
 		m.Sections = append(m.Sections, lead)
@@ -299,7 +301,7 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 	return m
 }
 
-// AnswerOnTrack answers "are we on track?": the current finish against the first estimate (and the one
+// AnswerOnTrack answers "are we on track?": the current finish against the first baseline estimate (and the one
 // announced now, when it differs).
 func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.Location) Message {
 	m := Message{Title: run + " · on track?"}
@@ -325,7 +327,7 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 	}
 	first := l.First
 	if e.State == StateStalled {
-		m.Sections = append(m.Sections, fmt.Sprintf(":rotating_light: *No — it is stalled.* The first estimate (at %s) said it would finish at %s. %s",
+		m.Sections = append(m.Sections, fmt.Sprintf(":rotating_light: *No — it is stalled.* The first baseline estimate (at %s) said it would finish at %s. %s",
 			SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc), ETALine(*e, loc)))
 		return m
 	}
@@ -350,7 +352,7 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 	if late < 0 {
 		rel = "earlier than"
 	}
-	s := fmt.Sprintf("%s — finish around %s, %s %s the first estimate recorded (at %s, finish %s).", lead, SlackDateTime(*e.FinishAt, loc),
+	s := fmt.Sprintf("%s — finish around %s, %s %s the first baseline estimate (at %s, finish %s).", lead, SlackDateTime(*e.FinishAt, loc),
 		Duration(math.Abs(late)), rel, SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc))
 	if a := l.Announced; a != nil && a.At != first.At {
 		s += fmt.Sprintf(" Against the baseline estimate of %s (finish %s, the one warnings compare against) it is %s.", SlackTime(tTime(a.At), loc),

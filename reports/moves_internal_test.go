@@ -28,7 +28,7 @@ func TestLastMoveLineFirstIsAnnounced(t *testing.T) {
 	mark := EstimateMark{At: 1795943940, FinishT: 1795943940 + 9000}
 	l := &MoveLog{First: &mark, Announced: &mark, Drift: &Shift{FromFinish: mark.FinishT, ToFinish: mark.FinishT + 3180}}
 	got := PlainText(LastMoveLine(l, nil, time.UTC))
-	if want := "No sharp move since the first estimate recorded at 09:19 UTC (finish 11:49 UTC); the finish is +53 min against it now."; got != want {
+	if want := "No sharp move since the first baseline estimate, at 09:19 UTC (finish 11:49 UTC); the finish is +53 min against it now."; got != want {
 		t.Errorf("LastMoveLine = %q; want %q", got, want)
 	}
 	later := EstimateMark{At: mark.At + 3600, FinishT: mark.FinishT + 600}

@@ -8,8 +8,17 @@ import (
 
 // The checklist's verdicts, from what the probes read: pure functions of the readings.
 
-// StageFromProgress is a `progress` check's state; p is nil when no progress is known.
-func StageFromProgress(p *Progress) StageStatus {
+// StageFromProgress is a `progress` check's state; p is nil when no progress is known, and failed is then
+// the progress sources' problems (ProgressProblems). A source that failed is named with its error, the check
+// unchecked: "no progress reported yet" read as a job that has not started while its log could not be read.
+func StageFromProgress(p *Progress, failed []Problem) StageStatus {
+	if p == nil && len(failed) > 0 {
+		d := fmt.Sprintf("no progress reading: %s failed: %s", failed[0].Probe, failed[0].short(200))
+		if n := len(failed) - 1; n > 0 {
+			d += fmt.Sprintf(" (%s failed too)", Plural(n, "other source", "other sources"))
+		}
+		return StageStatus{State: StagePending, Detail: d, Unchecked: true}
+	}
 	if p == nil {
 		return StageStatus{State: StagePending, Detail: "no progress reported yet"}
 	}

@@ -19,9 +19,24 @@ func TestStageFromProgress(t *testing.T) {
 		{&Progress{Done: 25000, Total: 25000}, StageDone, "25,000 items done"},
 	}
 	for _, tt := range tests {
-		if got := StageFromProgress(tt.p); got.State != tt.state || got.Detail != tt.want {
+		if got := StageFromProgress(tt.p, nil); got.State != tt.state || got.Detail != tt.want {
 			t.Errorf("StageFromProgress(%+v) = %+v; want %s %q", tt.p, got, tt.state, tt.want)
 		}
+	}
+	// Without progress, a failed source is named, the log first whatever the order the probes failed in; the
+	// check is unchecked (it could not run), and a source that failed for progress and something else once.
+	failed := []Problem{
+		{Probe: "metrics http://gpu-1:8000/metrics", Error: "scrape http://gpu-1:8000/metrics: connection refused"},
+		{Probe: "mounts", Error: "read mountinfo: permission denied"},
+		{Probe: "log /data/gen.log", Error: "log /data/gen.log: permission denied\nread /data/gen.log"},
+		{Probe: "metrics http://gpu-1:8000/metrics", Error: "scrape http://gpu-1:8000/metrics: connection refused"},
+	}
+	got := StageFromProgress(nil, ProgressProblems(failed))
+	if want := "no progress reading: log /data/gen.log failed: permission denied; read /data/gen.log (1 other source failed too)"; got.Detail != want || !got.Unchecked || got.State != StagePending {
+		t.Errorf("StageFromProgress(nil, failed) = %+v; want pending, unchecked, %q", got, want)
+	}
+	if got := StageFromProgress(&Progress{Done: 12}, ProgressProblems(failed)); got.Detail != "12 done" || got.Unchecked {
+		t.Errorf("StageFromProgress(progress, failed) = %+v; want the progress: another source answered", got)
 	}
 }
 
@@ -98,7 +113,7 @@ func TestShrinkRate(t *testing.T) {
 // A progress stage counted by the servers says whose count it is, as the progress line does.
 func TestStageFromServerCount(t *testing.T) {
 	for _, src := range []string{"metrics", "prometheus", "log"} {
-		got := StageFromProgress(&Progress{Done: 11500, Total: 25000, Source: src}).Detail
+		got := StageFromProgress(&Progress{Done: 11500, Total: 25000, Source: src}, nil).Detail
 		if says := strings.Contains(got, "server's count"); says != (src != "log") {
 			t.Errorf("StageFromProgress(source %s).Detail = %q; want the server's count named: %v", src, got, src != "log")
 		}

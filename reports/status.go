@@ -3,7 +3,7 @@ package reports
 import (
 	"fmt"
 	"runwatch/reports/estimate"
-	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -94,13 +94,18 @@ type StageStatus struct {
 // Problem lines are kept short in chat; the JSON keeps them whole. Each is one line (joined errors
 // are separated by "; ") and names its probe once, though the error may begin with it too.
 func problemLine(p Problem) string {
+	return fmt.Sprintf(":warning: %s: %s", Esc(p.Probe), Esc(p.short(300)))
+}
+
+// short is the problem's error in one line of at most max bytes, without its probe's name in front.
+func (p Problem) short(max int) string {
 	var parts []string
 	for _, line := range strings.Split(strings.TrimPrefix(p.Error, p.Probe+": "), "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			parts = append(parts, line)
 		}
 	}
-	return fmt.Sprintf(":warning: %s: %s", Esc(p.Probe), Esc(truncate(strings.Join(parts, "; "), 300)))
+	return truncate(strings.Join(parts, "; "), max)
 }
 
 // ProblemContext renders the problems as context lines.
@@ -339,8 +344,10 @@ func Checklist(stages []StageStatus) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// StorageVerdict is the one-line storage summary of a status.
-func StorageVerdict(st Storage) string {
+// StorageVerdict is the one-line storage summary of a status. A mount's free space and time to full carry on
+// the same part each plan of plans that does not fit there, as the space answer does: "fills in 27 d" reads as
+// safe beside hidden states still to come that need twenty times the free space.
+func StorageVerdict(st Storage, plans []PlanResult) string {
 	var parts []string
 	switch {
 	case st.ProtectedWrites:
@@ -397,6 +404,22 @@ func StorageVerdict(st Storage) string {
 		} else {
 			s += "free space unknown"
 		}
+		switch names, needs := unfitOn(p, plans); len(names) {
+		case 0:
+		case 1:
+			if p.FillsInS != nil {
+				s += " at the current rate"
+			}
+			s += fmt.Sprintf("; :red_circle: %s needs %s: does not fit", names[0], needs[0])
+		default:
+			if p.FillsInS != nil {
+				s += " at the current rate"
+			}
+			for i := range names {
+				names[i] += " (" + needs[i] + ")"
+			}
+			s += fmt.Sprintf("; :red_circle: %s and %s do not fit", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+		}
 		parts = append(parts, s)
 	}
 	if len(parts) == 0 {
@@ -419,14 +442,26 @@ func noProgressLine(problems []Problem) string {
 // endpoint, Prometheus.
 func failedProgressSources(problems []Problem) []string {
 	var failed []string
-	for _, p := range problems {
-		// A dead Prometheus fails its history and its query alike: one source, named once.
-		if (strings.HasPrefix(p.Probe, "log ") || strings.HasPrefix(p.Probe, "metrics ") || strings.HasPrefix(p.Probe, "prometheus")) &&
-			!slices.Contains(failed, Code(p.Probe)) {
-			failed = append(failed, Code(p.Probe))
-		}
+	for _, p := range ProgressProblems(problems) {
+		failed = append(failed, Code(p.Probe))
 	}
 	return failed
+}
+
+// ProgressProblems is the problems of the progress sources (the log, a metrics endpoint, Prometheus), each
+// source once (a dead Prometheus fails its history and its query alike), in the order of their names: the
+// log, which counts the job when there is one, first, whatever order the probes failed in.
+func ProgressProblems(problems []Problem) []Problem {
+	var out []Problem
+	seen := map[string]bool{}
+	for _, p := range problems {
+		if (strings.HasPrefix(p.Probe, "log ") || strings.HasPrefix(p.Probe, "metrics ") || strings.HasPrefix(p.Probe, "prometheus")) && !seen[p.Probe] {
+			seen[p.Probe] = true
+			out = append(out, p)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Probe < out[j].Probe })
+	return out
 }
 
 // RenderStatus renders a run's full status: the console's `status` and Slack's hourly post.
@@ -457,7 +492,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	if l := SignalLines(r); len(l) > 0 {
 		m.Sections = append(m.Sections, strings.Join(l, "\n"))
 	}
-	m.Sections = append(m.Sections, StorageVerdict(r.Storage))
+	m.Sections = append(m.Sections, StorageVerdict(r.Storage, r.Plans))
 	for _, w := range r.Storage.Warnings {
 		m.Sections = append(m.Sections, r.Storage.WarningSeverity(w)+" "+w.Message)
 	}

@@ -321,16 +321,7 @@ func freeLine(p PathInfo, held []string, rates []WriteRate, etaS *float64, plans
 			b.WriteString(".")
 		}
 	}
-	var names, needs []string
-	for _, pl := range plans {
-		if pl.Mount == p.Mount && pl.Host == p.Host && pl.Fits != nil && !*pl.Fits {
-			need := pl.BytesNeeded
-			if pl.BytesHigh > 0 {
-				need = pl.BytesHigh
-			}
-			names, needs = append(names, Esc(pl.Name)), append(needs, Bytes(need))
-		}
-	}
+	names, needs := unfitOn(p, plans)
 	switch n := len(names); {
 	case n == 1:
 		fmt.Fprintf(&b, " :red_circle: Plan %s does not fit here: it needs %s.", names[0], needs[0])
@@ -344,6 +335,21 @@ func freeLine(p PathInfo, held []string, rates []WriteRate, etaS *float64, plans
 		b.WriteString(" :warning: protected mount.")
 	}
 	return b.String()
+}
+
+// unfitOn names (escaped) each plan of plans that does not fit on p's mount, with the bytes it needs there
+// (the high figure of a projection, the one its verdict used).
+func unfitOn(p PathInfo, plans []PlanResult) (names, needs []string) {
+	for _, pl := range plans {
+		if pl.Mount == p.Mount && pl.Host == p.Host && pl.Fits != nil && !*pl.Fits {
+			need := pl.BytesNeeded
+			if pl.BytesHigh > 0 {
+				need = pl.BytesHigh
+			}
+			names, needs = append(names, Esc(pl.Name)), append(needs, Bytes(need))
+		}
+	}
+	return names, needs
 }
 
 // invisibleClause says which processes could not be inspected and what would show them: "1 process

@@ -119,7 +119,7 @@ func TestBuildStorageFailures(t *testing.T) {
 		t.Errorf("AnswerWrites without a scan = %q; want an Unknown verdict", m.Sections[0])
 	}
 	// The status line must not give the all-clear either.
-	if v := StorageVerdict(st); strings.Contains(v, "no writes") || !strings.Contains(v, "unknown (the open-files scan failed)") {
+	if v := StorageVerdict(st, nil); strings.Contains(v, "no writes") || !strings.Contains(v, "unknown (the open-files scan failed)") {
 		t.Errorf("StorageVerdict without a scan = %q; want writes unknown, not an all-clear", v)
 	}
 }
@@ -187,7 +187,7 @@ func TestProtectedSeverityIsOneAcrossAnswers(t *testing.T) {
 				"where":          AnswerWhere("demo", tt.st).Sections[0],
 				"writes":         AnswerWrites("demo", tt.st, Target{}).Sections[0],
 				"safe":           AnswerSafe("demo", tt.st, Target{}).Sections[0],
-				"status":         StorageVerdict(tt.st),
+				"status":         StorageVerdict(tt.st, nil),
 				"status warning": status.Sections[2],
 				"warning":        tt.st.WarningSeverity(tt.st.Warnings[0]),
 			}
@@ -266,5 +266,36 @@ func TestAnswerFreeNamesEveryPathOnTheMount(t *testing.T) {
 	got = AnswerFree("demo", paths, nil, nil, plans).Text()
 	if want := "holds /data/out, /data/hs, /data/a and 2 more."; !strings.Contains(got, want) {
 		t.Errorf("AnswerFree with five paths on /data = %q; want %q", got, want)
+	}
+}
+
+// The status storage line carries, beside a mount's time to full, each plan that does not fit there, as the
+// space answer does: "fills in 17 h" alone reads as safe above a plan two lines down that needs ten times the
+// free space. A plan that fits, or one on another mount, adds nothing.
+func TestStorageVerdictNamesUnfitPlans(t *testing.T) {
+	st := BuildStorage(storageInput(), func(string) (float64, bool) { return 5 * 3600, true })
+	no, yes := false, true
+	hs := PlanResult{Name: "hidden-states", Target: "/data/hs", Mount: "/data", BytesNeeded: 25e12, BytesHigh: 30e12, Fits: &no}
+	small := PlanResult{Name: "logits", Target: "/data/logits", Mount: "/data", BytesNeeded: 1e9, Fits: &yes}
+	all := PlanResult{Name: "all-layers", Target: "/data/all", Mount: "/data", BytesNeeded: 400e12, Fits: &no}
+	onShared := PlanResult{Name: "shared-plan", Target: "/shared/x", Mount: "/shared", BytesNeeded: 1e9, Fits: &yes}
+	for _, tt := range []struct {
+		name  string
+		plans []PlanResult
+		want  string
+	}{
+		{"none", nil, "`/data` 2.80 TB free, fills in 17 h ·"},
+		{"fits", []PlanResult{small, onShared}, "`/data` 2.80 TB free, fills in 17 h ·"},
+		{"one does not fit", []PlanResult{small, hs, onShared}, "`/data` 2.80 TB free, fills in 17 h at the current rate; :red_circle: hidden-states needs 30.0 TB: does not fit ·"},
+		{"two do not fit", []PlanResult{hs, all}, "`/data` 2.80 TB free, fills in 17 h at the current rate; :red_circle: hidden-states (30.0 TB) and all-layers (400 TB) do not fit ·"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := StorageVerdict(st, tt.plans); !strings.Contains(got, tt.want) {
+				t.Errorf("StorageVerdict = %q; want %q", got, tt.want)
+			}
+			if got := RenderStatus(RunStatus{Name: "demo", Storage: st, Plans: tt.plans}, time.Unix(0, 0), time.UTC).Text(); !strings.Contains(got, PlainText(tt.want)) {
+				t.Errorf("status = %q; want its storage line to carry %q", got, PlainText(tt.want))
+			}
+		})
 	}
 }
