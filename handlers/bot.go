@@ -75,6 +75,8 @@ type Runs interface {
 	Snooze(name string, until time.Time) error
 	SnoozedUntil(name string) (time.Time, bool)
 	MarkStage(run, stage, state, by string) error
+	// ReadOnly says why a change would be lost (monitor.ErrReadOnly) when the state directory is only read.
+	ReadOnly() error
 }
 
 // Bot answers questions about the configured runs.

@@ -162,6 +162,10 @@ func (s *slackApp) take(req Request, ref controlRef) Reply {
 	if !s.bot.IsAdmin(req.User, run) {
 		return adminOnly("take", "take warnings")
 	}
+	// A serve that only answers while a console holds the state directory keeps no claims.
+	if err := s.bot.mon.ReadOnly(); err != nil {
+		return errorReply("take it", err)
+	}
 	// The block_id names both the run and the warning: the warning must be that run's, or an admin
 	// of one run could take another's by naming their own run beside its key.
 	w, open := s.claims.openWarning(ref.Key)

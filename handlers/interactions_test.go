@@ -456,6 +456,24 @@ func (w *warningEnv) step(t *testing.T, at time.Time, evs ...monitor.Evaluation)
 	return posts
 }
 
+// TestPressTakeReadOnly: a serve that only answers (a console holds the state directory) keeps no claims; "I'm on
+// it" says why it cannot be taken here, not that the warning has cleared.
+func TestPressTakeReadOnly(t *testing.T) {
+	why := "`bot console` (pid 42) holds the state directory and this `bot serve` only reads it until the console exits"
+	w := newWarningEnvWith(t, botOpts{readOnly: why})
+	w.step(t, w.mon.Now(), ev("synth", stalled))
+	i, warning := w.fake.waitMatch(t, 0, "the warning", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, fmt.Sprintf("1700000000.%06d", i+1), "UADMIN", actTake, ""), nil)
+	eph := w.fake.wait(t, "chat.postEphemeral", 1)[0]
+	w.waitIdle()
+	if txt := eph.Form.Get("text"); !strings.Contains(txt, "pid 42") || strings.Contains(txt, "cleared") {
+		t.Errorf("I'm on it on a read-only serve = %q; want why it only reads, not that the warning cleared", txt)
+	}
+	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
+		t.Errorf("a read-only serve took the warning")
+	}
+}
+
 func TestPressTakeWarning(t *testing.T) {
 	w := newWarningEnv(t)
 	t0 := w.mon.Now()

@@ -42,6 +42,7 @@ func (f *fakeRuns) EstimateConfig(string) reports.EstimateConfig {
 func (f *fakeRuns) SnoozedUntil(string) (time.Time, bool) { return time.Time{}, false }
 func (f *fakeRuns) Snooze(string, time.Time) error        { return nil }
 func (f *fakeRuns) MarkStage(_, _, _, _ string) error     { return nil }
+func (f *fakeRuns) ReadOnly() error                       { return nil }
 func (f *fakeRuns) ResolveTarget(_ context.Context, _, path string) (reports.Target, error) {
 	if reports.Under(path, "/shared") {
 		return reports.Target{Path: path, Resolved: path, Exists: true, Mount: "/shared", FSType: "nfs4", Device: "nas:/export", MountPoint: path == "/shared"}, nil

@@ -401,6 +401,7 @@ type botOpts struct {
 	logName   string
 	noLogFile bool
 	statfs    *probes.StatFS // nil: the real statfs
+	readOnly  string         // the monitor only reads its state directory, for this reason
 }
 
 func newBotEnv(t testing.TB, o botOpts) *botEnv {
@@ -431,7 +432,8 @@ func newBotEnv(t testing.TB, o botOpts) *botEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mo := monitor.Options{ProbeTimeout: 2 * time.Second, State: st, RateWindow: -1, StatFS: o.statfs}
+	mo := monitor.Options{ProbeTimeout: 2 * time.Second, State: st, RateWindow: -1, StatFS: o.statfs,
+		ReadOnly: o.readOnly != "", ReadOnlyWhy: o.readOnly}
 	if o.timeout > 0 {
 		mo.ProbeTimeout = o.timeout
 	}

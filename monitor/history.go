@@ -45,6 +45,10 @@ type readOnlyError struct{ why string }
 func (e readOnlyError) Error() string        { return e.why }
 func (e readOnlyError) Is(target error) bool { return target == ErrReadOnly }
 
+// ReadOnly is ErrReadOnly, in the words of Options.ReadOnlyWhy, when this monitor only reads its state
+// directory (so a change made through it would be lost), else nil.
+func (m *Monitor) ReadOnly() error { return m.readOnly() }
+
 // readOnly is ErrReadOnly with why, or nil when the monitor writes its state.
 func (m *Monitor) readOnly() error {
 	switch {
