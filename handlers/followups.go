@@ -29,7 +29,7 @@ func handleWhy(ctx context.Context, b *Bot, q Query) Reply {
 func handleOnTrack(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
-		return errorReply("compare the ETA with the first estimate", err)
+		return errorReply("compare the ETA with the first baseline estimate", err)
 	}
 	m := reports.AnswerOnTrack(rs.Name, rs.ETA, rs.Moves, rs.Finish, b.loc)
 	if rs.ETA == nil {
