@@ -65,6 +65,9 @@ func unquotedVar(b []byte) (int, bool) {
 	return 0, false
 }
 
+// dqEscapes drops a double-quoted value's escapes: \" inside it closes nothing.
+var dqEscapes = strings.NewReplacer(`\\`, "", `\"`, "")
+
 // unclosedQuote finds the first line whose value opens a quote it does not close: YAML reads on to the end
 // of the file for the closing quote and names only the end of the stream.
 func unclosedQuote(b []byte) (int, string, bool) {
@@ -77,10 +80,11 @@ func unclosedQuote(b []byte) (int, string, bool) {
 		if k, rest, ok := strings.Cut(body, ": "); ok && !strings.ContainsAny(k, `"'`) {
 			v = strings.TrimSpace(rest)
 		}
-		for _, q := range []string{`"`, `'`} {
-			if strings.HasPrefix(v, q) && strings.Count(v, q)%2 == 1 {
-				return i + 1, q, true
-			}
+		if strings.HasPrefix(v, `"`) && strings.Count(dqEscapes.Replace(v), `"`)%2 == 1 {
+			return i + 1, `"`, true
+		}
+		if strings.HasPrefix(v, `'`) && strings.Count(v, `'`)%2 == 1 { // '' inside is one quote: the count stays even
+			return i + 1, `'`, true
 		}
 	}
 	return 0, "", false
