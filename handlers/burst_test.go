@@ -68,12 +68,7 @@ func TestBurstOfWarningsIsOnePost(t *testing.T) {
 	for i := range 3 {
 		e.tick(s, time.Duration(3+i)*time.Second)
 	}
-	var replies []slackCall
-	for _, c := range e.fake.Calls("chat.postMessage") {
-		if c.Form.Get("thread_ts") == posts[0].TS {
-			replies = append(replies, c)
-		}
-	}
+	replies := e.replies(posts[0].TS)
 	if len(replies) != 1 || !strings.Contains(replies[0].Form.Get("text"), "5 of them at once") {
 		t.Errorf("replies to the burst after the servers came back = %d; want 1 saying all 5 recovered:\n%s", len(replies), texts(replies))
 	}
@@ -257,12 +252,7 @@ func TestBurstOverTwoSamplesIsOnePost(t *testing.T) {
 			if len(top) != 1 {
 				t.Fatalf("top-level posts after 4 + 4 servers went down over two samples = %d; want 1:\n%s", len(top), texts(top))
 			}
-			var replies []slackCall
-			for _, c := range e.fake.Calls("chat.postMessage") {
-				if c.Form.Get("thread_ts") == top[0].TS {
-					replies = append(replies, c)
-				}
-			}
+			replies := e.replies(top[0].TS)
 			if len(replies) != 1 || !strings.Contains(replies[0].Form.Get("text"), "4 more since the post above") {
 				t.Fatalf("replies in the burst's thread = %d; want 1 naming the 4 more:\n%s", len(replies), texts(replies))
 			}
