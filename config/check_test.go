@@ -124,6 +124,8 @@ func TestSyntaxErrors(t *testing.T) {
 		{"one space short of its siblings", "runs:\n  - name: a\n    log: /x\n   total: 5\n", "line 4: bad indentation", "indented 3 spaces, between the levels above it: 4 (line 3) and 2"},
 		{"unclosed double quote", "runs:\n  - name: a\n    channel: \"#synth\n    log: /x\n", "line 3: the value opened with \" on this line is never closed", ""},
 		{"unclosed single quote", "runs:\n  - name: a\n    outputs:\n      - '/data/out\n    log: /x\n", "line 4: the value opened with ' on this line is never closed", ""},
+		{"short indent after an escaped quote", "runs:\n  - name: a\n    log_pattern: \"say \\\"(?P<done>\\\\d+)\"\n   total: 5\n", "line 4: bad indentation", "between the levels above it"},
+		{"unclosed after an escaped quote", "runs:\n  - name: a\n    log_pattern: \"say \\\"(?P<done>\\\\d+)\"\n    channel: \"#synth\n", "line 4: the value opened with \" on this line is never closed", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

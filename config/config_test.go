@@ -307,6 +307,8 @@ func TestLoadDotEnvQuotesNoValue(t *testing.T) {
 	}{
 		{"RUNWATCH_ADMINS=U1\nPROM_TOKEN glsa-" + secret + "\nDB_PASSWORD=" + secret + "\n", 2},
 		{"RUNWATCH_ADMINS=U1\n\nSLACK_SIGNING_SECRET=\"" + secret + "\nRUNWATCH_HTTP_ADDR=:8080\n", 3},
+		// A quoted value of several lines (a PEM key) before the bad line: the bad line is named, not the key's.
+		{"RUNWATCH_ADMINS=U1\nGH_APP_KEY=\"-----BEGIN KEY-----\nMIIBOgIBAAJBAK\n-----END KEY-----\"\nPROM_TOKEN glsa-" + secret + "\n", 5},
 	}
 	for _, tt := range tests {
 		p := filepath.Join(t.TempDir(), ".env")

@@ -89,16 +89,18 @@ func LoadDotEnv(path string) error {
 	return nil
 }
 
-// dotEnvBadLine is the number of the first line of a .env that does not parse: the first whose
-// prefix of the file fails to parse.
+// dotEnvBadLine is the number of the line of a .env that does not parse: the one after the longest
+// prefix of the file that does. (The first prefix that fails is no guide: one that ends inside a
+// quoted value of several lines, a PEM key, fails too.)
 func dotEnvBadLine(b []byte) int {
 	lines := strings.SplitAfter(string(b), "\n")
+	bad := 1
 	for i := range lines {
-		if _, err := godotenv.Unmarshal(strings.Join(lines[:i+1], "")); err != nil {
-			return i + 1
+		if _, err := godotenv.Unmarshal(strings.Join(lines[:i+1], "")); err == nil {
+			bad = i + 2
 		}
 	}
-	return len(lines)
+	return min(bad, len(lines))
 }
 
 // LoadEnv reads the settings from lookup (os.LookupEnv in production) and applies defaults.

@@ -65,6 +65,20 @@ func unquotedVar(b []byte) (int, bool) {
 	return 0, false
 }
 
+// dqEscapes drops a double-quoted value's escapes: \" inside it closes nothing.
+var dqEscapes = strings.NewReplacer(`\\`, "", `\"`, "")
+
+// opensQuote reports whether a value opens a quote it does not close on its line, and which.
+func opensQuote(v string) (string, bool) {
+	if strings.HasPrefix(v, `"`) && strings.Count(dqEscapes.Replace(v), `"`)%2 == 1 {
+		return `"`, true
+	}
+	if strings.HasPrefix(v, `'`) && strings.Count(v, `'`)%2 == 1 { // '' inside is one quote: the count stays even
+		return `'`, true
+	}
+	return "", false
+}
+
 // unclosedQuote finds the first line whose value opens a quote it does not close: YAML reads on to the end
 // of the file for the closing quote and names only the end of the stream.
 func unclosedQuote(b []byte) (int, string, bool) {
@@ -77,10 +91,8 @@ func unclosedQuote(b []byte) (int, string, bool) {
 		if k, rest, ok := strings.Cut(body, ": "); ok && !strings.ContainsAny(k, `"'`) {
 			v = strings.TrimSpace(rest)
 		}
-		for _, q := range []string{`"`, `'`} {
-			if strings.HasPrefix(v, q) && strings.Count(v, q)%2 == 1 {
-				return i + 1, q, true
-			}
+		if q, ok := opensQuote(v); ok {
+			return i + 1, q, true
 		}
 	}
 	return 0, "", false
@@ -172,7 +184,7 @@ func badIndent(b []byte) (int, string, bool) {
 			if strings.HasPrefix(v, "[") || strings.HasPrefix(v, "{") {
 				depth = strings.Count(v, "[") + strings.Count(v, "{") - strings.Count(v, "]") - strings.Count(v, "}")
 			}
-			if strings.HasPrefix(v, `"`) && strings.Count(v, `"`)%2 == 1 || strings.HasPrefix(v, `'`) && strings.Count(v, `'`)%2 == 1 {
+			if _, ok := opensQuote(v); ok {
 				return 0, "", false // a multi-line quoted value: leave the judgement to YAML
 			}
 		}

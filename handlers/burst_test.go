@@ -13,13 +13,13 @@ import (
 	"runwatch/reports"
 )
 
-// Five inference servers going down together (a preempted node pool) are five source-down warnings in one
-// evaluation: the channel gets one post naming the five, and their recoveries one reply in its thread. It
-// got five posts, then five replies, each in its own thread.
-func TestBurstOfWarningsIsOnePost(t *testing.T) {
+// newFleetEnv is a bot watching n inference servers, each an endpoint a test can take down, talking to a
+// Slack fake: the endpoints and their URLs, in the run file's order.
+func newFleetEnv(t *testing.T, n int) (*lostEnv, []*faultEndpoint, []string) {
+	t.Helper()
 	var eps []*faultEndpoint
 	var urls []string
-	for range 5 {
+	for range n {
 		ep := newFaultEndpoint(t)
 		eps = append(eps, ep)
 		urls = append(urls, ep.URL())
@@ -28,6 +28,14 @@ func TestBurstOfWarningsIsOnePost(t *testing.T) {
 	e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: urls, timeout: 500 * time.Millisecond, clock: clock}),
 		fake: newSlackFake(t), clock: clock, logs: &logBuffer{}}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
+	return e, eps, urls
+}
+
+// Five inference servers going down together (a preempted node pool) are five source-down warnings in one
+// evaluation: the channel gets one post naming the five, and their recoveries one reply in its thread. It
+// got five posts, then five replies, each in its own thread.
+func TestBurstOfWarningsIsOnePost(t *testing.T) {
+	e, eps, urls := newFleetEnv(t, 5)
 	s := e.sampler(t)
 	e.tick(s, 0)
 	for _, ep := range eps {
@@ -60,12 +68,7 @@ func TestBurstOfWarningsIsOnePost(t *testing.T) {
 	for i := range 3 {
 		e.tick(s, time.Duration(3+i)*time.Second)
 	}
-	var replies []slackCall
-	for _, c := range e.fake.Calls("chat.postMessage") {
-		if c.Form.Get("thread_ts") == posts[0].TS {
-			replies = append(replies, c)
-		}
-	}
+	replies := e.replies(posts[0].TS)
 	if len(replies) != 1 || !strings.Contains(replies[0].Form.Get("text"), "5 of them at once") {
 		t.Errorf("replies to the burst after the servers came back = %d; want 1 saying all 5 recovered:\n%s", len(replies), texts(replies))
 	}
@@ -211,17 +214,7 @@ func TestPressOnBurstKeepsItsText(t *testing.T) {
 func TestBurstOverTwoSamplesIsOnePost(t *testing.T) {
 	for _, restart := range []string{"none", "between samples", "killed mid-reply"} {
 		t.Run(restart, func(t *testing.T) {
-			var eps []*faultEndpoint
-			var urls []string
-			for range 8 {
-				ep := newFaultEndpoint(t)
-				eps = append(eps, ep)
-				urls = append(urls, ep.URL())
-			}
-			clock := &testClock{t: schedT0}
-			e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: urls, timeout: 500 * time.Millisecond, clock: clock}),
-				fake: newSlackFake(t), clock: clock, logs: &logBuffer{}}
-			e.api, _ = newTestAPI(t, e.fake, nil, nil)
+			e, eps, urls := newFleetEnv(t, 8)
 			s := e.sampler(t)
 			e.tick(s, 0)
 			for _, ep := range eps[:4] {
@@ -259,12 +252,7 @@ func TestBurstOverTwoSamplesIsOnePost(t *testing.T) {
 			if len(top) != 1 {
 				t.Fatalf("top-level posts after 4 + 4 servers went down over two samples = %d; want 1:\n%s", len(top), texts(top))
 			}
-			var replies []slackCall
-			for _, c := range e.fake.Calls("chat.postMessage") {
-				if c.Form.Get("thread_ts") == top[0].TS {
-					replies = append(replies, c)
-				}
-			}
+			replies := e.replies(top[0].TS)
 			if len(replies) != 1 || !strings.Contains(replies[0].Form.Get("text"), "4 more since the post above") {
 				t.Fatalf("replies in the burst's thread = %d; want 1 naming the 4 more:\n%s", len(replies), texts(replies))
 			}

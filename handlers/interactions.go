@@ -86,7 +86,9 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) {
 		// edit, and a flood of them would take every answer slot from the channel.
 		if ok, wait, warned := s.limiter.allow(p.user); !ok {
 			s.metrics.event("rate_limited")
-			if !warned && (strings.HasPrefix(p.channel, "C") || strings.HasPrefix(p.channel, "G") || strings.HasPrefix(p.channel, "D")) {
+			// Told only where the press itself would be answered: a Home view's "channel" that is not a DM
+			// would have the note posted for a whole channel.
+			if !warned && pressRefusal(p) == "" {
 				msg := reports.Message{Sections: []string{fmt.Sprintf(":raised_hand: You've pressed several buttons in a few seconds "+
 					"and I'm still on the earlier ones. Press again in %d s, please.", max(1, int(wait.Round(time.Second)/time.Second)))}}
 				s.detach(func(ctx context.Context) { s.tell(ctx, p, msg) })
@@ -98,20 +100,26 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) {
 	}
 }
 
+// pressRefusal says why a press has nowhere to be answered ("" when it has): no channel to check the
+// allow-lists against (an App Home view published without one), or an App Home view whose metadata is
+// not the user's DM with the bot. That is not a view runwatch published, and answering it (log lines
+// meant for the presser, a note to wait) would post for a whole channel, under the DM's allow-list rule.
+func pressRefusal(p press) string {
+	if !strings.HasPrefix(p.channel, "C") && !strings.HasPrefix(p.channel, "G") && !strings.HasPrefix(p.channel, "D") {
+		return "no channel to check"
+	}
+	if p.home && !strings.HasPrefix(p.channel, "D") {
+		return "an App Home view whose metadata is not a DM"
+	}
+	return ""
+}
+
 // press answers one press: the command it stands for, then the message edited in place.
 func (s *slackApp) press(ctx context.Context, p press) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if !strings.HasPrefix(p.channel, "C") && !strings.HasPrefix(p.channel, "G") && !strings.HasPrefix(p.channel, "D") {
-		// No channel to check the allow-lists against (an App Home view published without one).
-		s.log.Info("button press refused: no channel to check", "action", p.action)
-		return
-	}
-	if p.home && !strings.HasPrefix(p.channel, "D") {
-		// The Home view carries the user's DM with the bot; anything else is not a view runwatch
-		// published, and would have the answer (log lines meant for the presser) posted for a
-		// whole channel, under the DM's allow-list rule.
-		s.log.Info("button press refused: an App Home view whose metadata is not a DM", "action", p.action)
+	if why := pressRefusal(p); why != "" {
+		s.log.Info("button press refused: "+why, "action", p.action)
 		return
 	}
 	req := Request{Run: p.ref.Run, Channel: p.channel, ChannelName: p.channelName, User: p.user, Source: "button"}

@@ -72,11 +72,18 @@ func redactLogLine(l string) string {
 			if strings.Contains(sub[3], "[redacted]") {
 				return m // a token already redacted by its shape keeps saying which kind it was
 			}
-			return sub[1] + sub[2] + "[redacted]"
+			q := "" // a quoted value keeps its quotes
+			if v := sub[3]; v[0] == '"' || v[0] == '\'' {
+				q = v[:1]
+			}
+			return sub[1] + sub[2] + q + "[redacted]" + q
 		})
 	}
 	return l
 }
+
+// redactValue is a value after a secret's name: quoted to its closing quote (or the line's end), or bare.
+const redactValue = `"[^"\n]*"?|'[^'\n]*'?|[^\s"',;}]+`
 
 var (
 	redactHFToken = regexp.MustCompile(`\bhf_[A-Za-z0-9]{20,}`)
@@ -92,10 +99,11 @@ var (
 	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=" or ":": the shape
 	// of an environment dump, a command line's --hf-token=…, a config printed as JSON or YAML
 	// ("api_key": "…", password: …); "max_tokens=4096" ends in TOKENS and stays. Groups: the name, what
-	// separates it from the value, the value.
-	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(=|["']?\s*:\s*["']?)([^\s"',;}]+)`)
-	// A command line's flag of such a name and its value after a space: --api-key VALUE.
-	redactFlag = regexp.MustCompile(`((?:^|\s)--?[A-Za-z0-9_-]*(?i:token|key|secret|password|passwd))(\s+)([^\s"',;-][^\s"',;]*)`)
+	// separates it from the value, the value: bare, or quoted (KEY="…", a passphrase with spaces), to its
+	// closing quote or the end of the line.
+	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(=|["']?\s*:\s*)(` + redactValue + `)`)
+	// A command line's flag of such a name and its value after a space: --api-key VALUE, --password "…".
+	redactFlag = regexp.MustCompile(`((?:^|\s)--?[A-Za-z0-9_-]*(?i:token|key|secret|password|passwd))(\s+)("[^"\n]*"?|'[^'\n]*'?|[^\s"',;-][^\s"',;]*)`)
 )
 
 // logBlock renders lines as a mrkdwn code block of at most max bytes, keeping the newest lines,

@@ -24,6 +24,10 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 		{"using key sk-ant-api03-Sekr3tValue0005abcdefghij for the judge", "Sekr3tValue0005", []string{"for the judge"}},
 		{"clone https://github.com/x/y with ghp_Sekr3tValue0006abcdefghijklmnopqrstu", "Sekr3tValue0006", []string{"github.com/x/y"}},
 		{"aws AKIAIOSFODNN7EXAMPLE configured", "IOSFODNN7EXAMPLE", []string{"configured"}},
+		// Quoted values: a shell trace's export, a passphrase with a space, a single-quoted flag value.
+		{`+ export WANDB_API_KEY="0123456789abcdefSekr3t"`, "Sekr3t", []string{`export WANDB_API_KEY="[redacted]"`}},
+		{`python train.py --password "hunter2 Sekr3t words" --epochs 3`, "Sekr3t", []string{`--password "[redacted]" --epochs 3`}},
+		{`run --hf-token='Sekr3tTokValue' --batch 8`, "Sekr3tTokValue", []string{`--hf-token='[redacted]' --batch 8`}},
 		{"decode: 35 ms per-token 12 ms/step", "", []string{"per-token 12 ms/step"}},
 		{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096", "", []string{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096"}},
 	}

@@ -59,6 +59,17 @@ func (e *lostEnv) topLevel(want string) []slackCall {
 	return out
 }
 
+// replies are the posts in the thread of the message ts.
+func (e *lostEnv) replies(ts string) []slackCall {
+	var out []slackCall
+	for _, c := range e.fake.Calls("chat.postMessage") {
+		if c.Form.Get("thread_ts") == ts {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // A corrupt or truncated alerts.json on start: the bot starts, says what it lost, and does not
 // post the warnings it had already posted as new ones. It posted every open warning again, at the
 // first confirmation, as if for the first time.

@@ -399,6 +399,28 @@ func TestSecurityHomePressAnswersOnlyInADM(t *testing.T) {
 	}
 }
 
+// TestSecurityHomePressFloodTellsNoChannel: a flood of App Home presses whose private_metadata names a
+// channel gets no answer there either. Past the rate limit, the note to wait went through the Home's
+// path, a post in the "DM" the metadata names: for the whole channel to read.
+func TestSecurityHomePressFloodTellsNoChannel(t *testing.T) {
+	w := newWarningEnv(t)
+	frozen := time.Now()
+	w.app.limiter.now = func() time.Time { return frozen } // no refill: the flood is past the limit
+	for i := range 2 * defaultUserBurst {
+		payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":"UADMIN","team_id":"T111"},"api_app_id":"A111","trigger_id":"1.2.3",`+
+			`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":"C0GENERAL","blocks":[]},`+
+			`"actions":[{"type":"button","action_id":%q,"block_id":%q,"value":"","action_ts":"1700000500.%06d"}]}`,
+			actLogs, controlRef{Run: "synth"}.encode(), i)
+		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
+	}
+	w.waitIdle()
+	for _, c := range append(w.fake.Calls("chat.postMessage"), w.fake.Calls("chat.postEphemeral")...) {
+		if c.Form.Get("channel") == "C0GENERAL" {
+			t.Errorf("a flood of App Home presses naming C0GENERAL posted there: %q; want nothing", c.Form.Get("text"))
+		}
+	}
+}
+
 // TestSecurityHiddenRunNamedToAChangeChangesNothing: an admin in one run's channel who names a run kept to
 // other channels ("snooze 2h skunkworks") is refused as for a name nobody configured. The hidden name was
 // dropped as an argument like any other word, so the command went to the channel's own run: synth's

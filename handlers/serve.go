@@ -84,8 +84,8 @@ func checkCredentials(env config.Env, haveListener bool) (slackModes, error) {
 }
 
 // Serve runs the long-lived bot until ctx ends: the sampler and its warnings, the scheduled status
-// posts, and the Slack transports (Socket Mode, HTTP mode or both). It returns an error naming
-// the variable when credentials are missing or rejected.
+// posts, and the Slack transports (Socket Mode, HTTP mode or both); with o.ReadOnly, the transports
+// alone. It returns an error naming the variable when credentials are missing or rejected.
 func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	modes, err := checkCredentials(o.Env, o.Listener != nil)
 	if err != nil {

@@ -19,11 +19,13 @@ func TestServerCountSaysItRunsFromTheServerStart(t *testing.T) {
 		runs := replyRuns(t)
 		runs.rs.Progress = &reports.Progress{Done: 11500, Total: 25000, Source: src}
 		b := NewBot(runs, time.UTC, config.Env{})
+		shown := 0
 		for _, q := range questions {
 			got := b.Ask(context.Background(), Request{Text: q, Source: "mention", Channel: "C1"}).Message.Text()
 			if !strings.Contains(got, "11,500") && !strings.Contains(got, "13,500") {
 				continue // this answer shows no count
 			}
+			shown++
 			says := strings.Contains(got, "from the server's start")
 			if src != "log" && !says {
 				t.Errorf("%s, progress from %s = %q; want it to say the count runs from the server's start", q, src, got)
@@ -34,6 +36,10 @@ func TestServerCountSaysItRunsFromTheServerStart(t *testing.T) {
 			if src != "log" && strings.Contains(got, "0 errors") {
 				t.Errorf("%s, progress from %s = %q; want no error count (the servers do not count the job's failures)", q, src, got)
 			}
+		}
+		// Without this the test passes when no answer shows the count at all.
+		if shown < 2 {
+			t.Errorf("progress from %s: %d of %q show the count; want at least status and what's left", src, shown, questions)
 		}
 	}
 }

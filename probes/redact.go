@@ -57,16 +57,21 @@ func clipLine(s string) string {
 }
 
 // urlSecrets are what RedactURL hides of a URL that a server may echo back (in a status line, an
-// error body): its password, decoded, as written and as the Authorization header carries it, and
-// its query values, decoded and as written.
+// error body): its password, decoded and as written, its user info as the Authorization header
+// carries it (a token given as the user alone, https://TOKEN@host, is sent so too), and its query
+// values, decoded and as written.
 func urlSecrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	if pw, ok := u.User.Password(); ok {
-		out = append(out, pw, url.QueryEscape(pw), basicAuthSecret(u.User.Username(), pw))
+	pw, ok := u.User.Password()
+	if ok {
+		out = append(out, pw, url.QueryEscape(pw))
+	}
+	if ok || u.User.Username() != "" {
+		out = append(out, basicAuthSecret(u.User.Username(), pw))
 	}
 	for _, kv := range strings.Split(u.RawQuery, "&") {
 		_, v, _ := strings.Cut(kv, "=")

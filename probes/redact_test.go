@@ -264,6 +264,17 @@ func TestProbesNeverEchoBasicAuth(t *testing.T) {
 		t.Errorf("CheckHTTP(a server echoing Authorization) = %+v, %v; want a 401 whose status has no %q", a, err, encoded)
 	}
 
+	// A token given as the user alone (https://TOKEN@host) goes as the base64 of "TOKEN:".
+	const token = "glpat-Sekr3tUserToken"
+	tokenOnly := strings.Replace(base, "http://", "http://"+token+"@", 1) + "/metrics"
+	encodedToken := base64.StdEncoding.EncodeToString([]byte(token + ":"))
+	if _, err := NewMetrics(nil, 0).Scrape(context.Background(), tokenOnly); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), encodedToken) {
+		t.Errorf("Scrape(a token as the URL's user, echoed) = %v; want a 401 error without %q", err, encodedToken)
+	}
+	if a, err := CheckHTTP(context.Background(), nil, tokenOnly); err != nil || a.Code != 401 || strings.Contains(a.Status, encodedToken) {
+		t.Errorf("CheckHTTP(a token as the URL's user, echoed) = %+v, %v; want a 401 whose status has no %q", a, err, encodedToken)
+	}
+
 	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)

@@ -188,22 +188,32 @@ func (t EngineTotals) Progress(o *Observation, total int64) (Progress, bool) {
 // another's, a target is relabelled in): a step before every engine of the newest step has a series
 // sums only some of them, and the step where the others appear adds their whole counters at once. The
 // history starts at the first step where all of them are present (the steps before are folded, not
-// observed); an engine that went away before the newest step does not hold it back.
+// observed); an engine that went away before the newest step does not hold it back, nor does one at
+// the steps before its server started (a replica scaled up an hour ago: it counted nothing then, and
+// waiting for it cost the hours of history before it).
 func PromHistory(steps []probes.PromStep, where string, prev map[string]estimate.Counter, total int64, after float64) ([]Observation, map[string]estimate.Counter) {
 	counters := prev
 	known := map[string]bool{}
 	for k := range counters {
 		known[k] = true
 	}
-	var newest []string
+	// The engines of the newest step, each with its server's start as of its first step here (0: not said).
+	started := map[string]float64{}
 	if n := len(steps); n > 0 {
 		for _, pi := range steps[n-1].Instances {
 			if pi.Engine.Kind != "" {
-				newest = append(newest, pi.Name)
+				started[pi.Name] = -1
+			}
+		}
+		for _, step := range steps {
+			for _, pi := range step.Instances {
+				if v, ok := started[pi.Name]; ok && v < 0 && pi.Engine.Kind != "" {
+					started[pi.Name] = pi.Engine.StartTime
+				}
 			}
 		}
 	}
-	complete := false // every engine of the newest step has been present
+	complete := false // every engine of the newest step that was running has been present
 	var out []Observation
 	for _, step := range steps {
 		readings, _ := probes.PromReadings(step.Instances, where, known)
@@ -214,7 +224,10 @@ func PromHistory(steps []probes.PromStep, where string, prev map[string]estimate
 		}
 		if !complete {
 			complete = true
-			for _, name := range newest {
+			for name, start := range started {
+				if start > step.T {
+					continue // not started yet
+				}
 				complete = complete && slices.ContainsFunc(step.Instances, func(pi probes.PromInstance) bool {
 					return pi.Name == name && pi.Engine.Kind != ""
 				})

@@ -98,3 +98,33 @@ func TestPromHistoryWaitsForEveryInstance(t *testing.T) {
 		}
 	}
 }
+
+// TestPromHistoryDoesNotWaitForAScaledUpServer: a replica the autoscaler added late (its server started
+// after the history's first steps, its counters near zero) counted nothing before it started; the history
+// starts at the first step, not where the new server first appears (which dropped the hours before it).
+func TestPromHistoryDoesNotWaitForAScaledUpServer(t *testing.T) {
+	nan := math.NaN()
+	inst := func(name string, gen, done, start float64) probes.PromInstance {
+		return probes.PromInstance{Name: name, Up: 1, HasUp: true, Engine: probes.Engine{Kind: "vllm", Engines: 1,
+			GenerationTokens: gen, RequestsFinished: done, PromptTokens: nan, Running: 8, Waiting: 0, StartTime: start,
+			FinishedLenSum: nan, FinishedLenCount: nan, KVCacheUsage: nan}}
+	}
+	const rate = 3000.0
+	var steps []probes.PromStep
+	for i := range 20 {
+		t0 := 2000 + float64(i)
+		s := probes.PromStep{T: t0, Instances: []probes.PromInstance{inst("a:8000", rate*(t0-1000), 20*(t0-1000), 1000)}}
+		if i >= 15 { // started at 2014.5, first scraped at 2015
+			s.Instances = append(s.Instances, inst("c:8000", rate*(t0-2014.5), 20*(t0-2014.5), 2014.5))
+		}
+		steps = append(steps, s)
+	}
+	obs, _ := PromHistory(steps, "http://prom", nil, 100000, 0)
+	if len(obs) == 0 || obs[0].T != 2000 {
+		var first float64
+		if len(obs) > 0 {
+			first = obs[0].T
+		}
+		t.Fatalf("the history starts at %g (%d points); want 2000, the first step: c had not started before 2014.5", first, len(obs))
+	}
+}

@@ -140,7 +140,8 @@ func (a *app) close() {
 // (a second serve is refused, a console beside a serve only reads it); one-shot commands only read it,
 // so they never race a running `bot serve`. A serve that finds a console holding the directory waits
 // for it to exit (a terminal left open must not keep the service from starting, as a refusal would
-// under systemd, on every restart); the console's command is in the lock file for that.
+// under systemd, on every restart), running a.whileWaiting meanwhile; the console's command is in the
+// lock file for that. A monitor that only reads refuses changes, saying why (ReadOnlyWhy).
 func (a *app) monitor(ctx context.Context, longLived bool) (*monitor.Monitor, error) {
 	var dir *state.Dir
 	why := fmt.Sprintf("`bot %s` only reads runwatch's state, so a change here would be lost; snooze and mark stages in Slack or in `bot console`, where the bot runs", a.cmd.name)
