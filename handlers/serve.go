@@ -35,8 +35,10 @@ type ServeOptions struct {
 	// through its response_url (default 2 s; Slack allows 3 s).
 	InlineBudget time.Duration
 	// ReadOnly, when set, says why this serve only answers (another process holds the state directory):
-	// no sampler, no warnings, no scheduled posts, nothing written to the state directory. The bot's
-	// monitor is read-only too, so snoozes and stage marks are refused.
+	// no sampler, no warnings, no scheduled posts. The bot's monitor is read-only too, so snoozes and stage
+	// marks are refused. Of the state directory it writes only the Slack requests it has seen (the console
+	// holding the directory never does): kept in memory alone, the full serve that takes over would answer a
+	// redelivered request twice, and take a request replayed within its window.
 	ReadOnly string
 }
 
@@ -138,10 +140,8 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	app := newSlackApp(ctx, b, api, self, metrics, log)
-	if o.ReadOnly == "" {
-		if err := app.seen.persist(dir, func(err error) { log.Warn("delivered Slack request not saved", "err", err) }); err != nil {
-			log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
-		}
+	if err := app.seen.persist(dir, func(err error) { log.Warn("delivered Slack request not saved", "err", err) }); err != nil {
+		log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
 	}
 	if o.InlineBudget > 0 {
 		app.inline = o.InlineBudget
@@ -177,9 +177,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		var hm *httpMode
 		if modes.events {
 			hm = newHTTPMode(app, o.Env.SlackSigningSecret, metrics, log)
-			if o.ReadOnly != "" {
-				// Kept in memory: the state directory is another process's until it lets go.
-			} else if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
+			if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
 				log.Warn("seen Slack signatures not restored: a request replayed across this restart is refused only by its timestamp", "err", err)
 			}
 		} else {

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +121,11 @@ func TestServeWaitsForAConsole(t *testing.T) {
 	if a := rb.slash(t, "eta synth"); !strings.Contains(a, "synth · ETA") || !strings.Contains(a, "answering read-only") || !strings.Contains(a, "pid "+pid) {
 		t.Errorf("/runwatch eta while the console holds the state directory = %q; want the ETA, and that it answers read-only because console pid %s holds it", a, pid)
 	}
+	// A request the read-only serve answered, kept to be replayed to the full serve that takes over.
+	replayed := signedSlashRequest(t, rb.addr, "status synth")
+	if code := replayed(); code != http.StatusOK {
+		t.Fatalf("a signed /runwatch status to the read-only serve = %d; want 200", code)
+	}
 	if a := rb.slash(t, "snooze 2h synth"); strings.Contains(a, "snoozed for") || !strings.Contains(a, "only reads") {
 		t.Errorf("/runwatch snooze while the console holds the state directory = %q; want it refused, saying this bot only reads the state", a)
 	}
@@ -136,6 +146,34 @@ func TestServeWaitsForAConsole(t *testing.T) {
 	waitFor(t, "serve answering once the console exited", healthy)
 	if a := rb.slash(t, "eta synth"); strings.Contains(a, "read-only") {
 		t.Errorf("/runwatch eta once the console exited = %q; want no read-only notice", a)
+	}
+	// The full serve knows what the read-only one saw: the same signed request again is a replay.
+	if code := replayed(); code != http.StatusUnauthorized {
+		t.Errorf("a request the read-only serve answered, replayed to the serve that took over = %d; want 401 (a replay)", code)
+	}
+}
+
+// signedSlashRequest signs a /runwatch command once and returns a func that sends those same bytes, with the
+// same timestamp and signature, and gives the status code: the first call is the request, later ones its replays.
+func signedSlashRequest(t *testing.T, addr, text string) func() int {
+	t.Helper()
+	body := url.Values{"command": {"/runwatch"}, "text": {text}, "channel_id": {"CSYNTH"}, "channel_name": {"synth"},
+		"user_id": {"UADMIN"}, "team_id": {"T111"}, "trigger_id": {"1.2.3"}}.Encode()
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(restartSecret))
+	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	sig := "v0=" + hex.EncodeToString(mac.Sum(nil))
+	return func() int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/slack/commands", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", sig)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
 }
 
