@@ -230,7 +230,8 @@ var consoleLockPoll = time.Second
 
 // waitForConsole waits, while a `bot console` holds d, for it to let go, and takes the lock; held by
 // anything else (another serve), it returns err as it was. Meanwhile a.whileWaiting, when set, runs over
-// a read-only monitor; an error it ends with (credentials Slack refuses) ends the wait.
+// a read-only monitor; any error it ends with ends the wait, as it would end a serve's start: credentials
+// Slack refuses, or Slack unreachable at auth.test (a service manager restarts the serve).
 func (a *app) waitForConsole(ctx context.Context, d *state.Dir, err error) (*state.Lock, error) {
 	logged := false
 	var waiting chan error
