@@ -185,10 +185,14 @@ func (l *userLimiter) allow(user string) (ok bool, wait time.Duration, warned bo
 }
 
 // rateLimited is the polite answer to a user over the limit.
-func rateLimited(wait time.Duration) Reply {
+func rateLimited(wait time.Duration) Reply { return rateLimitedTo("asked several questions", "Ask", wait) }
+
+// rateLimitedTo is rateLimited for what the user did too often ("pressed several buttons") and what to do
+// again ("Press").
+func rateLimitedTo(did, again string, wait time.Duration) Reply {
 	secs := max(1, int(wait.Round(time.Second)/time.Second))
 	return Reply{Intent: "rate_limited", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
-		":raised_hand: You've asked several questions in a few seconds and I'm still on the earlier ones. Ask again in %d s, please.", secs)}}}
+		":raised_hand: You've %s in a few seconds and I'm still on the earlier ones. %s again in %d s, please.", did, again, secs)}}}
 }
 
 // slash answers a slash command. The acknowledgement never waits for an answer slot: a user over

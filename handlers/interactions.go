@@ -89,8 +89,7 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) {
 			// Told only where the press itself would be answered: a Home view's "channel" that is not a DM
 			// would have the note posted for a whole channel.
 			if !warned && pressRefusal(p) == "" {
-				msg := reports.Message{Sections: []string{fmt.Sprintf(":raised_hand: You've pressed several buttons in a few seconds "+
-					"and I'm still on the earlier ones. Press again in %d s, please.", max(1, int(wait.Round(time.Second)/time.Second)))}}
+				msg := rateLimitedTo("pressed several buttons", "Press", wait).Message
 				s.detach(func(ctx context.Context) { s.tell(ctx, p, msg) })
 			}
 			continue
