@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/probes"
 	"runwatch/state"
 )
 
@@ -18,7 +19,13 @@ import (
 func TestFlappingIsOneWarning(t *testing.T) {
 	ep := newFaultEndpoint(t)
 	clock := &testClock{t: schedT0}
-	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 500 * time.Millisecond, clock: clock})
+	// A disk that never changes: the machine's own, written by other tests meanwhile, made a fill forecast
+	// (and a second warning) now and then.
+	steady := func(string) (probes.Usage, error) {
+		return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
+	}
+	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 500 * time.Millisecond, clock: clock,
+		statfs: probes.NewStatFSFunc(500*time.Millisecond, steady)})
 	fake := newSlackFake(t)
 	api, _ := newTestAPI(t, fake, nil, nil)
 	s := NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
