@@ -185,7 +185,9 @@ func (l *userLimiter) allow(user string) (ok bool, wait time.Duration, warned bo
 }
 
 // rateLimited is the polite answer to a user over the limit.
-func rateLimited(wait time.Duration) Reply { return rateLimitedTo("asked several questions", "Ask", wait) }
+func rateLimited(wait time.Duration) Reply {
+	return rateLimitedTo("asked several questions", "Ask", wait)
+}
 
 // rateLimitedTo is rateLimited for what the user did too often ("pressed several buttons") and what to do
 // again ("Press").
