@@ -1,16 +1,11 @@
 package main
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -157,12 +152,7 @@ func TestServeWaitsForAConsole(t *testing.T) {
 // same timestamp and signature, and gives the status code: the first call is the request, later ones its replays.
 func signedSlashRequest(t *testing.T, addr, text string) func() int {
 	t.Helper()
-	body := url.Values{"command": {"/runwatch"}, "text": {text}, "channel_id": {"CSYNTH"}, "channel_name": {"synth"},
-		"user_id": {"UADMIN"}, "team_id": {"T111"}, "trigger_id": {"1.2.3"}}.Encode()
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(restartSecret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
-	sig := "v0=" + hex.EncodeToString(mac.Sum(nil))
+	body, ts, sig := signSlash(text)
 	return func() int {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/slack/commands", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

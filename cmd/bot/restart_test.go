@@ -265,15 +265,11 @@ func startRestartBot(t *testing.T, bin, dir string, env []string) *restartBot {
 // slash sends a signed slash command and returns the answer's text.
 func (b *restartBot) slash(t *testing.T, text string) string {
 	t.Helper()
-	body := url.Values{"command": {"/runwatch"}, "text": {text}, "channel_id": {"CSYNTH"}, "channel_name": {"synth"},
-		"user_id": {"UADMIN"}, "team_id": {"T111"}, "trigger_id": {"1.2.3"}}.Encode()
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(restartSecret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	body, ts, sig := signSlash(text)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+b.addr+"/slack/commands", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-Slack-Signature", sig)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -284,6 +280,17 @@ func (b *restartBot) slash(t *testing.T, text string) string {
 		t.Fatalf("/runwatch %s = %d, %v", text, resp.StatusCode, err)
 	}
 	return ans.Text
+}
+
+// signSlash is an admin's /runwatch text from #synth, signed now with the test's signing secret: the body,
+// its timestamp and its v0 signature.
+func signSlash(text string) (body, ts, sig string) {
+	body = url.Values{"command": {"/runwatch"}, "text": {text}, "channel_id": {"CSYNTH"}, "channel_name": {"synth"},
+		"user_id": {"UADMIN"}, "team_id": {"T111"}, "trigger_id": {"1.2.3"}}.Encode()
+	ts = strconv.FormatInt(time.Now().Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(restartSecret))
+	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	return body, ts, "v0=" + hex.EncodeToString(mac.Sum(nil))
 }
 
 func restartWait(t *testing.T, what string, cond func() bool) {
