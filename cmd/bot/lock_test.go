@@ -154,14 +154,7 @@ func signedSlashRequest(t *testing.T, addr, text string) func() int {
 	t.Helper()
 	body, ts, sig := signSlash(text)
 	return func() int {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/slack/commands", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", sig)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := postSlash(t, addr, body, ts, sig)
 		resp.Body.Close()
 		return resp.StatusCode
 	}

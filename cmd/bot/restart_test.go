@@ -266,7 +266,19 @@ func startRestartBot(t *testing.T, bin, dir string, env []string) *restartBot {
 func (b *restartBot) slash(t *testing.T, text string) string {
 	t.Helper()
 	body, ts, sig := signSlash(text)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+b.addr+"/slack/commands", strings.NewReader(body))
+	resp := postSlash(t, b.addr, body, ts, sig)
+	defer resp.Body.Close()
+	var ans struct{ Text string }
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("/runwatch %s = %d, %v", text, resp.StatusCode, err)
+	}
+	return ans.Text
+}
+
+// postSlash posts a signed slash command's body to the bot at addr, as Slack does.
+func postSlash(t *testing.T, addr, body, ts, sig string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/slack/commands", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
 	req.Header.Set("X-Slack-Signature", sig)
@@ -274,12 +286,7 @@ func (b *restartBot) slash(t *testing.T, text string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var ans struct{ Text string }
-	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("/runwatch %s = %d, %v", text, resp.StatusCode, err)
-	}
-	return ans.Text
+	return resp
 }
 
 // signSlash is an admin's /runwatch text from #synth, signed now with the test's signing secret: the body,
