@@ -2,6 +2,7 @@ package estimate
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -119,5 +120,109 @@ func TestBacktestPastsSpanABlock(t *testing.T) {
 			t.Errorf("end %v (block %v s): backtestPasts = %v, a fraction raised to a block: %v; want %v", end, block,
 				pasts, raised, want)
 		}
+	}
+}
+
+func TestTrimmedMean(t *testing.T) {
+	for _, c := range []struct {
+		v    []float64
+		trim float64
+		want float64
+	}{
+		{[]float64{1, 2, 3, 4, 100}, 0.2, 3},                 // one of five off each end: 2, 3, 4
+		{[]float64{-50, 1, 1, 1, 1}, 0.2, 1},                 // the outlier is trimmed, and a 1 with it
+		{[]float64{0.1, 0.3}, 0.2, 0.2},                      // too few to trim: the mean
+		{[]float64{5, 1, 3, 2, 4, 9, 7, 6, 8, 10}, 0.2, 5.5}, // 3 to 8
+	} {
+		if got := trimmedMean(c.v, c.trim); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("trimmedMean(%v, %v) = %v; want %v", c.v, c.trim, got, c.want)
+		}
+	}
+	if got := trimmedMean(nil, 0.2); !math.IsNaN(got) {
+		t.Errorf("trimmedMean(nil) = %v; want NaN", got)
+	}
+}
+
+// TestBiasCorrected: the busy part moves by onFinishBias of the past forecasts' mean error, later when they came
+// out fast and earlier when slow, never past the calibrated range, and the reason says so when it is a minute
+// or more.
+func TestBiasCorrected(t *testing.T) {
+	base := func() ETA {
+		sec, lo, hi := 3600.0, 3000.0, 5000.0
+		f := Unix(1e9 + sec)
+		return ETA{State: StateRunning, Seconds: &sec, LowS: &lo, HighS: &hi, FinishAt: &f, Reason: "1,000 items left"}
+	}
+	for _, c := range []struct {
+		name      string
+		errs      []float64
+		sec, want float64 // the busy part and its point after; the rest of the 3,600 s is the drain's
+		lo, hi    float64
+		says      string
+	}{
+		{"fast", []float64{0.2, 0.2, 0.2, 0.2, 0.2}, 3000, 3000 * math.Exp(onFinishBias*0.2), 2500, 4500,
+			"and 2 min 34 s more: this run's own forecasts so far came out 22% fast"},
+		{"slow", []float64{-0.2, -0.2, -0.2}, 3000, 3000 * math.Exp(-onFinishBias*0.2), 2500, 4500,
+			"and 2 min 26 s less: this run's own forecasts so far came out 18% slow"},
+		{"held to the range", []float64{2, 2, 2}, 3000, 3100, 2500, 3100, "and 1 min 40 s more"},
+		{"too small to say", []float64{0.01, 0.01}, 3000, 3000 * math.Exp(onFinishBias*0.01), 2500, 4500, ""},
+		{"none", nil, 3000, 3000, 2500, 4500, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := biasCorrected(base(), c.sec, c.lo, c.hi, c.errs)
+			if want := 3600 - c.sec + c.want; math.Abs(*e.Seconds-want) > 1e-6 {
+				t.Errorf("point %v s; want %v s", *e.Seconds, want)
+			}
+			if got, want := e.FinishAt.Sub(Unix(1e9)).Seconds(), *e.Seconds; math.Abs(got-want) > 1e-3 {
+				t.Errorf("finish %v s after now; want the point, %v s", got, want)
+			}
+			if *e.LowS != 3000 || *e.HighS != 5000 {
+				t.Errorf("range %v-%v s; want it kept, 3000-5000 s", *e.LowS, *e.HighS)
+			}
+			said := strings.TrimPrefix(e.Reason, "1,000 items left")
+			if c.says == "" && said != "" || c.says != "" && !strings.Contains(said, c.says) {
+				t.Errorf("reason %q; want it to say %q after the rest", e.Reason, c.says)
+			}
+		})
+	}
+}
+
+// TestBacktestMovesOnlyAnOnFinishPoint: on the peer corpus's steady trace, whose counter moves when a request
+// finishes, the backtest moves the point by the run's own past errors, within its range; a counter that moves
+// per iteration keeps its point.
+func TestBacktestMovesOnlyAnOnFinishPoint(t *testing.T) {
+	full := readTrace(t, "../testdata/peer/steady.jsonl")
+	moved := 0
+	for _, k := range []int{40, 70, 100} {
+		hist := full[:k]
+		cfg := Config{Window: PaceWindow(hist)}.withDefaults()
+		if kind := build(hist, cfg).kind; kind != OnFinish {
+			t.Fatalf("%d samples: counter kind %v; want on finish", k, kind)
+		}
+		with, _ := Compute(hist, Config{})
+		without, _ := Compute(hist, Config{noBacktest: true})
+		if with.Seconds == nil || without.Seconds == nil || with.LowS == nil || with.HighS == nil {
+			t.Fatalf("%d samples: no estimate", k)
+		}
+		if *with.Seconds < *with.LowS || *with.Seconds > *with.HighS {
+			t.Errorf("%d samples: point %v s outside its range %v-%v s", k, *with.Seconds, *with.LowS, *with.HighS)
+		}
+		if *with.Seconds != *without.Seconds {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Errorf("the backtest moved no on-finish point; want the run's own past errors to move it")
+	}
+	// A counter per iteration keeps the point the backtest did not touch (a log-only history too:
+	// TestBacktestRescalesTheRange).
+	hist := estHist(12000, 30, 1.4, 25000, true)
+	if kind := build(hist, Config{Window: PaceWindow(hist)}.withDefaults()).kind; kind == OnFinish {
+		t.Fatalf("estHist with tokens: counter kind %v; want not on finish", kind)
+	}
+	with, _ := Compute(hist, Config{})
+	without, _ := Compute(hist, Config{noBacktest: true})
+	if with.Seconds == nil || without.Seconds == nil || *with.Seconds != *without.Seconds {
+		t.Errorf("per-iteration counter: point %v s with the backtest, %v s without; want the same",
+			secondsOf(with), secondsOf(without))
 	}
 }
