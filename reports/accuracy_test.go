@@ -571,11 +571,11 @@ func TestAccuracy(t *testing.T) {
 			t.Errorf("%s: range coverage %.0f%%; want at least 75%% (the brief: 75-90%%)", name, 100*cover)
 		}
 	}
-	// The peer corpus: jobs against a simulator nobody here wrote, each scenario recorded five times (the
-	// committed trace and four more draws, testdata/peer/seeds), a row the mean over the five as a sim row is
-	// over its seeds. The brief asks for 0.8x the better baseline; the estimator reaches 0.84x (0.85x over three
-	// recordings, 0.86x on the first recordings alone, from 2.14x, then 1.01x, 0.97x, 0.92x, 0.88x), held here at
-	// 0.92x.
+	// The peer corpus: jobs against a simulator nobody here wrote, each scenario recorded six times (the
+	// committed trace and five more draws, testdata/peer/seeds), a row the mean over the six as a sim row is
+	// over its seeds. The brief asks for 0.8x the better baseline; the estimator reaches 0.81x (0.84x before an
+	// on-finish counter's point followed its own past errors, onFinishBias; 0.85x over three recordings, 0.86x
+	// on the first recordings alone, from 2.14x, then 1.01x, 0.97x, 0.92x, 0.88x), held here at 0.86x.
 	peer := accTable(nil, 0, accPeerSeedCases(t, 1))
 	t.Log("\n" + formatAccTable(peer))
 	for _, r := range peer {
@@ -583,7 +583,9 @@ func TestAccuracy(t *testing.T) {
 			t.Errorf("%s: %d absurd figures, %d points without an estimate; want none", r.c.name(), r.absurd, r.unknown)
 		}
 		// The brief: no trace worse than its better baseline. Over three or five recordings one is, replicas
-		// behind one URL at 1.01-1.02x (linear extrapolation, which it matches on the first recording); on the
+		// behind one URL at 1.01-1.02x (linear extrapolation, which it matches on the first recording); over six
+		// two, with queued-deep at 1.05x (1.07x with onFinishBias: linear's best case, a batch a deep queue keeps
+		// full from first to last); on the
 		// first recordings alone six were, the worst 1.49x (failures, 1.55x at a 3x drain prior: the items that
 		// came after mid-run were shorter than those before, about 155 tokens against 166, by chance; it was
 		// 1.88x with tokens per item on an on-finish counter from the stretch past the warm-up alone, and 1.04x
@@ -596,13 +598,12 @@ func TestAccuracy(t *testing.T) {
 				100*r.est, 100*r.better())
 		}
 	}
-	// Range coverage within 75-90%: 14 of the 18 scenarios over five recordings each, as over three (16 of 18 on
-	// the first recordings alone; 14 at a 3x drain prior; 11 with the whole range rescaled as one; about half
-	// before the range's backtest). A scenario's coverage varies by about 8 points from one recording to the
-	// next. Out: the stragglers' tail (30%, late: the last 40 items' max_tokens rises 16x when they start),
-	// replicas behind one URL (74%, late at the end), and queued and slowdown (92%, 92%), whose ranges
-	// sit at the point on one side and at the 2x bound on the other for much of the run (btMaxErr). Held at
-	// 14.
+	// Range coverage within 75-90%: 16 of the 18 scenarios over six recordings each (14 over five and over
+	// three, 16 on the first recordings alone; 14 at a 3x drain prior; 11 with the whole range rescaled as one;
+	// about half before the range's backtest). A scenario's coverage varies by about 8 points from one recording
+	// to the next. Out: the stragglers' tail (31%, late: the last 40 items' max_tokens rises 16x when they
+	// start) and slowdown (92%), whose range sits at the point on one side and at the 2x bound on the other for
+	// much of the run (btMaxErr); dp2 at 90.0%, replicas behind one URL at 76%. Held at 14.
 	within := 0
 	for _, r := range peer {
 		if r.cover >= 0.75 && r.cover <= 0.90 {
@@ -636,8 +637,8 @@ func TestAccuracy(t *testing.T) {
 	if iscore > 0.68 {
 		t.Errorf("peer corpus: mean interval score %.1f%% of the job; want at most 68%%", 100*iscore)
 	}
-	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.92*better {
-		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 0.92x (the brief: 0.8x)", 100*est, 100*better)
+	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.86*better {
+		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 0.86x (the brief: 0.8x)", 100*est, 100*better)
 	}
 	// Watched from 10% done (runwatch started on a job already running): the job before the history counts
 	// as one block of each measure (estimate.before). 0.94x the better baseline without it (the peer corpus
