@@ -95,13 +95,23 @@ func (h *httpMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 			http.Error(w, "invalid request signature", http.StatusUnauthorized)
 			return
 		}
-		if !h.replays.first(r.Header.Get("X-Slack-Request-Timestamp"), r.Header.Get("X-Slack-Signature")) {
+		ts, sig := r.Header.Get("X-Slack-Request-Timestamp"), r.Header.Get("X-Slack-Signature")
+		switch h.replays.admit(ts, sig) {
+		case admitSeen:
 			h.metrics.reject("replayed")
 			h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", "replayed")
 			http.Error(w, "request already received", http.StatusUnauthorized)
 			return
+		case admitFull:
+			busy(w, h.metrics, h.log, r.URL.Path)
+			return
 		}
-		next(w, r, body)
+		rw := &refusal{ResponseWriter: w}
+		next(rw, r, body)
+		if rw.refused {
+			// Not acted on: Slack's retry (with its own signature) or a redelivery of this one may be.
+			h.replays.forget(ts, sig)
+		}
 	}
 }
 
@@ -134,7 +144,10 @@ func (h *httpMode) events(w http.ResponseWriter, r *http.Request, body []byte) {
 		if retry := r.Header.Get("X-Slack-Retry-Num"); retry != "" {
 			h.log.Debug("Slack event redelivered", "event_id", id, "retry", retry, "reason", r.Header.Get("X-Slack-Retry-Reason"))
 		}
-		h.app.event(id, ev)
+		if !h.app.event(id, ev) {
+			busy(w, h.metrics, h.log, r.URL.Path)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 	case slackevents.AppRateLimited:
 		h.log.Warn("Slack is rate limiting this app's events")
@@ -173,6 +186,28 @@ func (h *httpMode) interactions(w http.ResponseWriter, r *http.Request, body []b
 		http.Error(w, "bad interaction payload", http.StatusBadRequest)
 		return
 	}
-	h.app.interaction(cb)
+	if !h.app.interaction(cb) {
+		busy(w, h.metrics, h.log, r.URL.Path)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// busy answers a request the delivered-request memory has no room for (every key in it is inside Slack's
+// redelivery time): 503 with Retry-After, which Slack retries, rather than forgetting a key and answering
+// some redelivery twice.
+func busy(w http.ResponseWriter, m *Metrics, log *slog.Logger, path string) {
+	if rw, ok := w.(*refusal); ok {
+		rw.refused = true
+	}
+	m.reject("busy")
+	log.Warn("Slack request refused: too many requests inside the redelivery window", "path", path)
+	w.Header().Set("Retry-After", "60")
+	http.Error(w, "too many requests to remember; retry later", http.StatusServiceUnavailable)
+}
+
+// refusal is the ResponseWriter a verified request is answered through, marked when busy refused it.
+type refusal struct {
+	http.ResponseWriter
+	refused bool
 }

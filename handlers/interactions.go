@@ -44,12 +44,14 @@ var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 
 // interaction starts answering the presses of one interactivity payload and returns at once
 // (Slack wants its acknowledgement within 3 s). Anything that is not a press on one of runwatch's
-// own buttons is ignored.
-func (s *slackApp) interaction(cb slack.InteractionCallback) {
+// own buttons is ignored. It reports false when a press was refused for want of room to remember it
+// (admitFull): the transport answers so that Slack shows the presser it did not go through.
+func (s *slackApp) interaction(cb slack.InteractionCallback) bool {
 	if cb.Type != slack.InteractionTypeBlockActions || !slackUserID.MatchString(cb.User.ID) {
 		s.metrics.event("ignored")
-		return
+		return true
 	}
+	admitted := true
 	home := cb.Container.Type == "view" || cb.View.Type == slack.VTHomeTab
 	for _, a := range cb.ActionCallback.BlockActions {
 		ref, ok := parseRef(a.BlockID)
@@ -64,9 +66,16 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) {
 		}
 		// Slack may deliver a press twice (a retry after a slow acknowledgement, a second
 		// envelope): the same user, action and time is one press.
-		if a.ActionTs != "" && !s.seen.first("press:"+cb.User.ID+"\x00"+a.ActionTs+"\x00"+a.BlockID+"\x00"+a.ActionID) {
-			s.metrics.event("duplicate")
-			continue
+		if a.ActionTs != "" {
+			switch s.seen.admit("press:" + cb.User.ID + "\x00" + a.ActionTs + "\x00" + a.BlockID + "\x00" + a.ActionID) {
+			case admitSeen:
+				s.metrics.event("duplicate")
+				continue
+			case admitFull:
+				s.metrics.event("busy")
+				admitted = false
+				continue
+			}
 		}
 		p := press{action: action, arg: arg, ref: ref, user: cb.User.ID, channelName: cb.Channel.Name,
 			messageTS: cb.Container.MessageTs, threadTS: cb.Container.ThreadTs, ephemeral: cb.Container.IsEphemeral,
@@ -97,6 +106,7 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) {
 		s.metrics.event("pressed")
 		s.background(func(ctx context.Context) { s.press(ctx, p) })
 	}
+	return admitted
 }
 
 // pressRefusal says why a press has nowhere to be answered ("" when it has): no channel to check the

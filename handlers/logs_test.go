@@ -28,6 +28,11 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 		{`+ export WANDB_API_KEY="0123456789abcdefSekr3t"`, "Sekr3t", []string{`export WANDB_API_KEY="[redacted]"`}},
 		{`python train.py --password "hunter2 Sekr3t words" --epochs 3`, "Sekr3t", []string{`--password "[redacted]" --epochs 3`}},
 		{`run --hf-token='Sekr3tTokValue' --batch 8`, "Sekr3tTokValue", []string{`--hf-token='[redacted]' --batch 8`}},
+		// Tokens in URL paths: a Telegram notifier, a Slack webhook the job posts to, a hosted Prometheus key.
+		{"notify https://api.telegram.org/bot123456:AAH4xk9Zq0LmNoPqRsTu/sendMessage failed", "AAH4xk9Zq0", []string{"api.telegram.org/[redacted]/sendMessage failed"}},
+		{"posting to https://hooks.slack.com/services/T0001/B0001/Sekr3tHookValue ok", "Sekr3tHookValue", []string{"hooks.slack.com/services/T0001/B0001/[redacted] ok"}},
+		{"remote_write https://prom.example/api/prom/3f2a9c1b7e6d5a4f3e2d1c0b9a8f7e6d/push 204", "3f2a9c1b7e6d", []string{"/api/prom/[redacted]/push 204"}},
+		{"GET http://10.0.0.7:8000/metrics 200", "", []string{"GET http://10.0.0.7:8000/metrics 200"}},
 		{"decode: 35 ms per-token 12 ms/step", "", []string{"per-token 12 ms/step"}},
 		{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096", "", []string{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096"}},
 	}

@@ -44,7 +44,7 @@ func NewMetrics() *Metrics {
 			Name: "runwatch_slack_requests_rejected_total", Help: "HTTP-mode requests refused before any processing, by reason."},
 			[]string{"reason"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runwatch_slack_events_total", Help: "Slack events received, by outcome (answered, duplicate, ignored; panicked: an answer that failed with a panic)."},
+			Name: "runwatch_slack_events_total", Help: "Slack events received, by outcome (answered, duplicate, ignored; busy: refused, no room to remember it; panicked: an answer that failed with a panic)."},
 			[]string{"result"}),
 		answers: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "runwatch_answer_duration_seconds", Help: "Time from a question to its answer being ready, by source.",

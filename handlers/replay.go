@@ -29,12 +29,13 @@ type replayCache struct {
 	keys *keyJournal
 }
 
-// replayMax bounds the cache; past it the oldest keys go first. Only Slack can sign requests, and
-// Slack does not send 100,000 in six minutes to one app.
+// replayMax bounds the cache. Every signature is kept for its whole window: past the bound a new
+// request is refused (503, for Slack to retry) rather than an old signature forgotten. Only Slack can
+// sign requests, and Slack does not send 100,000 in six minutes to one app.
 const replayMax = 100000
 
 func newReplayCache(now func() time.Time) *replayCache {
-	k := newKeyJournal(replayJournal, replayWindow, replayMax)
+	k := newKeyJournal(replayJournal, replayWindow, replayWindow, replayMax)
 	if now != nil {
 		k.now = now
 	}
@@ -78,13 +79,26 @@ func replayKey(timestamp, signature string) (int64, string) {
 	return ts, strconv.FormatInt(ts, 10) + ":" + hex.EncodeToString(digest)
 }
 
-// first records the request's signature and reports whether it is new.
-func (c *replayCache) first(timestamp, signature string) bool {
+// admit records the request's signature and says whether it is new, seen before (or undecodable), or
+// refused for want of room.
+func (c *replayCache) admit(timestamp, signature string) admission {
 	ts, key := replayKey(timestamp, signature)
 	if key == "" {
-		return false
+		return admitSeen
 	}
-	return c.keys.firstAt(key, ts)
+	return c.keys.admitAt(key, ts)
+}
+
+// forget drops the request's signature, admitted but not acted on.
+func (c *replayCache) forget(timestamp, signature string) {
+	if _, key := replayKey(timestamp, signature); key != "" {
+		c.keys.forget(key)
+	}
+}
+
+// first records the request's signature and reports whether it is new.
+func (c *replayCache) first(timestamp, signature string) bool {
+	return c.admit(timestamp, signature) == admitNew
 }
 
 // eventKey identifies an Events API callback for redelivery: its event_id, else the message it is

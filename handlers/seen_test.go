@@ -3,9 +3,13 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,8 +80,8 @@ func TestHTTPEventAnsweredOnceAcrossRestart(t *testing.T) {
 	}
 }
 
-// TestSeenJournalWindowAndBound: keys older than the window are not restored, the newest max are, and the
-// journal is compacted to them.
+// TestSeenJournalWindowAndBound: keys older than the window are not restored, the newest max are (the bound
+// gave up the oldest, past seenKeep, for room), and the journal is compacted to them.
 func TestSeenJournalWindowAndBound(t *testing.T) {
 	dir, err := state.Open(t.TempDir())
 	if err != nil {
@@ -91,14 +95,25 @@ func TestSeenJournalWindowAndBound(t *testing.T) {
 	}
 	s.first("event:old")
 	now = now.Add(seenWindow / 2)
-	for _, k := range []string{"event:a", "event:b", "event:c", "event:d"} {
-		s.first(k)
+	s.first("event:a")
+	now = now.Add(seenKeep + time.Second) // "event:old" and "event:a" may go for room now, oldest first
+	for _, k := range []string{"event:b", "event:c", "event:d"} {
+		if !s.first(k) {
+			t.Fatalf("first(%q) = false; want room made by dropping a key past seenKeep", k)
+		}
 	}
-	now = now.Add(seenWindow/2 + time.Second) // "event:old" is past the window now
+	now = now.Add(seenWindow / 2) // "event:old" is past the window now
 	r := newSlackSeen(3)
 	r.now = func() time.Time { return now }
 	if err := r.persist(dir, func(err error) { t.Error(err) }); err != nil {
 		t.Fatal(err)
+	}
+	lines, err := os.ReadFile(filepath.Join(dir.Path(), seenJournal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(lines, []byte("\n")); n != 3 {
+		t.Errorf("journal after the restart holds %d lines; want the 3 restored keys", n)
 	}
 	for _, c := range []struct {
 		key  string
@@ -107,5 +122,129 @@ func TestSeenJournalWindowAndBound(t *testing.T) {
 		if got := r.first(c.key); got != c.want {
 			t.Errorf("after a restart, first(%q) = %v; want %v", c.key, got, c.want)
 		}
+	}
+}
+
+// TestSlackSeenKeepsReplayWindow: 5,000 distinct deliveries inside Slack's redelivery window (20 a second
+// for 250 s, on an injected clock), none refused, and a redelivery of the first is recognised: a bound
+// that forgets the least recent key (4,096 of them) answered it again. After the window, memory shrinks
+// to what is new. The journal keeps every key across a restart and is compacted.
+func TestSlackSeenKeepsReplayWindow(t *testing.T) {
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1_800_000_000, 0)
+	now := start
+	s := newSlackSeen(seenMax)
+	s.now = func() time.Time { return now }
+	if err := s.persist(dir, func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	const n = 5000
+	for i := range n {
+		now = start.Add(time.Duration(i) * time.Second / 20)
+		if got := s.admit(fmt.Sprintf("event:Ev%05d", i)); got != admitNew {
+			t.Fatalf("delivery %d: admit = %v; want new", i, got)
+		}
+	}
+	if got := s.admit("event:Ev00000"); got != admitSeen {
+		t.Errorf("redelivery of the first of %d events %v after it: admit = %v; want seen", n, now.Sub(start), got)
+	}
+	r := newSlackSeen(seenMax)
+	r.now = func() time.Time { return now }
+	if err := r.persist(dir, func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	if r.len() != n || r.admit("event:Ev00000") != admitSeen {
+		t.Errorf("after a restart: %d keys, first event new again = %v; want %d, seen", r.len(), r.admit("event:Ev00000") != admitSeen, n)
+	}
+	now = now.Add(seenWindow + time.Second)
+	if got := r.admit("event:later"); got != admitNew || r.len() != 1 {
+		t.Errorf("past the window: admit = %v, %d keys; want new, 1 key", got, r.len())
+	}
+	// Compaction is by lines appended past four per key kept: at 1 key every 36 s about 100 are kept, and
+	// 1,500 more lines rewrite the file to them.
+	for i := range 1500 {
+		now = now.Add(seenWindow / 100)
+		r.admit(fmt.Sprintf("event:late%05d", i))
+	}
+	lines, err := os.ReadFile(filepath.Join(dir.Path(), seenJournal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Count(lines, []byte("\n")); got > 4*r.len()+1024+r.len() || bytes.Contains(lines, []byte("event:Ev00000")) {
+		t.Errorf("journal holds %d lines (first event in it: %v) for %d keys; want it compacted to the keys kept",
+			got, bytes.Contains(lines, []byte("event:Ev00000")), r.len())
+	}
+}
+
+// TestKeyJournalFullShrinks: with every key inside keep the journal refuses new keys, without scanning
+// again until one can go; a refused key is not recorded; when the window passes, memory goes back to one key.
+func TestKeyJournalFullShrinks(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := newKeyJournal("test.log", seenWindow, seenKeep, 100)
+	s.now = func() time.Time { return now }
+	for i := range 100 {
+		s.admit(strconv.Itoa(i))
+	}
+	for i := range 50 {
+		if got := s.admit("new" + strconv.Itoa(i)); got != admitFull {
+			t.Fatalf("admit(new%d) with 100 keys inside keep = %v; want full", i, got)
+		}
+	}
+	if got := s.admit("0"); got != admitSeen || s.len() != 100 {
+		t.Errorf("admit(0) when full = %v (%d keys); want seen, 100 keys", got, s.len())
+	}
+	now = now.Add(seenKeep + time.Second)
+	if got := s.admit("new0"); got != admitNew {
+		t.Errorf("admit(new0) once the others are past keep = %v; want new (it was refused, not recorded)", got)
+	}
+	now = now.Add(seenWindow + time.Second)
+	s.admit("new1")
+	if s.len() != 1 {
+		t.Errorf("keys after the window = %d; want 1", s.len())
+	}
+}
+
+// TestHTTPEventRefusedWhenFull: with the delivered-request memory full of keys inside seenKeep, a new event
+// is answered 503 with Retry-After (Slack retries it), not acknowledged and not answered; the retry, once a
+// key is past seenKeep, is acknowledged and answered once, and only the oldest key went for it.
+func TestHTTPEventRefusedWhenFull(t *testing.T) {
+	metrics := vllmMetrics(t)
+	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	now := time.Unix(1_800_000_000, 0)
+	e.app.seen.mu.Lock()
+	e.app.seen.max = 2
+	e.app.seen.now = func() time.Time { return now }
+	e.app.seen.mu.Unlock()
+	deliver := func(id string, want int) {
+		t.Helper()
+		resp := e.post(t, "/slack/events", mentionEvent(id, "<@U111> ETA?", "U222", "C0SYNTH", "1700000100."+id[2:], ""), nil)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("delivery of %s = %d; want %d", id, resp.StatusCode, want)
+		}
+		if want == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
+			t.Errorf("delivery of %s refused without Retry-After", id)
+		}
+		e.app.wait(10 * time.Second)
+	}
+	deliver("Ev000001", http.StatusOK)
+	deliver("Ev000002", http.StatusOK)
+	deliver("Ev000003", http.StatusServiceUnavailable)
+	if n := len(e.fake.Calls("chat.postMessage")); n != 2 {
+		t.Errorf("answers with the memory full = %d; want 2", n)
+	}
+	now = now.Add(seenKeep + time.Second)
+	deliver("Ev000003", http.StatusOK) // the same body, signed in the same second: its signature was not kept
+	if n := len(e.fake.Calls("chat.postMessage")); n != 3 {
+		t.Errorf("answers after the retry = %d; want 3", n)
+	}
+	if got := e.app.seen.admit("event:Ev000002"); got != admitSeen {
+		t.Errorf("Ev000002 after room was made = %v; want still seen (Ev000001, the oldest, went)", got)
+	}
+	if !strings.Contains(e.logs.String(), "too many requests inside the redelivery window") {
+		t.Errorf("log has no word of the refusal:\n%s", e.logs.String())
 	}
 }

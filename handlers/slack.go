@@ -348,7 +348,7 @@ type slackApp struct {
 const defaultInlineBudget = 2 * time.Second
 
 func newSlackApp(base context.Context, b *Bot, api *SlackAPI, self SlackIdentity, m *Metrics, log *slog.Logger) *slackApp {
-	return &slackApp{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(4096),
+	return &slackApp{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(seenMax),
 		inline: defaultInlineBudget, base: base, slots: make(chan struct{}, 8), limiter: newUserLimiter(), posts: make(chan struct{}, 16)}
 }
 
@@ -418,17 +418,23 @@ type chatRequest struct {
 
 // event handles one Events API callback: it decides at once whether to answer (never twice for
 // one event id, never to a bot or to itself, never to edits or joins) and answers in the background.
-func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
-	if !s.seen.first(eventKey(eventID, ev)) {
+// It reports false only when the event was refused for want of room to remember it (admitFull): the
+// transport then asks Slack to deliver it again.
+func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) bool {
+	switch s.seen.admit(eventKey(eventID, ev)) {
+	case admitSeen:
 		s.metrics.event("duplicate")
-		return
+		return true
+	case admitFull:
+		s.metrics.event("busy")
+		return false
 	}
 	var cr chatRequest
 	switch in := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		if in.BotID != "" || in.User == "" || in.User == s.self.UserID || in.Edited != nil {
 			s.metrics.event("ignored")
-			return
+			return true
 		}
 		thread := in.ThreadTimeStamp
 		if thread == "" {
@@ -438,26 +444,26 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
 	case *slackevents.MessageEvent:
 		if in.ChannelType != "im" || in.SubType != "" || in.BotID != "" || in.User == "" || in.User == s.self.UserID {
 			s.metrics.event("ignored")
-			return
+			return true
 		}
 		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "dm"}, thread: in.ThreadTimeStamp}
 	case *slackevents.AppHomeOpenedEvent:
 		if in.Tab != "home" || !slackUserID.MatchString(in.User) {
 			s.metrics.event("ignored")
-			return
+			return true
 		}
 		// Each opening publishes a fresh view: a flood of them counts against the user's limit, unanswered
 		// past it (the tab keeps the view published last).
 		if ok, _, _ := s.limiter.allow(in.User); !ok {
 			s.metrics.event("rate_limited")
-			return
+			return true
 		}
 		s.metrics.event("answered")
 		s.background(func(ctx context.Context) { s.home(ctx, in.User, in.Channel) })
-		return
+		return true
 	default:
 		s.metrics.event("ignored")
-		return
+		return true
 	}
 	ok, wait, warned := s.limiter.allow(cr.req.User)
 	if !ok {
@@ -466,11 +472,12 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) {
 			// Told once per empty bucket; the flood itself gets no answers.
 			s.detach(func(ctx context.Context) { s.post(ctx, cr, rateLimited(wait)) })
 		}
-		return
+		return true
 	}
 	s.metrics.event("answered")
 	f := s.ask(cr.req)
 	s.detach(func(ctx context.Context) { s.answer(ctx, cr, f) })
+	return true
 }
 
 // answer waits for the (possibly shared) evaluation and posts the reply where the question was

@@ -746,18 +746,27 @@ func TestResponseURLAllowed(t *testing.T) {
 	}
 }
 
+// TestSlackSeen: a bound of 3 keys; a key is refused (not forgotten, not recorded) while the three held are
+// inside seenKeep, and once the oldest is past it, it is the one that goes.
 func TestSlackSeen(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
 	s := newSlackSeen(3)
+	s.now = func() time.Time { return now }
 	steps := []struct {
-		key  string
-		want bool
+		after time.Duration
+		key   string
+		want  admission
 	}{
-		{"a", true}, {"b", true}, {"a", false}, {"c", true}, {"d", true}, // b is now the oldest and goes
-		{"b", true}, {"a", true}, {"d", false}, {"", true}, {"", true},
+		{0, "a", admitNew}, {0, "b", admitNew}, {0, "a", admitSeen}, {time.Minute, "c", admitNew},
+		{0, "d", admitFull}, {0, "a", admitSeen}, {0, "d", admitFull}, {0, "", admitNew}, {0, "", admitNew},
+		{seenKeep, "d", admitNew},               // a and b are past seenKeep: a, the oldest added, goes
+		{0, "b", admitSeen}, {0, "a", admitNew}, // b is past seenKeep too and goes
+		{0, "e", admitFull}, {time.Second, "e", admitNew}, // c, added a minute later, is past it a second later
 	}
 	for i, st := range steps {
-		if got := s.first(st.key); got != st.want {
-			t.Errorf("step %d: first(%q) = %v; want %v", i, st.key, got, st.want)
+		now = now.Add(st.after)
+		if got := s.admit(st.key); got != st.want {
+			t.Errorf("step %d: admit(%q) = %v; want %v", i, st.key, got, st.want)
 		}
 	}
 }

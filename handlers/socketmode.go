@@ -107,16 +107,27 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		}
 		// Decide (and start answering) before acknowledging: both take microseconds, and once Slack
 		// has the acknowledgement the decision has been made.
+		// An envelope there is no room to remember (every key inside Slack's redelivery time) is left
+		// unacknowledged, for Slack to deliver again, rather than an old key forgotten.
 		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
-		switch {
-		case !sm.app.seen.first("envelope:" + req.EnvelopeID):
+		envelope := "envelope:" + req.EnvelopeID
+		switch sm.app.seen.admit(envelope) {
+		case admitSeen:
 			sm.app.metrics.event("duplicate")
-		case ok:
-			id := req.EnvelopeID
-			if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
-				id = cb.EventID
+		case admitFull:
+			sm.app.metrics.event("busy")
+			return
+		default:
+			if ok {
+				id := req.EnvelopeID
+				if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && cb.EventID != "" {
+					id = cb.EventID
+				}
+				if !sm.app.event(id, ev) {
+					sm.app.seen.forget(envelope)
+					return
+				}
 			}
-			sm.app.event(id, ev)
 		}
 		sm.ack(ctx, req.EnvelopeID, nil)
 	case socketmode.EventTypeSlashCommand:
@@ -125,9 +136,13 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		if req == nil || !ok {
 			return
 		}
-		if !sm.app.seen.first("envelope:" + req.EnvelopeID) {
+		switch sm.app.seen.admit("envelope:" + req.EnvelopeID) {
+		case admitSeen:
 			sm.ack(ctx, req.EnvelopeID, nil)
 			return
+		case admitFull:
+			sm.app.metrics.event("busy")
+			return // unacknowledged: Slack delivers it again
 		}
 		// The answer may take the whole inline budget: do not hold up other envelopes meanwhile.
 		sm.app.detach(func(bctx context.Context) {
@@ -153,8 +168,16 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		if req == nil {
 			return
 		}
-		if cb, ok := evt.Data.(slack.InteractionCallback); ok && sm.app.seen.first("envelope:"+req.EnvelopeID) {
-			sm.app.interaction(cb)
+		envelope := "envelope:" + req.EnvelopeID
+		switch sm.app.seen.admit(envelope) {
+		case admitFull:
+			sm.app.metrics.event("busy")
+			return // unacknowledged: Slack delivers it again
+		case admitNew:
+			if cb, ok := evt.Data.(slack.InteractionCallback); ok && !sm.app.interaction(cb) {
+				sm.app.seen.forget(envelope)
+				return
+			}
 		}
 		sm.ack(ctx, req.EnvelopeID, nil)
 	case socketmode.EventTypeHello, socketmode.EventTypeDisconnect:

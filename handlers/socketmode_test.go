@@ -394,3 +394,56 @@ func TestSocketModeAcksWhatItCannotParse(t *testing.T) {
 		t.Errorf("answers to envelopes that do not parse = %d; want none", n)
 	}
 }
+
+// TestSocketModeFullLeavesUnacknowledged: with the delivered-request memory full of keys inside seenKeep,
+// a new envelope is left unacknowledged (Slack delivers it again) and not answered; delivered again once
+// a key is past seenKeep, it is acknowledged and answered once.
+func TestSocketModeFullLeavesUnacknowledged(t *testing.T) {
+	metrics := vllmMetrics(t)
+	e := newSocketEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	now := time.Unix(1_800_000_000, 0)
+	e.app.seen.mu.Lock()
+	e.app.seen.max = 2 // one mention: its envelope and its event
+	e.app.seen.now = func() time.Time { return now }
+	e.app.seen.mu.Unlock()
+	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
+	mention := func(id string) []byte {
+		return fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
+			m["envelope_id"] = "env-" + id
+			p := m["payload"].(map[string]any)
+			p["event_id"] = "Ev-" + id
+			p["event"].(map[string]any)["text"] = "<@U111> ETA?"
+		})
+	}
+	acks := func(envelope string) int {
+		e.ws.mu.Lock()
+		defer e.ws.mu.Unlock()
+		n := 0
+		for _, a := range e.ws.acks {
+			if a.EnvelopeID == envelope {
+				n++
+			}
+		}
+		return n
+	}
+	answers := func() int { return len(e.fake.Calls("chat.postEphemeral")) + len(e.fake.Calls("chat.postMessage")) }
+	e.ws.send(mention("1"))
+	e.ws.waitAck(t, "env-1")
+	e.ws.send(mention("2")) // no room: left unacknowledged
+	e.ws.send(mention("1")) // a duplicate, acknowledged after env-2 was handled (one loop, in order)
+	e.ws.waitFor(t, "the duplicate's ack", func() bool { return acks("env-1") == 2 })
+	e.app.wait(10 * time.Second)
+	if n := acks("env-2"); n != 0 {
+		t.Errorf("acks of an envelope with no room to remember it = %d; want 0", n)
+	}
+	if n := answers(); n != 1 {
+		t.Errorf("answers with the memory full = %d; want 1", n)
+	}
+	now = now.Add(seenKeep + time.Second)
+	e.ws.send(mention("2"))
+	e.ws.waitAck(t, "env-2")
+	e.app.wait(10 * time.Second)
+	if n := answers(); n != 2 {
+		t.Errorf("answers after the envelope came again = %d; want 2", n)
+	}
+}

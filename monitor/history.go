@@ -105,7 +105,27 @@ func (m *Monitor) loadRun(name string) (*runState, error) {
 		return fresh, fresh.stateErr
 	}
 	sort.SliceStable(rs.History, func(i, j int) bool { return rs.History[i].T < rs.History[j].T })
+	rs.Engines = rekeyedEngines(rs.Engines)
 	return rs, nil
+}
+
+// rekeyedEngines moves counters kept under a key that names a URL with more than redaction now shows (a
+// state file from before path tokens were hidden: https://gw/bot1:TOKEN/metrics) to the key the URL has
+// now, so that neither the token stays on disk nor the endpoint's counters start over. A key with a
+// digest (#…, two URLs alike once redacted) is left alone: its redacted form would lose the digest.
+func rekeyedEngines(in map[string]engineMemo) map[string]engineMemo {
+	for k, v := range in {
+		if strings.Contains(k, "#") {
+			continue
+		}
+		if nk := probes.RedactURLsIn(k); nk != k {
+			delete(in, k)
+			if _, ok := in[nk]; !ok {
+				in[nk] = v
+			}
+		}
+	}
+	return in
 }
 
 func (m *Monitor) runState(name string) *runState {

@@ -211,12 +211,12 @@ func describeLogErr(err error, timeout time.Duration) error {
 	return probes.NoAnswer(err, timeout)
 }
 
-// metricsName is a metrics URL as runwatch keeps and shows it: redacted (a query's values, a password), once.
+// metricsName is a metrics URL as runwatch keeps and shows it: redacted (a query's values, a password, a path token), once.
 type metricsName struct{ key, shown string }
 
 // metricsNames names a run's metrics URLs: each its redacted URL, which is also the key its counters are folded
 // under (kept across restarts). Two URLs that differ only in what redaction hides (a gateway's ?model=a and
-// ?model=b) would share that key, and their counters would fold as one server's, each scrape read as the other
+// ?model=b, or two tenants' keys in a path) would share that key, and their counters would fold as one server's, each scrape read as the other
 // replica's: they are keyed apart by a digest of the whole URL and shown with their place in the run's list. The
 // digest shows no secret, but a guessable one (a model's name, a short PIN) could be checked against it: it is
 // a state key only, never shown.

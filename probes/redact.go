@@ -13,12 +13,12 @@ import (
 
 // RedactURL is the one place a configured URL becomes a name: the form probe names, metric
 // labels, state keys, warnings, status output and stage details carry. The user info, every query
-// value and the fragment are dropped (redact.URL):
+// value, the fragment and every path segment that looks like a secret are dropped (redact.URL):
 // http://admin:pw@host:9000/metrics?api_key=K&x=1 names itself http://host:9000/metrics?api_key=[redacted]&x=[redacted].
 func RedactURL(raw string) string { return redact.URL(raw) }
 
-// RedactURLsIn returns text (a job's log line) with every URL that carries a password, a query or
-// a fragment named as RedactURL names it; other URLs and the rest of the text stay as they are.
+// RedactURLsIn returns text (a job's log line) with every URL that carries a password, a query, a
+// fragment or a secret-looking path segment named as RedactURL names it; other URLs and the rest of the text stay as they are.
 func RedactURLsIn(text string) string { return redact.URLsIn(text) }
 
 // withoutSecrets returns err with every one of secrets in its text replaced by [redacted] (errors.Is
@@ -58,14 +58,14 @@ func clipLine(s string) string {
 
 // urlSecrets are what RedactURL hides of a URL that a server may echo back (in a status line, an
 // error body): its password, decoded and as written, its user info as the Authorization header
-// carries it (a token given as the user alone, https://TOKEN@host, is sent so too), and its query
-// values, decoded and as written.
+// carries it (a token given as the user alone, https://TOKEN@host, is sent so too), its query
+// values, decoded and as written, and the path segments it hides (a server's 404 may name the route).
 func urlSecrets(raw string) []string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	out := redact.PathSecrets(raw)
 	pw, ok := u.User.Password()
 	if ok {
 		out = append(out, pw, url.QueryEscape(pw))

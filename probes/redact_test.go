@@ -244,6 +244,32 @@ func TestProbesNeverEchoURLSecrets(t *testing.T) {
 	}
 }
 
+// TestProbesNeverEchoPathTokens: a token in the URL's path (a Telegram-style /bot<id>:<token>/, a
+// hosted Prometheus's key segment) is neither named in the probe's error nor let through when the
+// server echoes the path back, as written or decoded.
+func TestProbesNeverEchoPathTokens(t *testing.T) {
+	const token = "AAH4xk9Zq0LmNoPqRsTu77"
+	heads := map[string]func(uri string) string{
+		"status line": func(uri string) string { return "HTTP/1.1 404 no route " + uri + "\r\n" },
+		"content type": func(uri string) string {
+			return "HTTP/1.1 200 OK\r\nContent-Type: text/html; echo=\"" + uri + "\"\r\n"
+		},
+	}
+	for name, head := range heads {
+		for _, path := range []string{"/bot123456:" + token + "/metrics", "/api/prom/k" + token + "/metrics"} {
+			raw := echoServer(t, head) + path
+			_, err := NewMetrics(nil, 0).Scrape(context.Background(), raw)
+			if err == nil || strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "[redacted]") {
+				t.Errorf("%s: Scrape(%s) = %v; want an error naming the URL redacted", name, path, err)
+			}
+			a, err := CheckHTTP(context.Background(), nil, raw)
+			if err != nil || strings.Contains(a.Status, token) {
+				t.Errorf("%s: CheckHTTP(%s) = %+v, %v; want an answer without the token", name, path, a, err)
+			}
+		}
+	}
+}
+
 // TestProbesNeverEchoBasicAuth: a password travels as the Authorization header's base64 of
 // user:password, and a server (or a proxy) that names the header it was sent, in its status line or
 // its error answer, must not get that encoding into a probe's error or answer either: decoding it is

@@ -9,10 +9,13 @@ import (
 	"strings"
 )
 
-// URL names a URL without its secrets. Credentials ride in URLs two ways, user:password@ and query
-// values (token=, api_key=, sig=, ...), and no list of parameter names is complete, so the user
+// URL names a URL without its secrets. Credentials ride in URLs three ways: user:password@, query
+// values (token=, api_key=, sig=, ...), for which no list of parameter names is complete, so the user
 // info is dropped and every query value is replaced:
-// http://admin:pw@host:9000/metrics?api_key=K&x=1 names itself http://host:9000/metrics?api_key=[redacted]&x=[redacted].
+// http://admin:pw@host:9000/metrics?api_key=K&x=1 names itself http://host:9000/metrics?api_key=[redacted]&x=[redacted];
+// and path segments (a Telegram bot's /bot<id>:<token>/, a Slack webhook's /services/T/B/<secret>, a
+// hosted Prometheus's /api/prom/<key>/), each of which Segment judges: one that looks like a secret is
+// replaced by [redacted] and the rest of the path stays readable.
 // The fragment, never sent, is dropped too. A URL that does not parse names itself by its scheme
 // alone, since the text around a parse error may be a secret, and so does one without "//" after its
 // scheme (user:password@host parses so, as the scheme "user" and opaque text).
@@ -31,6 +34,7 @@ func URL(raw string) string {
 	}
 	u.User = nil
 	u.Fragment, u.RawFragment = "", ""
+	redactPath(u)
 	if u.RawQuery == "" && !u.ForceQuery {
 		return u.String()
 	}
@@ -58,13 +62,13 @@ func URL(raw string) string {
 // angle bracket (trailing punctuation is trimmed by URLsIn).
 var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]{0,15}://[^\s<>"'\x60]+`)
 
-// URLsIn returns text with every URL that carries a password, a query or a fragment named as URL
-// names it; other URLs and the rest of the text stay as they are.
+// URLsIn returns text with every URL that carries a password, a query, a fragment or a path segment
+// that looks like a secret named as URL names it; other URLs and the rest of the text stay as they are.
 func URLsIn(text string) string {
 	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
 		trimmed := strings.TrimRight(u, ".,;:!?)]}")
 		tail := u[len(trimmed):]
-		if !strings.ContainsAny(trimmed, "@?#") {
+		if !strings.ContainsAny(trimmed, "@?#") && !secretInPath(trimmed) {
 			return u
 		}
 		return URL(trimmed) + tail

@@ -1,0 +1,94 @@
+package monitor
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/probes"
+	"runwatch/state"
+)
+
+// TestMetricsNamesPathTokens: URLs that differ only in a hidden path token (two Telegram-style bot
+// gateways, two tenants' keys) name themselves alike once redacted, and are still keyed apart and
+// shown with their place in the list; neither key nor name carries a token.
+func TestMetricsNamesPathTokens(t *testing.T) {
+	const tokA, tokB = "AAH4xk9Zq0LmNoPqRsTu01", "AAH4xk9Zq0LmNoPqRsTu02"
+	urls := []string{
+		"https://gw.example/bot1:" + tokA + "/metrics",
+		"https://gw.example/bot1:" + tokB + "/metrics",
+		"http://10.0.0.7:8000/metrics",
+	}
+	got := metricsNames(urls)
+	if got[0].key == got[1].key {
+		t.Errorf("metricsNames keys %q and %q; want two URLs differing in their path token keyed apart", got[0].key, got[1].key)
+	}
+	for i, want := range []string{
+		"https://gw.example/[redacted]/metrics (metrics entry 1)",
+		"https://gw.example/[redacted]/metrics (metrics entry 2)",
+		"http://10.0.0.7:8000/metrics",
+	} {
+		if got[i].shown != want {
+			t.Errorf("metricsNames(...)[%d].shown = %q; want %q", i, got[i].shown, want)
+		}
+		for _, tok := range []string{tokA, tokB} {
+			if strings.Contains(got[i].key, tok) || strings.Contains(got[i].shown, tok) {
+				t.Errorf("metricsNames(...)[%d] = %+v; want no token", i, got[i])
+			}
+		}
+	}
+	if got[2].key != got[2].shown {
+		t.Errorf("metricsNames(...)[2] = %+v; want a URL without collision keyed by its name", got[2])
+	}
+}
+
+// TestStateFromBeforePathRedaction: a state file written when a path token was part of the key (and so on
+// disk) is read with its counters under the key the URL has now: the token leaves the file at the next
+// save, and the endpoint's counters carry on rather than start over.
+func TestStateFromBeforePathRedaction(t *testing.T) {
+	const token = "AAH4xk9Zq0LmNoPqRsTu77"
+	srv, _ := vllmServer(t, 1386*30)
+	raw := srv.URL + "/bot1:" + token + "/metrics"
+	f := newFixture(t, raw)
+	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	m, _, _ := New(f.file, Options{State: dir, Now: clock})
+	for range 3 {
+		now = now.Add(30 * time.Second)
+		m.Sample(context.Background())
+	}
+	file := filepath.Join(dir.Path(), "run-synth.json")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := probes.RedactURL(raw)
+	if strings.Contains(string(b), token) || !strings.Contains(string(b), shown) {
+		t.Fatalf("state file keys the endpoint without %q or holds the token:\n%s", shown, b)
+	}
+	// The file as the previous release wrote it: the whole path in the key.
+	if err := os.WriteFile(file, bytes.ReplaceAll(b, []byte(shown), []byte(raw)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m2, problems, err := New(f.file, Options{State: dir, Now: clock})
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("restart: %v %v", problems, err)
+	}
+	memos := m2.runState("synth").engineMemos()
+	if len(memos) != 1 || memos[shown].Reads != 3 {
+		t.Errorf("counters after the restart = %v; want the 3 reads under %q", memos, shown)
+	}
+	now = now.Add(30 * time.Second)
+	m2.Sample(context.Background())
+	if b, _ := os.ReadFile(file); strings.Contains(string(b), token) {
+		t.Errorf("state file after the next save still holds the token:\n%s", b)
+	}
+}
