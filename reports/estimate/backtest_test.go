@@ -160,10 +160,11 @@ func TestBiasCorrected(t *testing.T) {
 		says      string
 	}{
 		{"fast", []float64{0.2, 0.2, 0.2, 0.2, 0.2}, 3000, 3000 * math.Exp(onFinishBias*0.2), 2500, 4500,
-			"and 2 min 34 s more: this run's own forecasts so far came out 22% fast"},
+			"and 2 min 34 s more because so far this run has taken 22% longer than its own earlier forecasts said"},
 		{"slow", []float64{-0.2, -0.2, -0.2}, 3000, 3000 * math.Exp(-onFinishBias*0.2), 2500, 4500,
-			"and 2 min 26 s less: this run's own forecasts so far came out 18% slow"},
-		{"held to the range", []float64{2, 2, 2}, 3000, 3100, 2500, 3100, "and 1 min 40 s more"},
+			"and 2 min 26 s less because so far this run has taken 18% less time than its own earlier forecasts said"},
+		{"held to the range", []float64{2, 2, 2}, 3000, 3100, 2500, 3100,
+			"and 1 min 40 s more because so far this run has taken 7.4x as long as its own earlier forecasts said"},
 		{"too small to say", []float64{0.01, 0.01}, 3000, 3000 * math.Exp(onFinishBias*0.01), 2500, 4500, ""},
 		{"none", nil, 3000, 3000, 2500, 4500, ""},
 	} {
@@ -212,6 +213,27 @@ func TestBacktestMovesOnlyAnOnFinishPoint(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Errorf("the backtest moved no on-finish point; want the run's own past errors to move it")
+	}
+	// A pause is not a bias: after the peer stall's SIGSTOP (done stands at 1,200 for 10 s, a request or two
+	// finishing before it) the past forecasts scored across it all came out long, and the point must not
+	// follow them later. (It may move earlier: this simulator finishes a burst of requests as it resumes.)
+	stall := readTrace(t, "../testdata/peer/stall.jsonl")
+	for k := range stall {
+		if stall[k].Done < 1240 {
+			continue
+		}
+		for _, n := range []int{k, k + 10} {
+			with, _ := Compute(stall[:n], Config{})
+			without, _ := Compute(stall[:n], Config{noBacktest: true})
+			if with.Seconds == nil || without.Seconds == nil {
+				t.Fatalf("stall, %d samples: no estimate", n)
+			}
+			if moved := *with.Seconds / *without.Seconds - 1; moved > 0.02 {
+				t.Errorf("stall, %d samples (%d done, after the pause): the point moved %.1f%% later (%v s -> %v s); want at most 2%%: %s",
+					n, stall[n-1].Done, 100*moved, *without.Seconds, *with.Seconds, with.Reason)
+			}
+		}
+		break
 	}
 	// A counter per iteration keeps the point the backtest did not touch (a log-only history too:
 	// TestBacktestRescalesTheRange).
