@@ -114,16 +114,21 @@ func goldenJSON(t *testing.T, name string, got []byte) {
 
 // A problem is one line, and says its probe once: an error that joins two (the disk counters' block
 // and NFS reads) used to put the second on a line of its own with no probe, and a statfs error that
-// names its mount read "statfs /data: statfs /data: permission denied".
+// names its mount read "statfs /data: statfs /data: permission denied". A dead metrics endpoint read
+// "metrics http://127.0.0.1:1/metrics: scrape http://127.0.0.1:1/metrics: dial tcp …", the URL twice.
 func TestProblemContextOneLineEach(t *testing.T) {
 	ps := []Problem{
 		{Probe: "disk activity", Error: "read /proc/diskstats: no such file or directory\nread /proc/self/mountstats: permission denied"},
 		{Probe: "statfs /data", Error: "statfs /data: permission denied"},
+		{Probe: "metrics http://127.0.0.1:1/metrics", Error: "scrape http://127.0.0.1:1/metrics: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{Probe: "metrics http://h/metrics (metrics entry 2)", Error: "scrape http://h/metrics: HTTP 500 Internal Server Error"},
 	}
 	got := ProblemContext(ps)
 	want := []string{
 		":warning: disk activity: read /proc/diskstats: no such file or directory; read /proc/self/mountstats: permission denied",
 		":warning: statfs /data: permission denied",
+		":warning: metrics http://127.0.0.1:1/metrics: dial tcp 127.0.0.1:1: connect: connection refused",
+		":warning: metrics http://h/metrics (metrics entry 2): HTTP 500 Internal Server Error",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ProblemContext(%q) = %q; want %q", ps, got, want)

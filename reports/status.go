@@ -97,10 +97,17 @@ func problemLine(p Problem) string {
 	return fmt.Sprintf(":warning: %s: %s", Esc(p.Probe), Esc(p.short(300)))
 }
 
-// short is the problem's error in one line of at most max bytes, without its probe's name in front.
+// short is the problem's error in one line of at most max bytes, without its probe's name in front: nor, for a
+// metrics endpoint, the scrape's own "scrape URL: ", which named the URL a second time on the same line
+// ("metrics http://h/metrics: scrape http://h/metrics: dial tcp …").
 func (p Problem) short(max int) string {
+	msg := strings.TrimPrefix(p.Error, p.Probe+": ")
+	if url, ok := strings.CutPrefix(p.Probe, "metrics "); ok {
+		url, _, _ = strings.Cut(url, " (metrics entry ") // "… (metrics entry 2)" names one of two alike URLs
+		msg = strings.TrimPrefix(msg, "scrape "+url+": ")
+	}
 	var parts []string
-	for _, line := range strings.Split(strings.TrimPrefix(p.Error, p.Probe+": "), "\n") {
+	for _, line := range strings.Split(msg, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			parts = append(parts, line)
 		}

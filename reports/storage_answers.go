@@ -298,9 +298,16 @@ func freeLine(p PathInfo, held []string, rates []WriteRate, etaS *float64, plans
 			written = r.BytesPerS
 		}
 	}
-	if written > 0 && p.FillsInS == nil && float64(*p.FreeBytes)/written >= maxFillHorizon {
-		// BuildStorage leaves the time to full out past a month: say so rather than nothing.
-		b.WriteString(" At that rate it lasts over a month.")
+	if written > 0 && p.FillsInS == nil {
+		// BuildStorage leaves the time to full out past a month: say so rather than nothing. With a write rate
+		// that would fill the disk within a month, no time to full means the free-space trend says it lasts (it
+		// measures every writer; others freed as much, or the trend is slower): said, rather than nothing after
+		// "Writing 25.0 kB/s." of 64.7 GB.
+		if d := float64(*p.FreeBytes) / written; d >= maxFillHorizon {
+			b.WriteString(" At that rate it lasts over a month.")
+		} else {
+			fmt.Fprintf(&b, " At that rate it would fill in %s, but free space is not shrinking that fast: it lasts over a month.", Duration(d))
+		}
 	}
 	if p.FillsInS != nil {
 		// The time to full is from the free-space trend when there is one, and the disk's other

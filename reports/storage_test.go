@@ -225,6 +225,14 @@ func TestAnswerFreeSaysWhetherItFills(t *testing.T) {
 	if got := AnswerFree("demo", paths, nil, nil, nil).Text(); strings.Contains(got, "month") || strings.Contains(got, "plan") {
 		t.Errorf("AnswerFree without a rate or plans = %q; want neither a fill verdict nor a plan", got)
 	}
+	// A write rate that would fill the disk within a month, beside a free-space trend that does not (no time to
+	// full): the demo's "Writing 25.0 kB/s." of 64.7 GB said nothing more.
+	small := uint64(64_700_000_000)
+	paths[0].FreeBytes = &small
+	got = AnswerFree("demo", paths, []WriteRate{{Mount: "/data", BytesPerS: 25e3}}, nil, nil).Text()
+	if want := "Writing 25.0 kB/s. At that rate it would fill in 29 d 23 h, but free space is not shrinking that fast: it lasts over a month."; !strings.Contains(got, want) {
+		t.Errorf("AnswerFree = %q; want it to say %q", got, want)
+	}
 }
 
 // A time to full from the free-space trend that is not this write rate says the pace it is from:
