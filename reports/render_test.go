@@ -139,3 +139,20 @@ func TestProblemContextOneLineEach(t *testing.T) {
 		}
 	}
 }
+
+// A stall says its time once: the heading's "Stalled since 02:04 UTC" stood before the estimator's "no progress
+// since 02:04 UTC (13 min): …", the same clock time twice on one line.
+func TestETALineStalledSaysItsTimeOnce(t *testing.T) {
+	since := time.Date(2026, 12, 2, 2, 4, 0, 0, time.UTC)
+	at := float64(since.Unix())
+	e := ETA{State: StateStalled, StalledSince: &at, Reason: "no progress since 02:04 UTC (13 min): the job log has not changed since then"}
+	want := "(!!) Stalled since 02:04 UTC (13 min): the job log has not changed since then"
+	if got := PlainText(ETALine(e, time.UTC)); got != want {
+		t.Errorf("ETALine(%+v) = %q; want %q", e, got, want)
+	}
+	// A reason in other words is kept whole.
+	e.Reason = "no progress for 38 min"
+	if got, want := PlainText(ETALine(e, time.UTC)), "(!!) Stalled since 02:04 UTC — no progress for 38 min"; got != want {
+		t.Errorf("ETALine(%+v) = %q; want %q", e, got, want)
+	}
+}

@@ -216,11 +216,19 @@ func ETALine(e ETA, loc *time.Location) string {
 		return ":white_check_mark: *Done:* " + Esc(e.Reason) + "."
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
+		reason := e.Reason
 		if e.StalledSince != nil {
 			s += " since " + SlackTime(estimate.Unix(*e.StalledSince), loc)
+			// The estimator's "no progress since 02:04 UTC (13 min): …" says the time the heading just said:
+			// "Stalled since 02:04 UTC (13 min): the job log has not changed since then".
+			if rest, ok := strings.CutPrefix(reason, "no progress since "); ok {
+				if i := strings.Index(rest, " ("); i >= 0 {
+					return s + Esc(rest[i:])
+				}
+			}
 		}
-		if e.Reason != "" {
-			s += " — " + Esc(e.Reason)
+		if reason != "" {
+			s += " — " + Esc(reason)
 		}
 		return s
 	case "unknown":
