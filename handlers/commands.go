@@ -186,7 +186,8 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	case rs.ETA == nil:
 		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell* — "+noProgressReason(q, rs))
 	case rs.ETA.State == "stalled":
-		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+reports.ETALine(*rs.ETA, b.loc))
+		// One alarm: the ETA line's own ":rotating_light:" read "(!!) Yes, it looks stuck. (!!) Stalled since …".
+		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+strings.TrimPrefix(reports.ETALine(*rs.ETA, b.loc), ":rotating_light: "))
 	case rs.ETA.State == "done":
 		line := ":white_check_mark: *Not stuck: it finished.*"
 		if rs.ETA.Reason != "" {

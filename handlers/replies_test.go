@@ -247,7 +247,7 @@ func TestStuckWithoutTotal(t *testing.T) {
 		not       string
 	}{
 		{"moving", 20, []string{"No, it's moving.", "ETA: unknown — the total number of items is unknown"}, "Can't tell"},
-		{"flat", 0, []string{"Yes, it looks stuck."}, "moving"},
+		{"flat", 0, []string{"(!!) Yes, it looks stuck. Stalled since"}, "moving"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

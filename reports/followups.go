@@ -139,7 +139,15 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	if len(st.ProtectedMounts) == 0 || len(mounts) == 0 {
 		w := AnswerWrites(run, st, t)
 		if t.Path != "" && len(st.ProtectedMounts) > 0 {
-			w.Sections[0] = fmt.Sprintf("%s is not one of run %s's protected mounts, so no write there breaks the run file's rules; here is what writes to it. ", Code(t.Path), Esc(run)) + w.Sections[0]
+			// The writes answer's own "Yes —" or "No —" answers "is anything writing?", not "is it safe?": after
+			// "is /data safe?", "Yes — 1 process is writing to /data" read as both. The count says it alone.
+			v := w.Sections[0]
+			for _, lead := range []string{":large_green_circle: *No* — ", "*Yes* — "} {
+				if rest, ok := strings.CutPrefix(v, lead); ok && rest != "" {
+					v = strings.ToUpper(rest[:1]) + rest[1:]
+				}
+			}
+			w.Sections[0] = fmt.Sprintf("%s is not one of run %s's protected mounts, so no write there breaks the run file's rules; here is what writes to it. ", Code(t.Path), Esc(run)) + v
 		}
 		w.Title = m.Title
 		return w

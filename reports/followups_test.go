@@ -276,6 +276,22 @@ func TestAnswerSafeAdviceMatchesTheWrites(t *testing.T) {
 	}
 }
 
+// "is /data safe?" of a path that is not protected says what writes there without the writes answer's own
+// "Yes —" or "No —", which read as the answer to "safe?": "…here is what writes to it. Yes — 1 process is
+// writing to /data".
+func TestAnswerSafeOnAnUnprotectedPathSaysNoYesOrNo(t *testing.T) {
+	rs, _ := sampleStatus()
+	data := Target{Path: "/data", Resolved: "/data", Exists: true, Mount: "/data", FSType: "ext4", Device: "/dev/nvme1n1"}
+	in := storageInput()
+	in.Scan = &probes.WriterScan{Processes: 300}
+	for name, st := range map[string]Storage{"writers": rs.Storage, "none": BuildStorage(in, nil)} {
+		got := AnswerSafe(rs.Name, st, data).Text()
+		if !strings.Contains(got, "here is what writes to it. ") || strings.Contains(got, "Yes —") || strings.Contains(got, "No —") {
+			t.Errorf("AnswerSafe(%s, /data) = %q; want what writes there, without a Yes or No", name, got)
+		}
+	}
+}
+
 // TestAnswerLeftCheckFailed: a stage whose check cannot run (a query that fails) says so, not "waits on" the
 // stage before it or "not started"; the stages after it still wait on it.
 func TestAnswerLeftCheckFailed(t *testing.T) {

@@ -104,8 +104,8 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 	}
 	if n := len(l.Moves); n > 0 {
 		mv := l.Moves[n-1]
-		s := fmt.Sprintf("Last move: at %s the finish moved *%s* (%s → %s left)", SlackTime(tTime(mv.At), loc),
-			signedDuration(mv.ToFinish-mv.FromFinish), Duration(math.Max(0, mv.FromFinish-mv.At)), Duration(math.Max(0, mv.ToFinish-mv.At)))
+		s := fmt.Sprintf("Last move: at %s the finish moved *%s* (%s)", SlackTime(tTime(mv.At), loc),
+			signedDuration(mv.ToFinish-mv.FromFinish), leftSpan(mv.FromFinish, mv.ToFinish, mv.At))
 		if c := mainCause(mv); c != "" {
 			s += ", mostly " + c
 		}
@@ -261,8 +261,8 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 		m.Sections = append(m.Sections, lead)
 	} else {
 		last := moves[len(moves)-1]
-		lead := fmt.Sprintf(":warning: *At %s the finish moved %s* (%s → %s left).", SlackTime(tTime(last.At), loc),
-			signedDuration(last.ToFinish-last.FromFinish), Duration(math.Max(0, last.FromFinish-last.At)), Duration(math.Max(0, last.ToFinish-last.At)))
+		lead := fmt.Sprintf(":warning: *At %s the finish moved %s* (%s).", SlackTime(tTime(last.At), loc),
+			signedDuration(last.ToFinish-last.FromFinish), leftSpan(last.FromFinish, last.ToFinish, last.At))
 		if c := mainCause(last); c != "" {
 			lead += " Mostly " + c + "."
 		}
@@ -363,4 +363,13 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 		m.Sections = append(m.Sections, line)
 	}
 	return m
+}
+
+// leftSpan is a move's time left before and after it, as of the move: "2 h 30 min → 3 h 23 min left". An old
+// finish already past says how long ago it was due: "+21 min (0 s → 10 min left)" read as a move of 10 min.
+func leftSpan(from, to, at float64) string {
+	if at-from >= 1 {
+		return fmt.Sprintf("due %s ago → %s left", Duration(at-from), Duration(math.Max(0, to-at)))
+	}
+	return fmt.Sprintf("%s → %s left", Duration(math.Max(0, from-at)), Duration(math.Max(0, to-at)))
 }

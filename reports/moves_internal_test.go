@@ -66,3 +66,25 @@ func TestAnswerWhyAfterTheFinish(t *testing.T) {
 		t.Errorf("AnswerWhy after the finish ends %q; want the finish line alone\n%s", last, text)
 	}
 }
+
+// A move whose old finish is already past says when it was due: the stragglers' "finish moved +21 min (0 s → 10
+// min left)" read as a move of 10 min.
+func TestLeftSpanOfAPassedFinish(t *testing.T) {
+	for _, tt := range []struct {
+		from, to, at float64
+		want         string
+	}{
+		{9000, 12180, 0, "2 h 30 min → 3 h 23 min left"},
+		{1000, 1000 + 21*60, 1000 + 11*60, "due 11 min ago → 10 min left"},
+		{1000, 1600, 1000, "0 s → 10 min left"},
+	} {
+		if got := leftSpan(tt.from, tt.to, tt.at); got != tt.want {
+			t.Errorf("leftSpan(%v, %v, %v) = %q; want %q", tt.from, tt.to, tt.at, got, tt.want)
+		}
+	}
+	sh := Shift{At: 1660, FromFinish: 1000, ToFinish: 2920}
+	got := PlainText(LastMoveLine(&MoveLog{Moves: []Shift{sh}}, nil, time.UTC))
+	if want := "(due 11 min ago → 21 min left)"; !strings.Contains(got, want) {
+		t.Errorf("LastMoveLine = %q; want %q", got, want)
+	}
+}

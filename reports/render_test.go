@@ -114,16 +114,21 @@ func goldenJSON(t *testing.T, name string, got []byte) {
 
 // A problem is one line, and says its probe once: an error that joins two (the disk counters' block
 // and NFS reads) used to put the second on a line of its own with no probe, and a statfs error that
-// names its mount read "statfs /data: statfs /data: permission denied".
+// names its mount read "statfs /data: statfs /data: permission denied". A dead metrics endpoint read
+// "metrics http://127.0.0.1:1/metrics: scrape http://127.0.0.1:1/metrics: dial tcp …", the URL twice.
 func TestProblemContextOneLineEach(t *testing.T) {
 	ps := []Problem{
 		{Probe: "disk activity", Error: "read /proc/diskstats: no such file or directory\nread /proc/self/mountstats: permission denied"},
 		{Probe: "statfs /data", Error: "statfs /data: permission denied"},
+		{Probe: "metrics http://127.0.0.1:1/metrics", Error: "scrape http://127.0.0.1:1/metrics: dial tcp 127.0.0.1:1: connect: connection refused"},
+		{Probe: "metrics http://h/metrics (metrics entry 2)", Error: "scrape http://h/metrics: HTTP 500 Internal Server Error"},
 	}
 	got := ProblemContext(ps)
 	want := []string{
 		":warning: disk activity: read /proc/diskstats: no such file or directory; read /proc/self/mountstats: permission denied",
 		":warning: statfs /data: permission denied",
+		":warning: metrics http://127.0.0.1:1/metrics: dial tcp 127.0.0.1:1: connect: connection refused",
+		":warning: metrics http://h/metrics (metrics entry 2): HTTP 500 Internal Server Error",
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ProblemContext(%q) = %q; want %q", ps, got, want)
@@ -132,5 +137,22 @@ func TestProblemContextOneLineEach(t *testing.T) {
 		if got[i] != want[i] {
 			t.Errorf("ProblemContext line %d = %q; want %q", i, got[i], want[i])
 		}
+	}
+}
+
+// A stall says its time once: the heading's "Stalled since 02:04 UTC" stood before the estimator's "no progress
+// since 02:04 UTC (13 min): …", the same clock time twice on one line.
+func TestETALineStalledSaysItsTimeOnce(t *testing.T) {
+	since := time.Date(2026, 12, 2, 2, 4, 0, 0, time.UTC)
+	at := float64(since.Unix())
+	e := ETA{State: StateStalled, StalledSince: &at, Reason: "no progress since 02:04 UTC (13 min): the job log has not changed since then"}
+	want := "(!!) Stalled since 02:04 UTC (13 min): the job log has not changed since then"
+	if got := PlainText(ETALine(e, time.UTC)); got != want {
+		t.Errorf("ETALine(%+v) = %q; want %q", e, got, want)
+	}
+	// A reason in other words is kept whole.
+	e.Reason = "no progress for 38 min"
+	if got, want := PlainText(ETALine(e, time.UTC)), "(!!) Stalled since 02:04 UTC — no progress for 38 min"; got != want {
+		t.Errorf("ETALine(%+v) = %q; want %q", e, got, want)
 	}
 }

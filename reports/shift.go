@@ -219,8 +219,7 @@ func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
 	if move < 0 {
 		sign = "-"
 	}
-	sh.Reason = fmt.Sprintf("finish moved %s%s (%s → %s left)", sign, Duration(math.Abs(move)),
-		Duration(math.Max(0, d.FinishT-t)), Duration(*e.Seconds))
+	sh.Reason = fmt.Sprintf("finish moved %s%s (%s)", sign, Duration(math.Abs(move)), leftSpan(d.FinishT, t+*e.Seconds, t))
 	if len(parts) > 0 {
 		sh.Reason += ": " + strings.Join(parts, "; ")
 	}

@@ -97,10 +97,17 @@ func problemLine(p Problem) string {
 	return fmt.Sprintf(":warning: %s: %s", Esc(p.Probe), Esc(p.short(300)))
 }
 
-// short is the problem's error in one line of at most max bytes, without its probe's name in front.
+// short is the problem's error in one line of at most max bytes, without its probe's name in front: nor, for a
+// metrics endpoint, the scrape's own "scrape URL: ", which named the URL a second time on the same line
+// ("metrics http://h/metrics: scrape http://h/metrics: dial tcp …").
 func (p Problem) short(max int) string {
+	msg := strings.TrimPrefix(p.Error, p.Probe+": ")
+	if url, ok := strings.CutPrefix(p.Probe, "metrics "); ok {
+		url, _, _ = strings.Cut(url, " (metrics entry ") // "… (metrics entry 2)" names one of two alike URLs
+		msg = strings.TrimPrefix(msg, "scrape "+url+": ")
+	}
 	var parts []string
-	for _, line := range strings.Split(strings.TrimPrefix(p.Error, p.Probe+": "), "\n") {
+	for _, line := range strings.Split(msg, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			parts = append(parts, line)
 		}
@@ -209,11 +216,19 @@ func ETALine(e ETA, loc *time.Location) string {
 		return ":white_check_mark: *Done:* " + Esc(e.Reason) + "."
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
+		reason := e.Reason
 		if e.StalledSince != nil {
 			s += " since " + SlackTime(estimate.Unix(*e.StalledSince), loc)
+			// The estimator's "no progress since 02:04 UTC (13 min): …" says the time the heading just said:
+			// "Stalled since 02:04 UTC (13 min): the job log has not changed since then".
+			if rest, ok := strings.CutPrefix(reason, "no progress since "); ok {
+				if i := strings.Index(rest, " ("); i >= 0 {
+					return s + Esc(rest[i:])
+				}
+			}
 		}
-		if e.Reason != "" {
-			s += " — " + Esc(e.Reason)
+		if reason != "" {
+			s += " — " + Esc(reason)
 		}
 		return s
 	case "unknown":

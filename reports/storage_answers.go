@@ -298,21 +298,29 @@ func freeLine(p PathInfo, held []string, rates []WriteRate, etaS *float64, plans
 			written = r.BytesPerS
 		}
 	}
-	if written > 0 && p.FillsInS == nil && float64(*p.FreeBytes)/written >= maxFillHorizon {
-		// BuildStorage leaves the time to full out past a month: say so rather than nothing.
-		b.WriteString(" At that rate it lasts over a month.")
+	fills, pace := p.FillsInS, "the current rate"
+	if written > 0 && fills == nil {
+		// BuildStorage leaves the time to full out past a month: say so rather than nothing. A write rate that
+		// would fill the disk within a month, with no time to full beside it (a remote host without a free-space
+		// trend yet, or a trend that other writers' deletions hold back), is that rate's time to full: the demo's
+		// "Writing 25.0 kB/s." of 64.7 GB, or 50.3 MB/s of 966 GB (5 h 20 min), said nothing more.
+		if d := float64(*p.FreeBytes) / written; d >= maxFillHorizon {
+			b.WriteString(" At that rate it lasts over a month.")
+		} else {
+			fills, pace = &d, "that rate"
+		}
 	}
-	if p.FillsInS != nil {
+	if fills != nil {
 		// The time to full is from the free-space trend when there is one, and the disk's other
 		// writers count there: name that pace when it is not this write rate, or the two contradict
 		// ("Writing 1.66 kB/s. At the current rate it fills in 12 d" of 72.8 GB).
-		if shrink := float64(*p.FreeBytes) / *p.FillsInS; written > 0 && (shrink > 1.25*written || shrink < 0.8*written) {
-			fmt.Fprintf(&b, " Free space shrinks at %s/s: it fills in *%s*", Bytes(shrink), Duration(*p.FillsInS))
+		if shrink := float64(*p.FreeBytes) / *fills; written > 0 && (shrink > 1.25*written || shrink < 0.8*written) {
+			fmt.Fprintf(&b, " Free space shrinks at %s/s: it fills in *%s*", Bytes(shrink), Duration(*fills))
 		} else {
-			fmt.Fprintf(&b, " At the current rate it fills in *%s*", Duration(*p.FillsInS))
+			fmt.Fprintf(&b, " At %s it fills in *%s*", pace, Duration(*fills))
 		}
 		if etaS != nil {
-			if *p.FillsInS < *etaS {
+			if *fills < *etaS {
 				fmt.Fprintf(&b, " :rotating_light: — before the job ends (%s more).", Duration(*etaS))
 			} else {
 				fmt.Fprintf(&b, "; the job needs %s more, so it lasts.", Duration(*etaS))

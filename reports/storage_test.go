@@ -225,6 +225,26 @@ func TestAnswerFreeSaysWhetherItFills(t *testing.T) {
 	if got := AnswerFree("demo", paths, nil, nil, nil).Text(); strings.Contains(got, "month") || strings.Contains(got, "plan") {
 		t.Errorf("AnswerFree without a rate or plans = %q; want neither a fill verdict nor a plan", got)
 	}
+	// A write rate that would fill the disk within a month with no time to full beside it: the demo's "Writing
+	// 25.0 kB/s." of 64.7 GB said nothing more. It is that rate's time to full, against the job's.
+	small := uint64(64_700_000_000)
+	paths[0].FreeBytes = &small
+	rates = []WriteRate{{Mount: "/data", BytesPerS: 25e3}}
+	got = AnswerFree("demo", paths, rates, nil, nil).Text()
+	if want := "Writing 25.0 kB/s. At that rate it fills in 29 d 23 h."; !strings.Contains(got, want) {
+		t.Errorf("AnswerFree = %q; want it to say %q", got, want)
+	}
+	for _, tt := range []struct {
+		etaS float64
+		want string
+	}{
+		{3600, "At that rate it fills in 29 d 23 h; the job needs 1 h more, so it lasts."},
+		{40 * 86400, "At that rate it fills in 29 d 23 h (!!) — before the job ends (40 d more)."},
+	} {
+		if got := AnswerFree("demo", paths, rates, &tt.etaS, nil).Text(); !strings.Contains(got, tt.want) {
+			t.Errorf("AnswerFree with %v s left = %q; want it to say %q", tt.etaS, got, tt.want)
+		}
+	}
 }
 
 // A time to full from the free-space trend that is not this write rate says the pace it is from:

@@ -287,7 +287,7 @@ func TestReplayText(t *testing.T) {
 			len(lines), out)
 	}
 	// A side of the range at the point is said in words (format.Range).
-	rng := `\((\S+ \S+ – \S+ \S+|or later, up to \S+ \S+|or sooner, from \S+ \S+)\)`
+	rng := `\((\S+ \S+ – \S+ \S+|or later, up to \S+ \S+|or sooner, down to \S+ \S+)\)`
 	if !regexp.MustCompile(`eta=\S+ \S+ ` + rng).MatchString(lines[len(lines)-1]) {
 		t.Errorf("last line %q; want the estimate with its range, eta=N s (LOW – HIGH)", lines[len(lines)-1])
 	}

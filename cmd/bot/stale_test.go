@@ -27,7 +27,7 @@ func TestStaleLogIsStalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errb := run(t, "", "ask", "is it stuck?")
-	if code != 0 || !strings.Contains(out, "no progress since") || strings.Contains(out, "moving") {
+	if code != 0 || !strings.Contains(out, "Stalled since") || !strings.Contains(out, "the job log has not changed since then") || strings.Contains(out, "moving") {
 		t.Errorf("is it stuck? with the log untouched for 2 h = %d:\n%s%s\nwant a stall since the log last changed", code, out, errb)
 	}
 	code, out, _ = run(t, "", "ask", "--json", "ETA?")

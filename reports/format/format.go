@@ -81,7 +81,8 @@ func sig3(v float64) string {
 // oneSided of the point is said in words rather than as a figure that repeats it: "3 h (3 h – 6 h 3 min)"
 // read in the channel as a typo, where the range says the finish is unlikely to come sooner and may come
 // later (the lengths are growing, or every past forecast on the run came out short): "3 h (or later, up to
-// 6 h 3 min)".
+// 6 h 3 min)". The other side mirrors it: "2 h 32 min (or sooner, down to 1 h 17 min)"; "from 1 h 17 min" read
+// as where a span starts.
 func Range(sec, low, high float64) string {
 	switch {
 	case low >= sec*(1-oneSided) && high <= sec*(1+oneSided):
@@ -89,7 +90,7 @@ func Range(sec, low, high float64) string {
 	case low >= sec*(1-oneSided):
 		return " (or later, up to " + Duration(high) + ")"
 	case high <= sec*(1+oneSided):
-		return " (or sooner, from " + Duration(low) + ")"
+		return " (or sooner, down to " + Duration(low) + ")"
 	}
 	return " (" + Duration(low) + " – " + Duration(high) + ")"
 }

@@ -101,7 +101,7 @@ func TestRange(t *testing.T) {
 	}{
 		{13000, 9060, 17040, " (2 h 31 min – 4 h 44 min)"},
 		{10800, 10790, 21780, " (or later, up to 6 h 3 min)"},
-		{4800, 2940, 4810, " (or sooner, from 49 min)"},
+		{4800, 2940, 4810, " (or sooner, down to 49 min)"},
 		{600, 595, 605, ""},
 		{12120, 11880, 24360, " (or later, up to 6 h 46 min)"}, // 3 h 22 min (3 h 18 min): 2% below
 		{12120, 11870, 24360, " (3 h 18 min – 6 h 46 min)"},
