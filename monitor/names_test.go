@@ -92,3 +92,33 @@ func TestStateFromBeforePathRedaction(t *testing.T) {
 		t.Errorf("state file after the next save still holds the token:\n%s", b)
 	}
 }
+
+// TestStateQueryURLKeptAcrossRestart: a metrics URL with a query is keyed by its redacted form, whose last
+// value reads [redacted]; the re-keying on load leaves such a key as it is, so the endpoint's counters carry
+// on after a restart instead of moving to a key nothing reads.
+func TestStateQueryURLKeptAcrossRestart(t *testing.T) {
+	srv, _ := vllmServer(t, 1386*30)
+	raw := srv.URL + "/metrics?model=llama"
+	f := newFixture(t, raw)
+	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	m, _, _ := New(f.file, Options{State: dir, Now: clock})
+	for range 3 {
+		now = now.Add(30 * time.Second)
+		m.Sample(context.Background())
+	}
+	shown := probes.RedactURL(raw)
+	for restart := 1; restart <= 2; restart++ {
+		m2, problems, err := New(f.file, Options{State: dir, Now: clock})
+		if err != nil || len(problems) > 0 {
+			t.Fatalf("restart %d: %v %v", restart, problems, err)
+		}
+		if memos := m2.runState("synth").engineMemos(); len(memos) != 1 || memos[shown].Reads != 3 {
+			t.Errorf("restart %d: counters = %v; want the 3 reads under %q", restart, memos, shown)
+		}
+	}
+}
