@@ -51,20 +51,8 @@ func TestMetricsNamesPathTokens(t *testing.T) {
 // save, and the endpoint's counters carry on rather than start over.
 func TestStateFromBeforePathRedaction(t *testing.T) {
 	const token = "AAH4xk9Zq0LmNoPqRsTu77"
-	srv, _ := vllmServer(t, 1386*30)
-	raw := srv.URL + "/bot1:" + token + "/metrics"
-	f := newFixture(t, raw)
-	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	m, _, _ := New(f.file, Options{State: dir, Now: clock})
-	for range 3 {
-		now = now.Add(30 * time.Second)
-		m.Sample(context.Background())
-	}
+	f, raw, dir, now := sampledWithState(t, "/bot1:"+token+"/metrics")
+	clock := func() time.Time { return *now }
 	file := filepath.Join(dir.Path(), "run-synth.json")
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -86,7 +74,7 @@ func TestStateFromBeforePathRedaction(t *testing.T) {
 	if len(memos) != 1 || memos[shown].Reads != 3 {
 		t.Errorf("counters after the restart = %v; want the 3 reads under %q", memos, shown)
 	}
-	now = now.Add(30 * time.Second)
+	*now = now.Add(30 * time.Second)
 	m2.Sample(context.Background())
 	if b, _ := os.ReadFile(file); strings.Contains(string(b), token) {
 		t.Errorf("state file after the next save still holds the token:\n%s", b)
@@ -97,20 +85,8 @@ func TestStateFromBeforePathRedaction(t *testing.T) {
 // value reads [redacted]; the re-keying on load leaves such a key as it is, so the endpoint's counters carry
 // on after a restart instead of moving to a key nothing reads.
 func TestStateQueryURLKeptAcrossRestart(t *testing.T) {
-	srv, _ := vllmServer(t, 1386*30)
-	raw := srv.URL + "/metrics?model=llama"
-	f := newFixture(t, raw)
-	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	m, _, _ := New(f.file, Options{State: dir, Now: clock})
-	for range 3 {
-		now = now.Add(30 * time.Second)
-		m.Sample(context.Background())
-	}
+	f, raw, dir, now := sampledWithState(t, "/metrics?model=llama")
+	clock := func() time.Time { return *now }
 	shown := probes.RedactURL(raw)
 	for restart := 1; restart <= 2; restart++ {
 		m2, problems, err := New(f.file, Options{State: dir, Now: clock})
@@ -121,4 +97,24 @@ func TestStateQueryURLKeptAcrossRestart(t *testing.T) {
 			t.Errorf("restart %d: counters = %v; want the 3 reads under %q", restart, memos, shown)
 		}
 	}
+}
+
+// sampledWithState is a run scraping a vLLM server at path, sampled three times 30 s apart into a state
+// directory: its fixture, the metrics URL, the directory and the clock's time (move it to sample on).
+func sampledWithState(t *testing.T, path string) (fixture, string, *state.Dir, *time.Time) {
+	t.Helper()
+	srv, _ := vllmServer(t, 1386*30)
+	raw := srv.URL + path
+	f := newFixture(t, raw)
+	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	m, _, _ := New(f.file, Options{State: dir, Now: func() time.Time { return now }})
+	for range 3 {
+		now = now.Add(30 * time.Second)
+		m.Sample(context.Background())
+	}
+	return f, raw, dir, &now
 }
