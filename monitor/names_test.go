@@ -118,3 +118,29 @@ func sampledWithState(t *testing.T, path string) (fixture, string, *state.Dir, *
 	}
 	return f, raw, dir, &now
 }
+
+// TestRekeyedEnginesKeepsLiveKeys: re-keying moves an old metrics key to its redacted form, and leaves alone
+// the keys a sample reads back as they are: a redacted URL (once more), a digest's, and a Prometheus
+// instance's, whose label may itself be a URL with a query or a token.
+func TestRekeyedEnginesKeepsLiveKeys(t *testing.T) {
+	kept := []string{
+		"http://h/metrics?model=[redacted]",
+		"https://gw/[redacted]/metrics#0a1b2c3d",
+		probes.PromCounterPrefix + "http://vllm-0:8000/metrics?tenant=a",
+		probes.PromCounterPrefix + "https://gw/bot1:AAH4xk9Zq0LmNoPqRsTu77/metrics",
+		probes.PromCounterPrefix + "10.0.0.7:8000",
+	}
+	in := map[string]engineMemo{"https://gw/bot1:AAH4xk9Zq0LmNoPqRsTu77/metrics": {Reads: 9}}
+	for i, k := range kept {
+		in[k] = engineMemo{Reads: int64(i + 1)}
+	}
+	out := rekeyedEngines(in)
+	if len(out) != len(kept)+1 || out["https://gw/[redacted]/metrics"].Reads != 9 {
+		t.Errorf("rekeyedEngines(...) = %v; want the old key moved to https://gw/[redacted]/metrics", out)
+	}
+	for i, k := range kept {
+		if out[k].Reads != int64(i+1) {
+			t.Errorf("rekeyedEngines(...)[%q] = %+v; want it kept (%d reads)", k, out[k], i+1)
+		}
+	}
+}
