@@ -194,8 +194,8 @@ func (h *httpMode) interactions(w http.ResponseWriter, r *http.Request, body []b
 }
 
 // busy answers a request the delivered-request memory has no room for (every key in it is inside Slack's
-// redelivery time): 503 with Retry-After, which Slack retries, rather than forgetting a key and answering
-// some redelivery twice.
+// redelivery time): 503 with Retry-After, rather than forgetting a key and answering some redelivery twice.
+// Slack retries an event so refused; a press it shows its presser as failed, and does not send again.
 func busy(w http.ResponseWriter, m *Metrics, log *slog.Logger, path string) {
 	if rw, ok := w.(*refusal); ok {
 		rw.refused = true

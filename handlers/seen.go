@@ -24,8 +24,9 @@ const seenWindow = time.Hour
 // it (and inside seenWindow) may go, oldest first, when the journal is full.
 const seenKeep = 10 * time.Minute
 
-// seenMax bounds the delivered requests kept: 16,384 keys (about 2 MB) is 27 new requests a second for all
-// of seenKeep, three times Slack's Events API limit of 30,000 events an hour for one workspace. Past it,
+// seenMax bounds the delivered requests kept: 16,384 keys (about 2 MB) is 27 new keys a second for all of
+// seenKeep. An HTTP-mode event takes one (its id), a Socket Mode event two (its envelope and its id), so
+// 13-27 events a second: 1.6-3 times Slack's Events API limit of 30,000 events an hour for one workspace. Past it,
 // with every key inside seenKeep, a new request is refused for Slack to redeliver, never answered twice.
 const seenMax = 16384
 

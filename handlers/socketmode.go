@@ -142,7 +142,7 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 			return
 		case admitFull:
 			sm.app.metrics.event("busy")
-			return // unacknowledged: Slack delivers it again
+			return // unacknowledged: Slack tells the user the command failed (a command is not delivered again)
 		}
 		// The answer may take the whole inline budget: do not hold up other envelopes meanwhile.
 		sm.app.detach(func(bctx context.Context) {
@@ -172,7 +172,7 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		switch sm.app.seen.admit(envelope) {
 		case admitFull:
 			sm.app.metrics.event("busy")
-			return // unacknowledged: Slack delivers it again
+			return // unacknowledged: Slack shows the presser it failed (a press is not delivered again)
 		case admitNew:
 			if cb, ok := evt.Data.(slack.InteractionCallback); ok && !sm.app.interaction(cb) {
 				sm.app.seen.forget(envelope)

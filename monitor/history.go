@@ -112,10 +112,12 @@ func (m *Monitor) loadRun(name string) (*runState, error) {
 // rekeyedEngines moves counters kept under a key that names a URL with more than redaction now shows (a
 // state file from before path tokens were hidden: https://gw/bot1:TOKEN/metrics) to the key the URL has
 // now, so that neither the token stays on disk nor the endpoint's counters start over. A key with a
-// digest (#…, two URLs alike once redacted) is left alone: its redacted form would lose the digest.
+// digest (#…, two URLs alike once redacted) is left alone: its redacted form would lose the digest. So is a
+// Prometheus instance's key (probes.PromCounterPrefix): it is the instance label as Prometheus gives it,
+// which may be a URL, and is read back so.
 func rekeyedEngines(in map[string]engineMemo) map[string]engineMemo {
 	for k, v := range in {
-		if strings.Contains(k, "#") {
+		if strings.Contains(k, "#") || strings.HasPrefix(k, probes.PromCounterPrefix) {
 			continue
 		}
 		if nk := probes.RedactURLsIn(k); nk != k {

@@ -51,20 +51,8 @@ func TestMetricsNamesPathTokens(t *testing.T) {
 // save, and the endpoint's counters carry on rather than start over.
 func TestStateFromBeforePathRedaction(t *testing.T) {
 	const token = "AAH4xk9Zq0LmNoPqRsTu77"
-	srv, _ := vllmServer(t, 1386*30)
-	raw := srv.URL + "/bot1:" + token + "/metrics"
-	f := newFixture(t, raw)
-	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	m, _, _ := New(f.file, Options{State: dir, Now: clock})
-	for range 3 {
-		now = now.Add(30 * time.Second)
-		m.Sample(context.Background())
-	}
+	f, raw, dir, now := sampledWithState(t, "/bot1:"+token+"/metrics")
+	clock := func() time.Time { return *now }
 	file := filepath.Join(dir.Path(), "run-synth.json")
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -86,9 +74,73 @@ func TestStateFromBeforePathRedaction(t *testing.T) {
 	if len(memos) != 1 || memos[shown].Reads != 3 {
 		t.Errorf("counters after the restart = %v; want the 3 reads under %q", memos, shown)
 	}
-	now = now.Add(30 * time.Second)
+	*now = now.Add(30 * time.Second)
 	m2.Sample(context.Background())
 	if b, _ := os.ReadFile(file); strings.Contains(string(b), token) {
 		t.Errorf("state file after the next save still holds the token:\n%s", b)
+	}
+}
+
+// TestStateQueryURLKeptAcrossRestart: a metrics URL with a query is keyed by its redacted form, whose last
+// value reads [redacted]; the re-keying on load leaves such a key as it is, so the endpoint's counters carry
+// on after a restart instead of moving to a key nothing reads.
+func TestStateQueryURLKeptAcrossRestart(t *testing.T) {
+	f, raw, dir, now := sampledWithState(t, "/metrics?model=llama")
+	clock := func() time.Time { return *now }
+	shown := probes.RedactURL(raw)
+	for restart := 1; restart <= 2; restart++ {
+		m2, problems, err := New(f.file, Options{State: dir, Now: clock})
+		if err != nil || len(problems) > 0 {
+			t.Fatalf("restart %d: %v %v", restart, problems, err)
+		}
+		if memos := m2.runState("synth").engineMemos(); len(memos) != 1 || memos[shown].Reads != 3 {
+			t.Errorf("restart %d: counters = %v; want the 3 reads under %q", restart, memos, shown)
+		}
+	}
+}
+
+// sampledWithState is a run scraping a vLLM server at path, sampled three times 30 s apart into a state
+// directory: its fixture, the metrics URL, the directory and the clock's time (move it to sample on).
+func sampledWithState(t *testing.T, path string) (fixture, string, *state.Dir, *time.Time) {
+	t.Helper()
+	srv, _ := vllmServer(t, 1386*30)
+	raw := srv.URL + path
+	f := newFixture(t, raw)
+	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	m, _, _ := New(f.file, Options{State: dir, Now: func() time.Time { return now }})
+	for range 3 {
+		now = now.Add(30 * time.Second)
+		m.Sample(context.Background())
+	}
+	return f, raw, dir, &now
+}
+
+// TestRekeyedEnginesKeepsLiveKeys: re-keying moves an old metrics key to its redacted form, and leaves alone
+// the keys a sample reads back as they are: a redacted URL (once more), a digest's, and a Prometheus
+// instance's, whose label may itself be a URL with a query or a token.
+func TestRekeyedEnginesKeepsLiveKeys(t *testing.T) {
+	kept := []string{
+		"http://h/metrics?model=[redacted]",
+		"https://gw/[redacted]/metrics#0a1b2c3d",
+		probes.PromCounterPrefix + "http://vllm-0:8000/metrics?tenant=a",
+		probes.PromCounterPrefix + "https://gw/bot1:AAH4xk9Zq0LmNoPqRsTu77/metrics",
+		probes.PromCounterPrefix + "10.0.0.7:8000",
+	}
+	in := map[string]engineMemo{"https://gw/bot1:AAH4xk9Zq0LmNoPqRsTu77/metrics": {Reads: 9}}
+	for i, k := range kept {
+		in[k] = engineMemo{Reads: int64(i + 1)}
+	}
+	out := rekeyedEngines(in)
+	if len(out) != len(kept)+1 || out["https://gw/[redacted]/metrics"].Reads != 9 {
+		t.Errorf("rekeyedEngines(...) = %v; want the old key moved to https://gw/[redacted]/metrics", out)
+	}
+	for i, k := range kept {
+		if out[k].Reads != int64(i+1) {
+			t.Errorf("rekeyedEngines(...)[%q] = %+v; want it kept (%d reads)", k, out[k], i+1)
+		}
 	}
 }

@@ -68,6 +68,15 @@ func URLsIn(text string) string {
 	return urlInText.ReplaceAllStringFunc(text, func(u string) string {
 		trimmed := strings.TrimRight(u, ".,;:!?)]}")
 		tail := u[len(trimmed):]
+		// A closing bracket that closes one inside the URL is the URL's own: a value already redacted
+		// (?x=[redacted]) would otherwise be named again as [redacted]], and a key kept so would change.
+		for tail != "" {
+			open := map[byte]string{')': "(", ']': "[", '}': "{"}[tail[0]]
+			if open == "" || strings.Count(trimmed, open) <= strings.Count(trimmed, tail[:1]) {
+				break
+			}
+			trimmed, tail = u[:len(trimmed)+1], tail[1:]
+		}
 		if !strings.ContainsAny(trimmed, "@?#") && !secretInPath(trimmed) {
 			return u
 		}

@@ -33,6 +33,11 @@ func TestURLsIn(t *testing.T) {
 		{"two: redis://:PASSWORD@r:6379/0, postgres://u:PASSWORD@db/x", "two: redis://r:6379/0, postgres://db/x"},
 		{`url="https://h/p?token=T"`, `url="https://h/p?token=[redacted]"`},
 		{"bad http://u:PASSWORD@h:port:x/y", "bad http://(unparseable URL)"},
+		// A URL named already is named the same again; a bracket it opens is its own, one it does not is not.
+		{"scrape http://h/metrics?model=[redacted]: 404", "scrape http://h/metrics?model=[redacted]: 404"},
+		{"[at http://h/metrics?model=[redacted]].", "[at http://h/metrics?model=[redacted]]."},
+		{"posting to https://hooks.slack.com/services/T1/B2/[redacted]", "posting to https://hooks.slack.com/services/T1/B2/[redacted]"},
+		{"(see http://h/a_(b)?k=v)", "(see http://h/a_(b)?k=[redacted])"},
 	}
 	for _, tt := range tests {
 		if got := URLsIn(tt.in); got != tt.want {

@@ -252,8 +252,8 @@ func pastETA(hist []Observation, cfg Config) (ETA, bool) {
 const onFinishBias = 0.25
 
 // biasCorrected moves the busy part of est (sec, its calibrated range lo-hi) by onFinishBias of the past
-// forecasts' mean error, within that range, and says so in the reason when it moves the finish by a minute or
-// by 1% of the time left.
+// forecasts' mean error, within that range, and says so in the reason when it moves the finish by at least a
+// minute and at least 1% of the time left.
 func biasCorrected(est ETA, sec, lo, hi float64, errs []float64) ETA {
 	b := trimmedMean(errs, 0.2)
 	if b == 0 || math.IsNaN(b) {

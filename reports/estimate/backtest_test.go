@@ -187,6 +187,33 @@ func TestBiasCorrected(t *testing.T) {
 	}
 }
 
+// TestBiasCorrectedSaysOnlyBigMoves: the reason names a move only when it is both a minute and 1% of the time
+// left; one that is only either stays unsaid.
+func TestBiasCorrectedSaysOnlyBigMoves(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		sec, bias float64 // the time left (all busy) and the past forecasts' error
+		says      bool
+	}{
+		{"1% but under a minute", 3000, 0.06, false},  // 45 s of 3,045 s
+		{"a minute but under 1%", 20000, 0.02, false}, // 100 s of 20,100 s
+		{"both", 20000, 0.05, true},                   // 252 s of 20,252 s
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sec, lo, hi := c.sec, c.sec/2, c.sec*2
+			f := Unix(1e9 + sec)
+			e := biasCorrected(ETA{State: StateRunning, Seconds: &sec, LowS: &lo, HighS: &hi, FinishAt: &f, Reason: "r"},
+				c.sec, lo, hi, []float64{c.bias, c.bias})
+			if d := *e.Seconds - c.sec; d <= 0 {
+				t.Fatalf("moved %v s; want later", d)
+			}
+			if said := e.Reason != "r"; said != c.says {
+				t.Errorf("biasCorrected moved %v s of %v s: reason %q; want a clause %v", *e.Seconds-c.sec, *e.Seconds, e.Reason, c.says)
+			}
+		})
+	}
+}
+
 // TestBacktestMovesOnlyAnOnFinishPoint: on the peer corpus's steady trace, whose counter moves when a request
 // finishes, the backtest moves the point by the run's own past errors, within its range; a counter that moves
 // per iteration keeps its point.
