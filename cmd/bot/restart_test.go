@@ -518,6 +518,22 @@ func TestServeSurvivesKill9(t *testing.T) {
 				after = c.At
 			}
 		}
+		// And the restarted bot posts no more statuses than its schedule holds over their span, with 1.5 s of
+		// arrival jitter: two posts in one tick (a tenth of a second apart) still show.
+		var n int
+		var first, last time.Time
+		for _, c := range calls[killedAt:] {
+			if restartStatus(c, run) {
+				if n == 0 {
+					first = c.At
+				}
+				last, n = c.At, n+1
+			}
+		}
+		if most := int((last.Sub(first)+1500*time.Millisecond)/(2*time.Second)) + 1; n > most {
+			t.Errorf("%s: %d statuses after the restart over %v; want at most %d on a 2 s schedule", run, n,
+				last.Sub(first), most)
+		}
 		if !before.IsZero() && !after.IsZero() && after.Sub(before) < time.Second {
 			t.Errorf("%s: the last status before the kill and the first after the restart %v apart; want no more often than every 2 s (less a second of cron rounding)",
 				run, after.Sub(before))

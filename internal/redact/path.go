@@ -16,6 +16,10 @@ const Hidden = "[redacted]"
 var tokenPrefixes = regexp.MustCompile(`^(?:(?:xox[abposre]-|xapp-|sk-|sk_(?:live|test)_|[rp]k_(?:live|test)_|` +
 	`gh[pousr]_|github_pat_|glpat-|glc_|glsa_|hf_|npm_|pypi-)[A-Za-z0-9_=+/-]{8,}|(?:AKIA|ASIA)[A-Z0-9]{16}|bot[0-9]+:.+)$`)
 
+// podPort is a name and a port (a Kubernetes API proxy's /pods/bot1:8000/proxy/metrics), which the Telegram
+// rule's bot<id>:<token> would take for a token: a token is not digits alone.
+var podPort = regexp.MustCompile(`^bot[0-9]+:[0-9]+$`)
+
 // hexish is a segment of hex digits and dashes: with 32 digits or more, a key, a digest or a UUID.
 var hexish = regexp.MustCompile(`^[0-9A-Fa-f-]+$`)
 
@@ -34,7 +38,7 @@ var tokenChars = regexp.MustCompile(`^[A-Za-z0-9_=+/.~-]+$`)
 // Ordinary segments stay: /metrics, /api/v1/query, /v1/models, /federate, /node-3, dates and numbers
 // (digits alone are an id, not a secret).
 func Segment(s string) bool {
-	if tokenPrefixes.MatchString(s) {
+	if tokenPrefixes.MatchString(s) && !podPort.MatchString(s) {
 		return true
 	}
 	if hexish.MatchString(s) && len(strings.ReplaceAll(s, "-", "")) >= 32 {

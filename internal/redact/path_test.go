@@ -22,6 +22,7 @@ func TestURLPath(t *testing.T) {
 		{"http://gw.internal/prometheus-operator-kube-prometheus/api/v1/query", "http://gw.internal/prometheus-operator-kube-prometheus/api/v1/query"},
 		{"http://gw.internal/sk-learn/metrics", "http://gw.internal/sk-learn/metrics"},
 		{"http://gw.internal/bot/metrics", "http://gw.internal/bot/metrics"},
+		{"https://k8s.example/api/v1/namespaces/ml/pods/bot1:8000/proxy/metrics", "https://k8s.example/api/v1/namespaces/ml/pods/bot1:8000/proxy/metrics"},
 		{"http://gw.internal/abcdef0123456789/metrics", "http://gw.internal/abcdef0123456789/metrics"}, // 16 hex: a short id
 		{"https://discord.com/api/webhooks/123456789012345678/x", "https://discord.com/api/webhooks/123456789012345678/x"},
 		{"http://[::1]:8000/metrics", "http://[::1]:8000/metrics"},

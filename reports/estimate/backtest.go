@@ -172,7 +172,9 @@ func backtest(hist []Observation, s series, est ETA, cfg Config) ETA {
 	}
 	hi := sec * math.Exp(math.Max(floor, math.Min(math.Max(btMaxErr, wh), ql*wh)))
 	lo := sec * math.Exp(-math.Min(btMaxErr, qe*wl))
-	if s.kind == OnFinish {
+	if s.kind == OnFinish && (est.split == nil || est.split.busy > 0) {
+		// The busy part's, or the whole time left without the parts; in the drain itself the past forecasts,
+		// which never reach a drain, say nothing of it.
 		est = biasCorrected(est, sec, lo, hi, errs)
 	}
 	if sp != nil {

@@ -262,6 +262,23 @@ func TestBacktestMovesOnlyAnOnFinishPoint(t *testing.T) {
 		}
 		break
 	}
+	// In the drain itself (no busy part left) the point stays: the past forecasts never reached a drain.
+	drains := 0
+	tail := readTrace(t, "../testdata/peer/stragglers.jsonl")
+	for n := len(tail) / 2; n < len(tail); n++ {
+		without, _ := Compute(tail[:n], Config{noBacktest: true})
+		if without.split == nil || without.split.busy > 0 || without.Seconds == nil {
+			continue
+		}
+		drains++
+		if with, _ := Compute(tail[:n], Config{}); with.Seconds == nil || *with.Seconds != *without.Seconds {
+			t.Errorf("%d samples, in the drain: point %v s with the backtest, %v s without; want the same", n,
+				secondsOf(with), *without.Seconds)
+		}
+	}
+	if drains == 0 {
+		t.Errorf("stragglers trace: no answer in the drain; want some to test")
+	}
 	// A counter per iteration keeps the point the backtest did not touch (a log-only history too:
 	// TestBacktestRescalesTheRange).
 	hist := estHist(12000, 30, 1.4, 25000, true)
