@@ -601,7 +601,7 @@ func TestAccuracy(t *testing.T) {
 	// Range coverage within 75-90%: 16 of the 18 scenarios over six recordings each (14 over five and over
 	// three, 16 on the first recordings alone; 14 at a 3x drain prior; 11 with the whole range rescaled as one;
 	// about half before the range's backtest). A scenario's coverage varies by about 8 points from one recording
-	// to the next. Out: the stragglers' tail (31%, late: the last 40 items' max_tokens rises 16x when they
+	// to the next. Out: the stragglers' tail (30%, late: the last 40 items' max_tokens rises 16x when they
 	// start) and slowdown (92%), whose range sits at the point on one side and at the 2x bound on the other for
 	// much of the run (btMaxErr); dp2 at 90.0%, replicas behind one URL at 76%. Held at 14.
 	within := 0

@@ -250,7 +250,7 @@ func pastETA(hist []Observation, cfg Config) (ETA, bool) {
 // (the sim's too), 0.805x at 0.15, its rows worse; only the longer horizons (20-80% back), 0.82x; a fixed 2%
 // longer on finish, 0.805x. A sixth recording of every peer scenario, made after the choice, scored 0.86x
 // without it and 0.82x with it on its own (testdata/peer/SOURCES.md). With six recordings and the pauses left
-// out of the errors (gapCounts): 0.817x without it, 0.800x with it (72 rows: 0.833x, 0.808x).
+// out of the errors (gapCounts), the drain's time left alone: 0.817x without it, 0.798x with it (72 rows: 0.833x, 0.806x).
 const onFinishBias = 0.25
 
 // biasCorrected moves the busy part of est (sec, its calibrated range lo-hi) by onFinishBias of the past
