@@ -261,3 +261,31 @@ func TestUnknownSubcommandSuggestsTheFix(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanQuestionsLeadWithFinding: "will it fit?" is answered Yes or No; "what's the plan?" and
+// "capacity?" are not yes-or-no questions, and led with "No — 2 of 2 plans do not fit." all the same.
+func TestPlanQuestionsLeadWithFinding(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+		// Far more than any disk holds: neither plan fits wherever the test runs.
+		r.Plans = []config.Plan{
+			{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e9},
+				Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"},
+			{Name: "all-layers", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e9},
+				Layers: config.Layers{All: true}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"},
+		}
+	}})
+	tests := []struct{ text, lead string }{
+		{"what's the plan?", ":red_circle: *Neither plan fits.*"},
+		{"capacity?", ":red_circle: *Neither plan fits.*"},
+		{"plans", ":red_circle: *Neither plan fits.*"},
+		{"will it fit?", ":red_circle: *No* — 2 of 2 plans do not fit."},
+		{"is there enough space?", ":red_circle: *No* — 2 of 2 plans do not fit."},
+		{"are the plans ok?", ":red_circle: *No* — 2 of 2 plans do not fit."},
+	}
+	for _, tt := range tests {
+		rep := e.bot.Ask(context.Background(), Request{Text: tt.text, Source: "console"})
+		if rep.Intent != "fit" || len(rep.Message.Sections) == 0 || rep.Message.Sections[0] != tt.lead {
+			t.Errorf("Ask(%q) = %s %q; want the fit answer led by %q", tt.text, rep.Intent, rep.Message.Sections, tt.lead)
+		}
+	}
+}

@@ -167,3 +167,39 @@ func TestAnswerFitBrokenPlan(t *testing.T) {
 		t.Errorf("fit with a plan waiting for data = %q; want not sure yet", txt)
 	}
 }
+
+// TestAnswerPlansLeadsWithFinding: "what's the plan?" is not a yes-or-no question; its answer leads with
+// what the plans come to, marked as a fit verdict's would be.
+func TestAnswerPlansLeadsWithFinding(t *testing.T) {
+	yes, no := true, false
+	plan := func(name string, fits *bool, err string) PlanResult {
+		return PlanResult{Name: name, Fits: fits, Error: err, Sentence: name + " …"}
+	}
+	tests := []struct {
+		plans []PlanResult
+		want  string
+	}{
+		{[]PlanResult{plan("hs", &no, "")}, ":red_circle: *hs does not fit.*"},
+		{[]PlanResult{plan("hs", &yes, "")}, ":large_green_circle: *hs fits.*"},
+		{[]PlanResult{plan("hs", nil, "")}, ":large_yellow_circle: *hs cannot be checked yet.*"},
+		{[]PlanResult{plan("hs", nil, "no model config")}, ":large_yellow_circle: *hs cannot be checked:* why is below."},
+		{[]PlanResult{plan("a", &no, ""), plan("b", &no, "")}, ":red_circle: *Neither plan fits.*"},
+		{[]PlanResult{plan("a", &no, ""), plan("b", &no, ""), plan("c", &no, "")}, ":red_circle: *None of the 3 plans fits.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &no, "")}, ":red_circle: *1 of 2 plans fits; b does not.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &no, ""), plan("c", &no, "")}, ":red_circle: *1 of 3 plans fits; b and c do not.*"},
+		{[]PlanResult{plan("a", &no, ""), plan("b", nil, "")}, ":red_circle: *a does not fit; 1 cannot be checked yet.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &yes, "")}, ":large_green_circle: *Both plans fit.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &yes, ""), plan("c", &yes, "")}, ":large_green_circle: *All 3 plans fit.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", nil, "")}, ":large_yellow_circle: *1 of 2 plans fits; 1 cannot be checked yet.*"},
+		{[]PlanResult{plan("a", nil, "bad"), plan("b", nil, "bad")}, ":large_yellow_circle: *None of the 2 plans can be checked:* why is below."},
+	}
+	for _, tt := range tests {
+		m := AnswerPlans("synth", tt.plans)
+		if len(m.Sections) != 1+len(tt.plans) || m.Sections[0] != tt.want {
+			t.Errorf("AnswerPlans(%d plans) = %q; want %q first and one line per plan", len(tt.plans), m.Sections, tt.want)
+		}
+	}
+	if m := AnswerFit("synth", []PlanResult{plan("a", &no, ""), plan("b", &no, "")}); m.Sections[0] != ":red_circle: *No* — 2 of 2 plans do not fit." {
+		t.Errorf("AnswerFit lead = %q; want the Yes/No verdict kept for \"will it fit?\"", m.Sections[0])
+	}
+}
