@@ -289,3 +289,23 @@ func TestPlanQuestionsLeadWithFinding(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownQuotesTheQuestion: plain text set the question bare, "I don't know how to answer banana
+// pancake yet.", where Slack sets it as code; plain text quotes it, Slack keeps the code span.
+func TestUnknownQuotesTheQuestion(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	tests := []struct{ text, plain, mrkdwn string }{
+		{"banana pancake", `I don't know how to answer "banana pancake" yet. Try one of these:`, "I don't know how to answer `banana pancake` yet. Try one of these:"},
+		{"etaa?", `I don't know how to answer "etaa?" yet. Did you mean "eta?" Try one of these:`, "I don't know how to answer `etaa?` yet. Did you mean `eta?` Try one of these:"},
+		{"what is *this* <b>?", `I don't know how to answer "what is *this* <b>?" yet.`, "I don't know how to answer `what is *this* &lt;b&gt;?` yet."},
+	}
+	for _, tt := range tests {
+		rep := e.bot.Ask(context.Background(), Request{Text: tt.text, Source: "console"})
+		if got := rep.Message.Text(); !strings.Contains(got, tt.plain) || !strings.Contains(got, "Say help for everything I can do.") {
+			t.Errorf("Ask(%q).Message.Text() = %q; want it to contain %q", tt.text, got, tt.plain)
+		}
+		if got := rep.Message.Mrkdwn(); !strings.Contains(got, tt.mrkdwn) {
+			t.Errorf("Ask(%q).Message.Mrkdwn() = %q; want it to contain %q", tt.text, got, tt.mrkdwn)
+		}
+	}
+}
