@@ -139,11 +139,16 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		need = r.BytesHigh
 		// Hidden states cover whole sequences: say the prompt's part, so that the tokens per item do not seem
 		// to contradict the completion lengths the ETA shows ("1,161-1,652 tokens" beside "completions
-		// 1,131-1,622").
+		// 1,131-1,622"). And say what the completions are a mean of: every item of the job, the ones done at
+		// their lengths; the ETA's "17,836 items left × 1,031 tokens each" is the items to come alone, and
+		// "787-966 completion" beside it read as a contradiction.
+		over := fmt.Sprintf("averaged over all %s items, those done included", Count(s.Items))
 		perItem := Count(s.PerItemLow) + "-" + Count(s.PerItemHigh) + " tokens"
 		if s.PromptPerItem >= 0.5 {
-			perItem += fmt.Sprintf(" (%s prompt + %s-%s completion)", Count(s.PromptPerItem),
-				Count(s.PerItemLow-s.PromptPerItem), Count(s.PerItemHigh-s.PromptPerItem))
+			perItem += fmt.Sprintf(" (%s prompt + %s-%s completion, %s)", Count(s.PromptPerItem),
+				Count(s.PerItemLow-s.PromptPerItem), Count(s.PerItemHigh-s.PromptPerItem), over)
+		} else {
+			perItem += fmt.Sprintf(" (completions %s)", over)
 		}
 		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; *%s* projected (%s items × %s = %s-%s tokens × %s), the verdict at the high figure",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken),

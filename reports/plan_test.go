@@ -137,6 +137,23 @@ func TestEvaluatePlanMeasuredSaysItsParts(t *testing.T) {
 	}
 }
 
+// A projected plan's tokens per item are a mean over every item of the job, the ones done at their lengths;
+// the ETA's "17,836 items left × 1,031 tokens each" is the items to come. "787-966 completion" beside it
+// read as a contradiction: the plan says what its figure is a mean of.
+func TestEvaluatePlanProjectedSaysItsMean(t *testing.T) {
+	free := uint64(2e15)
+	s := PlanSpec{Name: "hs", Target: "/data/hs", Tokens: 28.4e6, TokensSrc: "projected", TokensLow: 25000 * 1138, TokensHigh: 25000 * 1317,
+		Items: 25000, PerItemLow: 1138, PerItemHigh: 1317, PromptPerItem: 351,
+		Layers: []int{2, 30, 58}, NumLayers: 61, Hidden: 7168, DType: "bfloat16", ElemBytes: 2}
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "25,000 items × 1,138-1,317 tokens (351 prompt + 787-966 completion, averaged over all 25,000 items, those done included) = "; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+	s.PromptPerItem, s.PerItemLow, s.PerItemHigh = 0, 787, 966 // no prompt counts: completions alone
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "25,000 items × 787-966 tokens (completions averaged over all 25,000 items, those done included) = "; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+}
+
 // A projected range whose ends have different units reads as a range, not a subtraction: "989 GB –
 // 1.08 TB" (a spaced en dash, as the ETA's "2 h 9 min – 3 h 51 min"), not "989 GB - 1.08 TB".
 func TestBytesRangeAcrossUnits(t *testing.T) {
