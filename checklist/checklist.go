@@ -115,6 +115,8 @@ func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, 
 		switch {
 		case errors.Is(err, probes.ErrBadRequest):
 			return reports.StageStatus{State: reports.StageFailed, Detail: err.Error()}
+		case errors.Is(err, probes.ErrRedirectRefused): // it answers, like a 3xx to the same host would
+			return reports.StageStatus{State: reports.StageFailed, Detail: shortErr(err)}
 		case err != nil:
 			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(err)}
 		case a.Code/100 == 2:

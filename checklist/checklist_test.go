@@ -140,3 +140,33 @@ func TestMarkBesideItsCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPCheckAnsweringIsNotDown: an http stage whose server answers, with an error status or a
+// redirect elsewhere, failed; only one that does not answer is "not answering yet". A redirect to a
+// login page read "not answering yet: …", as if the server were not up.
+func TestHTTPCheckAnsweringIsNotDown(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/error", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
+	mux.Handle("/login", http.RedirectHandler("http://login.example.invalid/", http.StatusFound))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	gone := httptest.NewServer(mux)
+	gone.Close()
+	r := &config.Run{Name: "synth", Stages: []config.Stage{
+		{Name: "error", Check: "http", URL: srv.URL + "/error"},
+		{Name: "login", Check: "http", URL: srv.URL + "/login"},
+		{Name: "gone", Check: "http", URL: gone.URL + "/health"},
+	}}
+	c := &Checker{HTTP: srv.Client(), Guard: probes.NewGuard()}
+	got, _ := c.Check(context.Background(), r, Input{Now: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}, time.Minute)
+	want := []struct{ state, detail string }{
+		{reports.StageFailed, srv.URL + "/error answers 500 Internal Server Error"},
+		{reports.StageFailed, "redirect to another host refused: " + srv.URL + "/login redirected to http://login.example.invalid/"},
+		{reports.StagePending, "not answering yet: "},
+	}
+	for i, w := range want {
+		if g := got[i]; g.State != w.state || !strings.HasPrefix(g.Detail, w.detail) {
+			t.Errorf("stage %s = %+v; want %s, %q", r.Stages[i].Name, g, w.state, w.detail)
+		}
+	}
+}

@@ -198,9 +198,14 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 		if !strings.HasPrefix(p.Probe, "metrics ") && !strings.HasPrefix(p.Probe, "log ") && !strings.HasPrefix(p.Probe, "prometheus") {
 			continue
 		}
+		// A source that answers with something else (HTTP 500, a login page) is up: restarting it may not be the fix.
+		summary, head := p.Probe+summaryUnreachable, "source down"
+		if p.Answers {
+			summary, head = p.Probe+summaryNotMetrics, "source answers, but not with metrics"
+		}
 		out = append(out, condition{kind: AlertProbe, key: rs.Name + "/" + AlertProbe + "/" + p.Probe,
-			summary: p.Probe + " unreachable",
-			msg: reports.Message{Title: title("source down"), Sections: []string{fmt.Sprintf(":red_circle: %s is failing: %s. Answers leave it out until it recovers.",
+			summary: summary,
+			msg: reports.Message{Title: title(head), Sections: []string{fmt.Sprintf(":red_circle: %s is failing: %s. Answers leave it out until it recovers.",
 				reports.Code(p.Probe), reports.Esc(p.Error))}}})
 	}
 	return out
@@ -400,6 +405,12 @@ func canClear(kind string, ev monitor.Evaluation) bool {
 	return true
 }
 
+// The summaries of a source's warning end with what is wrong with it, which its recovery replaces.
+const (
+	summaryUnreachable = " unreachable"
+	summaryNotMetrics  = " answers, but not with metrics"
+)
+
 func recoveredText(al *ActiveAlert) string {
 	switch al.Kind {
 	case AlertStall:
@@ -408,7 +419,10 @@ func recoveredText(al *ActiveAlert) string {
 		if al.Summary == stateNotSaved {
 			return "the state directory takes writes again"
 		}
-		return strings.TrimSuffix(al.Summary, " unreachable") + " answers again"
+		if src, ok := strings.CutSuffix(al.Summary, summaryNotMetrics); ok {
+			return src + " serves metrics again"
+		}
+		return strings.TrimSuffix(al.Summary, summaryUnreachable) + " answers again"
 	case AlertProtected:
 		return "nothing writes to the protected mount any more"
 	case AlertDiskFull:

@@ -421,20 +421,27 @@ func (b *Bot) unknown(req Request) Reply {
 			"Say _help_ for what each does, or ask in words (_ETA?_).",
 		}}}
 	}
-	if text != "" {
-		lead = fmt.Sprintf("I don't know how to answer %s yet.", reports.Code(truncateRunes(text, 80)))
-		if fixed := suggestQuestion(text); fixed != "" {
-			if strings.HasSuffix(fixed, "?") {
-				lead += fmt.Sprintf(" Did you mean %s", reports.Code(truncateRunes(fixed, 80)))
-			} else {
-				lead += fmt.Sprintf(" Did you mean %s?", reports.Code(truncateRunes(fixed, 80)))
+	// The question is quoted back: a code span in mrkdwn, in double quotes in plain text, where a bare
+	// "I don't know how to answer banana pancake yet." runs it into the sentence.
+	sections := func(quote func(string) string) []string {
+		lead := lead
+		if text != "" {
+			lead = fmt.Sprintf("I don't know how to answer %s yet.", quote(truncateRunes(text, 80)))
+			if fixed := suggestQuestion(text); fixed != "" {
+				if strings.HasSuffix(fixed, "?") {
+					lead += fmt.Sprintf(" Did you mean %s", quote(truncateRunes(fixed, 80)))
+				} else {
+					lead += fmt.Sprintf(" Did you mean %s?", quote(truncateRunes(fixed, 80)))
+				}
 			}
 		}
+		return []string{lead + " Try one of these:\n" + strings.Join(ex, "\n"), "Say _help_ for everything I can do."}
 	}
-	return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
-		lead + " Try one of these:\n" + strings.Join(ex, "\n"),
-		"Say _help_ for everything I can do.",
-	}}}
+	var plain []string
+	for _, s := range sections(func(s string) string { return `"` + reports.Code(s) + `"` }) {
+		plain = append(plain, reports.PlainText(s))
+	}
+	return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: sections(reports.Code), Plain: plain}}
 }
 
 func truncateRunes(s string, n int) string {

@@ -261,3 +261,51 @@ func TestUnknownSubcommandSuggestsTheFix(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanQuestionsLeadWithFinding: "will it fit?" is answered Yes or No; "what's the plan?" and
+// "capacity?" are not yes-or-no questions, and led with "No — 2 of 2 plans do not fit." all the same.
+func TestPlanQuestionsLeadWithFinding(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+		// Far more than any disk holds: neither plan fits wherever the test runs.
+		r.Plans = []config.Plan{
+			{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e9},
+				Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"},
+			{Name: "all-layers", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e9},
+				Layers: config.Layers{All: true}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"},
+		}
+	}})
+	tests := []struct{ text, lead string }{
+		{"what's the plan?", ":red_circle: *Neither plan fits.*"},
+		{"capacity?", ":red_circle: *Neither plan fits.*"},
+		{"plans", ":red_circle: *Neither plan fits.*"},
+		{"will it fit?", ":red_circle: *No* — 2 of 2 plans do not fit."},
+		{"is there enough space?", ":red_circle: *No* — 2 of 2 plans do not fit."},
+		{"are the plans ok?", ":red_circle: *No* — 2 of 2 plans do not fit."},
+	}
+	for _, tt := range tests {
+		rep := e.bot.Ask(context.Background(), Request{Text: tt.text, Source: "console"})
+		if rep.Intent != "fit" || len(rep.Message.Sections) == 0 || rep.Message.Sections[0] != tt.lead {
+			t.Errorf("Ask(%q) = %s %q; want the fit answer led by %q", tt.text, rep.Intent, rep.Message.Sections, tt.lead)
+		}
+	}
+}
+
+// TestUnknownQuotesTheQuestion: plain text set the question bare, "I don't know how to answer banana
+// pancake yet.", where Slack sets it as code; plain text quotes it, Slack keeps the code span.
+func TestUnknownQuotesTheQuestion(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	tests := []struct{ text, plain, mrkdwn string }{
+		{"banana pancake", `I don't know how to answer "banana pancake" yet. Try one of these:`, "I don't know how to answer `banana pancake` yet. Try one of these:"},
+		{"etaa?", `I don't know how to answer "etaa?" yet. Did you mean "eta?" Try one of these:`, "I don't know how to answer `etaa?` yet. Did you mean `eta?` Try one of these:"},
+		{"what is *this* <b>?", `I don't know how to answer "what is *this* <b>?" yet.`, "I don't know how to answer `what is *this* &lt;b&gt;?` yet."},
+	}
+	for _, tt := range tests {
+		rep := e.bot.Ask(context.Background(), Request{Text: tt.text, Source: "console"})
+		if got := rep.Message.Text(); !strings.Contains(got, tt.plain) || !strings.Contains(got, "Say help for everything I can do.") {
+			t.Errorf("Ask(%q).Message.Text() = %q; want it to contain %q", tt.text, got, tt.plain)
+		}
+		if got := rep.Message.Mrkdwn(); !strings.Contains(got, tt.mrkdwn) {
+			t.Errorf("Ask(%q).Message.Mrkdwn() = %q; want it to contain %q", tt.text, got, tt.mrkdwn)
+		}
+	}
+}

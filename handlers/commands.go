@@ -358,7 +358,10 @@ func handleFit(ctx context.Context, b *Bot, q Query) Reply {
 	if q.Question.Plan != "" {
 		sort.SliceStable(plans, func(i, j int) bool { return plans[i].Name == q.Question.Plan && plans[j].Name != q.Question.Plan })
 	}
-	m := reports.AnswerFit(rs.Name, plans)
+	m := reports.AnswerPlans(rs.Name, plans)
+	if q.Req.Command == "fit" || asksYesNo(q.Req.Text) { // the fit command, "will it fit?"
+		m = reports.AnswerFit(rs.Name, plans)
+	}
 	if q.Question.Plan != "" && len(plans) > 0 && plans[0].Name == q.Question.Plan && len(m.Sections) > 0 {
 		m.Sections[0] = namedPlanVerdict(plans)
 	}

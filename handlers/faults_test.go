@@ -81,7 +81,7 @@ func faultContainsAll(s string, want ...string) (string, bool) {
 type faultEndpoint struct {
 	t     *testing.T
 	addr  string
-	mode  atomic.Value // "ok", "slow", "garbage" or "huge"
+	mode  atomic.Value // "ok", "slow", "garbage", "error" (HTTP 500) or "huge"
 	n     atomic.Int64 // scrapes since the (simulated) server started
 	start atomic.Int64 // its process_start_time_seconds
 
@@ -158,6 +158,9 @@ func (f *faultEndpoint) handle(w http.ResponseWriter, r *http.Request) {
 	case "garbage":
 		w.Write([]byte("\x00\x01\x02\xff binary junk where metrics should be\n"))
 		return
+	case "error":
+		http.Error(w, "engine core died", http.StatusInternalServerError)
+		return
 	case "huge":
 		// A router's exposition gone wild: histogram buckets without end.
 		line := []byte(`http_request_duration_seconds_bucket{handler="/v1/completions",method="POST",le="0.5"} 123456` + "\n")
@@ -227,11 +230,13 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 		timeout    time.Duration
 		make, heal func()
 		want       string
+		answers    bool // the server answers, not with metrics: up, so neither "down" nor "0 of 1 up"
 	}{
-		{"down", long, ep.down, ep.up, "connection refused"},
-		{"slow beyond the timeout", short, ep.set("slow"), ep.set("ok"), "no answer within " + short.String()},
-		{"garbage", long, ep.set("garbage"), ep.set("ok"), "not Prometheus text"},
-		{"a 50 MiB body", long, ep.set("huge"), ep.set("ok"), "body larger than 8 MiB"},
+		{"down", long, ep.down, ep.up, "connection refused", false},
+		{"slow beyond the timeout", short, ep.set("slow"), ep.set("ok"), "no answer within " + short.String(), false},
+		{"garbage", long, ep.set("garbage"), ep.set("ok"), "not Prometheus text", true},
+		{"HTTP 500", long, ep.set("error"), ep.set("ok"), "HTTP 500 Internal Server Error", true},
+		{"a 50 MiB body", long, ep.set("huge"), ep.set("ok"), "body larger than 8 MiB", true},
 	}
 	for _, fc := range faults {
 		t.Run(fc.name, func(t *testing.T) {
@@ -245,22 +250,35 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 			if len(warnings) != 1 {
 				t.Fatalf("warnings after two failing samples = %+v; want one", warnings)
 			}
-			if miss, ok := faultContainsAll(warnings[0].Message.Text(), ep.URL(), fc.want); !ok {
+			title, servers, line, not := "source down", "Servers: 0 of 1 up", "is down (below)", "answers, but not with metrics"
+			if fc.answers {
+				title, servers, line, not = "source answers, but not with metrics", "Servers: 0 of 1 serving metrics", "answers, but not with metrics (below)", "is down"
+			}
+			if miss, ok := faultContainsAll(warnings[0].Message.Text(), ep.URL(), fc.want, title); !ok {
 				t.Errorf("warning:\n%s\nlacks %q", warnings[0].Message.Text(), miss)
 			}
 			start := time.Now()
 			a := faultAsk(e, "ETA?")
 			took := time.Since(start)
-			if miss, ok := faultContainsAll(a, "300 / 25,000", probe, fc.want, "Servers: 0 of 1 up"); !ok {
+			if miss, ok := faultContainsAll(a, "300 / 25,000", probe, fc.want, servers, line); !ok {
 				t.Errorf("answer while the endpoint is %s:\n%s\nlacks %q", fc.name, a, miss)
+			}
+			for _, q := range []string{"ETA?", "throughput?", "is vllm up?", "status"} {
+				if a := faultAsk(e, q); strings.Contains(a, not) {
+					t.Errorf("answer to %q while the endpoint is %s:\n%s\nsays %q", q, fc.name, a, not)
+				}
 			}
 
 			n = posts.count()
 			fc.heal()
 			s.Tick(ctx)
-			if resolved := posts.since(n, AlertProbe+"_resolved"); len(resolved) != 1 || !strings.Contains(resolved[0].Message.Text(), "answers again") ||
+			again := "answers again"
+			if fc.answers {
+				again = "serves metrics again"
+			}
+			if resolved := posts.since(n, AlertProbe+"_resolved"); len(resolved) != 1 || !strings.Contains(resolved[0].Message.Text(), again) ||
 				resolved[0].ThreadRef == "" {
-				t.Errorf("after recovery posts = %+v; want one 'answers again' in the warning's thread", resolved)
+				t.Errorf("after recovery posts = %+v; want one %q in the warning's thread", resolved, again)
 			}
 			a = faultAsk(e, "ETA?")
 			if strings.Contains(a, probe) || !strings.Contains(a, "Servers: 1 of 1 up") {

@@ -46,6 +46,29 @@ var (
 		"warning", "slipped", "slip", "so long", "time", "go up", "went up", "go down", "went down", "push", "pushed", "delay", "delayed"}
 )
 
+// A capacity question that says "fit" or "enough", or starts as a yes-or-no question does ("will it
+// fit?", "is there enough space?", "are the plans ok?"), wants a Yes or No; "what's the plan?" and
+// "capacity?" ask what the plans come to.
+var (
+	yesNoCues   = []string{"fit", "fits", "fitting", "enough"}
+	yesNoStarts = []string{"will", "would", "is", "are", "does", "do", "can", "could", "should", "shall", "am", "has", "have"}
+)
+
+// asksYesNo reports whether the question text wants a Yes or No first.
+func asksYesNo(text string) bool {
+	lower := strings.ToLower(strings.TrimSpace(slackRef.ReplaceAllString(text, " ")))
+	if anyPhrase(lower, yesNoCues) {
+		return true
+	}
+	first, _, _ := strings.Cut(strings.TrimLeft(lower, " \t\"'"), " ")
+	for _, w := range yesNoStarts {
+		if first == w {
+			return true
+		}
+	}
+	return false
+}
+
 var pathRE = regexp.MustCompile(`(^|[\s"'(\x60])(/[^\s"'()\x60,;?!]*)`)
 
 // ParseQuestion classifies free text. runs and plans are the configured names, so a question can

@@ -4,6 +4,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -298,7 +299,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 	)
 	addProblem := func(probe string, err error) {
 		mu.Lock()
-		rs.Problems = append(rs.Problems, reports.Problem{Probe: probe, Error: err.Error()})
+		rs.Problems = append(rs.Problems, reports.Problem{Probe: probe, Error: err.Error(), Answers: errors.Is(err, probes.ErrNotMetrics)})
 		mu.Unlock()
 	}
 	if need.Progress || need.Stages || need.Plans {

@@ -49,6 +49,18 @@ type Engine struct {
 	Skipped []string
 }
 
+// ErrNotMetrics is in the chain of a scrape error whose server answered, but not with metrics: an HTTP
+// error status, a page of another type, a body too large or not Prometheus text, a redirect refused.
+// The server is up and something else is wrong. A scrape error without it is a server that did not
+// answer: the connection refused, the host unreachable or unknown, no answer before the deadline.
+var ErrNotMetrics = errors.New("answers, but not with metrics")
+
+// notMetrics marks err as an answer that is not metrics (ErrNotMetrics) without changing its text.
+type notMetrics struct{ err error }
+
+func (n notMetrics) Error() string   { return n.err.Error() }
+func (n notMetrics) Unwrap() []error { return []error{ErrNotMetrics, n.err} }
+
 // Metrics scrapes engine endpoints.
 type Metrics struct {
 	client  *http.Client
@@ -75,7 +87,7 @@ func NewMetrics(client *http.Client, maxBody int64) *Metrics {
 // Scrape fetches url and parses it with ParseMetrics. Errors name the
 // address (without its password) and what went wrong: the HTTP status, an
 // unexpected content type, an oversized body, or a body that is not
-// Prometheus text.
+// Prometheus text. Errors from a server that answered wrap ErrNotMetrics.
 func (m *Metrics) Scrape(ctx context.Context, rawURL string) (Engine, error) {
 	e, err := m.scrape(ctx, rawURL)
 	// A server may echo the URL's key or password (in its status line, say); the error never does.
@@ -95,11 +107,15 @@ func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	req.Header.Set("Accept", metricsAccept)
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return failed, fmt.Errorf("scrape %s: %w", where, metricsUnwrapURL(err))
+		err = fmt.Errorf("scrape %s: %w", where, metricsUnwrapURL(err))
+		if errors.Is(err, ErrRedirectRefused) { // it answered, with a redirect elsewhere
+			err = notMetrics{err}
+		}
+		return failed, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed, fmt.Errorf("scrape %s: HTTP %s", where, said(resp.Status))
+		return failed, notMetrics{fmt.Errorf("scrape %s: HTTP %s", where, said(resp.Status))}
 	}
 	// A type that names something else (a login page's HTML, JSON) is refused before the body is read. A generic
 	// binary type is what a plain file server (python -m http.server over a textfile collector's output, an
@@ -107,24 +123,28 @@ func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "text/plain" && mt != "application/openmetrics-text" && mt != "application/octet-stream") {
-			return failed, fmt.Errorf("scrape %s: content type %q is not Prometheus text (is this the metrics endpoint?)", where, said(ct))
+			return failed, notMetrics{fmt.Errorf("scrape %s: content type %q is not Prometheus text (is this the metrics endpoint?)", where, said(ct))}
 		}
 	}
 	kept, orig, n, err := metricsFilter(io.LimitReader(resp.Body, m.maxBody+1))
 	if errors.Is(err, ErrAbsurdSeries) {
-		return failed, fmt.Errorf("scrape %s: %w", where, err)
+		return failed, notMetrics{fmt.Errorf("scrape %s: %w", where, err)}
 	}
-	if err != nil {
+	if err != nil { // a line the filter refuses wraps ErrNotMetrics already; a connection lost mid-body does not
 		return failed, fmt.Errorf("scrape %s: read body: %w", where, metricsUnwrapURL(err))
 	}
 	if n > m.maxBody {
-		return failed, fmt.Errorf("scrape %s: body larger than %s", where, logTailSize(m.maxBody))
+		return failed, notMetrics{fmt.Errorf("scrape %s: body larger than %s", where, logTailSize(m.maxBody))}
 	}
 	// Parsing runs under the probe's deadline too: each pass checks ctx.
 	e, err := metricsParse(ctx, kept, orig)
 	e.URL = where
 	if err != nil {
-		return e, fmt.Errorf("scrape %s: %w", where, err)
+		err = fmt.Errorf("scrape %s: %w", where, err)
+		if ctx.Err() == nil { // the body is not metrics; a deadline that ran out while parsing is no answer
+			err = notMetrics{err}
+		}
+		return e, err
 	}
 	return e, nil
 }

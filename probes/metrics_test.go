@@ -257,16 +257,19 @@ func TestScrapeErrors(t *testing.T) {
 		ctx     time.Duration
 		want    string
 		wantErr error
+		answers bool // the server answered, not with metrics (ErrNotMetrics): up, unlike a refusal or a deadline
 	}{
-		{"body that never ends", trickle, 100 * time.Millisecond, "read body: context deadline exceeded", context.DeadlineExceeded},
-		{"server error", handler(500, "text/plain", "engine dead", 0), 0, "HTTP 500 Internal Server Error", nil},
-		{"not found", handler(404, "text/plain", "404 page not found", 0), 0, "HTTP 404 Not Found", nil},
-		{"slow server", handler(200, "text/plain", "vllm:num_requests_running 1\n", 5*time.Second), 50 * time.Millisecond, "context deadline exceeded", context.DeadlineExceeded},
-		{"garbage body", handler(200, "text/plain", "\x00\x01\x02 binary junk\n", 0), 0, "not Prometheus text", nil},
-		{"html", handler(200, "text/html; charset=utf-8", "<html></html>", 0), 0, `content type "text/html; charset=utf-8" is not Prometheus text`, nil},
-		{"json", handler(200, "application/json", `{"running": 1}`, 0), 0, `content type "application/json" is not Prometheus text`, nil},
-		{"binary junk served as a file", handler(200, "application/octet-stream", "\x00\x01\x02 binary junk\n", 0), 0, "not Prometheus text", nil},
-		{"oversized body", handler(200, "text/plain", strings.Repeat("vllm:num_requests_running 1\n", limit), 0), 0, "body larger than 1 KiB", nil},
+		{"body that never ends", trickle, 100 * time.Millisecond, "read body: context deadline exceeded", context.DeadlineExceeded, false},
+		{"server error", handler(500, "text/plain", "engine dead", 0), 0, "HTTP 500 Internal Server Error", nil, true},
+		{"not found", handler(404, "text/plain", "404 page not found", 0), 0, "HTTP 404 Not Found", nil, true},
+		{"slow server", handler(200, "text/plain", "vllm:num_requests_running 1\n", 5*time.Second), 50 * time.Millisecond, "context deadline exceeded", context.DeadlineExceeded, false},
+		{"garbage body", handler(200, "text/plain", "\x00\x01\x02 binary junk\n", 0), 0, "not Prometheus text", nil, true},
+		{"html", handler(200, "text/html; charset=utf-8", "<html></html>", 0), 0, `content type "text/html; charset=utf-8" is not Prometheus text`, nil, true},
+		{"json", handler(200, "application/json", `{"running": 1}`, 0), 0, `content type "application/json" is not Prometheus text`, nil, true},
+		{"binary junk served as a file", handler(200, "application/octet-stream", "\x00\x01\x02 binary junk\n", 0), 0, "not Prometheus text", nil, true},
+		{"oversized body", handler(200, "text/plain", strings.Repeat("vllm:num_requests_running 1\n", limit), 0), 0, "body larger than 1 KiB", nil, true},
+		{"redirect to another host", http.RedirectHandler("http://login.example.invalid/", http.StatusFound), 0, "redirected to", ErrRedirectRefused, true},
+		{"bad label value", handler(200, "text/plain", "vllm:num_requests_running{engine=\"0\\q\"} 1\n", 0), 0, "", nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -286,8 +289,20 @@ func TestScrapeErrors(t *testing.T) {
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Errorf("Scrape(%s) = %v; want errors.Is %v", tt.name, err, tt.wantErr)
 			}
+			if got := errors.Is(err, ErrNotMetrics); got != tt.answers {
+				t.Errorf("Scrape(%s) = %v; errors.Is(err, ErrNotMetrics) = %v, want %v", tt.name, err, got, tt.answers)
+			}
 		})
 	}
+	t.Run("connection refused", func(t *testing.T) {
+		srv := httptest.NewServer(handler(200, "text/plain", "", 0))
+		url := srv.URL + "/metrics"
+		srv.Close()
+		_, err := NewMetrics(nil, limit).Scrape(context.Background(), url)
+		if err == nil || errors.Is(err, ErrNotMetrics) {
+			t.Errorf("Scrape(closed server) = %v; want an error that is not ErrNotMetrics", err)
+		}
+	})
 }
 
 func TestScrapeHidesPassword(t *testing.T) {

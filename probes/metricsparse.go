@@ -96,16 +96,16 @@ func metricsFilter(r io.Reader) (kept []byte, orig []int, n int64, err error) {
 			line, err = br.ReadSlice('\n')
 			line = append(long, line...)
 			if len(line) > MetricsMaxLineBytes {
-				return nil, nil, n + int64(len(line)), metricsLineTooLong(num, len(line))
+				return nil, nil, n + int64(len(line)), notMetrics{metricsLineTooLong(num, len(line))}
 			}
 		}
 		n += int64(len(line))
 		if len(line) > MetricsMaxLineBytes {
-			return nil, nil, n, metricsLineTooLong(num, len(line))
+			return nil, nil, n, notMetrics{metricsLineTooLong(num, len(line))}
 		}
 		if len(line) > 0 && (num <= metricsHeadLines || metricsWanted(line)) {
 			if err := metricsCheckLabels(num, line); err != nil {
-				return nil, nil, n, err
+				return nil, nil, n, notMetrics{err}
 			}
 			kept = append(kept, line...)
 			if line[len(line)-1] != '\n' {

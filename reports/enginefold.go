@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -64,6 +65,7 @@ func FoldEngines(readings []probes.EngineReading, prev map[string]estimate.Count
 		es := EngineStatus{URL: rd.URL, Host: rd.Host, OK: rd.Err == nil}
 		if rd.Err != nil {
 			es.Error = rd.Err.Error()
+			es.Answers = errors.Is(rd.Err, probes.ErrNotMetrics)
 			if memo.Reads > 0 {
 				tot.add(memo.Total, memo.Restarts)
 				tot.haveTokens = tot.haveTokens || memo.Total.Gen > 0

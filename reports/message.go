@@ -23,6 +23,10 @@ type Message struct {
 	Charts []Chart
 	// Controls are the buttons under the message (Slack only).
 	Controls *Controls
+	// Plain, when set, is what plain text (Text) shows instead of the sections, already plain: for
+	// wording plain text must say otherwise, such as a question quoted back, which mrkdwn sets as code
+	// and plain text would leave bare in the sentence.
+	Plain []string
 }
 
 // Slack's limits for the blocks we use.
@@ -83,9 +87,15 @@ func (m Message) Text() string {
 	if m.Title != "" {
 		b.WriteString(m.Title + "\n")
 	}
-	for _, s := range m.Sections {
-		b.WriteString(PlainText(s))
-		b.WriteString("\n")
+	if m.Plain != nil {
+		for _, s := range m.Plain {
+			b.WriteString(s + "\n")
+		}
+	} else {
+		for _, s := range m.Sections {
+			b.WriteString(PlainText(s))
+			b.WriteString("\n")
+		}
 	}
 	for _, c := range m.Context {
 		b.WriteString("  " + PlainText(c) + "\n")

@@ -174,3 +174,15 @@ func TestEmojiTextCoversTheCode(t *testing.T) {
 		t.Fatalf("found %d emoji in the sources; the glob or the pattern is wrong", seen)
 	}
 }
+
+// TestMessagePlain: a message's Plain, when set, is its plain text in place of the sections; Slack
+// still gets the sections, and the context is small print either way.
+func TestMessagePlain(t *testing.T) {
+	m := Message{Title: "t", Sections: []string{"answer `banana pancake`"}, Plain: []string{`answer "banana pancake"`}, Context: []string{"_small_"}}
+	if got, want := m.Text(), "t\nanswer \"banana pancake\"\n  small"; got != want {
+		t.Errorf("Text() = %q; want %q", got, want)
+	}
+	if got := m.Mrkdwn(); !strings.Contains(got, "answer `banana pancake`") || strings.Contains(got, `"banana pancake"`) {
+		t.Errorf("Mrkdwn() = %q; want the sections, not Plain", got)
+	}
+}

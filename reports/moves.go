@@ -180,7 +180,7 @@ func mainCause(sh Shift) string {
 		cs = append(cs, cause{sh.ThroughputShare, fmt.Sprintf("%s items (%s → %s)", word,
 			shiftNum(sh.From.ItemsPerS), Rate(sh.To.ItemsPerS, "items/s"))})
 	}
-	cs = append(cs, cause{sh.OtherShare, "progress against the old schedule"})
+	cs = append(cs, cause{sh.OtherShare, paceWords(sh.OtherShare * (sh.ToFinish - sh.FromFinish))})
 	best := cause{}
 	for _, c := range cs {
 		if math.Abs(c.share) > math.Abs(best.share) {
@@ -224,7 +224,7 @@ func moveBreakdown(sh Shift) []string {
 	if sh.From.ItemsLeft > 0 || sh.To.ItemsLeft > 0 {
 		line := fmt.Sprintf("• items left: %s at the baseline, %s at the move", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))
 		if sh.OtherShare != 0 {
-			line += "; progress against the old schedule" + effect(sh.OtherShare)
+			line += "; " + paceWords(sh.OtherShare*move) + effect(sh.OtherShare)
 		}
 		lines = append(lines, line)
 	}

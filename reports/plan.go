@@ -139,11 +139,16 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		need = r.BytesHigh
 		// Hidden states cover whole sequences: say the prompt's part, so that the tokens per item do not seem
 		// to contradict the completion lengths the ETA shows ("1,161-1,652 tokens" beside "completions
-		// 1,131-1,622").
+		// 1,131-1,622"). And say what the completions are a mean of: every item of the job, the ones done at
+		// their lengths; the ETA's "17,836 items left × 1,031 tokens each" is the items to come alone, and
+		// "787-966 completion" beside it read as a contradiction.
+		over := fmt.Sprintf("averaged over all %s items, those done included", Count(s.Items))
 		perItem := Count(s.PerItemLow) + "-" + Count(s.PerItemHigh) + " tokens"
 		if s.PromptPerItem >= 0.5 {
-			perItem += fmt.Sprintf(" (%s prompt + %s-%s completion)", Count(s.PromptPerItem),
-				Count(s.PerItemLow-s.PromptPerItem), Count(s.PerItemHigh-s.PromptPerItem))
+			perItem += fmt.Sprintf(" (%s prompt + %s-%s completion, %s)", Count(s.PromptPerItem),
+				Count(s.PerItemLow-s.PromptPerItem), Count(s.PerItemHigh-s.PromptPerItem), over)
+		} else {
+			perItem += fmt.Sprintf(" (completions %s)", over)
 		}
 		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; *%s* projected (%s items × %s = %s-%s tokens × %s), the verdict at the high figure",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken),
@@ -190,47 +195,122 @@ func bytesRange(low, high float64) string {
 	return l + " – " + h
 }
 
-// AnswerFit answers "will it fit?" with every plan of the run.
-func AnswerFit(run string, plans []PlanResult) Message {
+// AnswerFit answers "will it fit?" with every plan of the run: a Yes or No first, then each plan.
+func AnswerFit(run string, plans []PlanResult) Message { return answerPlans(run, plans, fitVerdict) }
+
+// AnswerPlans answers "what's the plan?" and "capacity?" with every plan of the run: what was found
+// first ("Neither plan fits", "1 of 2 plans fits; all-layers does not"), then each plan. A Yes or No
+// would answer a question nobody asked.
+func AnswerPlans(run string, plans []PlanResult) Message { return answerPlans(run, plans, planFinding) }
+
+// planCount is how the plans stand: how many fit, do not, cannot be checked, and of those how many
+// failed (their entry, model config or reading it) rather than wait for data.
+type planCount struct {
+	all, yes, no, unknown, broken int
+	notFit                        []string // the names of the plans that do not fit
+}
+
+func answerPlans(run string, plans []PlanResult, lead func([]PlanResult, planCount) string) Message {
 	m := Message{Title: fmt.Sprintf("%s · capacity plans", run)}
 	if len(plans) == 0 {
 		m.Sections = append(m.Sections, fmt.Sprintf("Run %s has no capacity plans. Add `plans:` to the run file, e.g. hidden states: "+
 			"`{name: hidden-states, target: /data/hs, tokens: 25M, model_config: /models/x/config.json, layers: [2, 30, 58]}`.", Esc(run)))
 		return m
 	}
-	no, unknown, broken := 0, 0, 0
+	c := planCount{all: len(plans)}
 	for _, p := range plans {
 		switch {
 		case p.Fits == nil:
-			unknown++
+			c.unknown++
 			if p.Error != "" {
-				broken++ // its entry, its model config or reading it failed: not a matter of waiting for data
+				c.broken++
 			}
 		case !*p.Fits:
-			no++
+			c.no++
+			c.notFit = append(c.notFit, Esc(p.Name))
+		default:
+			c.yes++
 		}
 	}
-	switch {
-	case no > 0 && len(plans) == 1:
-		// Not "1 of 1 plans do not fit".
-		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %s does not fit.", Esc(plans[0].Name)))
-	case no == 1:
-		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — 1 of %d plans does not fit.", len(plans)))
-	case no > 0:
-		m.Sections = append(m.Sections, fmt.Sprintf(":red_circle: *No* — %d of %d plans do not fit.", no, len(plans)))
-	case broken > 0 && len(plans) == 1:
-		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Cannot tell* — %s cannot be checked: why is below.", Esc(plans[0].Name)))
-	case broken == unknown && unknown > 0:
-		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Cannot tell* — %d of %d plans cannot be checked: why is below.", unknown, len(plans)))
-	case unknown > 0 && len(plans) == 1:
-		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %s cannot be checked yet.", Esc(plans[0].Name)))
-	case unknown > 0:
-		m.Sections = append(m.Sections, fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %d of %d plans cannot be checked yet.", unknown, len(plans)))
-	default:
-		m.Sections = append(m.Sections, ":large_green_circle: *Yes* — every plan fits.")
-	}
+	m.Sections = append(m.Sections, lead(plans, c))
 	for _, p := range plans {
 		m.Sections = append(m.Sections, p.Sentence)
 	}
 	return m
+}
+
+// fitVerdict is the Yes or No that leads an answer to "will it fit?".
+func fitVerdict(plans []PlanResult, c planCount) string {
+	switch {
+	case c.no > 0 && c.all == 1:
+		// Not "1 of 1 plans do not fit".
+		return fmt.Sprintf(":red_circle: *No* — %s does not fit.", Esc(plans[0].Name))
+	case c.no == 1:
+		return fmt.Sprintf(":red_circle: *No* — 1 of %d plans does not fit.", c.all)
+	case c.no > 0:
+		return fmt.Sprintf(":red_circle: *No* — %d of %d plans do not fit.", c.no, c.all)
+	case c.broken > 0 && c.all == 1:
+		return fmt.Sprintf(":large_yellow_circle: *Cannot tell* — %s cannot be checked: why is below.", Esc(plans[0].Name))
+	case c.broken == c.unknown && c.unknown > 0:
+		return fmt.Sprintf(":large_yellow_circle: *Cannot tell* — %d of %d plans cannot be checked: why is below.", c.unknown, c.all)
+	case c.unknown > 0 && c.all == 1:
+		return fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %s cannot be checked yet.", Esc(plans[0].Name))
+	case c.unknown > 0:
+		return fmt.Sprintf(":large_yellow_circle: *Not sure yet* — %d of %d plans cannot be checked yet.", c.unknown, c.all)
+	}
+	return ":large_green_circle: *Yes* — every plan fits."
+}
+
+// planFinding is what the plans come to, leading an answer to "what's the plan?" or "capacity?".
+func planFinding(plans []PlanResult, c planCount) string {
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	}
+	unchecked := ""
+	if c.unknown > 0 {
+		why := "yet"
+		if c.broken == c.unknown {
+			why = "(why is below)"
+		}
+		unchecked = fmt.Sprintf("; %d cannot be checked %s", c.unknown, why)
+	}
+	switch {
+	case c.all == 1 && c.no == 1:
+		return fmt.Sprintf(":red_circle: *%s does not fit.*", c.notFit[0])
+	case c.all == 1 && c.yes == 1:
+		return fmt.Sprintf(":large_green_circle: *%s fits.*", Esc(plans[0].Name))
+	case c.all == 1 && c.broken == 1:
+		return fmt.Sprintf(":large_yellow_circle: *%s cannot be checked:* why is below.", Esc(plans[0].Name))
+	case c.all == 1:
+		return fmt.Sprintf(":large_yellow_circle: *%s cannot be checked yet.*", Esc(plans[0].Name))
+	case c.no == c.all && c.all == 2:
+		return ":red_circle: *Neither plan fits.*"
+	case c.no == c.all:
+		return fmt.Sprintf(":red_circle: *None of the %d plans fits.*", c.all)
+	case c.no > 0 && c.yes == 0:
+		return fmt.Sprintf(":red_circle: *%s %s not fit%s.*", joinAnd(c.notFit), plural(c.no, "does", "do"), unchecked)
+	case c.no > 0:
+		return fmt.Sprintf(":red_circle: *%d of %d plans %s; %s %s not%s.*", c.yes, c.all, plural(c.yes, "fits", "fit"),
+			joinAnd(c.notFit), plural(c.no, "does", "do"), unchecked)
+	case c.yes == c.all && c.all == 2:
+		return ":large_green_circle: *Both plans fit.*"
+	case c.yes == c.all:
+		return fmt.Sprintf(":large_green_circle: *All %d plans fit.*", c.all)
+	case c.yes == 0 && c.broken == c.unknown:
+		return fmt.Sprintf(":large_yellow_circle: *None of the %d plans can be checked:* why is below.", c.all)
+	case c.yes == 0:
+		return fmt.Sprintf(":large_yellow_circle: *None of the %d plans can be checked yet.*", c.all)
+	}
+	return fmt.Sprintf(":large_yellow_circle: *%d of %d plans %s%s.*", c.yes, c.all, plural(c.yes, "fits", "fit"), unchecked)
+}
+
+// joinAnd is "a", "a and b", "a, b and c".
+func joinAnd(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

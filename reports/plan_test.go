@@ -137,6 +137,23 @@ func TestEvaluatePlanMeasuredSaysItsParts(t *testing.T) {
 	}
 }
 
+// A projected plan's tokens per item are a mean over every item of the job, the ones done at their lengths;
+// the ETA's "17,836 items left × 1,031 tokens each" is the items to come. "787-966 completion" beside it
+// read as a contradiction: the plan says what its figure is a mean of.
+func TestEvaluatePlanProjectedSaysItsMean(t *testing.T) {
+	free := uint64(2e15)
+	s := PlanSpec{Name: "hs", Target: "/data/hs", Tokens: 28.4e6, TokensSrc: "projected", TokensLow: 25000 * 1138, TokensHigh: 25000 * 1317,
+		Items: 25000, PerItemLow: 1138, PerItemHigh: 1317, PromptPerItem: 351,
+		Layers: []int{2, 30, 58}, NumLayers: 61, Hidden: 7168, DType: "bfloat16", ElemBytes: 2}
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "25,000 items × 1,138-1,317 tokens (351 prompt + 787-966 completion, averaged over all 25,000 items, those done included) = "; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+	s.PromptPerItem, s.PerItemLow, s.PerItemHigh = 0, 787, 966 // no prompt counts: completions alone
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "25,000 items × 787-966 tokens (completions averaged over all 25,000 items, those done included) = "; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+}
+
 // A projected range whose ends have different units reads as a range, not a subtraction: "989 GB –
 // 1.08 TB" (a spaced en dash, as the ETA's "2 h 9 min – 3 h 51 min"), not "989 GB - 1.08 TB".
 func TestBytesRangeAcrossUnits(t *testing.T) {
@@ -165,5 +182,41 @@ func TestAnswerFitBrokenPlan(t *testing.T) {
 	waiting := PlanResult{Name: "hs", Sentence: "*hs*: tokens: auto needs finished items first."}
 	if txt := AnswerFit("synth", []PlanResult{waiting}).Text(); !strings.Contains(txt, "Not sure yet") {
 		t.Errorf("fit with a plan waiting for data = %q; want not sure yet", txt)
+	}
+}
+
+// TestAnswerPlansLeadsWithFinding: "what's the plan?" is not a yes-or-no question; its answer leads with
+// what the plans come to, marked as a fit verdict's would be.
+func TestAnswerPlansLeadsWithFinding(t *testing.T) {
+	yes, no := true, false
+	plan := func(name string, fits *bool, err string) PlanResult {
+		return PlanResult{Name: name, Fits: fits, Error: err, Sentence: name + " …"}
+	}
+	tests := []struct {
+		plans []PlanResult
+		want  string
+	}{
+		{[]PlanResult{plan("hs", &no, "")}, ":red_circle: *hs does not fit.*"},
+		{[]PlanResult{plan("hs", &yes, "")}, ":large_green_circle: *hs fits.*"},
+		{[]PlanResult{plan("hs", nil, "")}, ":large_yellow_circle: *hs cannot be checked yet.*"},
+		{[]PlanResult{plan("hs", nil, "no model config")}, ":large_yellow_circle: *hs cannot be checked:* why is below."},
+		{[]PlanResult{plan("a", &no, ""), plan("b", &no, "")}, ":red_circle: *Neither plan fits.*"},
+		{[]PlanResult{plan("a", &no, ""), plan("b", &no, ""), plan("c", &no, "")}, ":red_circle: *None of the 3 plans fits.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &no, "")}, ":red_circle: *1 of 2 plans fits; b does not.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &no, ""), plan("c", &no, "")}, ":red_circle: *1 of 3 plans fits; b and c do not.*"},
+		{[]PlanResult{plan("a", &no, ""), plan("b", nil, "")}, ":red_circle: *a does not fit; 1 cannot be checked yet.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &yes, "")}, ":large_green_circle: *Both plans fit.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", &yes, ""), plan("c", &yes, "")}, ":large_green_circle: *All 3 plans fit.*"},
+		{[]PlanResult{plan("a", &yes, ""), plan("b", nil, "")}, ":large_yellow_circle: *1 of 2 plans fits; 1 cannot be checked yet.*"},
+		{[]PlanResult{plan("a", nil, "bad"), plan("b", nil, "bad")}, ":large_yellow_circle: *None of the 2 plans can be checked:* why is below."},
+	}
+	for _, tt := range tests {
+		m := AnswerPlans("synth", tt.plans)
+		if len(m.Sections) != 1+len(tt.plans) || m.Sections[0] != tt.want {
+			t.Errorf("AnswerPlans(%d plans) = %q; want %q first and one line per plan", len(tt.plans), m.Sections, tt.want)
+		}
+	}
+	if m := AnswerFit("synth", []PlanResult{plan("a", &no, ""), plan("b", &no, "")}); m.Sections[0] != ":red_circle: *No* — 2 of 2 plans do not fit." {
+		t.Errorf("AnswerFit lead = %q; want the Yes/No verdict kept for \"will it fit?\"", m.Sections[0])
 	}
 }

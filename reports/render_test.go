@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -131,7 +132,7 @@ func TestProblemContextOneLineEach(t *testing.T) {
 		":warning: metrics http://h/metrics (metrics entry 2): HTTP 500 Internal Server Error",
 	}
 	if len(got) != len(want) {
-		t.Fatalf("ProblemContext(%q) = %q; want %q", ps, got, want)
+		t.Fatalf("ProblemContext(%+v) = %q; want %q", ps, got, want)
 	}
 	for i := range want {
 		if got[i] != want[i] {
@@ -154,5 +155,37 @@ func TestETALineStalledSaysItsTimeOnce(t *testing.T) {
 	e.Reason = "no progress for 38 min"
 	if got, want := PlainText(ETALine(e, time.UTC)), "(!!) Stalled since 02:04 UTC — no progress for 38 min"; got != want {
 		t.Errorf("ETALine(%+v) = %q; want %q", e, got, want)
+	}
+}
+
+// A server whose metrics endpoint answers HTTP 500 or a login page is up: "is down" would send a
+// person to restart it. Only one that did not answer (refused, unreachable, timed out) is down.
+func TestEngineLineBesideDownOrAnswering(t *testing.T) {
+	up := EngineStatus{URL: "http://gpu-1:8000/metrics", Kind: "vllm", OK: true}
+	tests := []struct {
+		name    string
+		err     string
+		answers bool
+		want    []string
+	}{
+		{"refused", "scrape http://gpu-2:8000/metrics: dial tcp 10.0.0.2:8000: connect: connection refused", false,
+			[]string{"Servers: 1 of 2 up", "`http://gpu-2:8000/metrics` is down (below)"}},
+		{"HTTP 500", "scrape http://gpu-2:8000/metrics: HTTP 500 Internal Server Error", true,
+			[]string{"Servers: 1 of 2 serving metrics", "`http://gpu-2:8000/metrics` answers, but not with metrics (below)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bad := EngineStatus{URL: "http://gpu-2:8000/metrics", Error: tt.err, Answers: tt.answers}
+			ps := []Problem{{Probe: "metrics " + bad.URL, Error: tt.err, Answers: tt.answers}}
+			got := EngineLineBeside([]EngineStatus{up, bad}, ps)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("EngineLineBeside(%s) = %q; want it to contain %q", tt.name, got, w)
+				}
+			}
+			if tt.answers && strings.Contains(got, "down") {
+				t.Errorf("EngineLineBeside(%s) = %q; says a server that answers is down", tt.name, got)
+			}
+		})
 	}
 }

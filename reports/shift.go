@@ -213,7 +213,7 @@ func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
 			shiftChange(b/a), shiftMinutes(sh.ThroughputShare*move)))
 	}
 	if math.Abs(sh.OtherShare) >= 0.05 {
-		parts = append(parts, fmt.Sprintf("progress against the old schedule: %s", shiftMinutes(sh.OtherShare*move)))
+		parts = append(parts, fmt.Sprintf("%s: %s", paceWords(sh.OtherShare*move), shiftMinutes(sh.OtherShare*move)))
 	}
 	sign := "+"
 	if move < 0 {
@@ -224,6 +224,17 @@ func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
 		sh.Reason += ": " + strings.Join(parts, "; ")
 	}
 	return sh
+}
+
+// paceWords names the rest of a move, what tokens per item and throughput leave over, from what it did to
+// the finish (minutes > 0: later). That rest is the items left now, priced at the old rates, against the time
+// the old estimate still expected: more items left than it expected by now (fewer finished since) is a later
+// finish, fewer left an earlier one.
+func paceWords(minutes float64) string {
+	if minutes < 0 {
+		return "items finishing ahead of the old estimate's pace"
+	}
+	return "items finishing behind the old estimate's pace"
 }
 
 // shiftVerb says which way a quantity moved.

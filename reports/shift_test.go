@@ -195,3 +195,43 @@ func TestShiftStatePersists(t *testing.T) {
 		t.Errorf("detector saved to JSON and restored: warnings %+v; want %+v", got, want)
 	}
 }
+
+// TestShiftPaceWords: a move that neither tokens per item nor throughput explains is the items left against
+// those the old estimate expected by now. Items done in a burst (cached answers) are ahead of its pace and
+// finish earlier; items put back (retries) behind it, later. It read "progress against the old schedule".
+func TestShiftPaceWords(t *testing.T) {
+	tests := []struct {
+		name  string
+		jump  float64 // items left added at T 3600 (negative: done at once)
+		words string
+		sign  string
+	}{
+		{"burst of items done", -8000, "items finishing ahead of the old estimate's pace: -", "finish moved -"},
+		{"items put back", 8000, "items finishing behind the old estimate's pace: +", "finish moved +"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d reports.ShiftDetector
+			const tpi, tps = 1000.0, 1400.0
+			left := 25000.0
+			var got []reports.Shift
+			for ts := 0.0; ts <= 12000 && left > 0; ts += 60 {
+				left -= 60 * tps / tpi
+				if ts == 3600 {
+					left += tt.jump
+				}
+				sec := left * tpi / tps
+				low, high := sec*0.95, sec*1.05
+				e := reports.ETA{State: reports.StateRunning, Seconds: &sec, LowS: &low, HighS: &high, ItemsLeft: left,
+					TokensPerItem: tpi, TokensPerS: tps, ItemsPerS: tps / tpi}
+				if sh, ok := d.Update(e, ts, reports.ShiftConfig{}); ok {
+					got = append(got, sh)
+				}
+			}
+			if len(got) != 1 || !strings.HasPrefix(got[0].Reason, tt.sign) || !strings.Contains(got[0].Reason, tt.words) ||
+				strings.Contains(got[0].Reason, "schedule") {
+				t.Fatalf("items left %+.0f at once, rates unchanged: warnings %+v; want one whose reason starts %q and says %q", tt.jump, got, tt.sign, tt.words)
+			}
+		})
+	}
+}

@@ -45,6 +45,9 @@ type RunStatus struct {
 type Problem struct {
 	Probe string `json:"probe"`
 	Error string `json:"error"`
+	// Answers: the source answered, but not with what was asked (probes.ErrNotMetrics: an HTTP error
+	// status, a page of another kind); it is up. False for one that did not answer, or any other failure.
+	Answers bool `json:"answers,omitempty"`
 }
 
 // Progress is how far the job is, from its log (or the engines when there is no log).
@@ -68,6 +71,9 @@ type EngineStatus struct {
 	KVCacheUsage     *float64 `json:"kv_cache_usage"`
 	GenerationTokens *float64 `json:"generation_tokens"`
 	Error            string   `json:"error,omitempty"`
+	// Answers: the server answered, but not with metrics (probes.ErrNotMetrics); it is up, unlike one
+	// whose Error is a refusal, an unreachable host or a deadline.
+	Answers bool `json:"answers,omitempty"`
 	// Missing names what an engine that answered lacks, and what it exports instead.
 	Missing []string `json:"missing,omitempty"`
 }
@@ -258,8 +264,8 @@ func ETALine(e ETA, loc *time.Location) string {
 }
 
 // EngineLineBeside summarises the inference servers and their engines in an answer whose context lists the
-// problems ps: a failing endpoint whose error is among them is marked down without repeating the error, so
-// each failure is printed once.
+// problems ps: a failing endpoint whose error is among them is marked down (or, when it answered, as answering
+// but not with metrics) without repeating the error, so each failure is printed once.
 func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 	listed := map[string]bool{}
 	for _, p := range ps {
@@ -290,7 +296,14 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 	}
 	// Each endpoint is a server; a server may run several data-parallel engines (vLLM's engine="0", "1"),
 	// whose requests and KV cache are the server's.
-	s := fmt.Sprintf("Servers: %d of %d up", up, len(es))
+	// A server that answers is up even when it gives no metrics: "up" would count it out.
+	upWord := "up"
+	for _, e := range es {
+		if !e.OK && e.Answers {
+			upWord = "serving metrics"
+		}
+	}
+	s := fmt.Sprintf("Servers: %d of %d %s", up, len(es), upWord)
 	switch {
 	case engines <= up:
 	case up == 1:
@@ -307,6 +320,8 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 	for _, e := range es {
 		switch {
 		case e.OK:
+		case listed["metrics "+e.URL+"\x00"+e.Error] && e.Answers:
+			s += fmt.Sprintf("\n:red_circle: %s%s answers, but not with metrics (below)", Code(e.URL), onHost(e.Host))
 		case listed["metrics "+e.URL+"\x00"+e.Error]:
 			s += fmt.Sprintf("\n:red_circle: %s%s is down (below)", Code(e.URL), onHost(e.Host))
 		default:
