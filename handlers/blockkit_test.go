@@ -302,7 +302,7 @@ func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
 	withHistory(t, e.botEnv, 30)
 
 	asked := map[string]bool{}
-	texts := []string{"eta synth", "why synth", "ontrack synth", "runwatch left synth", "what's left to do?", "safe synth", "throughput synth", "stuck synth", "status synth", "storage synth", "storage /etc synth", "storage hidden-states",
+	texts := []string{"eta synth", "why synth", "ontrack synth", "runwatch left synth", "what's left to do?", "safe synth", "throughput synth", "stuck synth", "servers synth", "status synth", "storage synth", "storage /etc synth", "storage hidden-states",
 		"writes synth", "where synth", "space synth", "fit synth", "chart synth", "runs", "snooze 2h synth", "snooze forever synth",
 		"unsnooze synth", "stage \"stage 01 " + long[:40] + "\" done synth", "stage nope done synth", "stage synth", "logs synth", "logs extract", "help",
 		"what is the meaning of life", "ETA?", ""}

@@ -46,6 +46,7 @@ func commandTable() []Command {
 		{Name: "stuck", Usage: "stuck [run]", NeedsRun: true, Handler: handleStuck,
 			Description: "Whether the run is still making progress.",
 			Examples:    []string{"is it stuck?", "is it still moving?"}},
+		serversCommand,
 		{Name: "status", Usage: "/runwatch status [run]", NeedsRun: true, Handler: handleStatus,
 			Description: "Progress, throughput, ETA, engines, storage, plans and checklist in one answer.",
 			Examples:    []string{"status", "how is it going?"}},

@@ -33,6 +33,7 @@ var intentRules = []struct {
 	{"throughput", []string{"how fast", "throughput", "speed", "tok/s", "tokens per second", "tokens/s", "tok/sec", "tokens/sec", "tokens a second", "rate", "items/s", "req/s", "thruput", "tput", "tps"}},
 	{"ontrack", []string{"on track", "on schedule", "behind schedule", "ahead of schedule", "behind", "ahead", "on time", "late", "running late", "slipping", "slipped", "as planned", "as expected", "keeping up", "first estimate", "original estimate", "initial estimate", "promised", "on target", "schedule"}},
 	{"eta", []string{"eta", "when", "whens", "how long", "time left", "finish", "finished", "done yet", "is it done", "are we done", "remaining", "complete", "how much longer", "how far"}},
+	{"servers", []string{"server", "servers", "vllm", "sglang", "tgi", "engine", "engines", "replica", "replicas", "health", "healthy", "unhealthy", "up", "down", "kv cache", "serving"}},
 	{"status", []string{"status", "how is it going", "how's it going", "how are we doing", "update", "summary", "report", "overview", "progress"}},
 }
 

@@ -118,6 +118,7 @@ func TestRepliesGolden(t *testing.T) {
 		{"logs", "logs", ""},
 		{"throughput", "how fast are we going?", ""},
 		{"stuck", "is it stuck?", ""},
+		{"servers", "is vllm up?", ""},
 		{"status", "status", ""},
 		{"writes", "are we writing to /shared?", ""},
 		{"where", "where does the output go?", ""},

@@ -1,0 +1,33 @@
+package handlers
+
+import (
+	"context"
+
+	"runwatch/monitor"
+	"runwatch/reports"
+)
+
+// serversCommand answers "is vllm up?": the run's inference servers first, then what they are doing for it.
+// Without it the question fell through to "I don't know how to answer".
+var serversCommand = Command{Name: "servers", Usage: "servers [run]", NeedsRun: true, Handler: handleServers,
+	Description: "Whether the run's inference servers are up and serving metrics, with their running and waiting requests.",
+	Examples:    []string{"is vllm up?", "are the servers healthy?"}}
+
+func handleServers(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
+	if err != nil {
+		return errorReply("check the servers", err)
+	}
+	m := reports.Message{Title: rs.Name + " · servers"}
+	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+		m.Sections = append(m.Sections, l)
+	} else {
+		m.Sections = append(m.Sections, "No inference servers to check: the run has no `metrics:` endpoints or `prometheus:` "+
+			"in the run file, so I follow it from its log alone.")
+	}
+	if rs.Throughput != nil {
+		m.Sections = append(m.Sections, reports.ThroughputLine(*rs.Throughput))
+	}
+	m.Context = context1(rs)
+	return Reply{Message: m, Data: map[string]any{"engines": rs.Engines, "throughput": rs.Throughput, "problems": problemsData(rs.Problems)}}
+}
