@@ -546,3 +546,26 @@ func TestStallNeedsASecondLook(t *testing.T) {
 		t.Errorf("flat for stall_after, sampled all along = %s (%s); want stalled", e.State, e.Reason)
 	}
 }
+
+// TestEstimateElapsedNotTheJobs: a history that starts mid-job whose elapsed time comes from a server that
+// started a day before the job (its counters the job's alone) gets the same ETA as one whose elapsed is the
+// job's: the day before is not a block of the job at a hundredth of its rate.
+func TestEstimateElapsedNotTheJobs(t *testing.T) {
+	right := estHist(6000, 30, 1.4, 25000, true)[60:]
+	wrong := make([]Observation, len(right))
+	for i, o := range right {
+		o.Elapsed = obsF(*o.Elapsed + 86400)
+		wrong[i] = o
+	}
+	for _, n := range []int{5, 20, 60} {
+		good, _ := Compute(right[:n], Config{})
+		bad, _ := Compute(wrong[:n], Config{})
+		if good.Seconds == nil || bad.Seconds == nil {
+			t.Fatalf("%d samples: no ETA (%s / %s)", n, good.Reason, bad.Reason)
+		}
+		if r := *bad.Seconds / *good.Seconds; r < 0.9 || r > 1.1 {
+			t.Errorf("%d samples: ETA %v s with the server's day-old start, %v s with the job's elapsed; want within 10%%: %s",
+				n, *bad.Seconds, *good.Seconds, bad.Reason)
+		}
+	}
+}

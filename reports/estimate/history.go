@@ -109,6 +109,15 @@ func build(hist []Observation, cfg Config) series {
 	folded := FoldSeries(hist)
 	s.countersLeftOut = len(folded) > 0 && folded[len(folded)-1].Unreliable
 	s.pre = beforeHistory(hist[0], s.countersLeftOut || !CountsJob(hist[0], float64(hist[0].MaxTokens)))
+	if last := hist[len(hist)-1]; s.pre.ok && last.T > hist[0].T && last.Done > hist[0].Done {
+		// An elapsed time the job cannot have taken: the engines' start time of a server that idled before the
+		// job (started last night, the job this morning, its counters the job's alone) made the job before the
+		// history one block of a day at a tenth of a token a second, and the ETA 324,853,262 s.
+		seen := float64(last.Done-hist[0].Done) / (last.T - hist[0].T)
+		if s.pre.items/s.pre.seconds < seen/preSlowest {
+			s.pre = before{}
+		}
+	}
 	if m := hist[len(hist)-1].LogModified; m != nil {
 		s.logModified = *m
 	}
@@ -380,6 +389,11 @@ type before struct {
 	tokens         float64 // 0 when unknown
 	lengths        measure // tokens of finished items over their count (den 0 when unknown)
 }
+
+// preSlowest is how many times slower than the history's own item rate the job before it may have run and
+// still count: a job whose rate fell 4x (a throughput drop, a queue that emptied) is still one job; a rate a
+// tenth of the history's, or a thousandth, says the elapsed time is not the job's.
+const preSlowest = 4.0
 
 func beforeHistory(o Observation, countersLeftOut bool) before {
 	if o.Done <= 0 || o.Elapsed == nil || !(*o.Elapsed > 0) || o.Running != nil && float64(o.Done) < *o.Running {
