@@ -317,25 +317,26 @@ func trimmedMean(v []float64, trim float64) float64 {
 // slow the rate 16x).
 func (s series) gapCounts() []int {
 	out := make([]int, len(s.pts))
-	start, expected := -1, 0.0
+	start, done, expected := -1, 0.0, 0.0
 	mark := func(end int) {
-		if start >= 0 && expected >= 20 {
+		if start >= 0 && isPause(done, expected) {
 			for k := start; k <= end; k++ {
 				out[k] = 1
 			}
 		}
-		start, expected = -1, 0
+		start, done, expected = -1, 0, 0
 	}
 	for k := 1; k < len(s.pts); k++ {
-		if s.pts[0].done == 0 && s.pts[k-1].t < s.pts[0].t+s.window {
+		if s.starting(k - 1) {
 			continue
 		}
-		want := s.recentItemRate(k-1) * (s.pts[k].t - s.pts[k-1].t)
-		if want > 0 && s.pts[k].done-s.pts[k-1].done < 0.2*want {
+		d, want := s.pts[k].done-s.pts[k-1].done, s.recentItemRate(k-1)*(s.pts[k].t-s.pts[k-1].t)
+		if want > 0 && d < pauseShare*want {
+			// Each interval of the stretch is short of its items; the stretch is a pause if it is in all.
 			if start < 0 {
 				start = k
 			}
-			expected += want
+			done, expected = done+d, expected+want
 			continue
 		}
 		mark(k - 1)

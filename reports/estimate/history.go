@@ -196,16 +196,14 @@ func build(hist []Observation, cfg Config) series {
 	// burst and the long ones after a gap, which is the job's start, not a restart (with replicas behind one
 	// address, whose counters are left out, the gap took a second of the first 2.5 s for a restart, and the
 	// rates from the active time after it ran 10% ahead of the job's).
-	starting := func(i int) bool { return s.pts[0].done == 0 && s.pts[i].t < s.pts[0].t+cfg.Window }
 	quiet := func(i int) bool {
 		if !s.pts[i].progress {
 			return true
 		}
-		if engines || starting(i-1) {
+		if engines || s.starting(i-1) {
 			return false
 		}
-		expected := s.recentItemRate(i-1) * (s.pts[i].t - s.pts[i-1].t)
-		return expected >= 20 && s.pts[i].done-s.pts[i-1].done < 0.2*expected
+		return isPause(s.pts[i].done-s.pts[i-1].done, s.recentItemRate(i-1)*(s.pts[i].t-s.pts[i-1].t))
 	}
 	for i := 1; i < len(s.pts); {
 		if !quiet(i) {
@@ -224,9 +222,8 @@ func build(hist []Observation, cfg Config) series {
 		}
 		span := s.pts[j-1].t - s.pts[i-1].t
 		pause := false
-		if !engines && !starting(i-1) {
-			expected := s.recentItemRate(i-1) * span
-			pause = expected >= 20 && s.pts[j-1].done-s.pts[i-1].done < 0.2*expected
+		if !engines && !s.starting(i-1) {
+			pause = isPause(s.pts[j-1].done-s.pts[i-1].done, s.recentItemRate(i-1)*span)
 		}
 		idle := flat && (tokensKnown || span >= cfg.StallAfter/2) || down || pause
 		if pause && j < len(s.pts) {
@@ -244,6 +241,21 @@ func build(hist []Observation, cfg Config) series {
 	sort.Float64s(s.restarts)
 	return s
 }
+
+// pauseShare and pauseItems are the pause rule: a stretch in which fewer than pauseShare of the items the
+// recent item rate expects finished, pauseItems or more expected in all, is a pause (a server restart the log
+// does not mention, a SIGSTOP), not a slow stretch of the job. build uses it for active time without token
+// counts, gapCounts for the past forecasts the point's errors leave out.
+const pauseShare, pauseItems = 0.2, 20
+
+// isPause applies the pause rule to a stretch in which done items finished of expected.
+func isPause(done, expected float64) bool {
+	return expected >= pauseItems && done < pauseShare*expected
+}
+
+// starting reports whether point i is in the job's first window. Its first batch started all at once, the
+// short requests finish in a burst and the long ones after a gap: the job's start, not a pause.
+func (s series) starting(i int) bool { return s.pts[0].done == 0 && s.pts[i].t < s.pts[0].t+s.window }
 
 // recentItemRate is the item rate over two thirds of a window up to point i (0 when unknown).
 func (s series) recentItemRate(i int) float64 {
