@@ -195,15 +195,29 @@ func (h *httpMode) interactions(w http.ResponseWriter, r *http.Request, body []b
 
 // busy answers a request the delivered-request memory has no room for (every key in it is inside Slack's
 // redelivery time): 503 with Retry-After, rather than forgetting a key and answering some redelivery twice.
-// Slack retries an event so refused; a press it shows its presser as failed, and does not send again.
+// Slack retries an event so refused; a press it shows its presser as failed, and does not send again. A
+// slash command gets an answer that says why (busyCommand): it is not sent again either.
 func busy(w http.ResponseWriter, m *Metrics, log *slog.Logger, path string) {
 	if rw, ok := w.(*refusal); ok {
 		rw.refused = true
 	}
 	m.reject("busy")
 	log.Warn("Slack request refused: too many requests inside the redelivery window", "path", path)
+	if path == "/slack/commands" {
+		// A command is not delivered again, and a 503 shows its user only that it failed: say why.
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(busyCommand())
+		return
+	}
 	w.Header().Set("Retry-After", "60")
 	http.Error(w, "too many requests to remember; retry later", http.StatusServiceUnavailable)
+}
+
+// busyCommand is the answer to a slash command refused for want of room to remember it: shown to its user
+// alone, nothing done.
+func busyCommand() *slack.WebhookMessage {
+	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
+		Text: "runwatch is taking more requests than it can keep track of right now, so it did nothing with this one. Ask again in a minute."}
 }
 
 // refusal is the ResponseWriter a verified request is answered through, marked when busy refused it.

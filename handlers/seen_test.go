@@ -3,7 +3,10 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +18,8 @@ import (
 
 	"runwatch/config"
 	"runwatch/state"
+
+	"github.com/slack-go/slack"
 )
 
 // TestHTTPEventAnsweredOnceAcrossRestart: a mention is answered, the process restarts over the same state
@@ -246,5 +251,64 @@ func TestHTTPEventRefusedWhenFull(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "too many requests inside the redelivery window") {
 		t.Errorf("log has no word of the refusal:\n%s", e.logs.String())
+	}
+}
+
+// TestBusyCommandSaysWhy: a slash command refused for want of room to remember it is answered, to its user
+// alone, with why and what to do (Slack does not send a command again, and shows a 503 only as "failed");
+// an event still gets the 503 with Retry-After that Slack retries.
+func TestBusyCommandSaysWhy(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rec := httptest.NewRecorder()
+	busy(rec, NewMetrics(), log, "/slack/commands")
+	var msg slack.WebhookMessage
+	if err := json.Unmarshal(rec.Body.Bytes(), &msg); rec.Code != http.StatusOK || err != nil ||
+		msg.ResponseType != slack.ResponseTypeEphemeral || !strings.Contains(msg.Text, "Ask again in a minute") {
+		t.Errorf("busy command = %d %s; want 200 with an ephemeral word of why", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	busy(rec, NewMetrics(), log, "/slack/events")
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("busy event = %d, Retry-After %q; want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
+	}
+}
+
+// TestSocketModeFullCommandSaysWhy: over Socket Mode the same command is acknowledged with that answer, and
+// nothing is done for it.
+func TestSocketModeFullCommandSaysWhy(t *testing.T) {
+	e := newSocketEnv(t, botOpts{})
+	now := time.Unix(1_800_000_000, 0)
+	e.app.seen.mu.Lock()
+	e.app.seen.max = 1
+	e.app.seen.now = func() time.Time { return now }
+	e.app.seen.mu.Unlock()
+	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
+	env := func(id string) []byte {
+		return fixtureWith(t, "slack_socketmode_slash_commands_envelope_pysdk.json", func(m map[string]any) {
+			m["envelope_id"] = id
+			p := m["payload"].(map[string]any)
+			p["command"], p["text"], p["user_id"] = "/eta", "", "U222"
+		})
+	}
+	e.ws.send(env("slash-1"))
+	e.ws.waitAck(t, "slash-1")
+	e.ws.send(env("slash-2")) // no room to remember it
+	e.ws.waitAck(t, "slash-2")
+	e.ws.mu.Lock()
+	var first, second string
+	for _, a := range e.ws.acks {
+		switch a.EnvelopeID {
+		case "slash-1":
+			first = string(a.Payload)
+		case "slash-2":
+			second = string(a.Payload)
+		}
+	}
+	e.ws.mu.Unlock()
+	if !strings.Contains(first, "synth · ETA") {
+		t.Errorf("the first /eta's ack = %s; want the answer", first)
+	}
+	if !strings.Contains(second, "Ask again in a minute") || strings.Contains(second, "ETA") {
+		t.Errorf("the refused /eta's ack = %s; want why, and no answer", second)
 	}
 }

@@ -141,8 +141,11 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 			sm.ack(ctx, req.EnvelopeID, nil)
 			return
 		case admitFull:
+			// Acknowledged with a word of why, not left for Slack's bare "failed": a command is not delivered
+			// again, and nothing was done for it.
 			sm.app.metrics.event("busy")
-			return // unacknowledged: Slack tells the user the command failed (a command is not delivered again)
+			sm.ack(ctx, req.EnvelopeID, busyCommand())
+			return
 		}
 		// The answer may take the whole inline budget: do not hold up other envelopes meanwhile.
 		sm.app.detach(func(bctx context.Context) {
