@@ -362,9 +362,19 @@ func accPeerSeedCases(tb testing.TB, stretches ...float64) []accCase {
 }
 
 func peerCases(tb testing.TB, seeds bool, stretches ...float64) []accCase {
-	files, err := filepath.Glob("testdata/peer/*.jsonl")
+	return peerCasesIn(tb, "testdata/peer", seeds, stretches...)
+}
+
+// accHeldoutCases are the held-out peer traces (testdata/peer/heldout): jobs recorded after the estimator was
+// tuned on the corpus, with settings unlike any of it, each at its own pace.
+func accHeldoutCases(tb testing.TB) []accCase {
+	return peerCasesIn(tb, "testdata/peer/heldout", false, 1)
+}
+
+func peerCasesIn(tb testing.TB, dir string, seeds bool, stretches ...float64) []accCase {
+	files, err := filepath.Glob(dir + "/*.jsonl")
 	if err != nil || len(files) == 0 {
-		tb.Fatalf("no peer traces in testdata/peer (%v)", err)
+		tb.Fatalf("no peer traces in %s (%v)", dir, err)
 	}
 	var cases []accCase
 	for _, f := range files {
@@ -372,7 +382,7 @@ func peerCases(tb testing.TB, seeds bool, stretches ...float64) []accCase {
 		name := strings.TrimSuffix(filepath.Base(f), ".jsonl")
 		var more [][]reports.Observation
 		if seeds {
-			others, _ := filepath.Glob("testdata/peer/seeds/" + name + ".s*.jsonl")
+			others, _ := filepath.Glob(dir + "/seeds/" + name + ".s*.jsonl")
 			for _, o := range others {
 				more = append(more, readPeerTrace(tb, o))
 			}
@@ -704,10 +714,14 @@ func TestStretchInvariance(t *testing.T) {
 // the 80% interval score (width plus 10x any miss, as a share of the job), which a range can only lower by
 // being both narrow and right. Run it with -benchtime=1x; -v prints the table.
 func BenchmarkAccuracy(b *testing.B) {
-	var rows, mid []accRow
+	var rows, mid, held []accRow
 	for i := 0; i < b.N; i++ {
 		rows = accTable([]int64{1, 2, 3, 4}, 30, append(accCases(), accPeerSeedCases(b, 1, 10, 100)...))
 		mid = accTable([]int64{1, 2, 3, 4}, 30, accMidCases(b))
+		held = accTable(nil, 0, accHeldoutCases(b))
+	}
+	if est, better := accSummary(held, func(accRow) bool { return true }); better > 0 {
+		b.ReportMetric(est/better, "heldout_ratio")
 	}
 	if est, better := accSummary(mid, func(accRow) bool { return true }); better > 0 {
 		b.ReportMetric(est/better, "mid_job_ratio")
@@ -733,6 +747,8 @@ func BenchmarkAccuracy(b *testing.B) {
 		fmt.Println(formatAccTable(rows))
 		fmt.Println("Watched from 10% done (runwatch started on a job already running):")
 		fmt.Println(formatAccTable(mid))
+		fmt.Println("Held out (testdata/peer/heldout: recorded after the tuning, settings unlike the corpus's):")
+		fmt.Println(formatAccTable(held))
 	}
 }
 

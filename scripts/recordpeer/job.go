@@ -51,6 +51,9 @@ func newJob(sc scenario, urls []string, client *http.Client) *job {
 	}
 	j.st.Total = int64(sc.Items)
 	j.st.MaxTokens = int64(j.max[0])
+	if sc.RunFileMaxTokens > 0 {
+		j.st.MaxTokens = int64(sc.RunFileMaxTokens)
+	}
 	return j
 }
 
@@ -107,9 +110,11 @@ func (j *job) waitDone(ctx context.Context, need int64) bool {
 
 // item sends item i until it succeeds, backing off after each failure as a batch job does.
 func (j *job) item(ctx context.Context, i int) {
-	j.mu.Lock()
-	j.st.MaxTokens = int64(j.max[i])
-	j.mu.Unlock()
+	if j.sc.RunFileMaxTokens == 0 {
+		j.mu.Lock()
+		j.st.MaxTokens = int64(j.max[i])
+		j.mu.Unlock()
+	}
 	backoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
 		n, err := j.send(ctx, j.urls[i%len(j.urls)], i)

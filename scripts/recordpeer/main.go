@@ -49,7 +49,7 @@ func main() {
 	seed := flag.Int("seed", 0, "record draw N of the scenario: every seed it uses moved by 100*N (0: the scenario as listed)")
 	flag.Parse()
 	if *list {
-		for _, s := range scenarios() {
+		for _, s := range append(scenarios(), heldout()...) {
 			fmt.Printf("%-16s %5d items, %3d clients: %s\n", s.Name, s.Items, s.Concurrency, s.About)
 		}
 		return

@@ -17,10 +17,13 @@ type scenario struct {
 	StartConcurrency int
 	RampUntil        float64
 	// MaxTokens is item i's max_tokens (of n items), PromptWords its prompt length in words.
-	MaxTokens   func(i, n int, r *rand.Rand) int
-	PromptWords func(i int, r *rand.Rand) int
-	Chat        bool // /v1/chat/completions instead of /v1/completions
-	Servers     []serverSpec
+	MaxTokens func(i, n int, r *rand.Rand) int
+	// RunFileMaxTokens, when set, is the max_tokens every trace line gives, as a run file's one `max_tokens:`
+	// would for a job whose items each have their own (0: the max_tokens of the request sent last).
+	RunFileMaxTokens int
+	PromptWords      func(i int, r *rand.Rand) int
+	Chat             bool // /v1/chat/completions instead of /v1/completions
+	Servers          []serverSpec
 	// RestartAt is the fraction of items done when the first server is killed (SIGKILL) and started again
 	// after Downtime; 0 never.
 	RestartAt float64
@@ -224,7 +227,7 @@ func reseed(sc scenario, n int) scenario {
 }
 
 func find(name string) (scenario, bool) {
-	for _, s := range scenarios() {
+	for _, s := range append(scenarios(), heldout()...) {
 		if s.Name == name {
 			return s, true
 		}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,7 +18,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"runwatch/probes"
 	"runwatch/reports"
@@ -175,11 +179,63 @@ func TestMaxTokensShapes(t *testing.T) {
 	if s(959, 1000, r) != 256 || s(960, 1000, r) != 4096 {
 		t.Errorf("stragglers: item 959 = %d, 960 = %d; want 256, 4096", s(959, 1000, r), s(960, 1000, r))
 	}
+	lu := logUniform(128, 2048)
+	lo, hi := 2048, 0
+	for i := 0; i < 1000; i++ {
+		m := lu(i, 1000, r)
+		lo, hi = min(lo, m), max(hi, m)
+	}
+	if lo < 128 || hi > 2048 || lo > 160 || hi < 1600 {
+		t.Errorf("logUniform(128, 2048) over 1,000 draws spans %d-%d; want within 128-2048, from near one end to the other", lo, hi)
+	}
 	w := lognormalWords(300, 1.2, 20, 6000)
 	for i := 0; i < 1000; i++ {
 		if n := w(i, r); n < 20 || n > 6000 {
 			t.Fatalf("lognormalWords = %d; want within [20, 6000]", n)
 		}
+	}
+}
+
+// TestRunFileMaxTokens: a job whose items each have their own max_tokens records the run file's one value on
+// every line, as runwatch would read it from `max_tokens:`, not the max_tokens of the request sent last.
+func TestRunFileMaxTokens(t *testing.T) {
+	var mu sync.Mutex
+	var sent []int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		sent = append(sent, body.MaxTokens)
+		mu.Unlock()
+		fmt.Fprint(w, `{"usage":{"completion_tokens":7}}`)
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		runFile, want int
+	}{{0, 0}, {2048, 2048}} {
+		sc := scenario{Name: "mixed", Items: 20, Concurrency: 2, MaxTokens: logUniform(128, 2048), RunFileMaxTokens: c.runFile, Seed: 1}
+		j := newJob(sc, []string{srv.URL}, srv.Client())
+		j.start = time.Now()
+		j.run(context.Background())
+		st := j.state(time.Now())
+		want := int64(c.want)
+		if c.runFile == 0 {
+			want = int64(j.max[len(j.max)-1]) // the request sent last; one worker of two may still send it last
+			if st.MaxTokens != want && st.MaxTokens != int64(j.max[len(j.max)-2]) {
+				t.Errorf("run file 0: the state's max_tokens %d; want the last request's, %d or %d", st.MaxTokens, j.max[len(j.max)-2], want)
+			}
+			continue
+		}
+		if st.Done != 20 || st.MaxTokens != want {
+			t.Errorf("run file %d: state %+v; want 20 done and max_tokens %d", c.runFile, st, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) != 40 || sent[0] == sent[1] && sent[1] == sent[2] {
+		t.Errorf("the servers saw max_tokens %v; want 40 requests, each with its own", sent)
 	}
 }
 
@@ -195,7 +251,11 @@ func TestCommittedTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	paths = append(paths, draws...)
+	held, err := filepath.Glob("../../reports/testdata/peer/heldout/*.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(append(paths, draws...), held...)
 	if len(paths) == 0 {
 		t.Skip("no traces recorded yet")
 	}
