@@ -165,6 +165,12 @@ func TestBiasCorrected(t *testing.T) {
 			"and 2 min 26 s less because so far this run has taken 18% less time than its own earlier forecasts said"},
 		{"held to the range", []float64{2, 2, 2}, 3000, 3100, 2500, 3100,
 			"and 1 min 40 s more because so far this run has taken 7.4x as long as its own earlier forecasts said"},
+		// A young run's first batch can make its past forecasts 16x fast: the point moves as if 2x (maxBias), and
+		// the reason still says what the forecasts did.
+		{"bounded", []float64{math.Log(16), math.Log(16), math.Log(16)}, 3000, 3000 * math.Pow(2, onFinishBias), 2500, 9000,
+			"and 9 min 28 s more because so far this run has taken 16.0x as long as its own earlier forecasts said"},
+		{"bounded the other way", []float64{-math.Log(16), -math.Log(16)}, 3000, 3000 * math.Pow(2, -onFinishBias), 500, 4500,
+			"less because so far this run has taken 94% less time than its own earlier forecasts said"},
 		{"too small to say", []float64{0.01, 0.01}, 3000, 3000 * math.Exp(onFinishBias*0.01), 2500, 4500, ""},
 		{"none", nil, 3000, 3000, 2500, 4500, ""},
 	} {
