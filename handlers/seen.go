@@ -265,6 +265,20 @@ func (s *keyJournal) compactLocked() error {
 	return s.journal.Compact(lines)
 }
 
+// close closes the journal, if any; keys are kept in memory only from then on. A serve closes its journals
+// when it returns: the read-only serve a console kept waiting returns when the full one takes over, in the
+// same process, which opens them again.
+func (s *keyJournal) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal == nil {
+		return nil
+	}
+	err := s.journal.Close()
+	s.journal = nil
+	return err
+}
+
 // len is how many keys are kept.
 func (s *keyJournal) len() int {
 	s.mu.Lock()
