@@ -434,7 +434,7 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 // uploadChart shares the run's chart as a PNG beside a status whose chart block Slack refused.
 func (s *Scheduler) uploadChart(ctx context.Context, run, channel, thread string) {
 	png, err := reports.RenderChart(s.bot.mon.History(run), s.bot.mon.EstimateConfig(run), reports.ChartOptions{
-		Title: run + " · throughput and ETA", Loc: s.bot.loc})
+		Title: run + " · throughput and ETA", Loc: s.bot.loc, Memo: s.bot.charts.of(run)})
 	if err != nil {
 		return // not enough history yet: the status says so itself
 	}

@@ -26,9 +26,11 @@ type ChartOptions struct {
 	Width, Height int            // pixels; default 800 × 500
 	Title         string         // drawn at the top
 	Loc           *time.Location // time zone of the time axis; default UTC
-	// MaxPoints bounds how many times the estimator is re-run over the history (default 120):
-	// the chart is a picture, not a replay of every sample.
+	// MaxPoints bounds how many times the estimator is re-run over the history (default
+	// DefaultChartPoints): the chart is a picture, not a replay of every sample.
 	MaxPoints int
+	// Memo, when set, keeps the estimates between charts of one run (see ChartMemo).
+	Memo *ChartMemo
 }
 
 // ChartPoint is one point of a chart: the throughput and the ETA as the estimator saw them at T.
@@ -41,39 +43,12 @@ type ChartPoint struct {
 	HighS      *float64 `json:"eta_high_s"`
 }
 
-// ChartSeries re-runs the estimator over growing prefixes of the history, at up to maxPoints evenly
-// spaced samples (always including the last), as the bot would have answered at each moment.
+// ChartSeries re-runs the estimator over growing prefixes of the history, as the bot would have answered at
+// each moment: at every sample up to maxPoints (default DefaultChartPoints), past that at evenly spaced ones
+// that stay put as the history grows (two thirds of maxPoints to maxPoints of them, half for a history just
+// past maxPoints samples, always including the last; see chartIndices).
 func ChartSeries(hist []Observation, cfg EstimateConfig, maxPoints int) []ChartPoint {
-	if maxPoints <= 1 {
-		maxPoints = 120
-	}
-	n := len(hist)
-	if n < 2 {
-		return nil
-	}
-	var idx []int
-	if n-1 <= maxPoints {
-		for i := 1; i < n; i++ {
-			idx = append(idx, i)
-		}
-	} else {
-		for k := range maxPoints {
-			i := 1 + int(math.Round(float64(k)*float64(n-2)/float64(maxPoints-1)))
-			if len(idx) == 0 || i > idx[len(idx)-1] {
-				idx = append(idx, i)
-			}
-		}
-	}
-	out := make([]ChartPoint, 0, len(idx))
-	for _, i := range idx {
-		e, tp := Estimate(hist[:i+1], cfg)
-		p := ChartPoint{T: hist[i].T, TokensPerS: tp.TokensPerS, ItemsPerS: tp.ItemsPerS}
-		if e.State == StateRunning && e.Seconds != nil {
-			p.ETAS, p.LowS, p.HighS = e.Seconds, e.LowS, e.HighS
-		}
-		out = append(out, p)
-	}
-	return out
+	return (*ChartMemo)(nil).Series(hist, cfg, maxPoints)
 }
 
 // Chart colours.
@@ -103,7 +78,7 @@ func RenderChart(hist []Observation, cfg EstimateConfig, o ChartOptions) ([]byte
 	if o.Loc == nil {
 		o.Loc = time.UTC
 	}
-	pts := ChartSeries(hist, cfg, o.MaxPoints)
+	pts := o.Memo.Series(hist, cfg, o.MaxPoints)
 	if len(pts) < 1 || hist[len(hist)-1].T <= hist[0].T {
 		return nil, ErrChartNoData
 	}
