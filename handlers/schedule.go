@@ -300,11 +300,15 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if err != nil {
 		return err
 	}
-	msg := s.bot.statusMessage(rs, !m.NoCharts)
+	msg := s.bot.statusMessage(rs, false)
 	digest := statusDigest(msg)
 	if digest == m.Digest && !m.Pending {
 		s.log.Debug("status unchanged; not posted again", "run", name)
 		return nil
+	}
+	if !m.NoCharts {
+		// Drawn for a status that goes out only: the digest leaves the charts out.
+		msg.Charts = s.bot.trendCharts(r.Name)
 	}
 	channel := m.ChannelID
 	if channel == "" {
