@@ -102,6 +102,8 @@ type Bot struct {
 	Log *slog.Logger
 	// Notice, when set, ends every answer as a context line (mrkdwn): a serve answering read-only says so.
 	Notice string
+	// charts keeps each run's chart estimates between answers and scheduled posts (see chartMemo).
+	charts chartMemos
 }
 
 // NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.

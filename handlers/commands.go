@@ -481,7 +481,7 @@ func Help(cmds []Command) reports.Message {
 func handleChart(ctx context.Context, b *Bot, q Query) Reply {
 	hist := b.mon.History(q.Run.Name)
 	png, err := reports.RenderChart(hist, b.mon.EstimateConfig(q.Run.Name), reports.ChartOptions{
-		Title: q.Run.Name + " · throughput and ETA", Loc: b.loc})
+		Title: q.Run.Name + " · throughput and ETA", Loc: b.loc, Memo: b.charts.of(q.Run.Name)})
 	if errors.Is(err, reports.ErrChartNoData) {
 		who := "`bot serve` (or `bot console`) takes"
 		if q.Req.Source == "console" {

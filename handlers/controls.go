@@ -151,12 +151,6 @@ func (b *Bot) statusMessage(rs reports.RunStatus, charts bool) reports.Message {
 	return m
 }
 
-// trendCharts are the run's throughput and ETA over its history, at Slack's point limit.
-func (b *Bot) trendCharts(run string) []reports.Chart {
-	pts := reports.ChartSeries(b.mon.History(run), b.mon.EstimateConfig(run), reports.MaxChartPoints)
-	return reports.TrendCharts(pts, b.loc)
-}
-
 // isWarning reports whether a post of this kind is a warning that buttons can act on: not a
 // follow-up, a reminder or the good news that a job finished.
 func isWarning(kind string) bool {

@@ -300,11 +300,15 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if err != nil {
 		return err
 	}
-	msg := s.bot.statusMessage(rs, !m.NoCharts)
+	msg := s.bot.statusMessage(rs, false)
 	digest := statusDigest(msg)
 	if digest == m.Digest && !m.Pending {
 		s.log.Debug("status unchanged; not posted again", "run", name)
 		return nil
+	}
+	if !m.NoCharts {
+		// Drawn for a status that goes out only: the digest leaves the charts out.
+		msg.Charts = s.bot.trendCharts(r.Name)
 	}
 	channel := m.ChannelID
 	if channel == "" {
@@ -434,7 +438,7 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 // uploadChart shares the run's chart as a PNG beside a status whose chart block Slack refused.
 func (s *Scheduler) uploadChart(ctx context.Context, run, channel, thread string) {
 	png, err := reports.RenderChart(s.bot.mon.History(run), s.bot.mon.EstimateConfig(run), reports.ChartOptions{
-		Title: run + " · throughput and ETA", Loc: s.bot.loc})
+		Title: run + " · throughput and ETA", Loc: s.bot.loc, Memo: s.bot.charts.of(run)})
 	if err != nil {
 		return // not enough history yet: the status says so itself
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -502,5 +503,53 @@ func TestScheduleKilledMidPostLookupFails(t *testing.T) {
 	second.RetryPending(context.Background())
 	if n := posts(); n != 1 {
 		t.Errorf("posts after another tick = %d; want still 1", n)
+	}
+}
+
+// historyReads counts the bot's reads of a run's history: in a scheduled post, the charts are what reads it.
+type historyReads struct {
+	Runs
+	n atomic.Int64
+}
+
+func (h *historyReads) History(name string) []reports.Observation {
+	h.n.Add(1)
+	return h.Runs.History(name)
+}
+
+// TestScheduleUnchangedStatusDrawsNoChart: a scheduled status that is not posted because it has not changed
+// (a finished job, hour after hour) draws no charts; one that is posted does. The digest that decides leaves
+// the charts out, and they were drawn first all the same.
+func TestScheduleUnchangedStatusDrawsNoChart(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t, "new", "@hourly", "")
+	reads := &historyReads{Runs: e.mon}
+	dir, err := state.Open(e.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := NewScheduler(NewBot(reads, time.UTC, config.Env{}), e.api, dir, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fire := func(at time.Time) {
+		t.Helper()
+		e.clock.Set(at)
+		if err := sched.fire(context.Background(), "synth", at, false); err != nil {
+			t.Fatalf("fire at %s = %v", at.Format(time.DateTime), err)
+		}
+	}
+	e.writeLog(t, 25000, 25000)
+	fire(schedT0)
+	if n := len(e.fake.Calls("chat.postMessage")); n != 1 || reads.n.Load() == 0 {
+		t.Fatalf("first status: %d posts, %d history reads; want 1 post, with its charts", n, reads.n.Load())
+	}
+	before := reads.n.Load()
+	fire(schedT0.Add(time.Hour))
+	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
+		t.Fatalf("posts after an unchanged status = %d; want still 1", n)
+	}
+	if n := reads.n.Load() - before; n != 0 {
+		t.Errorf("history reads for a status not posted = %d; want 0 (no charts drawn for it)", n)
 	}
 }

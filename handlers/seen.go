@@ -87,12 +87,20 @@ func (s *keyJournal) persist(dir *state.Dir, onErr func(error)) error {
 	s.journal, s.onErr = j, onErr
 	oldest := s.oldestLocked()
 	for _, l := range lines {
-		if k, ok := parseSeenLine(l); ok && k.at >= oldest && s.roomLocked() {
+		if key, ok := strings.CutPrefix(l, seenTombstone); ok {
+			s.removeLocked(key)
+		} else if k, ok := parseSeenLine(l); ok && k.at >= oldest && s.roomLocked() {
 			s.addLocked(k)
 		}
 	}
 	return s.compactLocked()
 }
+
+// seenTombstone starts a journal line that removes a key written before it ("- <key>"): forget writes one, so
+// that a restart before the next compaction does not restore a key whose request was never acted on, and take
+// Slack's redelivery of it for a duplicate. A journal from before tombstones has none; an older runwatch skips
+// them, as a line whose time does not parse.
+const seenTombstone = "- "
 
 // parseSeenLine reads "<unix> <key>", or a signature journal's line from before the two journals were one
 // ("<unix>:<digest>", the key itself), so that an upgrade keeps the signatures of the last minutes.
@@ -148,11 +156,25 @@ func (s *keyJournal) admitAt(key string, at int64) admission {
 	return admitNew
 }
 
-// forget drops key, recorded by a caller that then could not act on it, so that its redelivery is admitted.
-// A journal line already written stays until the next compaction.
+// forget drops key, recorded by a caller that then could not act on it, so that its redelivery is admitted,
+// after a restart too: the journal gets a tombstone for the key's line.
 func (s *keyJournal) forget(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := s.keys[key]; !ok {
+		return
+	}
+	s.removeLocked(key)
+	// A key with a line break was never written (see admitAt).
+	if s.journal != nil && !strings.ContainsAny(key, "\r\n") {
+		if _, err := s.journal.Append(seenTombstone + key); err != nil {
+			s.onErr(err)
+		}
+	}
+}
+
+// removeLocked drops key, if held.
+func (s *keyJournal) removeLocked(key string) {
 	if e, ok := s.keys[key]; ok {
 		s.order.Remove(e)
 		delete(s.keys, key)
@@ -241,6 +263,20 @@ func (s *keyJournal) compactLocked() error {
 		return nil
 	}
 	return s.journal.Compact(lines)
+}
+
+// close closes the journal, if any; keys are kept in memory only from then on. A serve closes its journals
+// when it returns: the read-only serve a console kept waiting returns when the full one takes over, in the
+// same process, which opens them again.
+func (s *keyJournal) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.journal == nil {
+		return nil
+	}
+	err := s.journal.Close()
+	s.journal = nil
+	return err
 }
 
 // len is how many keys are kept.

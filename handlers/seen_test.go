@@ -312,3 +312,68 @@ func TestSocketModeFullCommandSaysWhy(t *testing.T) {
 		t.Errorf("the refused /eta's ack = %s; want why, and no answer", second)
 	}
 }
+
+// TestSeenJournalForgetSurvivesRestart: a key forgotten after its line was written stays forgotten across a
+// restart (its tombstone line removes it on loading), a key admitted again after its tombstone is seen, and
+// loading compacts the tombstones away. A journal from before tombstones, and the signature journal's older
+// "<unix>:<digest>" lines, still load.
+func TestSeenJournalForgetSurvivesRestart(t *testing.T) {
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	old := "1799999990 event:old\n1799999991:0badc0de\n"
+	if err := os.WriteFile(filepath.Join(dir.Path(), seenJournal), []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restart := func() *keyJournal {
+		s := newSlackSeen(seenMax)
+		s.now = func() time.Time { return now }
+		if err := s.persist(dir, func(err error) { t.Error(err) }); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := restart()
+	for _, k := range []string{"envelope:refused", "envelope:again", "event:kept"} {
+		if got := s.admit(k); got != admitNew {
+			t.Fatalf("admit(%q) = %v; want new", k, got)
+		}
+	}
+	s.forget("envelope:refused")
+	s.forget("envelope:again")
+	s.forget("envelope:never-admitted") // nothing to forget: no line
+	if got := s.admit("envelope:again"); got != admitNew {
+		t.Fatalf("admit(envelope:again) after forget = %v; want new", got)
+	}
+	lines, err := os.ReadFile(filepath.Join(dir.Path(), seenJournal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(lines, []byte("\n"+seenTombstone)); n != 2 {
+		t.Errorf("journal before the restart has %d tombstones; want 2:\n%s", n, lines)
+	}
+
+	r := restart()
+	for _, c := range []struct {
+		key  string
+		want admission
+	}{
+		{"envelope:refused", admitNew}, // forgotten: Slack's redelivery is acted on
+		{"envelope:again", admitSeen},  // admitted again after its tombstone
+		{"event:kept", admitSeen},
+		{"event:old", admitSeen},           // a line from before tombstones
+		{"1799999991:0badc0de", admitSeen}, // a signature journal's older line
+	} {
+		if got := r.admit(c.key); got != c.want {
+			t.Errorf("after a restart, admit(%q) = %v; want %v", c.key, got, c.want)
+		}
+	}
+	if lines, err = os.ReadFile(filepath.Join(dir.Path(), seenJournal)); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(lines, []byte(seenTombstone+"envelope")) {
+		t.Errorf("journal after loading still holds tombstones:\n%s", lines)
+	}
+}

@@ -143,6 +143,8 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	if err := app.seen.persist(dir, func(err error) { log.Warn("delivered Slack request not saved", "err", err) }); err != nil {
 		log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
 	}
+	// Closed when Serve returns, after the transports and the answers in progress have stopped.
+	defer app.seen.close()
 	if o.InlineBudget > 0 {
 		app.inline = o.InlineBudget
 	}
@@ -180,6 +182,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 			if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
 				log.Warn("seen Slack signatures not restored: a request replayed across this restart is refused only by its timestamp", "err", err)
 			}
+			defer hm.replays.keys.close()
 		} else {
 			hm = newHTTPMode(nil, config.Secret{}, metrics, log)
 		}

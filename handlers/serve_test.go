@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -299,4 +301,75 @@ func TestServeBadAPIURLQuotedRedacted(t *testing.T) {
 			t.Errorf("Serve(SLACK_API_URL=%q) = %v; want an error naming SLACK_API_URL without its password or key", u, err)
 		}
 	}
+}
+
+// openIn lists the files under dir this process holds open (from /proc/self/fd); it skips the test where
+// there is no /proc.
+func openIn(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	var out []string
+	for _, fd := range fds {
+		if p, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestServeClosesItsJournals: the journals Serve opens in the state directory (the delivered requests and
+// the seen signatures) are closed when it returns. A read-only serve returns when the console holding the
+// directory exits and the full serve takes over in the same process: its handles stayed open beside the new
+// serve's, two per journal for as long as the process ran.
+func TestServeClosesItsJournals(t *testing.T) {
+	for _, readOnly := range []string{"bot console, pid 1, holds the state directory", ""} {
+		t.Run(fmt.Sprintf("read-only=%v", readOnly != ""), func(t *testing.T) {
+			e := newBotEnv(t, botOpts{})
+			fake := newSlackFake(t)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := config.Env{SlackBotToken: testBotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
+				SlackAPIURL: fake.APIURL(), StateDir: e.stateDir}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				done <- Serve(ctx, e.bot, ServeOptions{Env: env, Log: slog.New(slog.DiscardHandler), SampleEvery: time.Hour, Listener: ln, ReadOnly: readOnly})
+			}()
+			// The listener is open already: the request waits in its backlog until Serve, past opening the
+			// journals, accepts it.
+			resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if open := openIn(t, e.stateDir); len(open) < 2 {
+				t.Fatalf("files open in the state directory while serving: %v; want both journals", open)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Serve after cancel = %v; want nil", err)
+			}
+			if open := openIn(t, e.stateDir); len(open) != 0 {
+				t.Errorf("files still open in the state directory after Serve returned: %v; want none", open)
+			}
+		})
+	}
+	t.Run("listener refused", func(t *testing.T) {
+		e := newBotEnv(t, botOpts{})
+		fake := newSlackFake(t)
+		env := config.Env{HTTPAddr: "256.0.0.1:1", SlackBotToken: testBotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
+			SlackAPIURL: fake.APIURL(), StateDir: e.stateDir}
+		if err := Serve(context.Background(), e.bot, ServeOptions{Env: env, SampleEvery: time.Hour, ReadOnly: "a console holds it"}); err == nil {
+			t.Fatalf("Serve on an unusable address = nil; want an error")
+		}
+		if open := openIn(t, e.stateDir); len(open) != 0 {
+			t.Errorf("files still open in the state directory after Serve failed: %v; want none", open)
+		}
+	})
 }

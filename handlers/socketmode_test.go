@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/state"
+
 	"github.com/gorilla/websocket"
 )
 
@@ -445,5 +447,73 @@ func TestSocketModeFullLeavesUnacknowledged(t *testing.T) {
 	e.app.wait(10 * time.Second)
 	if n := answers(); n != 2 {
 		t.Errorf("answers after the envelope came again = %d; want 2", n)
+	}
+}
+
+// TestSocketModeRefusedEventAnsweredAfterRestart: an envelope whose event there was no room to remember is
+// left unacknowledged and its envelope key forgotten, but the key's journal line was already written. After a
+// restart (a new app restoring the journal from the state directory), Slack's redelivery of that envelope is
+// answered: a restored key made it a duplicate, acknowledged and never answered.
+func TestSocketModeRefusedEventAnsweredAfterRestart(t *testing.T) {
+	metrics := vllmMetrics(t)
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	// process is one runwatch over dir: its delivered-request journal restored, at most max keys.
+	process := func(max int) *socketEnv {
+		e := newSocketEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+		e.app.seen.mu.Lock()
+		e.app.seen.max = max
+		e.app.seen.now = func() time.Time { return now }
+		e.app.seen.mu.Unlock()
+		if err := e.app.seen.persist(dir, func(err error) { t.Errorf("seen journal: %v", err) }); err != nil {
+			t.Fatal(err)
+		}
+		e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
+		return e
+	}
+	mention := func(id string) []byte {
+		return fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
+			m["envelope_id"] = "env-" + id
+			p := m["payload"].(map[string]any)
+			p["event_id"] = "Ev-" + id
+			p["event"].(map[string]any)["text"] = "<@U111> ETA?"
+		})
+	}
+	answers := func(e *socketEnv) int {
+		return len(e.fake.Calls("chat.postEphemeral")) + len(e.fake.Calls("chat.postMessage"))
+	}
+
+	// Room for three keys: env-1 and Ev-1, then env-2 (written to the journal) but not Ev-2.
+	first := process(3)
+	first.ws.send(mention("1"))
+	first.ws.waitAck(t, "env-1")
+	first.ws.send(mention("2"))
+	first.ws.send(mention("1")) // a duplicate, acknowledged after env-2 was handled (one loop, in order)
+	acks := func(envelope string) int {
+		first.ws.mu.Lock()
+		defer first.ws.mu.Unlock()
+		n := 0
+		for _, a := range first.ws.acks {
+			if a.EnvelopeID == envelope {
+				n++
+			}
+		}
+		return n
+	}
+	first.ws.waitFor(t, "the duplicate's ack", func() bool { return acks("env-1") == 2 })
+	first.app.wait(10 * time.Second)
+	if n, a := answers(first), acks("env-2"); n != 1 || a != 0 {
+		t.Fatalf("before the restart: %d answers, env-2 acknowledged %d times; want 1 and 0 (env-2 refused)", n, a)
+	}
+
+	second := process(seenMax)
+	second.ws.send(mention("2")) // Slack delivers env-2 again, on the new connection
+	second.ws.waitAck(t, "env-2")
+	second.app.wait(10 * time.Second)
+	if n := answers(second); n != 1 {
+		t.Errorf("answers to env-2 delivered again after a restart = %d; want 1 (it was never answered)", n)
 	}
 }

@@ -133,7 +133,7 @@ func TestChartSeries(t *testing.T) {
 	tests := []struct {
 		max, want int
 	}{
-		{120, 120},
+		{120, 101},  // every 6th sample: between two thirds of 120 and 120 (see chartIndices)
 		{1000, 599}, // every sample after the first
 		{2, 2},
 	}
@@ -194,13 +194,30 @@ func TestChartNumber(t *testing.T) {
 	}
 }
 
+// BenchmarkRenderChart draws the chart of a run of 2,000 samples (the monitor's bound). "first" estimates
+// every point of it; "next" draws a run's chart again a sample later, with its memo of the chart before (the
+// history grows by a sample each time, from 2,000 to 3,000 and round again).
 func BenchmarkRenderChart(b *testing.B) {
-	hist := chartHistory(2000, 30, 0.7, 1066, 20000)
-	for b.Loop() {
-		if _, err := RenderChart(hist, EstimateConfig{}, ChartOptions{}); err != nil {
-			b.Fatal(err)
+	b.Run("first", func(b *testing.B) {
+		hist := chartHistory(2000, 30, 0.7, 1066, 20000)
+		for b.Loop() {
+			if _, err := RenderChart(hist, EstimateConfig{}, ChartOptions{}); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("next", func(b *testing.B) {
+		full := chartHistory(3000, 30, 0.7, 1066, 20000)
+		o := ChartOptions{Memo: &ChartMemo{}}
+		n := 2000
+		RenderChart(full[:n], EstimateConfig{}, o)
+		for b.Loop() {
+			n = 2000 + (n-1999)%1000
+			if _, err := RenderChart(full[:n], EstimateConfig{}, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 func TestChartTimeTicks(t *testing.T) {

@@ -50,7 +50,8 @@ measure() {
   tests+='|TestHTTPReplayHexCaseAndRestart|TestEventsWithoutEventIDAnswered|TestHTTPLabelBombAnsweredWithinProbeTimeout'
   tests+='|TestHTTPFloodAcksNeverWait|TestFlappingIsOneWarning|TestScheduleStatusNamesFailedLog|TestRunFileLimits'
   tests+='|TestServeKill9MidStatusPostPostsOnce|TestScheduleKilledMidPost.*|TestPostNotRepeatedWhenItMayHaveLanded'
-  tests+='|TestAnswerPanicLeavesTheBotRunning|TestAskPanicIsAReply|TestBadRunFileQuotesNoURLCredentials)$'
+  tests+='|TestAnswerPanicLeavesTheBotRunning|TestAskPanicIsAReply|TestBadRunFileQuotesNoURLCredentials'
+  tests+='|TestSocketModeRefusedEventAnsweredAfterRestart|TestSeenJournalForgetSurvivesRestart|TestServeClosesItsJournals)$'
   echo ">> go test -count=1 -v -run '$tests' (RUNWATCH_SOAK_HOURS=$soak_hours)" >&2
   set +e
   RUNWATCH_SOAK_HOURS="$soak_hours" go test -count=1 -v -timeout 90m -run "$tests" ./state ./probes ./monitor ./handlers ./cmd/bot ./config > "$dir/reliability.txt" 2>&1

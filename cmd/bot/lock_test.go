@@ -93,7 +93,9 @@ func TestServeWaitsForAConsole(t *testing.T) {
 
 	rb := &restartBot{addr: restartFreeAddr(t)}
 	serve := exec.Command(bin, "serve")
-	serve.Dir, serve.Env = dir, append(env, "RUNWATCH_HTTP_ADDR="+rb.addr, "RUNWATCH_ADMINS=UADMIN")
+	// GOGC=off: a file the serve forgot to close is closed by its finalizer at some garbage collection, which
+	// would hide a handle left open at the handover (checked at the end) for as long as no collection ran.
+	serve.Dir, serve.Env = dir, append(env, "RUNWATCH_HTTP_ADDR="+rb.addr, "RUNWATCH_ADMINS=UADMIN", "GOGC=off")
 	sout := &restartBuffer{}
 	serve.Stdout, serve.Stderr = sout, sout
 	if err := serve.Start(); err != nil {
@@ -145,6 +147,23 @@ func TestServeWaitsForAConsole(t *testing.T) {
 	// The full serve knows what the read-only one saw: the same signed request again is a replay.
 	if code := replayed(); code != http.StatusUnauthorized {
 		t.Errorf("a request the read-only serve answered, replayed to the serve that took over = %d; want 401 (a replay)", code)
+	}
+	// The read-only serve's journals were closed at the handover: each state file is open once, the full serve's.
+	if fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", serve.Process.Pid)); err == nil {
+		open := map[string]int{}
+		for _, fd := range fds {
+			if p, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", serve.Process.Pid, fd.Name())); err == nil &&
+				strings.HasPrefix(p, filepath.Join(dir, "state")+string(filepath.Separator)) {
+				open[filepath.Base(p)]++
+			}
+		}
+		for _, j := range []string{"slack-seen.log", "slack-replays.log"} {
+			// A handle to the journal the full serve compacted on opening reads "slack-seen.log (deleted)".
+			if open[j] != 1 || open[j+" (deleted)"] != 0 {
+				t.Errorf("serve holds %s open %d times, and %d handles to a copy it replaced, after taking over (state files open: %v); want once, and none",
+					j, open[j], open[j+" (deleted)"], open)
+			}
+		}
 	}
 }
 

@@ -1,0 +1,35 @@
+package handlers
+
+import (
+	"sync"
+
+	"runwatch/reports"
+)
+
+// trendCharts are the run's throughput and ETA over its history, thinned to Slack's point limit from the
+// points the PNG chart has: one memo serves both, and the scheduled post and the next answer reuse it.
+func (b *Bot) trendCharts(run string) []reports.Chart {
+	pts := b.charts.of(run).Series(b.mon.History(run), b.mon.EstimateConfig(run), reports.DefaultChartPoints)
+	return reports.TrendCharts(pts, b.loc)
+}
+
+// chartMemos are the runs' chart memos, one per run, made when first asked for.
+type chartMemos struct {
+	mu sync.Mutex
+	m  map[string]*reports.ChartMemo
+}
+
+// of is run's chart memo.
+func (c *chartMemos) of(run string) *reports.ChartMemo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*reports.ChartMemo{}
+	}
+	m := c.m[run]
+	if m == nil {
+		m = &reports.ChartMemo{}
+		c.m[run] = m
+	}
+	return m
+}
