@@ -49,7 +49,7 @@ func commandTable() []Command {
 		serversCommand,
 		{Name: "status", Usage: "/runwatch status [run]", NeedsRun: true, Handler: handleStatus,
 			Description: "Progress, throughput, ETA, engines, storage, plans and checklist in one answer.",
-			Examples:    []string{"status", "how is it going?"}},
+			Examples:    []string{"status", "how is it going?", "how many done?", "any errors?"}},
 		{Name: "storage", Slash: "/storage", Usage: "/storage [run|path|plan]", NeedsRun: true, Handler: handleStorage,
 			Description: "Storage overview; with a path, the space left there; with a plan, whether it fits.",
 			Examples:    []string{"/storage", "/storage /data", "/storage hidden-states"}},
