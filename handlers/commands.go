@@ -177,56 +177,6 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	return Reply{Message: m, Data: map[string]any{"throughput": rs.Throughput, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
 }
 
-func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
-	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
-	if err != nil {
-		return errorReply("check progress", err)
-	}
-	m := reports.Message{Title: rs.Name + " · progress"}
-	switch {
-	case rs.ETA == nil:
-		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell* — "+noProgressReason(q, rs))
-	case rs.ETA.State == "stalled":
-		// One alarm: the ETA line's own ":rotating_light:" read "(!!) Yes, it looks stuck. (!!) Stalled since …".
-		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+strings.TrimPrefix(reports.ETALine(*rs.ETA, b.loc), ":rotating_light: "))
-	case rs.ETA.State == "done":
-		line := ":white_check_mark: *Not stuck: it finished.*"
-		if rs.ETA.Reason != "" {
-			line = ":white_check_mark: *Not stuck:* " + reports.Esc(rs.ETA.Reason) + "."
-		}
-		if rs.Finish != nil {
-			line += "\n" + reports.FinishLine(*rs.Finish, b.loc)
-		}
-		m.Sections = append(m.Sections, line)
-	case rs.ETA.State == "running":
-		line := ":large_green_circle: *No, it's moving.*"
-		if rs.Throughput != nil {
-			line += " " + reports.ThroughputLine(*rs.Throughput) + "."
-		}
-		m.Sections = append(m.Sections, line)
-	case rs.ETA.State == "unknown" && !rs.ETA.Rough && rs.ETA.StalledSince == nil && moving(rs.Throughput):
-		// No ETA (no total, say) but the history is long enough to have been checked for a stall, and items or
-		// tokens moved in its window: whether it is stuck does not wait for a total.
-		m.Sections = append(m.Sections, ":large_green_circle: *No, it's moving.* "+reports.ThroughputLine(*rs.Throughput)+".",
-			reports.ETALine(*rs.ETA, b.loc))
-	default:
-		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell yet* — "+reports.Esc(rs.ETA.Reason))
-	}
-	if rs.Progress != nil {
-		m.Sections = append(m.Sections, reports.ProgressLine(*rs.Progress))
-	}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	m.Context = context1(rs)
-	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
-}
-
-// moving says whether a throughput measured between samples saw items finish or tokens generated.
-func moving(t *reports.Throughput) bool {
-	return t != nil && !t.UntilFinish && t.WindowS > 0 && (t.TokensPerS > 0 || t.ItemsPerS > 0)
-}
-
 func handleStatus(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.All)
 	if err != nil {
