@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"runwatch/config"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -140,6 +141,10 @@ func noProgressLine(q Query, rs reports.RunStatus) string {
 // subject ("Throughput: unknown — ", "Can't tell — ").
 func noProgressReason(q Query, rs reports.RunStatus) string {
 	if q.Run.Log == "" && len(q.Run.Metrics) == 0 && q.Run.Prometheus == nil {
+		if q.Run.Line == 0 && q.Run.Name == config.DefaultRunName {
+			// No run file at all: "add log: to the run file" sent a new user looking for a file that is not there.
+			return fmt.Sprintf("no run file was found (`--config`, `$RUNWATCH_CONFIG` or `./runwatch.yaml`), so run %s is the built-in default, which watches disk space only. Copy `runwatch.example.yaml` to `runwatch.yaml` and give the run a `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:`.", reports.Esc(rs.Name))
+		}
 		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:` (the server that scrapes them) to the run file.", reports.Esc(rs.Name))
 	}
 	if len(rs.Problems) > 0 {

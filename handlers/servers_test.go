@@ -41,3 +41,17 @@ func TestNoServersSaysWhatTheRunHas(t *testing.T) {
 		})
 	}
 }
+
+// Without a run file the bot watches the built-in default run, which has no progress source: its answer
+// says there is no run file and how to make one, not "add log: to the run file".
+func TestDefaultRunSaysThereIsNoRunFile(t *testing.T) {
+	dir := t.TempDir()
+	e := newBotEnv(t, botOpts{noLogFile: true, file: func(f *config.File) { *f = *config.Default(dir) }})
+	for _, q := range []string{"ETA?", "is it stuck?"} {
+		text := e.bot.Ask(context.Background(), Request{Text: q, Source: "console"}).Message.Text()
+		if !strings.Contains(text, "no run file was found (--config, $RUNWATCH_CONFIG or ./runwatch.yaml), so run local is the built-in default") ||
+			!strings.Contains(text, "Copy runwatch.example.yaml to runwatch.yaml") {
+			t.Errorf("%s with no run file = %q; want it to say there is none and how to make one", q, text)
+		}
+	}
+}
