@@ -84,6 +84,10 @@ func (r *Run) validate(i int, lines keyLines, seen map[string]int) error {
 	}
 	if r.LogPattern != "" {
 		if _, err := CompileProgressPattern(r.LogPattern); err != nil {
+			if errors.Is(err, errMissingGroup) {
+				// It names the groups already; an example shows what they look like.
+				return fmt.Errorf(`%s: %w (the named groups read the count and the total, e.g. 'step (?P<done>\d+)/(?P<total>\d+)')`, at("log_pattern"), err)
+			}
 			return fmt.Errorf("%s: %w (it needs named groups (?P<done>...) and (?P<total>...))", at("log_pattern"), err)
 		}
 	}
@@ -192,7 +196,8 @@ func checkURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 		hint := ""
-		if err == nil && p.Scheme != "http" && p.Scheme != "https" {
+		if !strings.Contains(u, "://") || (err == nil && p.Scheme != "http" && p.Scheme != "https") {
+			// "127.0.0.1:8000/metrics" does not even parse (a colon in the first segment) and wants the hint most.
 			hint = " (start it with http:// or https://)"
 		}
 		// The value is not quoted: a URL may carry a password or a key, and the line names it.

@@ -198,3 +198,16 @@ func TestPrometheusEnvKeysNeverQuoteACredential(t *testing.T) {
 		t.Errorf("Parse(bearer_token_env: PROM_TOKEN) = %v; want it accepted", err)
 	}
 }
+
+// A log_pattern without its groups is told what it needs once: the hint the check adds to a regex that does
+// not compile said it a second time, word for word.
+func TestLogPatternGroupsSaidOnce(t *testing.T) {
+	y := "runs:\n  - name: a\n    log_pattern: 'step (\\d+)/(\\d+)'\n"
+	_, err := Parse([]byte(y), env(nil))
+	if err == nil {
+		t.Fatalf("Parse(%q) = nil; want the missing groups named", y)
+	}
+	if n := strings.Count(err.Error(), "(?P<done>...)"); n != 1 || !strings.HasPrefix(err.Error(), "line 3: runs[0].log_pattern") {
+		t.Errorf("Parse(%q) = %q; want line 3 and (?P<done>...) named once, not %d times", y, err, n)
+	}
+}

@@ -89,6 +89,12 @@ func TestParseErrors(t *testing.T) {
 		{"bad dtype", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, num_layers: 4, hidden_size: 8, dtype: int3}\n", []string{"dtype", "int3"}},
 		{"bad post mode", "runs:\n  - name: a\n    post_mode: sometimes\n", []string{"post_mode", "new, update, thread"}},
 		{"bad metrics url", "runs:\n  - name: a\n    metrics: [localhost:8000]\n", []string{"metrics", "not an http(s) URL"}},
+		// "127.0.0.1:8000/metrics" fails to parse at all (a colon in the first segment): it wants the hint most.
+		{"metrics url without a scheme", "runs:\n  - name: a\n    metrics: ['127.0.0.1:8000/metrics']\n",
+			[]string{"line 3: runs[0].metrics[0]", "start it with http:// or https://"}},
+		// One run's keys at the top of the file, without runs: around them.
+		{"a run without runs:", "name: a\nlog: /x/gen.log\n",
+			[]string{`line 1: "name" is a run's key: runs go in a list under runs:`, `line 2: "log" is a run's key too`}},
 		{"bad regex", "runs:\n  - name: a\n    log_pattern: '('\n", []string{"log_pattern"}},
 		{"regex groups", "runs:\n  - name: a\n    log_pattern: 'x (\\d+)'\n", []string{"named groups"}},
 		{"regex unknown group", "runs:\n  - name: a\n    log_pattern: '(?P<done>\\d+)/(?P<total>\\d+) (?P<eta>\\S+)'\n", []string{"log_pattern", "unknown group (?P<eta>)"}},

@@ -88,10 +88,22 @@ func checkKeysInto(n *yaml.Node, t reflect.Type, where string, lines keyLines, e
 		}
 		fields := yamlFields(t)
 		seen := map[string]int{}
+		runKeys := 0 // a run's keys found at the top of the file
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
+				if where == "" && t == reflect.TypeFor[File]() {
+					if _, isRun := yamlFields(reflect.TypeFor[Run]())[k.Value]; isRun {
+						// A first run file often holds one run's keys at the top, without the list around them.
+						if runKeys++; runKeys > 1 {
+							add(fmt.Errorf("line %d: %q is a run's key too", k.Line, k.Value))
+							continue
+						}
+						add(fmt.Errorf("line %d: %q is a run's key: runs go in a list under runs:, each starting with \"- \" (runs:, then   - name: my-run, then its other keys indented to line up with name)", k.Line, k.Value))
+						continue
+					}
+				}
 				if guess := closestKey(k.Value, fields); guess != "" {
 					add(fmt.Errorf("line %d: unknown key %q in %s: did you mean %q? (known: %s)", k.Line, k.Value,
 						describe(where), guess, knownKeys(t)))

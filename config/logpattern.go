@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -8,6 +9,9 @@ import (
 
 // ProgressGroups are the named groups a log_pattern may use; the log probe reads them by name.
 var ProgressGroups = []string{"done", "total", "errors", "elapsed", "avg_tokens", "rate"}
+
+// errMissingGroup is a pattern without the done or total group; its message names what it needs.
+var errMissingGroup = errors.New("missing named group")
 
 // CompileProgressPattern compiles a user regex and checks it has named groups
 // done and total (others optional: errors, elapsed, avg_tokens, rate); a
@@ -38,7 +42,7 @@ func CompileProgressPattern(expr string) (*regexp.Regexp, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("compile progress pattern: missing named group %s", strings.Join(missing, " and "))
+		return nil, fmt.Errorf("compile progress pattern: %w %s", errMissingGroup, strings.Join(missing, " and "))
 	}
 	return re, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"runwatch/config"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -49,7 +50,7 @@ func commandTable() []Command {
 		serversCommand,
 		{Name: "status", Usage: "/runwatch status [run]", NeedsRun: true, Handler: handleStatus,
 			Description: "Progress, throughput, ETA, engines, storage, plans and checklist in one answer.",
-			Examples:    []string{"status", "how is it going?"}},
+			Examples:    []string{"status", "how is it going?", "how many done?", "any errors?"}},
 		{Name: "storage", Slash: "/storage", Usage: "/storage [run|path|plan]", NeedsRun: true, Handler: handleStorage,
 			Description: "Storage overview; with a path, the space left there; with a plan, whether it fits.",
 			Examples:    []string{"/storage", "/storage /data", "/storage hidden-states"}},
@@ -140,6 +141,10 @@ func noProgressLine(q Query, rs reports.RunStatus) string {
 // subject ("Throughput: unknown — ", "Can't tell — ").
 func noProgressReason(q Query, rs reports.RunStatus) string {
 	if q.Run.Log == "" && len(q.Run.Metrics) == 0 && q.Run.Prometheus == nil {
+		if q.Run.Line == 0 && q.Run.Name == config.DefaultRunName {
+			// No run file at all: "add log: to the run file" sent a new user looking for a file that is not there.
+			return fmt.Sprintf("no run file was found (`--config`, `$RUNWATCH_CONFIG` or `./runwatch.yaml`), so run %s is the built-in default, which watches disk space only. Copy `runwatch.example.yaml` to `runwatch.yaml` and give the run a `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:`.", reports.Esc(rs.Name))
+		}
 		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:` (the server that scrapes them) to the run file.", reports.Esc(rs.Name))
 	}
 	if len(rs.Problems) > 0 {
@@ -175,56 +180,6 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{"throughput": rs.Throughput, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
-}
-
-func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
-	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
-	if err != nil {
-		return errorReply("check progress", err)
-	}
-	m := reports.Message{Title: rs.Name + " · progress"}
-	switch {
-	case rs.ETA == nil:
-		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell* — "+noProgressReason(q, rs))
-	case rs.ETA.State == "stalled":
-		// One alarm: the ETA line's own ":rotating_light:" read "(!!) Yes, it looks stuck. (!!) Stalled since …".
-		m.Sections = append(m.Sections, ":rotating_light: *Yes, it looks stuck.* "+strings.TrimPrefix(reports.ETALine(*rs.ETA, b.loc), ":rotating_light: "))
-	case rs.ETA.State == "done":
-		line := ":white_check_mark: *Not stuck: it finished.*"
-		if rs.ETA.Reason != "" {
-			line = ":white_check_mark: *Not stuck:* " + reports.Esc(rs.ETA.Reason) + "."
-		}
-		if rs.Finish != nil {
-			line += "\n" + reports.FinishLine(*rs.Finish, b.loc)
-		}
-		m.Sections = append(m.Sections, line)
-	case rs.ETA.State == "running":
-		line := ":large_green_circle: *No, it's moving.*"
-		if rs.Throughput != nil {
-			line += " " + reports.ThroughputLine(*rs.Throughput) + "."
-		}
-		m.Sections = append(m.Sections, line)
-	case rs.ETA.State == "unknown" && !rs.ETA.Rough && rs.ETA.StalledSince == nil && moving(rs.Throughput):
-		// No ETA (no total, say) but the history is long enough to have been checked for a stall, and items or
-		// tokens moved in its window: whether it is stuck does not wait for a total.
-		m.Sections = append(m.Sections, ":large_green_circle: *No, it's moving.* "+reports.ThroughputLine(*rs.Throughput)+".",
-			reports.ETALine(*rs.ETA, b.loc))
-	default:
-		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell yet* — "+reports.Esc(rs.ETA.Reason))
-	}
-	if rs.Progress != nil {
-		m.Sections = append(m.Sections, reports.ProgressLine(*rs.Progress))
-	}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	m.Context = context1(rs)
-	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
-}
-
-// moving says whether a throughput measured between samples saw items finish or tokens generated.
-func moving(t *reports.Throughput) bool {
-	return t != nil && !t.UntilFinish && t.WindowS > 0 && (t.TokensPerS > 0 || t.ItemsPerS > 0)
 }
 
 func handleStatus(ctx context.Context, b *Bot, q Query) Reply {

@@ -29,6 +29,7 @@ type finishJob struct {
 	bot   *Bot
 	alert *Alerter
 	posts []Post
+	srv   *httptest.Server // the job's /metrics
 }
 
 // finishEpoch is the unix time of the job's sim second 0 in its metrics (sim's default epoch).
@@ -47,6 +48,7 @@ func startFinishJob(t *testing.T, s sim.Scenario, from float64) *finishJob {
 		w.Write(b)
 	}))
 	t.Cleanup(srv.Close)
+	f.srv = srv
 	logPath := filepath.Join(dir, "generate.log")
 	var err error
 	if f.log, err = os.Create(logPath); err != nil {
@@ -307,4 +309,55 @@ func TestDemoFinishWording(t *testing.T) {
 	if stuck := f.ask(t, "is it stuck?"); !strings.Contains(stuck, "[done] Not stuck: all 25,000 items finished.\n") {
 		t.Errorf("stuck answer = %q; want %q", stuck, "[done] Not stuck: all 25,000 items finished.")
 	}
+}
+
+// Once every item is done the inference server is stopped to free its GPUs: that is not an outage. Stopped
+// after the finish, it raises no warning; a warning it raised before the finish resolves at the finish
+// saying why, not claiming the server answers again.
+func TestServerStoppedAfterFinishIsNoWarning(t *testing.T) {
+	probes := func(ps []Post) []Post {
+		var out []Post
+		for _, p := range ps {
+			if strings.HasPrefix(p.Kind, AlertProbe) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	t.Run("stopped after the finish", func(t *testing.T) {
+		f := startFinishJob(t, sim.DemoScenario(), 17000)
+		for !f.job.Done() {
+			f.step(t, 30)
+		}
+		f.step(t, 30)
+		f.srv.Close()
+		for range 4 {
+			f.step(t, 30)
+		}
+		if got := probes(f.posts); len(got) != 0 {
+			t.Errorf("posts after the server stopped at the finish = %q; want none", got[0].Message.Text())
+		}
+	})
+	t.Run("down before the finish", func(t *testing.T) {
+		f := startFinishJob(t, sim.DemoScenario(), 17000)
+		f.step(t, 30)
+		f.srv.Close()
+		f.step(t, 30)
+		f.step(t, 30)
+		if got := probes(f.posts); len(got) != 1 || got[0].Kind != AlertProbe {
+			t.Fatalf("posts with the server down mid-job = %d; want one warning", len(got))
+		}
+		for !f.job.Done() {
+			f.step(t, 30)
+		}
+		f.step(t, 30)
+		got := probes(f.posts)
+		if len(got) != 2 || got[1].Kind != AlertProbe+"_resolved" {
+			t.Fatalf("server posts by the finish = %d; want the warning and its resolution", len(got))
+		}
+		text := got[1].Message.Text()
+		if !strings.Contains(text, "demo finished, so metrics "+f.srv.URL+"/metrics is not needed any more") || strings.Contains(text, "answers again") {
+			t.Errorf("resolution = %q; want it to say the job finished, not that the server answers", text)
+		}
+	})
 }

@@ -29,12 +29,16 @@ var intentRules = []struct {
 	{"fit", []string{"fit", "fits", "enough space", "enough room", "enough disk", "capacity", "plan", "plans", "hidden states", "hidden-states"}},
 	{"left", []string{"what's left", "whats left", "what is left", "what else is left", "what remains", "what's remaining", "whats remaining", "what is remaining", "left to do", "still to do", "to do", "todo", "to-do", "outstanding", "pending", "blocking", "blocked", "blockers", "blocker", "what's next", "whats next", "what is next", "next steps", "remaining work", "remaining stages", "remaining items", "what stages", "which stages", "not done"}},
 	{"space", []string{"space", "free", "disk", "full", "room", "storage", "left on", "capacity left", "df"}},
-	{"stuck", []string{"stuck", "stalled", "stall", "hung", "hanging", "frozen", "moving", "progressing", "alive", "dead"}},
+	{"stuck", []string{"stuck", "stalled", "stall", "hung", "hanging", "frozen", "moving", "progressing", "alive", "dead",
+		"still running", "still going", "is it running?", "job running", "it still running"}},
 	{"throughput", []string{"how fast", "throughput", "speed", "tok/s", "tokens per second", "tokens/s", "tok/sec", "tokens/sec", "tokens a second", "rate", "items/s", "req/s", "thruput", "tput", "tps"}},
 	{"ontrack", []string{"on track", "on schedule", "behind schedule", "ahead of schedule", "behind", "ahead", "on time", "late", "running late", "slipping", "slipped", "as planned", "as expected", "keeping up", "first estimate", "original estimate", "initial estimate", "promised", "on target", "schedule"}},
 	{"eta", []string{"eta", "when", "whens", "how long", "time left", "finish", "finished", "done yet", "is it done", "are we done", "remaining", "complete", "how much longer", "how far"}},
 	{"servers", []string{"server", "servers", "vllm", "sglang", "tgi", "engine", "engines", "replica", "replicas", "health", "healthy", "unhealthy", "up", "down", "kv cache", "serving"}},
-	{"status", []string{"status", "how is it going", "how's it going", "how are we doing", "update", "summary", "report", "overview", "progress"}},
+	// The status leads with the count: "how many done?" and "any errors?" are answered by its first line.
+	{"status", []string{"status", "how is it going", "how's it going", "how are we doing", "update", "summary", "report", "overview", "progress",
+		"how many done", "how many items", "how many finished", "how many completed", "how many are done", "done so far",
+		"errors", "error", "failures", "failed", "how many failed"}},
 }
 
 // whyCues start a "why" question; etaCues say it is about the estimate, so "why is it stuck?" stays a

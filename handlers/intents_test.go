@@ -121,8 +121,10 @@ func TestIntentPhrasings(t *testing.T) {
 		"writes": {"are we writing to /shared?", "is anything writing to a protected mount?", "what's landing on /shared?"},
 		"space":  {"how much space is left on /data?", "what's left on /data?", "is the disk filling up?", "free space?"},
 		"fit":    {"will the hidden states fit?", "will it fit?", "enough room for all-layers?"},
-		"stuck":  {"is it stuck?", "why is it stuck?", "is extract still moving?", "is the job hung?"},
-		"status": {"status", "how's it going?", "give me an overview"},
+		"stuck": {"is it stuck?", "why is it stuck?", "is extract still moving?", "is the job hung?", "is the job running?",
+			"is it still running?", "still going?"},
+		"status": {"status", "how's it going?", "give me an overview", "how many done?", "how many items are done so far?",
+			"any errors?", "how many errors?", "how many failed?", "any failures on extract?"},
 		"throughput": {
 			"thruput?", "what's the tput", "tokens/sec?", "how many tokens a second?", "tps on synth-25k?",
 		},

@@ -2,8 +2,11 @@ package handlers
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"runwatch/config"
 )
 
 // A progress stage whose source failed names the failure, the source first and its error, with a URL's
@@ -27,5 +30,34 @@ func TestProgressStageNamesTheFailedSource(t *testing.T) {
 				t.Errorf("%s = %q; shows the URL's secret %q", q, text, secret)
 			}
 		}
+	}
+}
+
+// A log: with a typo and a job that has not written its log yet both find no file; the answer says which it
+// looks like: the file beside the path that it most likely misspells, or the directory missing too.
+func TestMissingLogSaysWhatIsBeside(t *testing.T) {
+	tests := []struct {
+		name string
+		log  func(dir string) string
+		want func(dir string) string
+	}{
+		{"a typo", func(dir string) string { return filepath.Join(dir, "gen.lg") },
+			func(string) string { return "the log file does not exist, but gen.log is beside it: is log: mistyped?" }},
+		{"no directory", func(dir string) string { return filepath.Join(dir, "logs", "gen.log") },
+			func(dir string) string {
+				return "the log file does not exist (yet), nor does its directory " + filepath.Join(dir, "logs")
+			}},
+		{"not yet", func(dir string) string { return filepath.Join(dir, "extract.log") },
+			func(string) string { return "the log file does not exist (yet)\n" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Log = tt.log(filepath.Dir(r.Log)) }})
+			text := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "console"}).Message.Text() + "\n"
+			want := "log " + tt.log(e.dir) + ": " + tt.want(e.dir)
+			if !strings.Contains(text, want) || strings.Contains(text, "no such file") {
+				t.Errorf("ETA answer = %q; want %q, and the error said once", text, want)
+			}
+		})
 	}
 }

@@ -302,6 +302,9 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	msg := s.bot.statusMessage(rs, false)
 	digest := statusDigest(msg)
+	if rs.End() == reports.EndDone {
+		digest = finishedDigest(rs)
+	}
 	if digest == m.Digest && !m.Pending {
 		s.log.Debug("status unchanged; not posted again", "run", name)
 		return nil
@@ -471,6 +474,31 @@ func livingMessageGone(err error) bool {
 		return true
 	}
 	return false
+}
+
+// finishedDigest fingerprints a finished run's status by what can still change for it: its count,
+// its finish, its checklist's states, a snooze, and a source other than its servers failing. Free
+// space, a health check's milliseconds and a disk's fill time still move after the finish; a status
+// fingerprinted with them was posted again every hour, the same "Done" each time.
+func finishedDigest(rs reports.RunStatus) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "finished\x00%s\x00", rs.Name)
+	if p := rs.Progress; p != nil {
+		fmt.Fprintf(h, "%d/%d/%d\x00", p.Done, p.Total, p.Errors)
+	}
+	if f := rs.Finish; f != nil {
+		fmt.Fprintf(h, "%g\x00", f.FinishedAt)
+	}
+	for _, st := range rs.Stages {
+		fmt.Fprintf(h, "stage %s=%s\x00", st.Name, st.State)
+	}
+	fmt.Fprintf(h, "snoozed %t\x00", rs.Snoozed != nil)
+	for _, p := range rs.Problems {
+		if !serverGone(p.Probe, rs) {
+			fmt.Fprintf(h, "problem %s\x00", p.Probe)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // statusDigest fingerprints a status without its "as of" line, so an unchanged status is

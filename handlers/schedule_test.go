@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -551,5 +552,46 @@ func TestScheduleUnchangedStatusDrawsNoChart(t *testing.T) {
 	}
 	if n := reads.n.Load() - before; n != 0 {
 		t.Errorf("history reads for a status not posted = %d; want 0 (no charts drawn for it)", n)
+	}
+}
+
+// A finished run's status goes out once; the free space and the health check's milliseconds that go on
+// moving after the finish do not post the same "Done" again every hour. A change to its checklist does.
+func TestScheduleFinishedRunPostsOnce(t *testing.T) {
+	var free atomic.Int64
+	free.Store(40 << 30)
+	usage := func(string) (probes.Usage, error) {
+		f := free.Add(-3 << 30) // another job on the disk writes 3 GiB between samples
+		return probes.Usage{Total: 100 << 30, Free: uint64(f), Used: uint64(100<<30 - f)}, nil
+	}
+	e := newSchedEnvWith(t, botOpts{statfs: probes.NewStatFSFunc(2*time.Second, usage), run: func(r *config.Run) {
+		r.PostMode, r.Schedule = "new", "@hourly"
+	}})
+	e.writeLog(t, 25000, 25000)
+	steps := []struct {
+		at    time.Duration
+		stage string // a stage marked before this step
+		posts int    // statuses posted by the end of this step
+	}{
+		{0, "", 1},
+		{time.Hour, "", 1},
+		{2 * time.Hour, "", 1},
+		{3 * time.Hour, "review", 2},
+		{4 * time.Hour, "", 2},
+	}
+	for _, st := range steps {
+		if st.stage != "" {
+			if rep := e.bot.Ask(context.Background(), Request{Text: "stage " + st.stage + " done", User: "UADMIN", Source: "mention"}); rep.Refused {
+				t.Fatalf("stage %s done = %q", st.stage, rep.Message.Text())
+			}
+		}
+		e.fireAt(t, schedT0.Add(st.at))
+		posts := e.fake.Calls("chat.postMessage")
+		if len(posts) != st.posts {
+			t.Fatalf("+%s: %d statuses posted; want %d (last: %q)", st.at, len(posts), st.posts, posts[len(posts)-1].Form.Get("text"))
+		}
+		if !strings.Contains(posts[len(posts)-1].Form.Get("text"), "25,000 / 25,000") {
+			t.Errorf("+%s: status %q; want the finished count", st.at, posts[len(posts)-1].Form.Get("text"))
+		}
 	}
 }

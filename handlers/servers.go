@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"runwatch/config"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -22,12 +23,26 @@ func handleServers(ctx context.Context, b *Bot, q Query) Reply {
 	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
 		m.Sections = append(m.Sections, l)
 	} else {
-		m.Sections = append(m.Sections, "No inference servers to check: the run has no `metrics:` endpoints or `prometheus:` "+
-			"in the run file, so I follow it from its log alone.")
+		m.Sections = append(m.Sections, noServers(q.Run))
 	}
 	if rs.Throughput != nil {
 		m.Sections = append(m.Sections, reports.ThroughputLine(*rs.Throughput))
 	}
 	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{"engines": rs.Engines, "throughput": rs.Throughput, "problems": problemsData(rs.Problems)}}
+}
+
+// noServers says why a run has no servers to report, by what its run file gives: it said "so I follow it from
+// its log alone" to a run with no log, and "no prometheus:" to a run whose Prometheus had no series for it.
+func noServers(r *config.Run) string {
+	switch {
+	case r.Prometheus != nil:
+		return "No inference servers found: Prometheus (`prometheus:`) has no vLLM, SGLang or TGI series for this run" +
+			" (below, if it failed; else check its `selector:`)."
+	case r.Log != "":
+		return "No inference servers to check: the run has no `metrics:` endpoints or `prometheus:` in the run file, " +
+			"so I follow it from its log alone."
+	}
+	return "No inference servers to check, and nothing else to follow the job by: the run has no `metrics:`, " +
+		"`prometheus:` or `log:` in the run file. Add the servers' /metrics URLs under `metrics:`."
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -202,7 +203,15 @@ func (s *sample) addMetrics(e probes.Engine) {
 }
 
 func describeLogErr(err error, timeout time.Duration) error {
+	var missing *probes.LogMissing
 	switch {
+	case errors.As(err, &missing) && missing.NoDir:
+		return fmt.Errorf("the log file does not exist (yet), nor does its directory %s", filepath.Dir(missing.Path))
+	case errors.As(err, &missing) && missing.Near != "":
+		// A typo in log: reads like a job that has not started: say what is there.
+		return fmt.Errorf("the log file does not exist, but %s is beside it: is log: mistyped?", missing.Near)
+	case errors.As(err, &missing):
+		return errors.New("the log file does not exist (yet)")
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("the log file does not exist (yet): %w", err)
 	case errors.Is(err, os.ErrPermission):

@@ -105,6 +105,9 @@ func (l *Log) read(ctx context.Context) (LogReading, error) {
 	// O_NONBLOCK: opening a FIFO with no writer must not block; the fstat
 	// below then rejects it.
 	f, err := os.OpenFile(l.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return LogReading{}, logMissing(l.path, logTailUnwrapPath(err))
+	}
 	if err != nil {
 		return LogReading{}, fmt.Errorf("read %s: %w", l.path, logTailUnwrapPath(err))
 	}

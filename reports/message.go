@@ -199,7 +199,7 @@ var emojiText = map[string]string{
 	"large_green_circle":       "(ok)",
 	"red_circle":               "(!!)",
 	"large_yellow_circle":      "(~)",
-	"zzz":                      "(snoozed)",
+	"zzz":                      "", // the words beside it say snoozed: "(snoozed) snoozed until" stuttered
 	"chart_with_upwards_trend": "",
 	"scissors":                 "(cut)",
 	"zap":                      "(spec)",

@@ -28,6 +28,8 @@ func TestPlainText(t *testing.T) {
 		// The unsnooze answer: a decoration goes with its space, not as a literal ":bell:".
 		{":bell: Warnings for `demo` are back on.", "Warnings for demo are back on."},
 		{"it said :bell:", "it said "},
+		// The runs list and the snooze answer say "snoozed" in words: the glyph said it a second time.
+		{"• demo — log :zzz: snoozed until 11:00 UTC", "• demo — log snoozed until 11:00 UTC"},
 		{"a :custom_thing: stays", "a :custom_thing: stays"},
 		{"5 * 3 = 15 and 2 * 2", "5 * 3 = 15 and 2 * 2"},
 	}

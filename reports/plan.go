@@ -169,9 +169,12 @@ func planSentence(s PlanSpec, r PlanResult) string {
 	default:
 		short := need - float64(*r.FreeBytes)
 		fmt.Fprintf(&b, " — :red_circle: does not fit: %s has %s free, %s short. ", where, Bytes(float64(*r.FreeBytes)), Bytes(short))
-		if *r.MaxTokens < 1 {
+		switch {
+		case *r.MaxTokens < 1:
 			fmt.Fprintf(&b, "Not one token fits (%s per token)", Bytes(r.BytesPerToken))
-		} else {
+		case *r.MaxTokens < 2:
+			fmt.Fprintf(&b, "At most 1 token fits (%s per token)", Bytes(r.BytesPerToken))
+		default:
 			fmt.Fprintf(&b, "At most %s tokens fit", Tokens(*r.MaxTokens))
 		}
 		if s.NumLayers > 0 && s.Hidden > 0 && s.ElemBytes > 0 {

@@ -220,3 +220,23 @@ func TestAnswerPlansLeadsWithFinding(t *testing.T) {
 		t.Errorf("AnswerFit lead = %q; want the Yes/No verdict kept for \"will it fit?\"", m.Sections[0])
 	}
 }
+
+// The largest plan the run file allows takes 80 GB a token: on a disk with 80-160 GB free one token fits,
+// and the sentence said "At most 1 tokens fit".
+func TestEvaluatePlanOneTokenFits(t *testing.T) {
+	s := PlanSpec{Name: "hs", Target: "/data/hs", Tokens: 1e15, TokensSrc: "configured", AllLayers: true,
+		NumLayers: 10000, Hidden: 1000000, DType: "float64", ElemBytes: 8}
+	tests := []struct {
+		free uint64
+		want string
+	}{
+		{79e9, "Not one token fits (80.0 GB per token)."},
+		{84e9, "At most 1 token fits (80.0 GB per token)."},
+		{200e9, "At most 2 tokens fit."},
+	}
+	for _, tt := range tests {
+		if r := EvaluatePlan(s, &tt.free, "/data", ""); !strings.HasSuffix(r.Sentence, tt.want) {
+			t.Errorf("EvaluatePlan(80 GB a token, %d B free).Sentence = %q; want it to end %q", tt.free, r.Sentence, tt.want)
+		}
+	}
+}

@@ -44,9 +44,16 @@ type app struct {
 
 // flags returns a flag set for the current command with the shared --config flag.
 func (a *app) flags() *flag.FlagSet {
+	fs := a.bareFlags()
+	fs.StringVar(&a.configPath, "config", a.configPath, "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else the built-in default)")
+	return fs
+}
+
+// bareFlags is a command's flag set without --config, for a command that reads no run file (replay):
+// its help listed a --config that changed nothing.
+func (a *app) bareFlags() *flag.FlagSet {
 	fs := flag.NewFlagSet("bot "+a.cmd.name, flag.ContinueOnError)
 	fs.SetOutput(a.stderr)
-	fs.StringVar(&a.configPath, "config", a.configPath, "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else the built-in default)")
 	fs.Usage = func() {
 		fmt.Fprintf(a.stderr, "%s\n\nusage: %s\n\nflags:\n", a.cmd.summary, a.cmd.usage)
 		fs.PrintDefaults()
@@ -453,7 +460,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 }
 
 func runReplay(ctx context.Context, a *app, args []string) error {
-	fs := a.flags()
+	fs := a.bareFlags()
 	trace := fs.String("trace", "", "the trace file: JSONL, one observation per line ({\"t\", \"done\", \"total\", ...}); - for stdin")
 	asJSON := fs.Bool("json", true, "print one JSON line per input line; --json=false prints one line of text each")
 	if err := parseFlags(fs, args); err != nil {

@@ -32,12 +32,12 @@ type command struct {
 }
 
 var commands = []command{
-	{"console", "answer questions typed in the terminal, one per line (EOF exits)", "bot console [--demo] [--config PATH]", runConsole},
+	{"console", "answer questions typed in the terminal, one per line (EOF exits)", "bot console [--demo] [--no-sample] [--config PATH]", runConsole},
 	{"ask", "answer one question and exit", `bot ask [--json] [--run NAME] [--demo] [--config PATH] "QUESTION"`, runAsk},
 	{"status", "print the status summary of every configured run", "bot status [--json] [--run NAME] [--demo] [--config PATH]", runStatus},
 	{"serve", "run the long-lived bot: sampler, scheduled posts, warnings, Slack", "bot serve [--demo] [--config PATH]", runServe},
 	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json=false]", runReplay},
-	{"export", "write a run's sampled history as a trace (JSONL) that replay reads", "bot export [--run NAME] [--out FILE]", runExport},
+	{"export", "write a run's sampled history as a trace (JSONL) that replay reads", "bot export [--run NAME] [--out FILE] [--config PATH]", runExport},
 	{"exporter", "serve this node's writer facts on /metrics for Prometheus (one per node)", "bot exporter --listen ADDR [--config PATH]", runExporter},
 }
 

@@ -387,3 +387,39 @@ func TestFinalErrorRedacted(t *testing.T) {
 		t.Errorf("stderr = %q; want the error naming the URL, its password and key redacted", out)
 	}
 }
+
+// Each command's usage line, and its row in the README's command table, name every flag its --help lists,
+// and no command lists a flag it ignores: console's --no-sample was in neither, ask's and status's --demo
+// not in the README, and replay listed a --config it never read.
+func TestHelpListsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md") // before setEnv leaves the package directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	setEnv(t)
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z-]+)`)
+	for _, c := range commands {
+		_, _, help := run(t, "", c.name, "--help")
+		row := regexp.MustCompile("(?m)^\\| `(bot " + c.name + "\\b[^`]*)` \\|").FindStringSubmatch(string(readme))
+		if row == nil {
+			t.Errorf("README's command table has no row for bot %s", c.name)
+			continue
+		}
+		flags := flagLine.FindAllStringSubmatch(help, -1)
+		if len(flags) == 0 {
+			t.Errorf("bot %s --help = %q; want its flags", c.name, help)
+		}
+		for _, f := range flags {
+			name := "--" + f[1]
+			if !strings.Contains(c.usage, name) {
+				t.Errorf("bot %s --help lists %s; its usage line %q does not", c.name, name, c.usage)
+			}
+			if name != "--config" && !strings.Contains(row[1], name) {
+				t.Errorf("bot %s --help lists %s; the README's row %q does not", c.name, name, row[1])
+			}
+		}
+	}
+	if _, _, help := run(t, "", "replay", "--help"); strings.Contains(help, "-config") {
+		t.Errorf("bot replay --help = %q; lists --config, which replay does not read", help)
+	}
+}
