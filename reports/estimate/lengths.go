@@ -220,7 +220,17 @@ func CensoredMean(o Observation, kind CounterKind) (Lengths, bool) {
 		l.Low, l.Point, l.High = m, m*(1+0.5*share), m*(1+share)
 	case known:
 		l.Age = g - fin
-		l.Low, l.Point, l.High = (fin+l.Age)/n, (fin+1.5*l.Age)/n, (fin+2*l.Age)/n
+		// In a busy batch a request in flight is halfway through on average (Point: 1.5 its age, High: 2), and
+		// the longer ones are the ones still going. A batch that has just started (a restart, a client that
+		// refilled every slot at once) has decoded next to nothing: taken at its age it read "completions
+		// 1,131-1,131 tokens (300 finished at 1,884 on average, 200 in flight and longer)". Its requests are
+		// at least as long as the finished ones on average, as many again at the high end.
+		perReq := l.FinishedMean
+		if running > 0 {
+			perReq = math.Max(0, l.Age) / running
+		}
+		pt, hi := math.Max(1.5*perReq, l.FinishedMean), math.Max(2*perReq, 2*l.FinishedMean)
+		l.Low, l.Point, l.High = (fin+l.Age)/n, (fin+running*pt)/n, (fin+running*hi)/n
 	default:
 		l.Low, l.High = g/n, g/done
 		l.Point = math.Sqrt(l.Low * l.High)

@@ -20,6 +20,10 @@ func TestCensoredMean(t *testing.T) {
 			KindUnknown, 565405.0 / 500, (319800 + 1.5*245605) / 500.0, (319800 + 2*245605) / 500.0},
 		{"the engines' histogram", Observation{Done: 300, GenTokens: fp(565405), Running: fp(200), FinishedLenSum: fp(319800), FinishedLenCount: fp(300)},
 			KindUnknown, 565405.0 / 500, (319800 + 1.5*245605) / 500.0, (319800 + 2*245605) / 500.0},
+		// A batch that has just started: 1,884 tokens a finished item, 200 in flight with about a token each.
+		// Taken at their age, 1,131-1,131 tokens, below the finished mean the same answer calls shorter.
+		{"a fresh batch", Observation{Done: 300, GenTokens: fp(565405), Running: fp(200), AvgCompletion: fp(1884)},
+			KindUnknown, 565405.0 / 500, 1884, (565200 + 200*2*1884) / 500.0},
 		{"no finished lengths", Observation{Done: 300, GenTokens: fp(565405), Running: fp(200)},
 			KindUnknown, 565405.0 / 500, math.Sqrt(565405.0 / 500 * 565405.0 / 300), 565405.0 / 300},
 		{"an on-finish counter", Observation{Done: 300, GenTokens: fp(60000), Running: fp(100), FinishedLenSum: fp(60000), FinishedLenCount: fp(300)},
