@@ -77,14 +77,18 @@ func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHig
 	}
 	res := residualsOf(mu, sigma, s.maxTokens, 0.995, n)
 	b, measured := s.drainCurve(last, r)
-	// drainFrom is the time for the last k of the n residual quantiles to finish.
-	drainFrom := func(res []float64, b float64, k int) float64 {
+	// drainFrom is the time for the last k of the n residual quantiles to finish, each having decoded x
+	// already.
+	drainFrom := func(res []float64, b float64, k int, x float64) float64 {
 		a := r / slots * (1 + b*slots)
 		d := 0.0
 		for j := n - k; j < n; j++ {
-			prev := 0.0
+			prev := x
 			if j > 0 {
-				prev = res[j-1]
+				prev = math.Max(x, res[j-1])
+			}
+			if res[j] <= prev {
+				continue
 			}
 			running := float64(n-j) * slots / float64(n)
 			d += (res[j] - prev) / (a / (1 + b*running))
@@ -109,17 +113,46 @@ func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHig
 	} else {
 		k = max(1, min(n, int(math.Ceil(math.Min(left, p.running)*float64(n)/slots))))
 	}
-	drain = drainFrom(res, b, k)
+	// In a drain whose counter moves on finish, what the survivors have outlived (survivors.go).
+	var x, xFast, xSlowest float64
+	bFast := curveB(slots, 2*defaultSpeedup)
+	if k < n && s.kind == OnFinish {
+		if d := s.drainStart(last); d >= 0 {
+			bFast = s.survivorsB(d, last, r, bFast, res)
+			b = math.Min(b, bFast)
+			x, xFast, xSlowest = s.decodedSince(d, last, s.now, r, b), s.decodedSince(d, last, s.now, r, bFast),
+				s.decodedSince(d, last, s.now, r, 0)
+		}
+	}
+	// withSurvivors is the drain at b of the survivors of k quantiles res, each having decoded x, and no less
+	// than the time for one of them to decode what a request that has outlived x still has ahead of it, at the
+	// rate of the batch as it is.
+	withSurvivors := func(res []float64, b float64, x float64) float64 {
+		// Survivors that outlive every quantile but the longest (the engine slowed, or max_tokens is not what
+		// the run file says) are not done: the longest's last step stays ahead of them.
+		x = math.Min(x, res[max(0, n-2)])
+		d := drainFrom(res, b, k, x)
+		if x > 0 {
+			a := r / slots * (1 + b*slots)
+			top := s.maxTokens
+			if top <= 0 {
+				top = math.Exp(mu + sigma*math.Sqrt2*math.Erfinv(2*0.995-1))
+			}
+			d = math.Max(d, outlived(mu, sigma, top, x)/(a/(1+b*p.running)))
+		}
+		return d
+	}
+	drain = withSurvivors(res, b, x)
 	drainLow, drainHigh = 0.8*drain, 1.2*drain
 	if !measured {
 		short, long := res, res
 		if s.maxTokens <= 0 {
 			short, long = residualsOf(mu, sigma, 0, 0.98, n), residualsOf(mu, sigma, 0, 0.999, n)
 		}
-		drainLow = math.Min(drainLow, drainFrom(short, curveB(slots, 2*defaultSpeedup), k))
+		drainLow = math.Min(drainLow, withSurvivors(short, bFast, xFast))
 		// The high end at no speed-up: a lone request decodes no slower than one in a full batch. The backtest
 		// narrows it where the run's own forecasts stay well inside their ranges.
-		drainHigh = math.Max(drainHigh, drainFrom(long, curveB(slots, 1), k))
+		drainHigh = math.Max(drainHigh, withSurvivors(long, curveB(slots, 1), xSlowest))
 	}
 	return busy + drain, drain, drainLow, drainHigh
 }

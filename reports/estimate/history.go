@@ -53,6 +53,10 @@ type series struct {
 	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in
 	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
 	countersLeftOut bool
+	// total is the job's item count (0 unknown); now is the T of the latest observation at which the engines
+	// answered with requests running: the points the rates use may end before it (busyUntil), and the drain
+	// counts the decoding since (survivors.go).
+	total, now float64
 }
 
 // cappedShare is the share of finished requests stopped at max_tokens, from the latest observation whose
@@ -175,6 +179,10 @@ func build(hist []Observation, cfg Config) series {
 			prev := s.pts[i-1]
 			p.progress = p.done > prev.done || p.hasG && p.g > prev.g
 		}
+		if p.hasG && p.running > 0 {
+			s.now = p.t
+		}
+		s.total = float64(o.Total)
 		s.pts[i] = p
 	}
 	// A counter that moves only when requests finish says nothing of the batch's age.
