@@ -364,13 +364,9 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 				in.Paths = append(in.Paths, p)
 			}
 		}
+		// The time to full is the free-space trend's alone: a write rate is one interval's writes (a burst of
+		// them made "fills in 6 h" of 5 s), and bytes written are not bytes of free space gone.
 		in.FillRates = st.fillRates(pathObs, now)
-		// Without a free-space trend yet, the measured write rate says how fast the disk fills.
-		for mp, rate := range shared.rates {
-			if _, ok := in.FillRates[mp]; !ok && rate > 0 {
-				in.FillRates[mp] = rate
-			}
-		}
 		ttf := func(string) (float64, bool) {
 			if eta != nil && eta.Seconds != nil {
 				return *eta.Seconds, true
