@@ -116,7 +116,7 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	} else if l := reports.LastMoveLine(rs.Moves, rs.ETA, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	if l := etaSignalLines(rs); l != "" {
@@ -154,7 +154,7 @@ func noProgressReason(q Query, rs reports.RunStatus) string {
 }
 
 func context1(rs reports.RunStatus) []string {
-	ctx := append([]string{}, reports.ProblemContext(rs.Problems)...)
+	ctx := append([]string{}, reports.ProblemContext(rs.LiveProblems())...)
 	for _, n := range rs.Notices {
 		ctx = append(ctx, reports.Esc(n))
 	}
@@ -175,7 +175,7 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Finish != nil {
 		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
 	}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)

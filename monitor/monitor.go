@@ -394,7 +394,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		rs.Measured = m.measurePlans(ctx, r, rs.Plans, rs.Progress, addProblem)
 	}
 	if need.Stages && len(r.Stages) > 0 {
-		rs.Stages = m.checkStages(ctx, r, st, smp, rs.Problems)
+		rs.Stages = m.checkStages(ctx, r, st, smp, rs)
 	}
 	if until := st.snoozedUntil(); until != nil && until.After(now) {
 		rs.Snoozed = until

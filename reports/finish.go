@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -144,4 +145,41 @@ func FinishLine(f FinishSummary, loc *time.Location) string {
 			SlackTime(tTime(f.First.FinishT), loc), Duration(math.Abs(off)), word)
 	}
 	return s
+}
+
+// At is when the run finished, ok false when it finished before runwatch first saw it running.
+func (f FinishSummary) At() (time.Time, bool) {
+	if f.FinishedAt <= 0 {
+		return time.Time{}, false
+	}
+	return tTime(f.FinishedAt), true
+}
+
+// ServerRetired reports whether probe (a problem's probe name, or a warning's summary, which starts with it)
+// is an inference server's metrics endpoint the run no longer needs: once every item is done the servers are
+// stopped to free their GPUs, and that is the plan, not an outage to alarm anyone about.
+func (r RunStatus) ServerRetired(probe string) bool {
+	return strings.HasPrefix(probe, "metrics ") && r.End() == EndDone
+}
+
+// LiveProblems is r's problems but those of the servers retired at the finish (ServerRetired), for the
+// footnotes of an answer: its servers line already says, plainly, that they no longer answer.
+func (r RunStatus) LiveProblems() []Problem {
+	var out []Problem
+	for _, p := range r.Problems {
+		if !r.ServerRetired(p.Probe) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// finishedWhen is "the job finished at 14:02", or "the job has finished" when runwatch did not see when.
+func finishedWhen(r RunStatus, loc *time.Location) string {
+	if r.Finish != nil {
+		if at, ok := r.Finish.At(); ok {
+			return "the job finished at " + SlackTime(at, loc)
+		}
+	}
+	return "the job has finished"
 }
