@@ -406,3 +406,18 @@ func TestAnswersAfterTheServerStoppedAtTheFinish(t *testing.T) {
 		}
 	}
 }
+
+// A log-only run first seen after it finished: its throughput is one line, each rate once, in the throughput
+// and status answers (the log's elapsed time is the one span there is, the run's own average).
+func TestThroughputOfALogOnlyRunFirstSeenFinished(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Stages = nil }})
+	if err := os.WriteFile(e.log, []byte("Progress: 25000/25000 (0 errors), 1.0 req/s, avg completion: 1066 tokens, elapsed: 25000s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"how fast?", "status"} {
+		got := e.bot.Ask(context.Background(), Request{Text: q, Source: "cli"}).Message.Text()
+		if want := "\n1,066 tok/s · 1.00 items/s (25,000 items in 6 h 57 min up to the finish)\n"; !strings.Contains(got, want) || strings.Contains(got, "run average") {
+			t.Errorf("%q = %q; want the line %q and no run average beside it", q, got, strings.TrimSpace(want))
+		}
+	}
+}

@@ -95,9 +95,17 @@ func SummarizeFinish(hist []Observation, cfg EstimateConfig, first *EstimateMark
 // average: over the job's own time from its start to its finish, the figures the finish line says, where the
 // estimator's run average starts at runwatch's first sample. Without any rate in tp, the averages alone still
 // say how fast it went instead of "not measured yet".
+//
+// A window that spans the whole run (a log first read after the finish: its elapsed time is the one span there
+// is) is the run average itself, and takes the average's figures: one line, "1,066 tok/s · 1.00 items/s
+// (25,000 items in 6 h 57 min up to the finish)", not "1.00 items/s (…); run average 1,066 tok/s · 1.00
+// items/s", which said the items/s twice and the tok/s only as an average.
 func (f FinishSummary) Throughput(tp Throughput) Throughput {
 	if f.AvgTokensPerS > 0 || f.AvgItemsPerS > 0 {
 		tp.RunTokensPerS, tp.RunItemsPerS = f.AvgTokensPerS, f.AvgItemsPerS
+		if f.DurationS > 0 && tp.WindowS >= 0.99*f.DurationS {
+			tp.TokensPerS, tp.ItemsPerS = f.AvgTokensPerS, f.AvgItemsPerS
+		}
 	}
 	return tp
 }
