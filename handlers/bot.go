@@ -393,7 +393,7 @@ func (b *Bot) runList(req Request) string {
 func (b *Bot) unknown(req Request) Reply {
 	var ex []string
 	for _, c := range b.commands {
-		if len(c.Examples) > 0 && !c.Mutating {
+		if len(c.Examples) > 0 && !c.Mutating && !c.SmallTalk {
 			ex = append(ex, "• _"+c.Examples[0]+"_")
 		}
 		if len(ex) == 6 {
@@ -412,7 +412,9 @@ func (b *Bot) unknown(req Request) Reply {
 	if len(words) == 1 && runNameLike.MatchString(words[0]) {
 		var names []string
 		for _, c := range b.commands {
-			names = append(names, reports.Code(c.Name))
+			if !c.SmallTalk {
+				names = append(names, reports.Code(c.Name))
+			}
 		}
 		lead := fmt.Sprintf("%s is not a runwatch command.", reports.Code(truncateRunes(words[0], 40)))
 		if fixed := suggestQuestion(words[0]); fixed != "" {

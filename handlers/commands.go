@@ -23,6 +23,7 @@ type Command struct {
 	Slash       string   // its own slash command, if any ("/eta")
 	NeedsRun    bool
 	Mutating    bool   // changes state: admins only
+	SmallTalk   bool   // a courtesy, not a question ("thanks", "hi"): answered, left out of help and command lists
 	Verb        string // for refusals: "snooze warnings"
 	Handler     func(ctx context.Context, b *Bot, q Query) Reply
 }
@@ -90,7 +91,22 @@ func commandTable() []Command {
 		{Name: "help", Usage: "help", Handler: handleHelp,
 			Description: "This list.",
 			Examples:    []string{"help"}},
+		{Name: "thanks", Usage: "thanks", SmallTalk: true, Handler: handleThanks,
+			Description: "You're welcome.", Examples: []string{"thanks!"}},
+		{Name: "hello", Usage: "hello", SmallTalk: true, Handler: handleHello,
+			Description: "A greeting, and what to ask.", Examples: []string{"hi"}},
 	}
+}
+
+func handleThanks(context.Context, *Bot, Query) Reply {
+	return Reply{Message: reports.Message{Sections: []string{"You're welcome."}}, Ephemeral: true}
+}
+
+// handleHello answers a greeting in one line: what to ask, and help for the rest.
+func handleHello(context.Context, *Bot, Query) Reply {
+	return Reply{Message: reports.Message{Sections: []string{
+		"Hi! Ask me about a run: _ETA?_, _how fast are we going?_, _are we writing to /shared?_, _will it fit?_, or _help_ for everything."}},
+		Ephemeral: true}
 }
 
 func problemsData(ps []reports.Problem) []reports.Problem {
@@ -406,6 +422,9 @@ func handleHelp(ctx context.Context, b *Bot, q Query) Reply {
 func Help(cmds []Command) reports.Message {
 	var ask, do []string
 	for _, c := range cmds {
+		if c.SmallTalk {
+			continue
+		}
 		ex := ""
 		if len(c.Examples) > 0 {
 			var qs []string
