@@ -34,6 +34,10 @@ type Request struct {
 	Args []string
 }
 
+// Terminal reports whether the request came from a terminal (the console or `bot ask`), whose one reader is
+// whoever typed it: Slack's words for who sees an answer ("only you see this") mean nothing there.
+func (r Request) Terminal() bool { return r.Source == "console" || r.Source == "cli" }
+
 // Reply is an answer, ready for any transport.
 type Reply struct {
 	Intent    string

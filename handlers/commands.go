@@ -74,7 +74,7 @@ func commandTable() []Command {
 			Description: "Charts of throughput and ETA over the run's history (drawn by Slack; a PNG where it cannot).",
 			Examples:    []string{"/runwatch chart"}},
 		{Name: "logs", Usage: "/runwatch logs [run]", NeedsRun: true, Handler: handleLogs,
-			Description: "The last lines of the run's job log, escaped, shown only to you.",
+			Description: "The last lines of the run's job log, escaped (in Slack, shown only to you).",
 			Examples:    []string{"/runwatch logs"}},
 		{Name: "runs", Usage: "/runwatch runs", Handler: handleRuns,
 			Description: "The runs I watch and their channels.",
