@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -44,6 +45,9 @@ type Input struct {
 	// Growing is the last look at each growing stage's directory, by stage name.
 	Growing map[string]reports.Growth
 	Now     time.Time
+	// Finished says every item of the run is done; FinishedAt is when, zero when runwatch did not see it.
+	Finished   bool
+	FinishedAt time.Time
 }
 
 // MetricNames lists the names a metric stage check may use.
@@ -117,6 +121,10 @@ func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, 
 			return reports.StageStatus{State: reports.StageFailed, Detail: err.Error()}
 		case errors.Is(err, probes.ErrRedirectRefused): // it answers, like a 3xx to the same host would
 			return reports.StageStatus{State: reports.StageFailed, Detail: shortErr(err)}
+		case err != nil && in.Finished && onServer(r, s.URL):
+			// The job's own inference server, stopped to free its GPUs once every item is done: its stage did its
+			// part, and "not answering yet" would wait for a server nobody will start again.
+			return reports.StageStatus{State: reports.StageDone, Detail: "no longer answers (" + finishedWhen(in) + ")"}
 		case err != nil:
 			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(err)}
 		case a.Code/100 == 2:
@@ -198,6 +206,30 @@ func (c *Checker) growing(ctx context.Context, s *config.Stage, in Input, looks 
 	looks.m[s.Name] = cur
 	looks.mu.Unlock()
 	return reports.StageFromGrowth(s.Path, prev, seen, cur, in.Now) // in.Now: its times said in the bot's zone
+}
+
+// onServer reports whether rawURL is on one of r's inference servers: the host and port of one of its
+// metrics URLs (a vLLM server's /health beside its /metrics).
+func onServer(r *config.Run, rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	for _, m := range r.Metrics {
+		if mu, err := url.Parse(m); err == nil && strings.EqualFold(mu.Host, u.Host) {
+			return true
+		}
+	}
+	return false
+}
+
+// finishedWhen is "the job finished at 14:02 UTC" in the bot's zone (in.Now's), or "the job has finished"
+// when runwatch did not see when.
+func finishedWhen(in Input) string {
+	if in.FinishedAt.IsZero() {
+		return "the job has finished"
+	}
+	return "the job finished at " + in.FinishedAt.In(in.Now.Location()).Format("15:04 MST")
 }
 
 func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error) {

@@ -170,3 +170,44 @@ func TestHTTPCheckAnsweringIsNotDown(t *testing.T) {
 		}
 	}
 }
+
+// Once every item is done the job's inference server is stopped to free its GPUs: its http stage is done and
+// says so, not "not answering yet" (a server nobody will start again). An http stage on another host (a
+// service for a later step) is still waited for.
+func TestHTTPCheckAfterTheFinish(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	later := httptest.NewServer(http.NotFoundHandler())
+	later.Close()
+	r := &config.Run{Name: "synth", Metrics: []string{gone.URL + "/metrics"}, Stages: []config.Stage{
+		{Name: "vllm-server", Check: "http", URL: gone.URL + "/health"},
+		{Name: "eval-server", Check: "http", URL: strings.Replace(later.URL, "127.0.0.1", "localhost", 1) + "/health"},
+	}}
+	c := &Checker{HTTP: http.DefaultClient, Guard: probes.NewGuard()}
+	now := time.Date(2026, 12, 6, 15, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		in   Input
+		want string // the server stage's
+	}{
+		{"running", Input{Now: now, Progress: &reports.Progress{Done: 24000, Total: 25000}}, "not answering yet: "},
+		{"finished at 14:02", Input{Now: now, Progress: &reports.Progress{Done: 25000, Total: 25000}, Finished: true,
+			FinishedAt: time.Date(2026, 12, 6, 14, 2, 0, 0, time.UTC)}, "no longer answers (the job finished at 14:02 UTC)"},
+		{"first seen finished", Input{Now: now, Progress: &reports.Progress{Done: 25000, Total: 25000}, Finished: true},
+			"no longer answers (the job has finished)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := c.Check(context.Background(), r, tt.in, time.Minute)
+			wantState := reports.StagePending
+			if tt.in.Finished {
+				wantState = reports.StageDone
+			}
+			if g := got[0]; g.State != wantState || !strings.HasPrefix(g.Detail, tt.want) || (tt.in.Finished && strings.Contains(g.Detail, "yet")) {
+				t.Errorf("vllm-server = %+v; want %s, %q", g, wantState, tt.want)
+			}
+			if g := got[1]; g.State != reports.StagePending || !strings.HasPrefix(g.Detail, "not answering yet: ") {
+				t.Errorf("eval-server, on another host = %+v; want pending, not answering yet", g)
+			}
+		})
+	}
+}

@@ -198,7 +198,7 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 		if !strings.HasPrefix(p.Probe, "metrics ") && !strings.HasPrefix(p.Probe, "log ") && !strings.HasPrefix(p.Probe, "prometheus") {
 			continue
 		}
-		if serverGone(p.Probe, rs) {
+		if rs.ServerRetired(p.Probe) {
 			continue
 		}
 		// A source that answers with something else (HTTP 500, a login page) is up: restarting it may not be the fix.
@@ -373,7 +373,7 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			continue
 		}
 		text := recoveredText(al)
-		if serverGone(al.Summary, ev.Run) {
+		if ev.Run.ServerRetired(al.Summary) {
 			text = fmt.Sprintf("%s finished, so %s is not needed any more", al.Run, strings.TrimSuffix(strings.TrimSuffix(al.Summary, summaryUnreachable), summaryNotMetrics))
 		}
 		msg := reports.Message{Sections: []string{fmt.Sprintf(":large_green_circle: Resolved after %s: %s.",
@@ -410,13 +410,6 @@ func canClear(kind string, ev monitor.Evaluation) bool {
 		return ev.Run.End() == reports.EndBusy
 	}
 	return true
-}
-
-// serverGone reports whether a failing metrics endpoint (a probe name, or a warning's summary, which starts
-// with it) is one the run no longer needs: once every item is done, the inference server is stopped to free
-// its GPUs, and that is the plan, not an outage to warn about.
-func serverGone(probe string, rs reports.RunStatus) bool {
-	return strings.HasPrefix(probe, "metrics ") && rs.End() == reports.EndDone
 }
 
 // The summaries of a source's warning end with what is wrong with it, which its recovery replaces.

@@ -305,7 +305,7 @@ func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
 	texts := []string{"eta synth", "why synth", "ontrack synth", "runwatch left synth", "what's left to do?", "safe synth", "throughput synth", "stuck synth", "servers synth", "status synth", "storage synth", "storage /etc synth", "storage hidden-states",
 		"writes synth", "where synth", "space synth", "fit synth", "chart synth", "runs", "snooze 2h synth", "snooze forever synth",
 		"unsnooze synth", "stage \"stage 01 " + long[:40] + "\" done synth", "stage nope done synth", "stage synth", "logs synth", "logs extract", "help",
-		"what is the meaning of life", "ETA?", ""}
+		"what is the meaning of life", "ETA?", "", "thanks", "hello"}
 	for _, text := range texts {
 		for _, user := range []string{"UADMIN", "U222"} {
 			rep := e.bot.Ask(context.Background(), Request{Text: text, Channel: "C0SYNTH", ChannelName: "synth", User: user, Source: "mention"})

@@ -34,6 +34,10 @@ type Request struct {
 	Args []string
 }
 
+// Terminal reports whether the request came from a terminal (the console or `bot ask`), whose one reader is
+// whoever typed it: Slack's words for who sees an answer ("only you see this") mean nothing there.
+func (r Request) Terminal() bool { return r.Source == "console" || r.Source == "cli" }
+
 // Reply is an answer, ready for any transport.
 type Reply struct {
 	Intent    string
@@ -393,7 +397,7 @@ func (b *Bot) runList(req Request) string {
 func (b *Bot) unknown(req Request) Reply {
 	var ex []string
 	for _, c := range b.commands {
-		if len(c.Examples) > 0 && !c.Mutating {
+		if len(c.Examples) > 0 && !c.Mutating && !c.SmallTalk {
 			ex = append(ex, "• _"+c.Examples[0]+"_")
 		}
 		if len(ex) == 6 {
@@ -412,7 +416,9 @@ func (b *Bot) unknown(req Request) Reply {
 	if len(words) == 1 && runNameLike.MatchString(words[0]) {
 		var names []string
 		for _, c := range b.commands {
-			names = append(names, reports.Code(c.Name))
+			if !c.SmallTalk {
+				names = append(names, reports.Code(c.Name))
+			}
 		}
 		lead := fmt.Sprintf("%s is not a runwatch command.", reports.Code(truncateRunes(words[0], 40)))
 		if fixed := suggestQuestion(words[0]); fixed != "" {

@@ -23,6 +23,7 @@ type Command struct {
 	Slash       string   // its own slash command, if any ("/eta")
 	NeedsRun    bool
 	Mutating    bool   // changes state: admins only
+	SmallTalk   bool   // a courtesy, not a question ("thanks", "hi"): answered, left out of help and command lists
 	Verb        string // for refusals: "snooze warnings"
 	Handler     func(ctx context.Context, b *Bot, q Query) Reply
 }
@@ -73,7 +74,7 @@ func commandTable() []Command {
 			Description: "Charts of throughput and ETA over the run's history (drawn by Slack; a PNG where it cannot).",
 			Examples:    []string{"/runwatch chart"}},
 		{Name: "logs", Usage: "/runwatch logs [run]", NeedsRun: true, Handler: handleLogs,
-			Description: "The last lines of the run's job log, escaped, shown only to you.",
+			Description: "The last lines of the run's job log, escaped (in Slack, shown only to you).",
 			Examples:    []string{"/runwatch logs"}},
 		{Name: "runs", Usage: "/runwatch runs", Handler: handleRuns,
 			Description: "The runs I watch and their channels.",
@@ -90,7 +91,22 @@ func commandTable() []Command {
 		{Name: "help", Usage: "help", Handler: handleHelp,
 			Description: "This list.",
 			Examples:    []string{"help"}},
+		{Name: "thanks", Usage: "thanks", SmallTalk: true, Handler: handleThanks,
+			Description: "You're welcome.", Examples: []string{"thanks!"}},
+		{Name: "hello", Usage: "hello", SmallTalk: true, Handler: handleHello,
+			Description: "A greeting, and what to ask.", Examples: []string{"hi"}},
 	}
+}
+
+func handleThanks(context.Context, *Bot, Query) Reply {
+	return Reply{Message: reports.Message{Sections: []string{"You're welcome."}}, Ephemeral: true}
+}
+
+// handleHello answers a greeting in one line: what to ask, and help for the rest.
+func handleHello(context.Context, *Bot, Query) Reply {
+	return Reply{Message: reports.Message{Sections: []string{
+		"Hi! Ask me about a run: _ETA?_, _how fast are we going?_, _are we writing to /shared?_, _will it fit?_, or _help_ for everything."}},
+		Ephemeral: true}
 }
 
 func problemsData(ps []reports.Problem) []reports.Problem {
@@ -116,7 +132,7 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	} else if l := reports.LastMoveLine(rs.Moves, rs.ETA, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	if l := etaSignalLines(rs); l != "" {
@@ -154,7 +170,7 @@ func noProgressReason(q Query, rs reports.RunStatus) string {
 }
 
 func context1(rs reports.RunStatus) []string {
-	ctx := append([]string{}, reports.ProblemContext(rs.Problems)...)
+	ctx := append([]string{}, reports.ProblemContext(rs.LiveProblems())...)
 	for _, n := range rs.Notices {
 		ctx = append(ctx, reports.Esc(n))
 	}
@@ -175,7 +191,7 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Finish != nil {
 		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
 	}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)
@@ -406,6 +422,9 @@ func handleHelp(ctx context.Context, b *Bot, q Query) Reply {
 func Help(cmds []Command) reports.Message {
 	var ask, do []string
 	for _, c := range cmds {
+		if c.SmallTalk {
+			continue
+		}
 		ex := ""
 		if len(c.Examples) > 0 {
 			var qs []string

@@ -35,7 +35,7 @@ type finishJob struct {
 // finishEpoch is the unix time of the job's sim second 0 in its metrics (sim's default epoch).
 const finishEpoch = 1_750_000_000
 
-func startFinishJob(t *testing.T, s sim.Scenario, from float64) *finishJob {
+func startFinishJob(t *testing.T, s sim.Scenario, from float64, edit ...func(r *config.Run)) *finishJob {
 	t.Helper()
 	dir := t.TempDir()
 	f := &finishJob{job: sim.NewJob(s, 1)}
@@ -59,6 +59,9 @@ func startFinishJob(t *testing.T, s sim.Scenario, from float64) *finishJob {
 	f.now = time.Unix(finishEpoch+int64(f.job.Now()), 0).UTC()
 	file := &config.File{Source: "test", Runs: []config.Run{{Name: "demo", Channel: "#demo", Log: logPath, Metrics: []string{srv.URL + "/metrics"},
 		Total: int64(s.Items), MaxTokens: s.MaxTokens, StallAfter: config.Duration{Duration: 10 * time.Minute}}}}
+	for _, e := range edit {
+		e(&file.Runs[0])
+	}
 	m, _, err := monitor.New(file, monitor.Options{ProcRoot: "../probes/testdata/proc", ProbeTimeout: 5 * time.Second, RateWindow: -1,
 		Now: func() time.Time { return f.now }})
 	if err != nil {
@@ -360,4 +363,61 @@ func TestServerStoppedAfterFinishIsNoWarning(t *testing.T) {
 			t.Errorf("resolution = %q; want it to say the job finished, not that the server answers", text)
 		}
 	})
+}
+
+// After the finish people stop vLLM to free the GPUs. The warnings knew (no "source down"), but the answers
+// still said "(!!) http://…/metrics is down (below)", the checklist "[    ] vllm-server — not answering yet: …",
+// and "what's left?" "Slowed: 1 of 1 engines are down". Now every answer says it plainly: the server no longer
+// answers, and when the job finished.
+func TestAnswersAfterTheServerStoppedAtTheFinish(t *testing.T) {
+	f := startFinishJob(t, sim.DemoScenario(), 17000, func(r *config.Run) {
+		r.Stages = []config.Stage{{Name: "vllm-server", Check: "http", URL: r.Metrics[0]}, {Name: "generate", Check: "progress"}}
+	})
+	for !f.job.Done() {
+		f.step(t, 30)
+	}
+	f.step(t, 30)
+	f.srv.Close()
+	f.step(t, 30)
+	st, err := f.bot.Monitor().RunStatus(context.Background(), "demo", monitor.Need{Progress: true})
+	if err != nil || st.Finish == nil || st.Finish.FinishedAt == 0 {
+		t.Fatalf("status = %+v, %v; want a finish with its time", st.Finish, err)
+	}
+	at := time.Unix(int64(st.Finish.FinishedAt), 0).UTC().Format("15:04 UTC")
+	plain := f.srv.URL + "/metrics no longer answers (the job finished at " + at + ")"
+	for q, want := range map[string][]string{
+		"status":            {plain, "[done] vllm-server — no longer answers (the job finished at " + at + ")"},
+		"is vllm up?":       {plain},
+		"how fast?":         {plain},
+		"ETA?":              {plain},
+		"what's left?":      {"Every stage of the checklist is done"},
+		"is the job stuck?": {plain},
+	} {
+		got := f.ask(t, q)
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%q = %q; want it to say %q", q, got, w)
+			}
+		}
+		for _, bad := range []string{"(!!)", "(!)", "is down", "yet", "Slowed"} {
+			if strings.Contains(got, bad) {
+				t.Errorf("%q = %q; want no %q after the finish", q, got, bad)
+			}
+		}
+	}
+}
+
+// A log-only run first seen after it finished: its throughput is one line, each rate once, in the throughput
+// and status answers (the log's elapsed time is the one span there is, the run's own average).
+func TestThroughputOfALogOnlyRunFirstSeenFinished(t *testing.T) {
+	e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Stages = nil }})
+	if err := os.WriteFile(e.log, []byte("Progress: 25000/25000 (0 errors), 1.0 req/s, avg completion: 1066 tokens, elapsed: 25000s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"how fast?", "status"} {
+		got := e.bot.Ask(context.Background(), Request{Text: q, Source: "cli"}).Message.Text()
+		if want := "\n1,066 tok/s · 1.00 items/s (25,000 items in 6 h 57 min up to the finish)\n"; !strings.Contains(got, want) || strings.Contains(got, "run average") {
+			t.Errorf("%q = %q; want the line %q and no run average beside it", q, got, strings.TrimSpace(want))
+		}
+	}
 }

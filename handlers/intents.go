@@ -41,6 +41,17 @@ var intentRules = []struct {
 		"errors", "error", "failures", "failed", "how many failed"}},
 }
 
+// smallTalkRules come after every question's rules: "thanks, what's the ETA?" is an ETA question, and only
+// what matches no question is small talk ("thanks" and "hi" were "I don't know how to answer"). They are no
+// spelling fix's target either: "what's the weather?" must not become "what's thx weather?".
+var smallTalkRules = []struct {
+	intent  string
+	phrases []string
+}{
+	{"thanks", []string{"thanks", "thank you", "thank u", "thx", "cheers", "much appreciated", "appreciate it"}},
+	{"hello", []string{"hi", "hello", "hey", "hiya", "howdy", "good morning", "good afternoon", "good evening"}},
+}
+
 // whyCues start a "why" question; etaCues say it is about the estimate, so "why is it stuck?" stays a
 // stuck question while "why did the ETA move?" is about the ETA's moves. "what changed?" alone is too.
 var (
@@ -174,9 +185,14 @@ func suggestQuestion(text string) string {
 // /data?"): as the first word of free text they are read as a question, not as the command.
 var sentenceWords = map[string]bool{"why": true, "left": true, "safe": true}
 
-// matchRules is the intent of the first rule with a phrase in s, "" when none matches.
+// matchRules is the intent of the first rule with a phrase in s, small talk last; "" when none matches.
 func matchRules(s string) string {
 	for _, rule := range intentRules {
+		if anyPhrase(s, rule.phrases) {
+			return rule.intent
+		}
+	}
+	for _, rule := range smallTalkRules {
 		if anyPhrase(s, rule.phrases) {
 			return rule.intent
 		}

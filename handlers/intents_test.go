@@ -48,6 +48,20 @@ func TestParseQuestion(t *testing.T) {
 		{"are we writing to /data/free?", "writes", "", "/data/free", ""},
 		// Words inside other words do not match: "threaded" holds "eta"-free text, "update" is status.
 		{"metadata", "", "", "", ""},
+		// Small talk is answered, after every question: a question in it keeps its intent.
+		{"thanks", "thanks", "", "", ""},
+		{"Thank you!", "thanks", "", "", ""},
+		{"thx @runwatch", "thanks", "", "", ""},
+		{"hi", "hello", "", "", ""},
+		{"Hello?", "hello", "", "", ""},
+		{"hey runwatch", "hello", "", "", ""},
+		{"good morning", "hello", "", "", ""},
+		{"thanks, what's the ETA?", "eta", "", "", ""},
+		{"hi, is vllm up?", "servers", "", "", ""},
+		{"hello, how is it going?", "status", "", "", ""},
+		{"thank you, is it stuck?", "stuck", "", "", ""},
+		{"this", "", "", "", ""},
+		{"high throughput?", "throughput", "", "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -192,6 +206,16 @@ func TestUnknownRun(t *testing.T) {
 	for _, tt := range tests {
 		if got := UnknownRun(tt.text, runs, plans); got != tt.want {
 			t.Errorf("UnknownRun(%q) = %q; want %q", tt.text, got, tt.want)
+		}
+	}
+}
+
+// Small talk is never a spelling fix's target: "the" is one edit from "thx", and "what's the weather?" read
+// as "Did you mean "what's thx weather?"" would be a joke at the asker's expense.
+func TestSuggestNeverSmallTalk(t *testing.T) {
+	for _, text := range []string{"what's the weather?", "thankz for nothing", "helo there"} {
+		if got := suggestQuestion(text); got != "" && matchRules(got) != "help" {
+			t.Errorf("suggestQuestion(%q) = %q (%s); want no fix towards small talk", text, got, matchRules(got))
 		}
 	}
 }

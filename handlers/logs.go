@@ -46,8 +46,11 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 		return Reply{Ephemeral: true, Message: reports.Message{Title: title, Sections: []string{"The log " + reports.Code(q.Run.Log) + " is empty."}}}
 	}
 	block, shown := logBlock(lines, logLinesSection)
-	m := reports.Message{Title: title, Sections: []string{block},
-		Context: []string{fmt.Sprintf("last %s of %s; only you see this", reports.Plural(shown, "line", "lines"), reports.Code(q.Run.Log))}}
+	note := fmt.Sprintf("last %s of %s", reports.Plural(shown, "line", "lines"), reports.Code(q.Run.Log))
+	if !q.Req.Terminal() {
+		note += "; only you see this" // Slack shows the answer to the asker alone (Ephemeral)
+	}
+	m := reports.Message{Title: title, Sections: []string{block}, Context: []string{note}}
 	return Reply{Ephemeral: true, Message: m, Data: map[string]any{"lines": lines[len(lines)-shown:]}}
 }
 

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,22 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 			if !strings.Contains(got, k) {
 				t.Errorf("redactLogLine(%q) = %q; want %q kept", tt.line, got, k)
 			}
+		}
+	}
+}
+
+// "only you see this" is Slack's: its logs answer is ephemeral. The console and `bot ask` print to the one
+// person at the terminal, where the phrase was wrong (the new-user pass saw it end the console's answer).
+func TestLogsSaysOnlyYouInSlackAlone(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	for _, tt := range []struct {
+		source string
+		only   bool
+	}{{"console", false}, {"cli", false}, {"mention", true}, {"slash", true}, {"dm", true}} {
+		rep := e.bot.Ask(context.Background(), Request{Text: "logs", Source: tt.source, User: "UADMIN"})
+		text := rep.Message.Text()
+		if !strings.Contains(text, "last 2 lines of "+e.log) || strings.Contains(text, "only you see this") != tt.only {
+			t.Errorf("logs from %s = %q; want the lines, and %q only in Slack", tt.source, text, "only you see this")
 		}
 	}
 }

@@ -133,6 +133,8 @@ func TestRepliesGolden(t *testing.T) {
 		{"unsnooze", "unsnooze", "UADMIN"},
 		{"stage", "stage review done", "UADMIN"},
 		{"unknown", "what is the meaning of life?", ""},
+		{"thanks", "thanks!", ""},
+		{"hello", "hi", ""},
 	}
 	for _, q := range questions {
 		t.Run(q.name, func(t *testing.T) {

@@ -494,7 +494,7 @@ func finishedDigest(rs reports.RunStatus) string {
 	}
 	fmt.Fprintf(h, "snoozed %t\x00", rs.Snoozed != nil)
 	for _, p := range rs.Problems {
-		if !serverGone(p.Probe, rs) {
+		if !rs.ServerRetired(p.Probe) {
 			fmt.Fprintf(h, "problem %s\x00", p.Probe)
 		}
 	}

@@ -20,7 +20,7 @@ func handleServers(ctx context.Context, b *Bot, q Query) Reply {
 		return errorReply("check the servers", err)
 	}
 	m := reports.Message{Title: rs.Name + " · servers"}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	} else {
 		m.Sections = append(m.Sections, noServers(q.Run))

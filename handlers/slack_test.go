@@ -402,6 +402,7 @@ type botOpts struct {
 	noLogFile bool
 	statfs    *probes.StatFS // nil: the real statfs
 	readOnly  string         // the monitor only reads its state directory, for this reason
+	procRoot  string         // "": the real /proc
 }
 
 func newBotEnv(t testing.TB, o botOpts) *botEnv {
@@ -433,7 +434,7 @@ func newBotEnv(t testing.TB, o botOpts) *botEnv {
 		t.Fatal(err)
 	}
 	mo := monitor.Options{ProbeTimeout: 2 * time.Second, State: st, RateWindow: -1, StatFS: o.statfs,
-		ReadOnly: o.readOnly != "", ReadOnlyWhy: o.readOnly}
+		ReadOnly: o.readOnly != "", ReadOnlyWhy: o.readOnly, ProcRoot: o.procRoot}
 	if o.timeout > 0 {
 		mo.ProbeTimeout = o.timeout
 	}

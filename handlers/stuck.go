@@ -54,7 +54,7 @@ func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Progress != nil {
 		m.Sections = append(m.Sections, reports.ProgressLine(*rs.Progress))
 	}
-	if l := reports.EngineLineBeside(rs.Engines, rs.Problems); l != "" {
+	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	m.Context = context1(rs)

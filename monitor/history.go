@@ -81,8 +81,24 @@ type StageMark = checklist.Mark
 // freePoint is one free-space reading of a mount, kept in the run's state for the trend.
 type freePoint = reports.FreePoint
 
-// maxFreePoints bounds the free-space history per mount: two hours at the default interval.
+// maxFreePoints bounds the free-space history per mount.
 const maxFreePoints = 240
+
+// thinFree keeps a mount's free-space history within maxFreePoints by dropping every other reading of its
+// older half, rather than the oldest readings: the recent pace keeps every reading, and the history still
+// reaches back as far as a slow fill's forecast asks (reports.FillRate wants a span in proportion to the
+// time to full; 240 readings 5 s apart were 20 minutes, too short to name a disk that fills in 6 hours).
+func thinFree(pts []freePoint) []freePoint {
+	if len(pts) <= maxFreePoints {
+		return pts
+	}
+	half := len(pts) / 2
+	out := make([]freePoint, 0, len(pts))
+	for i := 0; i < half; i += 2 {
+		out = append(out, pts[i])
+	}
+	return append(out, pts[half:]...)
+}
 
 const stateVersion = 1
 
@@ -192,12 +208,12 @@ func (rs *runState) snoozedUntil() *time.Time {
 	return &t
 }
 
-// fillRates estimates how fast free space shrinks on each observed mount from the free-space
-// history plus the current reading: a least-squares slope over the last 30 minutes.
-func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[string]float64 {
+// fillRates is how fast free space shrinks on each observed mount, from the free-space history plus the
+// current reading (reports.FillRate: the history is as long as a slow fill's forecast needs it to be).
+func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[string]reports.FillTrend {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	out := map[string]float64{}
+	out := map[string]reports.FillTrend{}
 	t := probes.UnixSeconds(now)
 	for _, o := range obs {
 		if o.Usage == nil || !o.HasMount {
@@ -208,8 +224,8 @@ func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[
 			continue
 		}
 		pts := append(append([]freePoint(nil), rs.Free[mp]...), freePoint{T: t, Free: o.Usage.Free})
-		if rate, ok := reports.ShrinkRate(pts, t-1800); ok {
-			out[mp] = rate
+		if trend, ok := reports.FillRate(pts, 0); ok {
+			out[mp] = trend
 		}
 	}
 	return out
@@ -267,11 +283,7 @@ func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now t
 		if len(pts) > 0 && pts[len(pts)-1].T >= t {
 			continue
 		}
-		pts = append(pts, freePoint{T: t, Free: *p.FreeBytes})
-		if len(pts) > maxFreePoints {
-			pts = append(pts[:0:0], pts[len(pts)-maxFreePoints:]...)
-		}
-		st.Free[p.Mount] = pts
+		st.Free[p.Mount] = thinFree(append(pts, freePoint{T: t, Free: *p.FreeBytes}))
 	}
 	if smp == nil {
 		return nil, false

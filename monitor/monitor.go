@@ -364,13 +364,9 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 				in.Paths = append(in.Paths, p)
 			}
 		}
+		// The time to full is the free-space trend's alone: a write rate is one interval's writes (a burst of
+		// them made "fills in 6 h" of 5 s), and bytes written are not bytes of free space gone.
 		in.FillRates = st.fillRates(pathObs, now)
-		// Without a free-space trend yet, the measured write rate says how fast the disk fills.
-		for mp, rate := range shared.rates {
-			if _, ok := in.FillRates[mp]; !ok && rate > 0 {
-				in.FillRates[mp] = rate
-			}
-		}
 		ttf := func(string) (float64, bool) {
 			if eta != nil && eta.Seconds != nil {
 				return *eta.Seconds, true
@@ -398,7 +394,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		rs.Measured = m.measurePlans(ctx, r, rs.Plans, rs.Progress, addProblem)
 	}
 	if need.Stages && len(r.Stages) > 0 {
-		rs.Stages = m.checkStages(ctx, r, st, smp, rs.Problems)
+		rs.Stages = m.checkStages(ctx, r, st, smp, rs)
 	}
 	if until := st.snoozedUntil(); until != nil && until.After(now) {
 		rs.Snoozed = until

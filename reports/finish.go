@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -94,9 +95,17 @@ func SummarizeFinish(hist []Observation, cfg EstimateConfig, first *EstimateMark
 // average: over the job's own time from its start to its finish, the figures the finish line says, where the
 // estimator's run average starts at runwatch's first sample. Without any rate in tp, the averages alone still
 // say how fast it went instead of "not measured yet".
+//
+// A window that spans the whole run (a log first read after the finish: its elapsed time is the one span there
+// is) is the run average itself, and takes the average's figures: one line, "1,066 tok/s · 1.00 items/s
+// (25,000 items in 6 h 57 min up to the finish)", not "1.00 items/s (…); run average 1,066 tok/s · 1.00
+// items/s", which said the items/s twice and the tok/s only as an average.
 func (f FinishSummary) Throughput(tp Throughput) Throughput {
 	if f.AvgTokensPerS > 0 || f.AvgItemsPerS > 0 {
 		tp.RunTokensPerS, tp.RunItemsPerS = f.AvgTokensPerS, f.AvgItemsPerS
+		if f.DurationS > 0 && tp.WindowS >= 0.99*f.DurationS {
+			tp.TokensPerS, tp.ItemsPerS = f.AvgTokensPerS, f.AvgItemsPerS
+		}
 	}
 	return tp
 }
@@ -144,4 +153,41 @@ func FinishLine(f FinishSummary, loc *time.Location) string {
 			SlackTime(tTime(f.First.FinishT), loc), Duration(math.Abs(off)), word)
 	}
 	return s
+}
+
+// At is when the run finished, ok false when it finished before runwatch first saw it running.
+func (f FinishSummary) At() (time.Time, bool) {
+	if f.FinishedAt <= 0 {
+		return time.Time{}, false
+	}
+	return tTime(f.FinishedAt), true
+}
+
+// ServerRetired reports whether probe (a problem's probe name, or a warning's summary, which starts with it)
+// is an inference server's metrics endpoint the run no longer needs: once every item is done the servers are
+// stopped to free their GPUs, and that is the plan, not an outage to alarm anyone about.
+func (r RunStatus) ServerRetired(probe string) bool {
+	return strings.HasPrefix(probe, "metrics ") && r.End() == EndDone
+}
+
+// LiveProblems is r's problems but those of the servers retired at the finish (ServerRetired), for the
+// footnotes of an answer: its servers line already says, plainly, that they no longer answer.
+func (r RunStatus) LiveProblems() []Problem {
+	var out []Problem
+	for _, p := range r.Problems {
+		if !r.ServerRetired(p.Probe) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// finishedWhen is "the job finished at 14:02", or "the job has finished" when runwatch did not see when.
+func finishedWhen(r RunStatus, loc *time.Location) string {
+	if r.Finish != nil {
+		if at, ok := r.Finish.At(); ok {
+			return "the job finished at " + SlackTime(at, loc)
+		}
+	}
+	return "the job has finished"
 }

@@ -62,7 +62,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 			down++
 		}
 	}
-	if down > 0 {
+	if down > 0 && r.End() != EndDone { // nothing is left to slow down: servers are stopped at the finish
 		items = append(items, fmt.Sprintf(":red_circle: Slowed: %d of %d engines are down.", down, len(r.Engines)))
 	}
 	m.Sections = append(m.Sections, strings.Join(items, "\n"))

@@ -319,3 +319,21 @@ func TestLeftNamesAFailedSource(t *testing.T) {
 		t.Errorf("AnswerLeft(metrics down) = %q; want it to name the failed metrics source, not ask for one", got)
 	}
 }
+
+// A log-only run first seen after it finished has one span, the log's elapsed time, so its one figure is the
+// run average. It said "1.00 items/s (25,000 items in 6 h 57 min up to the finish); run average 1,066 tok/s ·
+// 1.00 items/s": the items/s twice, the tok/s only as an average. One line now, each rate once.
+func TestThroughputOfARunFirstSeenFinished(t *testing.T) {
+	elapsed, avg := 25000.0, 1066.0
+	hist := []Observation{{T: 1_800_000_000, Done: 25000, Total: 25000, Elapsed: &elapsed, AvgCompletion: &avg}}
+	cfg := EstimateConfig{Window: 900, StallAfter: 600}
+	_, tp := Estimate(hist, cfg)
+	f := SummarizeFinish(hist, cfg, nil)
+	if f == nil {
+		t.Fatal("SummarizeFinish = nil")
+	}
+	got := PlainText(ThroughputLine(f.Throughput(tp)))
+	if want := "1,066 tok/s · 1.00 items/s (25,000 items in 6 h 57 min up to the finish)"; got != want {
+		t.Errorf("ThroughputLine = %q; want %q", got, want)
+	}
+}

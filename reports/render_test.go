@@ -158,6 +158,40 @@ func TestETALineStalledSaysItsTimeOnce(t *testing.T) {
 	}
 }
 
+// Once every item is done the servers are stopped to free their GPUs: a server that no longer answers then is
+// said plainly, with when the job finished, not marked down with its error below; the footnotes leave its
+// error out. The new-user pass saw "(!!) http://…/metrics is down (below)" under a finished run.
+func TestEngineLineAfterTheFinish(t *testing.T) {
+	bad := EngineStatus{URL: "http://gpu-2:8000/metrics", Error: "scrape http://gpu-2:8000/metrics: connection refused"}
+	fin := time.Date(2026, 12, 6, 14, 2, 0, 0, time.UTC)
+	r := RunStatus{Engines: []EngineStatus{bad}, Progress: &Progress{Done: 25000, Total: 25000},
+		Problems: []Problem{{Probe: "metrics " + bad.URL, Error: bad.Error}, {Probe: "log /x.log", Error: "gone"}},
+		Finish:   &FinishSummary{FinishedAt: float64(fin.Unix()), Items: 25000}}
+	for _, tt := range []struct {
+		name string
+		at   float64
+		want string
+	}{
+		{"finish seen", float64(fin.Unix()), "http://gpu-2:8000/metrics no longer answers (the job finished at 14:02 UTC)"},
+		{"first seen finished", 0, "http://gpu-2:8000/metrics no longer answers (the job has finished)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r.Finish.FinishedAt = tt.at
+			got := PlainText(EngineLineBeside(r, time.UTC))
+			if !strings.Contains(got, tt.want) || strings.Contains(got, "(!!)") || strings.Contains(got, "down") {
+				t.Errorf("EngineLineBeside = %q; want %q and no alarm", got, tt.want)
+			}
+			if ps := r.LiveProblems(); len(ps) != 1 || ps[0].Probe != "log /x.log" {
+				t.Errorf("LiveProblems = %+v; want the log's alone", ps)
+			}
+		})
+	}
+	r.Progress.Done = 24000
+	if got := PlainText(EngineLineBeside(r, time.UTC)); !strings.Contains(got, "(!!) http://gpu-2:8000/metrics is down (below)") {
+		t.Errorf("EngineLineBeside mid-job = %q; want the server down", got)
+	}
+}
+
 // A server whose metrics endpoint answers HTTP 500 or a login page is up: "is down" would send a
 // person to restart it. Only one that did not answer (refused, unreachable, timed out) is down.
 func TestEngineLineBesideDownOrAnswering(t *testing.T) {
@@ -177,7 +211,7 @@ func TestEngineLineBesideDownOrAnswering(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			bad := EngineStatus{URL: "http://gpu-2:8000/metrics", Error: tt.err, Answers: tt.answers}
 			ps := []Problem{{Probe: "metrics " + bad.URL, Error: tt.err, Answers: tt.answers}}
-			got := EngineLineBeside([]EngineStatus{up, bad}, ps)
+			got := EngineLineBeside(RunStatus{Engines: []EngineStatus{up, bad}, Problems: ps}, time.UTC)
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("EngineLineBeside(%s) = %q; want it to contain %q", tt.name, got, w)

@@ -325,7 +325,7 @@ func TestEngineLineServersAndEngines(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := PlainText(EngineLineBeside(tt.es, nil)); !strings.HasPrefix(got, tt.want) {
+			if got := PlainText(EngineLineBeside(RunStatus{Engines: tt.es}, time.UTC)); !strings.HasPrefix(got, tt.want) {
 				t.Errorf("EngineLineBeside = %q; want it to start %q", got, tt.want)
 			}
 		})

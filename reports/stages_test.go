@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -90,23 +91,79 @@ func TestStageFromGrowth(t *testing.T) {
 	}
 }
 
-func TestShrinkRate(t *testing.T) {
+func TestFillRate(t *testing.T) {
 	var falling, rising []FreePoint
 	for i := range 11 {
 		falling = append(falling, FreePoint{T: float64(1000 + 30*i), Free: uint64(1e9 - 1e6*30*i)})
 		rising = append(rising, FreePoint{T: float64(1000 + 30*i), Free: uint64(1e9 + 1e6*30*i)})
 	}
-	if r, ok := ShrinkRate(falling, 0); !ok || r < 0.999e6 || r > 1.001e6 {
-		t.Errorf("ShrinkRate(falling 1 MB/s) = %g, %v; want 1e6", r, ok)
+	if tr, ok := FillRate(falling, 0); !ok || tr.Rate < 0.999e6 || tr.Rate > 1.001e6 {
+		t.Errorf("FillRate(falling 1 MB/s) = %+v, %v; want 1e6", tr, ok)
 	}
-	if _, ok := ShrinkRate(rising, 0); ok {
-		t.Error("ShrinkRate(rising) = ok; want no rate")
+	if _, ok := FillRate(rising, 0); ok {
+		t.Error("FillRate(rising) = ok; want no rate")
 	}
-	if _, ok := ShrinkRate(falling[:3], 0); ok {
-		t.Error("ShrinkRate(one minute) = ok; want no rate under two minutes")
+	if tr, ok := FillRate(falling[:3], 0); ok {
+		if s, firm := tr.Forecast(falling[2].Free); firm {
+			t.Errorf("FillRate(one minute, 3 readings) forecasts %g s; want no forecast from three readings", s)
+		}
 	}
-	if _, ok := ShrinkRate(falling, 1250); ok {
-		t.Error("ShrinkRate(since the last 2 points) = ok; want no rate from too few points")
+	if _, ok := FillRate(falling, 1250); ok {
+		t.Error("FillRate(since the last 2 points) = ok; want no rate from too few points")
+	}
+}
+
+// A time to full reaches at most fillReach times the span of the readings behind it, whatever the pace: a
+// write burst seconds long on a roomy disk is a pace with no forecast; the same disk shrinking at that pace
+// for a tenth of the forecast has one; and a steady fill is forecast from the shortest recent window that
+// supports it, so a fill that starts after hours of quiet is named a tenth of its time to full after it
+// starts, not diluted by the quiet.
+func TestFillRateEvidence(t *testing.T) {
+	const free0 = 84.3e9
+	series := func(step float64, n int, rate func(t float64) float64) []FreePoint {
+		var pts []FreePoint
+		free := free0
+		for i := range n {
+			tt := step * float64(i)
+			if i > 0 {
+				free -= rate(tt) * step
+			}
+			pts = append(pts, FreePoint{T: tt, Free: uint64(free)})
+		}
+		return pts
+	}
+	burst := func(tt float64) float64 {
+		if tt > 5 && tt <= 20 {
+			return 3.86e6
+		}
+		return 0
+	}
+	for _, tt := range []struct {
+		name     string
+		pts      []FreePoint
+		forecast bool
+		within   float64 // when forecast: the seconds to full, to 1%
+	}{
+		{"15 s burst, then 2 min quiet", series(5, 28, burst), false, 0},
+		{"3.86 MB/s for 30 min: 6 h away needs 36 min", series(5, 361, func(float64) float64 { return 3.86e6 }), false, 0},
+		{"3.86 MB/s for 40 min", series(5, 481, func(float64) float64 { return 3.86e6 }), true, (free0 - 3.86e6*2400) / 3.86e6},
+		{"quiet 3 h, then 50 MB/s for 3 min", series(30, 367, func(t float64) float64 {
+			if t > 3*3600 {
+				return 50e6
+			}
+			return 0
+		}), true, (free0 - 50e6*180) / 50e6},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, ok := FillRate(tt.pts, 0)
+			s, firm := tr.Forecast(tt.pts[len(tt.pts)-1].Free)
+			if !ok && tt.forecast {
+				t.Fatalf("FillRate = %+v, %v; want a trend", tr, ok)
+			}
+			if firm != tt.forecast || (firm && math.Abs(s-tt.within) > 0.01*tt.within) {
+				t.Errorf("FillRate = %+v; Forecast = %.0f s, %v; want %v (%.0f s)", tr, s, firm, tt.forecast, tt.within)
+			}
+		})
 	}
 }
 

@@ -263,12 +263,15 @@ func ETALine(e ETA, loc *time.Location) string {
 	return s
 }
 
-// EngineLineBeside summarises the inference servers and their engines in an answer whose context lists the
-// problems ps: a failing endpoint whose error is among them is marked down (or, when it answered, as answering
-// but not with metrics) without repeating the error, so each failure is printed once.
-func EngineLineBeside(es []EngineStatus, ps []Problem) string {
+// EngineLineBeside summarises r's inference servers and their engines in an answer whose context lists r's
+// live problems (LiveProblems): a failing endpoint whose error is among them is marked down (or, when it
+// answered, as answering but not with metrics) without repeating the error, so each failure is printed once.
+// Once every item is done a server that stopped answering is not down but retired (ServerRetired), and is
+// said plainly: "`http://…/metrics` no longer answers (the job finished at 14:02)".
+func EngineLineBeside(r RunStatus, loc *time.Location) string {
+	es := r.Engines
 	listed := map[string]bool{}
-	for _, p := range ps {
+	for _, p := range r.LiveProblems() {
 		listed[p.Probe+"\x00"+p.Error] = true
 	}
 	if len(es) == 0 {
@@ -320,6 +323,10 @@ func EngineLineBeside(es []EngineStatus, ps []Problem) string {
 	for _, e := range es {
 		switch {
 		case e.OK:
+		case r.ServerRetired("metrics "+e.URL) && e.Answers:
+			s += fmt.Sprintf("\n%s%s answers, but no longer with metrics (%s)", Code(e.URL), onHost(e.Host), finishedWhen(r, loc))
+		case r.ServerRetired("metrics " + e.URL):
+			s += fmt.Sprintf("\n%s%s no longer answers (%s)", Code(e.URL), onHost(e.Host), finishedWhen(r, loc))
 		case listed["metrics "+e.URL+"\x00"+e.Error] && e.Answers:
 			s += fmt.Sprintf("\n:red_circle: %s%s answers, but not with metrics (below)", Code(e.URL), onHost(e.Host))
 		case listed["metrics "+e.URL+"\x00"+e.Error]:
@@ -516,7 +523,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 		head = append(head, noProgressLine(r.Problems))
 	}
 	m.Sections = append(m.Sections, strings.Join(head, "\n"))
-	if l := EngineLineBeside(r.Engines, r.Problems); l != "" {
+	if l := EngineLineBeside(r, loc); l != "" {
 		m.Sections = append(m.Sections, l)
 	}
 	if l := SignalLines(r); len(l) > 0 {
@@ -544,7 +551,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 	for _, n := range r.Notices {
 		m.Context = append(m.Context, Esc(n))
 	}
-	m.Context = append(m.Context, ProblemContext(r.Problems)...)
+	m.Context = append(m.Context, ProblemContext(r.LiveProblems())...)
 	if r.Snoozed != nil && r.Snoozed.After(now) {
 		m.Context = append(m.Context, ":zzz: warnings snoozed until "+SlackTime(*r.Snoozed, loc))
 	}

@@ -39,9 +39,10 @@ type StorageInput struct {
 	Table   *probes.MountTable
 	// WriteRates holds measured write rates in bytes/s by mount point.
 	WriteRates map[string]float64
-	// FillRates holds how fast free space shrinks, in bytes/s by mount point, from the history of
-	// free-space samples; only positive (shrinking) rates are listed.
-	FillRates map[string]float64
+	// FillRates holds how fast free space shrinks by mount point, from the history of free-space
+	// samples (FillRate); only shrinking mounts are listed. A time to full is given only where the
+	// trend is evidence enough for it (FillTrend.Forecast).
+	FillRates map[string]FillTrend
 }
 
 // Storage is the storage part of a run's status.
@@ -275,8 +276,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 			info.FreeBytes, info.TotalBytes, info.UsedBytes = &u.Free, &u.Total, &u.Used
 			// A disk that would take more than a month to fill is not filling, as far as a run
 			// is concerned; a figure like "fills in 384 d" is noise.
-			if rate, ok := in.FillRates[info.Mount]; ok && rate > 0 && float64(u.Free)/rate < maxFillHorizon {
-				s := float64(u.Free) / rate
+			if s, firm := in.FillRates[info.Mount].Forecast(u.Free); firm && s < maxFillHorizon {
 				info.FillsInS = &s
 			}
 		}

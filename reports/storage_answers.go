@@ -303,10 +303,17 @@ func freeLine(p PathInfo, held []string, rates []WriteRate, etaS *float64, plans
 		// BuildStorage leaves the time to full out past a month: say so rather than nothing. A write rate that
 		// would fill the disk within a month, with no time to full beside it (a remote host without a free-space
 		// trend yet, or a trend that other writers' deletions hold back), is that rate's time to full: the demo's
-		// "Writing 25.0 kB/s." of 64.7 GB, or 50.3 MB/s of 966 GB (5 h 20 min), said nothing more.
-		if d := float64(*p.FreeBytes) / written; d >= maxFillHorizon {
+		// "Writing 25.0 kB/s." of 64.7 GB, or 50.3 MB/s of 966 GB (5 h 20 min), said nothing more. But it is the
+		// writes between two readings, not a trend (FillTrend.Forecast): it may say the disk lasts, not raise the
+		// alarm that it will not; a burst of seconds did ("fills in 6 h 4 min (!!) — before the job ends").
+		d := float64(*p.FreeBytes) / written
+		switch {
+		case d >= maxFillHorizon:
 			b.WriteString(" At that rate it lasts over a month.")
-		} else {
+		case etaS != nil && d < *etaS:
+			fmt.Fprintf(&b, " At that rate it would fill in %s, before the job ends (%s more); free space has not shrunk that fast for long enough to say it will, and a warning follows if it does.",
+				Duration(d), Duration(*etaS))
+		default:
 			fills, pace = &d, "that rate"
 		}
 	}

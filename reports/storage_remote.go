@@ -17,8 +17,9 @@ import (
 type RemoteInput struct {
 	// Paths are the run's paths placed on each host's filesystems (PlaceOnHosts).
 	Paths []PathObservation
-	// WriteRates and FillRates are bytes/s by host, then mount point.
-	WriteRates, FillRates map[string]map[string]float64
+	// WriteRates are bytes/s by host, then mount point; FillRates the free-space trends, the same way.
+	WriteRates map[string]map[string]float64
+	FillRates  map[string]map[string]FillTrend
 	// Writers are other hosts' processes writing under protected paths (Host set).
 	Writers   []WriterInfo
 	Invisible int
@@ -46,10 +47,10 @@ func PlaceOnHosts(paths []PathObservation, hosts []probes.RemoteHost) []PathObse
 	return out
 }
 
-// FillRatesByHost fits free space against time (ShrinkRate over the window before now) for each
+// FillRatesByHost fits free space against time (FillRate over the window before now) for each
 // host and mount point, as for local disks.
-func FillRatesByHost(free map[string]map[string][]probes.PromSample, now, window float64) map[string]map[string]float64 {
-	out := map[string]map[string]float64{}
+func FillRatesByHost(free map[string]map[string][]probes.PromSample, now, window float64) map[string]map[string]FillTrend {
+	out := map[string]map[string]FillTrend{}
 	for host, mounts := range free {
 		for mp, samples := range mounts {
 			pts := make([]FreePoint, 0, len(samples))
@@ -58,14 +59,14 @@ func FillRatesByHost(free map[string]map[string][]probes.PromSample, now, window
 					pts = append(pts, FreePoint{T: smp.T, Free: uint64(smp.V)})
 				}
 			}
-			rate, ok := ShrinkRate(pts, now-window)
+			trend, ok := FillRate(pts, now-window)
 			if !ok {
 				continue
 			}
 			if out[host] == nil {
-				out[host] = map[string]float64{}
+				out[host] = map[string]FillTrend{}
 			}
-			out[host][mp] = rate
+			out[host][mp] = trend
 		}
 	}
 	return out

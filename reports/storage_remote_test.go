@@ -99,7 +99,7 @@ func TestFillRatesByHost(t *testing.T) {
 		avail = append(avail, probes.PromSample{T: t, V: 1e12 - 1e6*(t-now+600)})
 	}
 	fill := FillRatesByHost(map[string]map[string][]probes.PromSample{"h": {"/data": avail}}, now, 1800)
-	if r := fill["h"]["/data"]; math.Abs(r-1e6) > 1 {
+	if r := fill["h"]["/data"].Rate; math.Abs(r-1e6) > 1 {
 		t.Errorf("fill rate = %g; want 1e6", r)
 	}
 }

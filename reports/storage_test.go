@@ -41,7 +41,7 @@ func storageInput() StorageInput {
 			{PID: 8000, Command: "gone", File: "/data/tmp/x (deleted)", MountID: 30, Flags: 0o100001},
 		}},
 		WriteRates: map[string]float64{"/data": 45e6},
-		FillRates:  map[string]float64{"/data": 45e6},
+		FillRates:  map[string]FillTrend{"/data": {Rate: 45e6, Span: 2 * 3600, Readings: 240}}, // 17 h to full, watched for 2 h
 	}
 }
 
@@ -239,7 +239,8 @@ func TestAnswerFreeSaysWhetherItFills(t *testing.T) {
 		want string
 	}{
 		{3600, "At that rate it fills in 29 d 23 h; the job needs 1 h more, so it lasts."},
-		{40 * 86400, "At that rate it fills in 29 d 23 h (!!) — before the job ends (40 d more)."},
+		// A write rate is the writes between two readings: it may say the disk lasts, not that it will not.
+		{40 * 86400, "At that rate it would fill in 29 d 23 h, before the job ends (40 d more); free space has not shrunk that fast for long enough to say it will, and a warning follows if it does."},
 	} {
 		if got := AnswerFree("demo", paths, rates, &tt.etaS, nil).Text(); !strings.Contains(got, tt.want) {
 			t.Errorf("AnswerFree with %v s left = %q; want it to say %q", tt.etaS, got, tt.want)
