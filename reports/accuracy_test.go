@@ -583,9 +583,10 @@ func TestAccuracy(t *testing.T) {
 	}
 	// The peer corpus: jobs against a simulator nobody here wrote, each scenario recorded six times (the
 	// committed trace and five more draws, testdata/peer/seeds), a row the mean over the six as a sim row is
-	// over its seeds. The brief asks for 0.8x the better baseline; the estimator reaches 0.81x (0.84x before an
-	// on-finish counter's point followed its own past errors, onFinishBias; 0.85x over three recordings, 0.86x
-	// on the first recordings alone, from 2.14x, then 1.01x, 0.97x, 0.92x, 0.88x), held here at 0.86x.
+	// over its seeds. The brief asks for 0.8x the better baseline; the estimator reaches 0.80x (0.81x before an
+	// on-finish drain counted down between finishes, survivors.go; 0.84x before an on-finish counter's point
+	// followed its own past errors, onFinishBias; 0.85x over three recordings, 0.86x on the first recordings
+	// alone, from 2.14x, then 1.01x, 0.97x, 0.92x, 0.88x), held here at 0.84x.
 	peer := accTable(nil, 0, accPeerSeedCases(t, 1))
 	t.Log("\n" + formatAccTable(peer))
 	for _, r := range peer {
@@ -647,8 +648,8 @@ func TestAccuracy(t *testing.T) {
 	if iscore > 0.68 {
 		t.Errorf("peer corpus: mean interval score %.1f%% of the job; want at most 68%%", 100*iscore)
 	}
-	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.86*better {
-		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 0.86x (the brief: 0.8x)", 100*est, 100*better)
+	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.84*better {
+		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 0.84x (the brief: 0.8x)", 100*est, 100*better)
 	}
 	// The held-out jobs (testdata/peer/heldout): recorded after the tuning, with settings unlike the corpus's.
 	// Scored when recorded: 0.91x the better baseline (0.905x once the on-finish point's move was bounded at
