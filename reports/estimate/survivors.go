@@ -54,48 +54,62 @@ func (s series) decodedSince(d, last int, until, r, b float64) float64 {
 	return x
 }
 
-// boundedB is the largest b at most hi for which decodedSince(d, last, until, r, b) stays within limit (0 when
-// even no speed-up decodes more): decode rises with b.
-func (s series) boundedB(d, last int, until, r, hi, limit float64) float64 {
-	if s.decodedSince(d, last, until, r, hi) <= limit {
-		return hi
-	}
-	if s.decodedSince(d, last, until, r, 0) >= limit {
-		return 0
-	}
-	lo := 0.0
-	for range 40 {
-		mid := (lo + hi) / 2
-		if s.decodedSince(d, last, until, r, mid) > limit {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return lo
-}
-
 // survivorsB is the largest b at most hi that what the drain so far shows allows, for a counter that moves on
-// finish in a drain that began at point d; res are the residual quantiles.
+// finish in a drain that began at point d (0 when even no speed-up decodes more than it allows); res are the
+// residual quantiles. Decode rises with b, so one bisection tests every bound at once, each test one pass over
+// the drain's points.
 func (s series) survivorsB(d, last int, r, hi float64, res []float64) float64 {
 	n := len(res)
-	b := hi
-	for i := d + 1; i <= last; i++ {
-		if l, ok := blockTokensPerItem(s.pts[i-1], s.pts[i]); ok {
-			// Finished after the drain began, so decoding since it for no longer than this.
-			b = s.boundedB(d, last, s.pts[i-1].t, r, b, l.num/l.den)
+	// limit[k-d] bounds the decode from the drain's start up to point k: an item that finished in the interval
+	// after point k decoded no more than its length since the drain began.
+	limit := make([]float64, last-d+1)
+	for k := range limit {
+		limit[k] = math.Inf(1)
+		if i := d + k + 1; i <= last {
+			if l, ok := blockTokensPerItem(s.pts[i-1], s.pts[i]); ok {
+				limit[k] = l.num / l.den
+			}
 		}
 	}
 	// The requests still running outlived what they decoded: of the batch the drain began with (the top kd of
 	// the n quantiles, as tokenSeconds counts them) at least as many as a residual beyond it leaves, give or
 	// take chance (the lower 90% bound of the share that survived, Wilson's).
+	survived := math.Inf(1)
 	if began := s.pts[d].running; began > 0 {
 		kd := math.Ceil(began * float64(n) / s.slots)
 		share := wilsonLow(math.Min(s.pts[last].running, began), began, 1.28)
-		j := max(0, min(n-1, n-int(math.Ceil(share*kd))))
-		b = s.boundedB(d, last, s.now, r, b, res[j])
+		survived = res[max(0, min(n-1, n-int(math.Ceil(share*kd))))]
 	}
-	return b
+	allows := func(b float64) bool {
+		a := r / s.slots * (1 + b*s.slots)
+		x := 0.0
+		for k := d; k <= last; k++ {
+			if x > limit[k-d] {
+				return false
+			}
+			end := s.now
+			if k < last {
+				end = s.pts[k+1].t
+			}
+			x += math.Max(0, end-s.pts[k].t) * a / (1 + b*s.pts[k].running)
+		}
+		return x <= survived
+	}
+	if allows(hi) {
+		return hi
+	}
+	if !allows(0) {
+		return 0
+	}
+	lo := 0.0
+	for range 40 {
+		if mid := (lo + hi) / 2; allows(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // wilsonLow is the lower end of Wilson's score interval for k successes in n trials at z.
