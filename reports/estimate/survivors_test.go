@@ -126,11 +126,13 @@ func TestSurvivorsBoundTheSpeedup(t *testing.T) {
 
 // outlived is the mean residual life of a capped lognormal, checked against a direct integral.
 func TestOutlived(t *testing.T) {
-	for _, c := range []struct{ mu, sigma, top, x float64 }{{5, 1, 4096, 300}, {5, 1, 4096, 3000}, {4, 1.5, 512, 100}, {6, 0.5, 10000, 50}} {
+	for _, c := range []struct{ mu, sigma, top, x float64 }{{5, 1, 4096, 300}, {5, 1, 4096, 3000}, {4, 1.5, 512, 100}, {6, 0.5, 10000, 50},
+		// max_tokens far beyond the lengths: a midpoint rule over [x, top] put the first at half its value.
+		{5.5, 0.5, 131072, 500}, {4, 2, 131072, 100}, {5, 1, 4096, 0}} {
 		// E[min(L, top) - x | L > x] by integrating the density on a fine log grid.
 		var num, den float64
 		const n = 200000
-		lo, hi := math.Log(c.x), c.mu+10*c.sigma
+		lo, hi := math.Max(math.Log(c.x), c.mu-10*c.sigma), c.mu+10*c.sigma
 		h := (hi - lo) / n
 		for i := 0; i < n; i++ {
 			z := lo + (float64(i)+0.5)*h
