@@ -118,10 +118,16 @@ func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHig
 	bFast := curveB(slots, 2*defaultSpeedup)
 	if k < n && s.kind == OnFinish {
 		if d := s.drainStart(last); d >= 0 {
-			bFast = s.survivorsB(d, last, r, bFast, res)
+			// The requests in flight went on decoding until now, unless the server restarted since: a restarted
+			// server's requests are sent again and decode from nothing, and the drain holds at its last finish.
+			until := s.now
+			if s.nowSeg != p.seg {
+				until = p.t
+			}
+			bFast = s.survivorsB(d, last, until, r, bFast, res)
 			b = math.Min(b, bFast)
-			x, xFast, xSlowest = s.decodedSince(d, last, s.now, r, b), s.decodedSince(d, last, s.now, r, bFast),
-				s.decodedSince(d, last, s.now, r, 0)
+			x, xFast, xSlowest = s.decodedSince(d, last, until, r, b), s.decodedSince(d, last, until, r, bFast),
+				s.decodedSince(d, last, until, r, 0)
 		}
 	}
 	// withSurvivors is the drain at b of the survivors of k quantiles res, each having decoded x, and no less

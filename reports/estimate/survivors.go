@@ -76,8 +76,8 @@ func (s series) boundedB(d, last int, until, r, hi, limit float64) float64 {
 }
 
 // survivorsB is the largest b at most hi that what the drain so far shows allows, for a counter that moves on
-// finish in a drain that began at point d; res are the residual quantiles.
-func (s series) survivorsB(d, last int, r, hi float64, res []float64) float64 {
+// finish in a drain that began at point d, its requests decoding until T until; res are the residual quantiles.
+func (s series) survivorsB(d, last int, until, r, hi float64, res []float64) float64 {
 	n := len(res)
 	b := hi
 	for i := d + 1; i <= last; i++ {
@@ -93,7 +93,7 @@ func (s series) survivorsB(d, last int, r, hi float64, res []float64) float64 {
 		kd := math.Ceil(began * float64(n) / s.slots)
 		share := wilsonLow(math.Min(s.pts[last].running, began), began, 1.28)
 		j := max(0, min(n-1, n-int(math.Ceil(share*kd))))
-		b = s.boundedB(d, last, s.now, r, b, res[j])
+		b = s.boundedB(d, last, until, r, b, res[j])
 	}
 	return b
 }
