@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -236,6 +237,53 @@ func TestRunFileMaxTokens(t *testing.T) {
 	defer mu.Unlock()
 	if len(sent) != 40 || sent[0] == sent[1] && sent[1] == sent[2] {
 		t.Errorf("the servers saw max_tokens %v; want 40 requests, each with its own", sent)
+	}
+}
+
+// TestTracePath: a held-out job's trace is kept apart from the corpus, whose every *.jsonl the accuracy
+// benchmark scores and the estimator was tuned on.
+func TestTracePath(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		seed int
+		want string
+	}{
+		{"steady", 0, "reports/testdata/peer/steady.jsonl"},
+		{"steady", 3, "reports/testdata/peer/seeds/steady.s3.jsonl"},
+		{"ho-wide", 0, "reports/testdata/peer/heldout/ho-wide.jsonl"},
+		{"ho-long", 2, "reports/testdata/peer/heldout/seeds/ho-long.s2.jsonl"},
+	} {
+		if got := tracePath(c.name, c.seed); got != c.want {
+			t.Errorf("tracePath(%q, %d) = %q; want %q", c.name, c.seed, got, c.want)
+		}
+	}
+	for _, s := range heldout() {
+		if _, err := os.Stat(filepath.Join("../..", tracePath(s.Name, 0))); err != nil {
+			t.Errorf("held-out %s: %v", s.Name, err)
+		}
+	}
+}
+
+// TestRecordScriptPaths runs scripts/recordpeer.sh on a corpus scenario and a held-out one with a simulator
+// that is not there: each fails at once, naming the trace it was to write. The script listed every scenario
+// (recordpeer -list names the held-out jobs too) and wrote each into reports/testdata/peer/, where a held-out
+// job would have joined the corpus.
+func TestRecordScriptPaths(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	cmd := exec.Command("bash", "../recordpeer.sh", "steady", "ho-wide")
+	cmd.Env = append(os.Environ(), "SIM="+filepath.Join(t.TempDir(), "absent.gz"), "LOG_DIR="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("recordpeer.sh: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"steady failed (recording reports/testdata/peer/steady.jsonl)",
+		"ho-wide failed (recording reports/testdata/peer/heldout/ho-wide.jsonl)"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("recordpeer.sh said:\n%s\nwant a line with %q", stderr.String(), want)
+		}
 	}
 }
 
