@@ -124,6 +124,11 @@ func ParseQuestion(text string, runs, plans []string) Question {
 	if q.Path != "" {
 		cleaned = strings.ReplaceAll(cleaned, strings.ToLower(q.Path), " /path ")
 	}
+	// A question typed without its question mark is still one: the phrases that hold only at the end of a
+	// question ("is it running?", not "is it running late?") end with it.
+	if cleaned = strings.TrimSpace(cleaned); cleaned != "" && isWordByte(cleaned[len(cleaned)-1]) {
+		cleaned += "?"
+	}
 	switch {
 	case anyPhrase(cleaned, whyCues) && anyPhrase(cleaned, etaCues):
 		q.Intent = "why"

@@ -123,7 +123,7 @@ func TestIntentPhrasings(t *testing.T) {
 		},
 		"ontrack": {
 			"are we on track?", "on track?", "is synth-25k on schedule?", "are we behind?", "are we behind schedule?",
-			"are we ahead of schedule?", "is it running late?", "will it be on time?", "are we slipping?",
+			"are we ahead of schedule?", "is it running late?", "is it running late", "will it be on time?", "are we slipping?",
 			"is it going as planned?", "is it going as expected?", "how does it compare to the first estimate?",
 			"are we keeping up with the original estimate", "still on target?",
 		},
@@ -136,7 +136,7 @@ func TestIntentPhrasings(t *testing.T) {
 		"space":  {"how much space is left on /data?", "what's left on /data?", "is the disk filling up?", "free space?"},
 		"fit":    {"will the hidden states fit?", "will it fit?", "enough room for all-layers?"},
 		"stuck": {"is it stuck?", "why is it stuck?", "is extract still moving?", "is the job hung?", "is the job running?",
-			"is it still running?", "still going?"},
+			"is it still running?", "still going?", "is it running?", "is it running", "is it running "},
 		"status": {"status", "how's it going?", "give me an overview", "how many done?", "how many items are done so far?",
 			"any errors?", "how many errors?", "how many failed?", "any failures on extract?"},
 		"throughput": {

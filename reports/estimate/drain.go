@@ -37,9 +37,10 @@ const quantiles = 256
 // mean age of a request in flight is E[L²]/2E[L]) and capped at max_tokens; as requests finish, the rest
 // decode faster (see drainCurve), and the last one sets the finish. It returns the seconds, the drain's part,
 // and the drain's range: how fast the stragglers speed up is a guess until the drain shows it (from none, the
-// slowest a drain can be, to twice the prior), and without max_tokens so is the longest request. Without the batch's age (a counter that moves only
-// on finish) the spread of the lengths is fitted to the share of requests that ran to max_tokens (see
-// cappedLognormal), when the engines count it.
+// slowest a drain can be, to twice the prior), and without max_tokens so is the longest request. Without the
+// batch's age (a counter that moves only on finish) the spread of the lengths is fitted to the share of
+// requests that ran to max_tokens (see cappedLognormal), when the engines count it, and in the drain what its
+// survivors have outlived counts the drain down between finishes and bounds its speed-up (survivors.go).
 func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHigh float64) {
 	last := -1
 	for i := len(s.pts) - 1; i >= 0; i-- {
@@ -118,10 +119,16 @@ func (s series) tokenSeconds(left, m, r float64) (sec, drain, drainLow, drainHig
 	bFast := curveB(slots, 2*defaultSpeedup)
 	if k < n && s.kind == OnFinish {
 		if d := s.drainStart(last); d >= 0 {
-			bFast = s.survivorsB(d, last, r, bFast, res)
+			// The requests in flight went on decoding until now, unless the server restarted since: a restarted
+			// server's requests are sent again and decode from nothing, and the drain holds at its last finish.
+			until := s.now
+			if s.nowSeg != p.seg {
+				until = p.t
+			}
+			bFast = s.survivorsB(d, last, until, r, bFast, res)
 			b = math.Min(b, bFast)
-			x, xFast, xSlowest = s.decodedSince(d, last, s.now, r, b), s.decodedSince(d, last, s.now, r, bFast),
-				s.decodedSince(d, last, s.now, r, 0)
+			x, xFast, xSlowest = s.decodedSince(d, last, until, r, b), s.decodedSince(d, last, until, r, bFast),
+				s.decodedSince(d, last, until, r, 0)
 		}
 	}
 	// withSurvivors is the drain at b of the survivors of k quantiles res, each having decoded x, and no less
@@ -169,7 +176,8 @@ func curveB(slots, speedup float64) float64 {
 // drainCurve returns b of the per-request decode rate a/(1+b·B) for B running requests, given the full-batch
 // rate r. While the batch is draining the history shows the rate at smaller batches: r(B)/r(C) =
 // (1+bC)/(1+bB) gives b from each interval of the drain so far, when the counter moves as tokens are
-// generated. Before that, or with a counter that moves on finish, b follows from defaultSpeedup.
+// generated. Before that, or with a counter that moves on finish, b follows from defaultSpeedup (bounded from
+// above, for the latter, by what the drain's survivors have outlived: survivorsB).
 func (s series) drainCurve(last int, r float64) (b float64, measured bool) {
 	slots := s.slots
 	b = curveB(slots, defaultSpeedup)
@@ -178,8 +186,9 @@ func (s series) drainCurve(last int, r float64) (b float64, measured bool) {
 		// the ones that finish in a drain are the longest: their tokens over the seconds between samples,
 		// per request still running, read as a lone request several times faster than it is (peer failures,
 		// whose engine speeds up 1.2x alone, measured 6-9x in its last second and put the finish 0.9 s early
-		// of 1.4 s). Such a drain says nothing of the speed-up, and the prior stands: dp2-uneven 4.70% ->
-		// 4.23%, the rest of the benchmark within 0.06 points.
+		// of 1.4 s). Such a drain's rate says nothing of the speed-up, and the prior stands here: dp2-uneven
+		// 4.70% -> 4.23%, the rest of the benchmark within 0.06 points. What its survivors have outlived can
+		// only lower it (survivorsB, in tokenSeconds).
 		return b, false
 	}
 	var sum, weight float64

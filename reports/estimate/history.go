@@ -54,9 +54,11 @@ type series struct {
 	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
 	countersLeftOut bool
 	// total is the job's item count (0 unknown); now is the T of the latest observation at which the engines
-	// answered with requests running: the points the rates use may end before it (busyUntil), and the drain
-	// counts the decoding since (survivors.go).
+	// answered with requests running, nowSeg the engine counter segment it is in: the points the rates use may
+	// end before it (busyUntil), and the drain counts the decoding since (survivors.go), within one server
+	// lifetime.
 	total, now float64
+	nowSeg     int
 }
 
 // cappedShare is the share of finished requests stopped at max_tokens, from the latest observation whose
@@ -180,7 +182,7 @@ func build(hist []Observation, cfg Config) series {
 			p.progress = p.done > prev.done || p.hasG && p.g > prev.g
 		}
 		if p.hasG && p.running > 0 {
-			s.now = p.t
+			s.now, s.nowSeg = p.t, p.seg
 		}
 		s.total = float64(o.Total)
 		s.pts[i] = p

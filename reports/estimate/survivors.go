@@ -55,10 +55,10 @@ func (s series) decodedSince(d, last int, until, r, b float64) float64 {
 }
 
 // survivorsB is the largest b at most hi that what the drain so far shows allows, for a counter that moves on
-// finish in a drain that began at point d (0 when even no speed-up decodes more than it allows); res are the
-// residual quantiles. Decode rises with b, so one bisection tests every bound at once, each test one pass over
-// the drain's points.
-func (s series) survivorsB(d, last int, r, hi float64, res []float64) float64 {
+// finish in a drain that began at point d, its requests decoding until T until (0 when even no speed-up decodes
+// more than it allows); res are the residual quantiles. Decode rises with b, so one bisection tests every bound
+// at once, each test one pass over the drain's points.
+func (s series) survivorsB(d, last int, until, r, hi float64, res []float64) float64 {
 	n := len(res)
 	// limit[k-d] bounds the decode from the drain's start up to point k: an item that finished in the interval
 	// after point k decoded no more than its length since the drain began.
@@ -87,9 +87,9 @@ func (s series) survivorsB(d, last int, r, hi float64, res []float64) float64 {
 			if x > limit[k-d] {
 				return false
 			}
-			end := s.now
+			end := until
 			if k < last {
-				end = s.pts[k+1].t
+				end = math.Min(until, s.pts[k+1].t)
 			}
 			x += math.Max(0, end-s.pts[k].t) * a / (1 + b*s.pts[k].running)
 		}
@@ -124,26 +124,29 @@ func wilsonLow(k, n, z float64) float64 {
 // E[min(L, top) - x | L > x] of the lognormal length L given by mu and sigma, top the longest residual the
 // drain prices (max_tokens, where it is known). The drain's residual quantiles describe a batch at the
 // moment it began to drain; a survivor that has decoded past all of them (the quantiles priced it done, and
-// it is still running) has this much left, not nothing: the peer's length drift said "0 s (0 s – 0 s)" with
-// two requests running and 0.2 s to go.
+// it is still running) has this much left, not nothing.
+//
+// In closed form, ∫ₓᵗᵒᵖ P(L > u) du = top·P(L > top) − x·P(L > x) + E[L; x < L ≤ top], over P(L > x), the
+// tails as upper tails (erfc) so that a survivor far out in one keeps its precision. A midpoint rule over
+// [x, top] in 200 steps put it at half its value where max_tokens is far beyond the lengths (65 tokens for
+// 140 with lengths of about 250 and max_tokens 131,072), and cost 200 erfc on each estimate of the drain.
 func outlived(mu, sigma, top, x float64) float64 {
 	if !(top > x) {
 		return 0
 	}
-	surv := func(u float64) float64 {
-		if u <= 0 {
-			return 1
-		}
-		return 0.5 * math.Erfc((math.Log(u)-mu)/(sigma*math.Sqrt2))
+	if !(sigma > 0) {
+		return math.Max(0, math.Min(top, math.Exp(mu))-x) // every length the same
 	}
-	const steps = 200
-	h := (top - x) / steps
-	area := 0.0
-	for i := range steps {
-		area += surv(x+(float64(i)+0.5)*h) * h
+	x = math.Max(0, x)
+	tail := func(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) } // P(Z > z)
+	zx, zt := math.Inf(-1), (math.Log(top)-mu)/sigma
+	if x > 0 {
+		zx = (math.Log(x) - mu) / sigma
 	}
-	if p := surv(x); p > 0 {
-		return math.Min(top-x, area/p)
+	p := tail(zx)
+	if !(p > 0) {
+		return top - x
 	}
-	return top - x
+	area := top*tail(zt) - x*p + math.Exp(mu+sigma*sigma/2)*(tail(zx-sigma)-tail(zt-sigma))
+	return math.Max(0, math.Min(top-x, area/p))
 }

@@ -58,6 +58,39 @@ func TestDrainCountsDown(t *testing.T) {
 	}
 }
 
+// TestDrainRestartHolds: the server restarts in the drain (down from 127 s to 129 s, its counters from zero
+// after) and the client sends the ten requests again. They decode from nothing: the time they ran before the
+// restart, the downtime and the seconds since are not decoding the drain began with, and the estimate does not
+// count down through them (it went from 2.4 s at the restart to 1.2 s, and held there, while the requests sent
+// again had up to 512 tokens each ahead of them).
+func TestDrainRestartHolds(t *testing.T) {
+	hist := func(last float64) []Observation {
+		h := onFinishDrain(math.Min(last, 126))
+		for tm := 127.0; tm <= math.Min(last, 129); tm++ {
+			h = append(h, Observation{T: tm, Done: 990, Total: 1000, MaxTokens: 512}) // no answer
+		}
+		for tm := 130.0; tm <= last; tm++ {
+			g, fin, capped, running, w := 0.0, 0.0, 0.0, 10.0, 0.0
+			h = append(h, Observation{T: tm, Done: 990, Total: 1000, GenTokens: &g, Running: &running, Waiting: &w,
+				FinishedLenSum: &g, FinishedLenCount: &fin, LengthCapped: &capped, MaxTokens: 512})
+		}
+		return h
+	}
+	at := func(last float64) float64 {
+		e, _ := Compute(hist(last), Config{})
+		if e.Seconds == nil {
+			t.Fatalf("t=%v: no estimate: %+v", last, e)
+		}
+		return *e.Seconds
+	}
+	before := at(126)
+	for _, tm := range []float64{131, 135, 140} {
+		if got := at(tm); got < before {
+			t.Errorf("t=%v, the requests sent again at 130 s: %.2f s left; at the restart %.2f s; want no less", tm, got, before)
+		}
+	}
+}
+
 // TestDrainStragglersCountDown replays the peer's stragglers (the last 40 of 2,500 items at max_tokens 4,096):
 // between 41.5 s and 46 s fourteen requests run and none finishes. The estimate falls with the clock, and
 // stays clear of nothing.
@@ -111,7 +144,7 @@ func TestSurvivorsBoundTheSpeedup(t *testing.T) {
 	// The items that finished at 122 s and 123 s averaged 160 tokens: at 40 tokens a second alone (1,280 for
 	// 32), two seconds of the drain decode 80 or more, within it at no speed-up; at the prior's rate for 10-20
 	// running, more.
-	bounded := s.survivorsB(d, last, r, prior, res)
+	bounded := s.survivorsB(d, last, s.now, r, prior, res)
 	if !(bounded < prior) || bounded < 0 {
 		t.Errorf("survivorsB = %.4f; want below the prior's %.4f", bounded, prior)
 	}
@@ -126,11 +159,13 @@ func TestSurvivorsBoundTheSpeedup(t *testing.T) {
 
 // outlived is the mean residual life of a capped lognormal, checked against a direct integral.
 func TestOutlived(t *testing.T) {
-	for _, c := range []struct{ mu, sigma, top, x float64 }{{5, 1, 4096, 300}, {5, 1, 4096, 3000}, {4, 1.5, 512, 100}, {6, 0.5, 10000, 50}} {
+	for _, c := range []struct{ mu, sigma, top, x float64 }{{5, 1, 4096, 300}, {5, 1, 4096, 3000}, {4, 1.5, 512, 100}, {6, 0.5, 10000, 50},
+		// max_tokens far beyond the lengths: a midpoint rule over [x, top] put the first at half its value.
+		{5.5, 0.5, 131072, 500}, {4, 2, 131072, 100}, {5, 1, 4096, 0}} {
 		// E[min(L, top) - x | L > x] by integrating the density on a fine log grid.
 		var num, den float64
 		const n = 200000
-		lo, hi := math.Log(c.x), c.mu+10*c.sigma
+		lo, hi := math.Max(math.Log(c.x), c.mu-10*c.sigma), c.mu+10*c.sigma
 		h := (hi - lo) / n
 		for i := 0; i < n; i++ {
 			z := lo + (float64(i)+0.5)*h

@@ -21,7 +21,8 @@
 //	go run ./scripts/recordpeer -scenario steady -seed 2 -out reports/testdata/peer/seeds/steady.s2.jsonl
 //
 // The committed traces and how each was recorded are listed in reports/testdata/peer/SOURCES.md;
-// scripts/recordpeer.sh records them all (SEED=N for the reseeded ones).
+// scripts/recordpeer.sh records them all (SEED=N for the reseeded ones), each where -path says it is kept (the
+// held-out jobs of heldout.go in reports/testdata/peer/heldout/, apart from the corpus).
 package main
 
 import (
@@ -47,6 +48,7 @@ func main() {
 	gz := flag.String("sim", "../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz", "the gzipped simulator binary")
 	list := flag.Bool("list", false, "list the scenarios and exit")
 	seed := flag.Int("seed", 0, "record draw N of the scenario: every seed it uses moved by 100*N (0: the scenario as listed)")
+	path := flag.Bool("path", false, "print where the trace of -scenario (and -seed) is kept, from the repository root, and exit")
 	flag.Parse()
 	if *list {
 		for _, s := range append(scenarios(), heldout()...) {
@@ -55,8 +57,12 @@ func main() {
 		return
 	}
 	sc, ok := find(*name)
+	if ok && *path && *seed >= 0 {
+		fmt.Println(tracePath(sc.Name, *seed))
+		return
+	}
 	if !ok || *out == "" || *seed < 0 {
-		fmt.Fprintln(os.Stderr, "usage: recordpeer -scenario NAME [-seed N] -out FILE (recordpeer -list names the scenarios; N >= 0)")
+		fmt.Fprintln(os.Stderr, "usage: recordpeer -scenario NAME [-seed N] -out FILE, or -path instead of -out to print where its trace is kept (recordpeer -list names the scenarios; N >= 0)")
 		os.Exit(2)
 	}
 	sc = reseed(sc, *seed)

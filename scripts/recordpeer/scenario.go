@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"strconv"
@@ -224,6 +225,22 @@ func reseed(sc scenario, n int) scenario {
 		sc.Servers[i].Seed += off
 	}
 	return sc
+}
+
+// tracePath is where the trace of draw seed of the scenario called name is kept, from the repository root:
+// the corpus's in reports/testdata/peer (other draws in seeds/), the held-out jobs' apart in heldout/, so that
+// recording them never adds them to the corpus the estimator is tuned and scored on.
+func tracePath(name string, seed int) string {
+	dir := "reports/testdata/peer"
+	for _, s := range heldout() {
+		if s.Name == name {
+			dir += "/heldout"
+		}
+	}
+	if seed > 0 {
+		return fmt.Sprintf("%s/seeds/%s.s%d.jsonl", dir, name, seed)
+	}
+	return dir + "/" + name + ".jsonl"
 }
 
 func find(name string) (scenario, bool) {
