@@ -53,6 +53,8 @@ type series struct {
 	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in
 	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
 	countersLeftOut bool
+	// kindMoving is what the counter meant up to the last progress (see stalledSince).
+	kindMoving CounterKind
 	// total is the job's item count (0 unknown); now is the T of the latest observation at which the engines
 	// answered with requests running, nowSeg the engine counter segment it is in: the points the rates use may
 	// end before it (busyUntil), and the drain counts the decoding since (survivors.go), within one server
@@ -188,6 +190,13 @@ func build(hist []Observation, cfg Config) series {
 		s.pts[i] = p
 	}
 	// A counter that moves only when requests finish says nothing of the batch's age.
+	// What the counter meant up to the last progress: a stretch in which nothing moves at all (a stall, a
+	// hung server) reads like a counter that waits for finishes when the engines give no finished lengths.
+	if lp := s.lastProgress(); lp < len(hist)-1 {
+		s.kindMoving = DetectKind(hist[:lp+1], folded[:lp+1])
+	} else {
+		s.kindMoving = DetectKind(hist, folded)
+	}
 	if s.kind = DetectKind(hist, folded); s.kind == OnFinish {
 		for i := range s.pts {
 			s.pts[i].hasAge = false
@@ -397,7 +406,45 @@ func (s series) stalledSince(stallAfter float64) (float64, bool) {
 	if lp == 0 && s.logModified > 0 && s.logModified < since && !(lastPt.hasG && lastPt.running > 0) {
 		return s.logModified, last-s.logModified >= stallAfter
 	}
+	if s.kindMoving == OnFinish && lastPt.hasG && lastPt.running > 0 && lastPt.seg == s.pts[lp].seg {
+		// A counter that moves on finish stands still while the requests running decode: nothing moves
+		// until one finishes, and the longest may take as long as max_tokens takes a request in a full
+		// batch. The peer's stragglers replayed 100x slower (fourteen requests of up to 4,096 tokens, 21 s
+		// each at its own pace) read "stalled" for ten minutes of such decoding. What the counter meant is
+		// judged up to the last progress: without the engines' finished lengths, a stall's flat counter with
+		// requests running reads as one that waits for finishes (runwatch's sim stalled for 30 min, as its
+		// monitor records it, was called stalled 8 min late).
+		stallAfter = math.Max(stallAfter, 1.2*s.longestRequest())
+	}
 	return since, last-since >= stallAfter && len(s.pts)-1-lp >= 2
+}
+
+// longestRequest is how long the longest request the job can send takes in a full batch: max_tokens (or, where
+// it is unknown, inflightCap times the mean finished length) at one request's share of the run's token rate
+// over its active time. 0 when the history does not say.
+func (s series) longestRequest() float64 {
+	first, last := -1, -1
+	for i, p := range s.pts {
+		if p.hasG && p.seg == s.pts[len(s.pts)-1].seg {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 || s.slots <= 0 {
+		return 0
+	}
+	a, z := s.pts[first], s.pts[last]
+	active := z.active - a.active
+	if !(active > 0) || !(z.g > a.g) {
+		return 0
+	}
+	cap := s.maxTokens
+	if cap <= 0 && z.done > a.done {
+		cap = inflightCap * (z.g - a.g) / (z.done - a.done)
+	}
+	return cap / ((z.g - a.g) / active / s.slots)
 }
 
 // before is what the first observation says of the job before the history began, when runwatch started

@@ -189,3 +189,59 @@ func TestWilsonLow(t *testing.T) {
 		}
 	}
 }
+
+// TestOnFinishDecodingIsNotAStall: ten requests of up to 512 tokens decoding at 0.4 tokens a second each (the
+// drain above, 100x slower) take up to 1,280 s, and an on-finish counter shows nothing until one finishes.
+// 1,000 s without a finish is not a stall; 1,700 s is, and so is a counter per iteration that stands still.
+func TestOnFinishDecodingIsNotAStall(t *testing.T) {
+	slow := func(flat float64) []Observation {
+		var out []Observation
+		for _, o := range onFinishDrain(123) {
+			o.T *= 100
+			out = append(out, o)
+		}
+		last := out[len(out)-1]
+		for dt := 30.0; dt <= flat; dt += 30 {
+			o := last
+			o.T += dt
+			out = append(out, o)
+		}
+		return out
+	}
+	if e, _ := Compute(slow(1000), Config{}); e.State != StateRunning {
+		t.Errorf("1,000 s into ten requests of up to 1,280 s, no finish: %s (%s); want running", e.State, e.Reason)
+	}
+	if e, _ := Compute(slow(1700), Config{}); e.State != StateStalled {
+		t.Errorf("1,700 s without a finish, every request long done: %s; want stalled", e.State)
+	}
+	perIter := slow(1000)
+	for i := range perIter {
+		// The counter holds what the requests in flight have decoded too: it counts per iteration.
+		g := *perIter[i].GenTokens + 100**perIter[i].Running
+		perIter[i].GenTokens = &g
+	}
+	if e, _ := Compute(perIter, Config{}); e.State != StateStalled {
+		t.Errorf("a counter that is not on finish, flat for 1,000 s with requests running: %s; want stalled", e.State)
+	}
+}
+
+// TestStallWithoutFinishedLengthsIsAStall: engines that give no finished lengths, whose counter moved with every
+// sample, then stood still with requests running for 700 s: a stall (the flat stretch reads like a counter
+// that waits for finishes, but what the counter meant is judged before it).
+func TestStallWithoutFinishedLengthsIsAStall(t *testing.T) {
+	var hist []Observation
+	for i := 0; i <= 120; i++ {
+		t, done := float64(30*i), float64(40*i)
+		g, run := done*160+32*80, 32.0
+		hist = append(hist, Observation{T: t, Done: int64(done), Total: 25000, GenTokens: &g, Running: &run, MaxTokens: 4096})
+	}
+	last := hist[len(hist)-1]
+	for dt := 30.0; dt <= 700; dt += 30 {
+		o := last
+		o.T += dt
+		hist = append(hist, o)
+	}
+	if e, _ := Compute(hist, Config{}); e.State != StateStalled {
+		t.Errorf("700 s with nothing moving, requests running, no finished lengths: %s (%s); want stalled", e.State, e.Reason)
+	}
+}
