@@ -304,6 +304,11 @@ func TestCommittedTraces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	heldDraws, err := filepath.Glob("../../reports/testdata/peer/heldout/seeds/*.s[0-9]*.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held = append(held, heldDraws...)
 	paths = append(append(paths, draws...), held...)
 	if len(paths) == 0 {
 		t.Skip("no traces recorded yet")
