@@ -652,9 +652,10 @@ func TestAccuracy(t *testing.T) {
 	if est, better := accSummary(peer, func(accRow) bool { return true }); est > 0.84*better {
 		t.Errorf("peer corpus: mean error %.2f%% vs better baseline %.2f%%; want at most 0.84x (the brief: 0.8x)", 100*est, 100*better)
 	}
-	// The held-out jobs (testdata/peer/heldout): recorded after the tuning, with settings unlike the corpus's.
-	// Scored when recorded: 0.91x the better baseline (0.905x once the on-finish point's move was bounded at
-	// twice as long, maxBias); held at 0.93x, with no absurd figure and an answer at every point.
+	// The held-out jobs (testdata/peer/heldout): recorded after the tuning, with settings unlike the corpus's,
+	// two draws each. The first draws scored 0.91x the better baseline when recorded; the second, recorded after
+	// that round's changes and scored alone, 0.74x; both together 0.82x. Held at 0.88x, with no absurd figure
+	// and an answer at every point.
 	held := accTable(nil, 0, accHeldoutCases(t))
 	t.Log("\n" + formatAccTable(held))
 	for _, r := range held {
@@ -662,8 +663,8 @@ func TestAccuracy(t *testing.T) {
 			t.Errorf("%s: %d absurd figures, %d points without an estimate; want none", r.c.name(), r.absurd, r.unknown)
 		}
 	}
-	if est, better := accSummary(held, func(accRow) bool { return true }); est > 0.93*better {
-		t.Errorf("held-out jobs: mean error %.2f%% vs better baseline %.2f%%; want at most 0.93x (the brief: 0.8x)", 100*est, 100*better)
+	if est, better := accSummary(held, func(accRow) bool { return true }); est > 0.88*better {
+		t.Errorf("held-out jobs: mean error %.2f%% vs better baseline %.2f%%; want at most 0.88x (the brief: 0.8x)", 100*est, 100*better)
 	}
 	// Watched from 10% done (runwatch started on a job already running): the job before the history counts
 	// as one block of each measure (estimate.before). 0.94x the better baseline without it (the peer corpus
