@@ -574,17 +574,7 @@ func TestSocketModeButtonPress(t *testing.T) {
 	e.ws.waitAck(t, "env-press")
 	e.fake.wait(t, "chat.update", 1)
 	e.ws.send(envelope("env-press")) // redelivered: acknowledged, not answered again
-	e.ws.waitFor(t, "the second ack", func() bool {
-		e.ws.mu.Lock()
-		defer e.ws.mu.Unlock()
-		n := 0
-		for _, a := range e.ws.acks {
-			if a.EnvelopeID == "env-press" {
-				n++
-			}
-		}
-		return n == 2
-	})
+	e.ws.waitFor(t, "the second ack", func() bool { return len(e.ws.acksOf("env-press")) == 2 })
 	e.app.wait(10 * time.Second)
 	if _, ok := e.mon.SnoozedUntil("synth"); !ok {
 		t.Errorf("an admin's press over Socket Mode did not snooze the run")

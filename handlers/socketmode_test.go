@@ -118,20 +118,29 @@ func (f *socketFake) connections() int {
 	return f.conns
 }
 
+// acksOf is the acknowledgements of an envelope so far, in order.
+func (f *socketFake) acksOf(envelope string) []socketAck {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []socketAck
+	for _, a := range f.acks {
+		if a.EnvelopeID == envelope {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // waitAck waits for the acknowledgement of an envelope.
 func (f *socketFake) waitAck(t *testing.T, envelope string) socketAck {
 	t.Helper()
 	var got socketAck
 	f.waitFor(t, "the ack of "+envelope, func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for _, a := range f.acks {
-			if a.EnvelopeID == envelope {
-				got = a
-				return true
-			}
+		acks := f.acksOf(envelope)
+		if len(acks) > 0 {
+			got = acks[0]
 		}
-		return false
+		return len(acks) > 0
 	})
 	return got
 }
@@ -330,17 +339,7 @@ func TestSocketModeRejectedAppToken(t *testing.T) {
 func TestSocketModeRedeliveredSlashCommand(t *testing.T) {
 	e := newSocketEnv(t, botOpts{})
 	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
-	acks := func(envelope string) []socketAck {
-		e.ws.mu.Lock()
-		defer e.ws.mu.Unlock()
-		var out []socketAck
-		for _, a := range e.ws.acks {
-			if a.EnvelopeID == envelope {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
+	acks := e.ws.acksOf
 	env := func(id, command, text, user string) []byte {
 		return fixtureWith(t, "slack_socketmode_slash_commands_envelope_pysdk.json", func(m map[string]any) {
 			m["envelope_id"] = id
@@ -417,17 +416,7 @@ func TestSocketModeFullLeavesUnacknowledged(t *testing.T) {
 			p["event"].(map[string]any)["text"] = "<@U111> ETA?"
 		})
 	}
-	acks := func(envelope string) int {
-		e.ws.mu.Lock()
-		defer e.ws.mu.Unlock()
-		n := 0
-		for _, a := range e.ws.acks {
-			if a.EnvelopeID == envelope {
-				n++
-			}
-		}
-		return n
-	}
+	acks := func(envelope string) int { return len(e.ws.acksOf(envelope)) }
 	answers := func() int { return len(e.fake.Calls("chat.postEphemeral")) + len(e.fake.Calls("chat.postMessage")) }
 	e.ws.send(mention("1"))
 	e.ws.waitAck(t, "env-1")
@@ -492,17 +481,7 @@ func TestSocketModeRefusedEventAnsweredAfterRestart(t *testing.T) {
 	first.ws.waitAck(t, "env-1")
 	first.ws.send(mention("2"))
 	first.ws.send(mention("1")) // a duplicate, acknowledged after env-2 was handled (one loop, in order)
-	acks := func(envelope string) int {
-		first.ws.mu.Lock()
-		defer first.ws.mu.Unlock()
-		n := 0
-		for _, a := range first.ws.acks {
-			if a.EnvelopeID == envelope {
-				n++
-			}
-		}
-		return n
-	}
+	acks := func(envelope string) int { return len(first.ws.acksOf(envelope)) }
 	first.ws.waitFor(t, "the duplicate's ack", func() bool { return acks("env-1") == 2 })
 	first.app.wait(10 * time.Second)
 	if n, a := answers(first), acks("env-2"); n != 1 || a != 0 {

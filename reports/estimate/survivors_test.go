@@ -1,10 +1,7 @@
 package estimate
 
 import (
-	"bufio"
-	"encoding/json"
 	"math"
-	"os"
 	"testing"
 )
 
@@ -95,20 +92,7 @@ func TestDrainRestartHolds(t *testing.T) {
 // between 41.5 s and 46 s fourteen requests run and none finishes. The estimate falls with the clock, and
 // stays clear of nothing.
 func TestDrainStragglersCountDown(t *testing.T) {
-	f, err := os.Open("../testdata/peer/stragglers.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var hist []Observation
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var o Observation
-		if err := json.Unmarshal(sc.Bytes(), &o); err != nil {
-			t.Fatal(err)
-		}
-		hist = append(hist, o)
-	}
+	hist := readTrace(t, "../testdata/peer/stragglers.jsonl")
 	at := func(tm float64) ETA {
 		for i, o := range hist {
 			if o.T >= tm {
