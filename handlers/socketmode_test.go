@@ -145,6 +145,16 @@ func (f *socketFake) waitAck(t *testing.T, envelope string) socketAck {
 	return got
 }
 
+// etaMention is the app_mention envelope fixture asking "ETA?", as envelope env-ID carrying event Ev-ID.
+func etaMention(t *testing.T, id string) []byte {
+	return fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
+		m["envelope_id"] = "env-" + id
+		p := m["payload"].(map[string]any)
+		p["event_id"] = "Ev-" + id
+		p["event"].(map[string]any)["text"] = "<@U111> ETA?"
+	})
+}
+
 // fixtureWith decodes a JSON fixture, lets edit change it, and encodes it again.
 func fixtureWith(t *testing.T, name string, edit func(m map[string]any)) []byte {
 	t.Helper()
@@ -408,14 +418,7 @@ func TestSocketModeFullLeavesUnacknowledged(t *testing.T) {
 	e.app.seen.now = func() time.Time { return now }
 	e.app.seen.mu.Unlock()
 	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
-	mention := func(id string) []byte {
-		return fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
-			m["envelope_id"] = "env-" + id
-			p := m["payload"].(map[string]any)
-			p["event_id"] = "Ev-" + id
-			p["event"].(map[string]any)["text"] = "<@U111> ETA?"
-		})
-	}
+	mention := func(id string) []byte { return etaMention(t, id) }
 	acks := func(envelope string) int { return len(e.ws.acksOf(envelope)) }
 	answers := func() int { return len(e.fake.Calls("chat.postEphemeral")) + len(e.fake.Calls("chat.postMessage")) }
 	e.ws.send(mention("1"))
@@ -463,14 +466,7 @@ func TestSocketModeRefusedEventAnsweredAfterRestart(t *testing.T) {
 		e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
 		return e
 	}
-	mention := func(id string) []byte {
-		return fixtureWith(t, "slack_socketmode_events_api_app_mention_envelope_pysdk.json", func(m map[string]any) {
-			m["envelope_id"] = "env-" + id
-			p := m["payload"].(map[string]any)
-			p["event_id"] = "Ev-" + id
-			p["event"].(map[string]any)["text"] = "<@U111> ETA?"
-		})
-	}
+	mention := func(id string) []byte { return etaMention(t, id) }
 	answers := func(e *socketEnv) int {
 		return len(e.fake.Calls("chat.postEphemeral")) + len(e.fake.Calls("chat.postMessage"))
 	}
