@@ -190,17 +190,17 @@ func build(hist []Observation, cfg Config) series {
 		s.pts[i] = p
 	}
 	// A counter that moves only when requests finish says nothing of the batch's age.
-	// What the counter meant up to the last progress: a stretch in which nothing moves at all (a stall, a
-	// hung server) reads like a counter that waits for finishes when the engines give no finished lengths.
-	if lp := s.lastProgress(); lp < len(hist)-1 {
-		s.kindMoving = DetectKind(hist[:lp+1], folded[:lp+1])
-	} else {
-		s.kindMoving = DetectKind(hist, folded)
-	}
 	if s.kind = DetectKind(hist, folded); s.kind == OnFinish {
 		for i := range s.pts {
 			s.pts[i].hasAge = false
 		}
+	}
+	// What the counter meant up to the last progress: a stretch in which nothing moves at all (a stall, a
+	// hung server) reads like a counter that waits for finishes when the engines give no finished lengths.
+	// Only an on-finish reading can change: a flat stretch adds no vote for a counter per iteration.
+	s.kindMoving = s.kind
+	if lp := s.lastProgress(); s.kind == OnFinish && lp < len(hist)-1 {
+		s.kindMoving = DetectKind(hist[:lp+1], folded[:lp+1])
 	}
 	// Active time: leave out idle stretches.
 	engines := false
