@@ -460,6 +460,7 @@ func formatAccTable(rows []accRow) string {
 		100*naive/float64(len(rows)), 100*ema/float64(len(rows)), est/math.Min(naive, ema))
 	// The brief's per-scenario targets, counted over the cases at their own pace (a stretched trace repeats one).
 	var cases, worse, within int
+	var worstGap float64 // the most by which a scenario's error exceeds its better baseline's, in points of the job
 	for _, r := range rows {
 		if r.c.stretch > 1 {
 			continue
@@ -467,13 +468,14 @@ func formatAccTable(rows []accRow) string {
 		cases++
 		if r.est > r.better() {
 			worse++
+			worstGap = math.Max(worstGap, r.est-r.better())
 		}
 		if r.cover >= 0.75 && r.cover <= 0.90 {
 			within++
 		}
 	}
-	fmt.Fprintf(&b, "scenarios worse than their better baseline: %d of %d; range coverage within 75-90%%: %d of %d\n",
-		worse, cases, within, cases)
+	fmt.Fprintf(&b, "scenarios worse than their better baseline: %d of %d (by at most %.2f%% of the job); range coverage within 75-90%%: %d of %d\n",
+		worse, cases, 100*worstGap, within, cases)
 	var jumps, width, iscore float64
 	for _, r := range rows {
 		jumps += r.jumps / float64(len(rows))
