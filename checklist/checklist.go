@@ -124,7 +124,9 @@ func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, 
 		case err != nil && in.Finished && onServer(r, s.URL):
 			// The job's own inference server, stopped to free its GPUs once every item is done: its stage did its
 			// part, and "not answering yet" would wait for a server nobody will start again.
-			return reports.StageStatus{State: reports.StageDone, Detail: "no longer answers (" + finishedWhen(in) + ")"}
+			// A detail is escaped where it is shown, so its time is plain, in the bot's zone (in.Now's): no Slack date.
+			when := reports.FinishedWhen(in.FinishedAt, func(t time.Time) string { return t.In(in.Now.Location()).Format("15:04 MST") })
+			return reports.StageStatus{State: reports.StageDone, Detail: "no longer answers (" + when + ")"}
 		case err != nil:
 			return reports.StageStatus{State: reports.StagePending, Detail: "not answering yet: " + shortErr(err)}
 		case a.Code/100 == 2:
@@ -221,15 +223,6 @@ func onServer(r *config.Run, rawURL string) bool {
 		}
 	}
 	return false
-}
-
-// finishedWhen is "the job finished at 14:02 UTC" in the bot's zone (in.Now's), or "the job has finished"
-// when runwatch did not see when.
-func finishedWhen(in Input) string {
-	if in.FinishedAt.IsZero() {
-		return "the job has finished"
-	}
-	return "the job finished at " + in.FinishedAt.In(in.Now.Location()).Format("15:04 MST")
 }
 
 func statWithin(ctx context.Context, g *probes.Guard, path string) (bool, error) {

@@ -34,6 +34,12 @@ var intentRules = []struct {
 	{"throughput", []string{"how fast", "throughput", "speed", "tok/s", "tokens per second", "tokens/s", "tok/sec", "tokens/sec", "tokens a second", "rate", "items/s", "req/s", "thruput", "tput", "tps"}},
 	{"ontrack", []string{"on track", "on schedule", "behind schedule", "ahead of schedule", "behind", "ahead", "on time", "late", "running late", "slipping", "slipped", "as planned", "as expected", "keeping up", "first estimate", "original estimate", "initial estimate", "promised", "on target", "schedule"}},
 	{"eta", []string{"eta", "when", "whens", "how long", "time left", "finish", "finished", "done yet", "is it done", "are we done", "remaining", "complete", "how much longer", "how far"}},
+	// The log's error lines, before the status takes "errors": "show me the error log", "any errors in the log?",
+	// "last errors" ask to see them; "any errors?" and "how many errors?" stay with the status's count.
+	{"logs", []string{"error log", "error logs", "errors log", "log errors", "error lines", "error messages",
+		"the log", "the logs", "job log", "log lines", "show errors", "show the errors", "show me the errors",
+		"list errors", "list the errors", "what errors", "which errors", "what were the errors", "what are the errors",
+		"last error", "last errors", "latest error", "latest errors", "recent error", "recent errors"}},
 	{"servers", []string{"server", "servers", "vllm", "sglang", "tgi", "engine", "engines", "replica", "replicas", "health", "healthy", "unhealthy", "up", "down", "kv cache", "serving"}},
 	// The status leads with the count: "how many done?" and "any errors?" are answered by its first line.
 	{"status", []string{"status", "how is it going", "how's it going", "how are we doing", "update", "summary", "report", "overview", "progress",

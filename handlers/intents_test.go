@@ -139,6 +139,8 @@ func TestIntentPhrasings(t *testing.T) {
 			"is it still running?", "still going?", "is it running?", "is it running", "is it running "},
 		"status": {"status", "how's it going?", "give me an overview", "how many done?", "how many items are done so far?",
 			"any errors?", "how many errors?", "how many failed?", "any failures on extract?"},
+		"logs": {"show me the error log", "show the errors", "any errors in the log?", "last errors", "Last errors?",
+			"what are the latest errors on extract?", "show me the error logs", "what's in the job log?", "show me the last log lines"},
 		"throughput": {
 			"thruput?", "what's the tput", "tokens/sec?", "how many tokens a second?", "tps on synth-25k?",
 		},

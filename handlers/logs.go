@@ -16,9 +16,14 @@ const (
 	logLinesMax     = 20
 	logLineBytes    = 300
 	logLinesSection = 2800 // bytes of the code block, under Slack's 3,000 per section
+	// logLinesScan is how many of the last lines (of at most the log's last 64 KiB) are searched for error
+	// lines. Every read asks for this many, the last lines too: the guard hands one read to every caller
+	// waiting on the same log, whatever count each asked for.
+	logLinesScan = 2000
 )
 
-// handleLogs shows the last lines of the run's job log to the asker only: a log can say anything,
+// handleLogs shows the last lines of the run's job log to the asker only, or, asked about errors
+// ("show me the error log", "/runwatch logs errors"), its recent error lines: a log can say anything,
 // so every line is redacted (tokens, URL credentials) and escaped (no ping, no link), and the whole
 // is capped to one section.
 func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
@@ -26,7 +31,7 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
 			"Run %s has no `log:` in the run file, so there are no log lines to show.", reports.Code(q.Run.Name))}}}
 	}
-	lines, err := b.guard.LastLines(ctx, q.Run.Log, logLinesMax, logLineBytes)
+	lines, err := b.guard.LastLines(ctx, q.Run.Log, logLinesScan, logLineBytes)
 	if err != nil {
 		what := "read the log"
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -36,22 +41,67 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 		rep.Ephemeral = true
 		return rep
 	}
+	if !asksLogErrors(q) || len(lines) == 0 {
+		return logLinesReply(q, lines, " · last log lines", reports.Code(q.Run.Log))
+	}
+	searched := fmt.Sprintf("the last %s of %s", reports.Plural(len(lines), "line", "lines"), reports.Code(q.Run.Log))
+	var found []string
+	for _, l := range lines {
+		if isErrorLine(l) {
+			found = append(found, l)
+		}
+	}
+	if len(found) == 0 {
+		// No error lines is an answer too; the last lines show what the job is saying instead.
+		rep := logLinesReply(q, lines, " · last log lines", reports.Code(q.Run.Log))
+		rep.Message.Sections = append([]string{"No error lines among " + searched + "; its last lines:"}, rep.Message.Sections...)
+		return rep
+	}
+	rep := logLinesReply(q, found, " · recent error lines", "the error lines among "+searched)
+	rep.Data["errors_only"] = true
+	return rep
+}
+
+// logLinesReply shows the newest of lines (at most logLinesMax, and what fits one section), redacted;
+// of says what they are the last of.
+func logLinesReply(q Query, lines []string, title, of string) Reply {
 	// A copy: the guard may hand the same lines to another caller waiting on the same read.
-	lines = append([]string(nil), lines...)
+	lines = append([]string(nil), lines[max(len(lines)-logLinesMax, 0):]...)
 	for i, l := range lines {
 		lines[i] = redactLogLine(l)
 	}
-	title := q.Run.Name + " · last log lines"
+	title = q.Run.Name + title
 	if len(lines) == 0 {
 		return Reply{Ephemeral: true, Message: reports.Message{Title: title, Sections: []string{"The log " + reports.Code(q.Run.Log) + " is empty."}}}
 	}
 	block, shown := logBlock(lines, logLinesSection)
-	note := fmt.Sprintf("last %s of %s", reports.Plural(shown, "line", "lines"), reports.Code(q.Run.Log))
+	note := fmt.Sprintf("last %s of %s", reports.Plural(shown, "line", "lines"), of)
 	if !q.Req.Terminal() {
 		note += "; only you see this" // Slack shows the answer to the asker alone (Ephemeral)
 	}
 	m := reports.Message{Title: title, Sections: []string{block}, Context: []string{note}}
 	return Reply{Ephemeral: true, Message: m, Data: map[string]any{"lines": lines[len(lines)-shown:]}}
+}
+
+// logErrorWords in a logs question ask for the log's error lines rather than its last lines.
+var logErrorWords = []string{"error", "errors", "failure", "failures", "exception", "exceptions", "traceback", "tracebacks"}
+
+// asksLogErrors reports whether the question (or the logs command's arguments) asks for error lines.
+func asksLogErrors(q Query) bool {
+	return anyPhrase(strings.ToLower(q.Req.Text+" "+strings.Join(q.Args, " ")), logErrorWords)
+}
+
+var (
+	// errorLineRE is what marks a line as an error: a level (ERROR, FATAL, CRITICAL), an exception
+	// (RuntimeError:, Exception), a traceback, a panic.
+	errorLineRE = regexp.MustCompile(`(?i)(error\b|exception\b|\btraceback\b|\bfatal\b|\bcritical\b|\bpanic\b)`)
+	// errorCountRE is a progress line's error count, "(1 error)", "errors=0": a count, not an error.
+	errorCountRE = regexp.MustCompile(`(?i)\(\s*[0-9][0-9,]*\s+errors?\s*\)|\berrors?\s*[=:]\s*[0-9]`)
+)
+
+// isErrorLine reports whether a log line reports an error.
+func isErrorLine(l string) bool {
+	return errorLineRE.MatchString(errorCountRE.ReplaceAllString(l, ""))
 }
 
 // redactLogLine keeps credentials a job printed out of the answer: Slack tokens (the shapes the log

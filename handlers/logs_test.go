@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -62,6 +63,84 @@ func TestLogsSaysOnlyYouInSlackAlone(t *testing.T) {
 		text := rep.Message.Text()
 		if !strings.Contains(text, "last 2 lines of "+e.log) || strings.Contains(text, "only you see this") != tt.only {
 			t.Errorf("logs from %s = %q; want the lines, and %q only in Slack", tt.source, text, "only you see this")
+		}
+	}
+}
+
+// TestLogsErrorLines: asked for the log's errors ("show me the error log", "/runwatch logs errors"), the
+// answer is the recent error lines, redacted, and not the progress lines that count errors; a log without
+// any says so and shows its last lines; "logs" alone still shows the last lines.
+func TestLogsErrorLines(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	log := "starting\n" +
+		"Progress: 100/25000 (0 errors), 0.7 req/s\n" +
+		"ERROR 12-06 10:00:01 engine.py:88 request 17 aborted, api_key=Sekr3tValue0001\n" +
+		"Progress: 200/25000 (1 error), 0.7 req/s\n" +
+		"Traceback (most recent call last):\n" +
+		"  File \"gen.py\", line 12, in <module>\n" +
+		"RuntimeError: CUDA out of memory\n" +
+		"Progress: 300/25000 (2 errors), errors=2, 0.7 req/s\n"
+	if err := os.WriteFile(e.log, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantErrs := []string{"ERROR 12-06 10:00:01 engine.py:88 request 17 aborted", "Traceback (most recent call last):", "RuntimeError: CUDA out of memory"}
+	for _, ask := range []Request{
+		{Text: "show me the error log", Source: "console"},
+		{Text: "any errors in the log?", Source: "mention", Channel: "C1", ChannelName: "synth", User: "U1"},
+		{Text: "logs errors", Source: "console"},
+	} {
+		rep := e.bot.Ask(context.Background(), ask)
+		text := rep.Message.Text()
+		if rep.Intent != "logs" || !strings.Contains(text, "recent error lines") {
+			t.Errorf("Ask(%q) = intent %q %q; want the logs answer's error lines", ask.Text, rep.Intent, text)
+			continue
+		}
+		for _, w := range wantErrs {
+			if !strings.Contains(text, w) {
+				t.Errorf("Ask(%q) = %q; want the error line %q", ask.Text, text, w)
+			}
+		}
+		for _, no := range []string{"Progress:", "gen.py", "starting", "Sekr3tValue0001"} {
+			if strings.Contains(text, no) {
+				t.Errorf("Ask(%q) = %q; want no %q", ask.Text, text, no)
+			}
+		}
+		if !strings.Contains(text, "last 3 lines of the error lines among the last 8 lines of") {
+			t.Errorf("Ask(%q) = %q; want it to say how many lines it searched", ask.Text, text)
+		}
+	}
+	if text := e.bot.Ask(context.Background(), Request{Text: "logs", Source: "console"}).Message.Text(); !strings.Contains(text, "last 8 lines of") || !strings.Contains(text, "starting") {
+		t.Errorf("logs = %q; want the last lines", text)
+	}
+
+	e.writeLog(t, 300, 25000)
+	rep := e.bot.Ask(context.Background(), Request{Text: "show me the error log", Source: "console"})
+	if text := rep.Message.Text(); !strings.Contains(text, "No error lines among the last 2 lines of") || !strings.Contains(text, "Progress: 300/25000") {
+		t.Errorf("show me the error log (none in it) = %q; want it to say none, then the last lines", text)
+	}
+}
+
+func TestIsErrorLine(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want bool
+	}{
+		{"ERROR 12-06 10:00:01 engine.py:88 aborted", true},
+		{"[error] upstream closed", true},
+		{"RuntimeError: CUDA out of memory", true},
+		{"Traceback (most recent call last):", true},
+		{"torch.cuda.OutOfMemoryError: CUDA out of memory", true},
+		{"asyncio.exceptions.CancelledError", true},
+		{"FATAL: cannot open shared object", true},
+		{"panic: runtime error: index out of range", true},
+		{"INFO 12-06 10:00:01 Avg prompt throughput: 50 tokens/s", false},
+		{"Progress: 300/25000 (0 errors), 0.7 req/s", false},
+		{"Progress: 300/25000 (1 error), 0.7 req/s", false},
+		{"done=300 total=25000 errors=3", false},
+		{"max_tokens=4096 errors: 0", false},
+	} {
+		if got := isErrorLine(tt.line); got != tt.want {
+			t.Errorf("isErrorLine(%q) = %v; want %v", tt.line, got, tt.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"container/list"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -277,6 +278,16 @@ func (s *keyJournal) close() error {
 	err := s.journal.Close()
 	s.journal = nil
 	return err
+}
+
+// closeOrLog closes the journal when a serve returns and logs a failure, which has no caller left to go to:
+// a close is where a write the disk took but could not keep (NFS, a full disk or quota) shows, and a journal
+// missing its last keys may have a restart answer a redelivered request twice. log is the serve's, which
+// redacts; the error names the journal's file, never a token or URL.
+func (s *keyJournal) closeOrLog(log *slog.Logger) {
+	if err := s.close(); err != nil {
+		log.Warn("journal not closed cleanly: its last lines may not be on disk", "journal", s.name, "err", err)
+	}
 }
 
 // len is how many keys are kept.

@@ -377,3 +377,36 @@ func TestSeenJournalForgetSurvivesRestart(t *testing.T) {
 		t.Errorf("journal after loading still holds tombstones:\n%s", lines)
 	}
 }
+
+// TestSeenJournalCloseErrorLogged: a journal whose close fails at the end of a serve is named in the log,
+// not dropped; a clean close logs nothing.
+func TestSeenJournalCloseErrorLogged(t *testing.T) {
+	dir, err := state.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out logBuffer
+	s := newSlackSeen(seenMax)
+	if err := s.persist(dir, func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	s.journal.Close() // the file's close fails from now on, as one that lost a late write would
+	s.closeOrLog(out.logger())
+	if got := out.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "journal="+seenJournal) || !strings.Contains(got, "already closed") {
+		t.Errorf("log after a failed close = %q; want a warning naming %s and the error", got, seenJournal)
+	}
+	if s.journal != nil {
+		t.Errorf("journal kept after close; want keys in memory only")
+	}
+
+	out = logBuffer{}
+	r := newSlackSeen(seenMax)
+	if err := r.persist(dir, func(err error) { t.Error(err) }); err != nil {
+		t.Fatal(err)
+	}
+	r.closeOrLog(out.logger())
+	r.closeOrLog(out.logger()) // closed already: nothing to close, nothing to say
+	if got := out.String(); got != "" {
+		t.Errorf("log after a clean close = %q; want nothing", got)
+	}
+}

@@ -144,7 +144,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
 	}
 	// Closed when Serve returns, after the transports and the answers in progress have stopped.
-	defer app.seen.close()
+	defer app.seen.closeOrLog(log)
 	if o.InlineBudget > 0 {
 		app.inline = o.InlineBudget
 	}
@@ -182,7 +182,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 			if err := hm.replays.persist(dir, func(err error) { log.Warn("seen Slack signature not saved", "err", err) }); err != nil {
 				log.Warn("seen Slack signatures not restored: a request replayed across this restart is refused only by its timestamp", "err", err)
 			}
-			defer hm.replays.keys.close()
+			defer hm.replays.keys.closeOrLog(log)
 		} else {
 			hm = newHTTPMode(nil, config.Secret{}, metrics, log)
 		}

@@ -182,12 +182,21 @@ func (r RunStatus) LiveProblems() []Problem {
 	return out
 }
 
-// finishedWhen is "the job finished at 14:02", or "the job has finished" when runwatch did not see when.
-func finishedWhen(r RunStatus, loc *time.Location) string {
-	if r.Finish != nil {
-		if at, ok := r.Finish.At(); ok {
-			return "the job finished at " + SlackTime(at, loc)
-		}
+// FinishedWhen is "the job finished at 14:02 UTC", at said by clock, or "the job has finished" when at is
+// zero: runwatch did not see when. The one wording of a finish for every answer; clock says the time as the
+// text around it can show it (SlackTime in an answer's lines, plain "15:04 MST" in a checklist stage's detail).
+func FinishedWhen(at time.Time, clock func(time.Time) string) string {
+	if at.IsZero() {
+		return "the job has finished"
 	}
-	return "the job has finished"
+	return "the job finished at " + clock(at)
+}
+
+// finishedWhen is FinishedWhen of r's finish, its time a Slack date in loc.
+func finishedWhen(r RunStatus, loc *time.Location) string {
+	var at time.Time
+	if r.Finish != nil {
+		at, _ = r.Finish.At()
+	}
+	return FinishedWhen(at, func(t time.Time) string { return SlackTime(t, loc) })
 }

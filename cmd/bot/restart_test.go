@@ -54,6 +54,7 @@ type restartSlack struct {
 	// postDelay is how long chat.postMessage and conversations.history take to answer (the call
 	// is recorded, and a message is in the channel, as soon as it arrives).
 	postDelay atomic.Int64
+	next      chan struct{} // closed at the next call (watch); nil while nobody waits
 }
 
 func newRestartSlack(t *testing.T) *restartSlack {
@@ -77,6 +78,10 @@ func (f *restartSlack) handler(method string) http.HandlerFunc {
 		ts := fmt.Sprintf("1700000000.%06d", f.seq)
 		f.calls = append(f.calls, restartCall{Method: method, Form: r.PostForm, At: time.Now()})
 		history := f.historyLocked(r.PostForm)
+		if f.next != nil {
+			close(f.next)
+			f.next = nil
+		}
 		f.mu.Unlock()
 		if d := time.Duration(f.postDelay.Load()); d > 0 && (method == "chat.postMessage" || method == "conversations.history") {
 			time.Sleep(d)
@@ -123,6 +128,17 @@ func (f *restartSlack) historyLocked(q url.Values) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// watch is the calls so far and a channel closed at the next one: a test waits on Slack's calls
+// instead of polling them.
+func (f *restartSlack) watch() ([]restartCall, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.next == nil {
+		f.next = make(chan struct{})
+	}
+	return append([]restartCall(nil), f.calls...), f.next
 }
 
 func (f *restartSlack) snapshot() []restartCall {
