@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"runwatch/probes"
 	"runwatch/reports"
@@ -26,7 +27,10 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
 			"Run %s has no `log:` in the run file, so there are no log lines to show.", reports.Code(q.Run.Name))}}}
 	}
-	lines, err := b.guard.LastLines(ctx, q.Run.Log, logLinesMax, logLineBytes)
+	// Whole lines (the read is 64 KiB at most), each redacted before it is cut: cut first, a credential the
+	// cut goes through lost what its redaction knows it by (a URL's password before its "@", a key short of its
+	// shape's length) and showed the part before the cut.
+	lines, err := b.guard.LastLines(ctx, q.Run.Log, logLinesMax, 0)
 	if err != nil {
 		what := "read the log"
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -39,7 +43,7 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 	// A copy: the guard may hand the same lines to another caller waiting on the same read.
 	lines = append([]string(nil), lines...)
 	for i, l := range lines {
-		lines[i] = redactLogLine(l)
+		lines[i] = clipLogLine(redactLogLine(l), logLineBytes)
 	}
 	title := q.Run.Name + " · last log lines"
 	if len(lines) == 0 {
@@ -83,6 +87,18 @@ func redactLogLine(l string) string {
 		})
 	}
 	return l
+}
+
+// clipLogLine cuts a (redacted) line to at most n bytes and an ellipsis, never inside a character.
+func clipLogLine(l string, n int) string {
+	if len(l) <= n {
+		return l
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return l[:cut] + "…"
 }
 
 // redactValue is a value after a secret's name: quoted to its closing quote (or the line's end), or bare.

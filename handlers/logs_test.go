@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -62,6 +64,36 @@ func TestLogsSaysOnlyYouInSlackAlone(t *testing.T) {
 		text := rep.Message.Text()
 		if !strings.Contains(text, "last 2 lines of "+e.log) || strings.Contains(text, "only you see this") != tt.only {
 			t.Errorf("logs from %s = %q; want the lines, and %q only in Slack", tt.source, text, "only you see this")
+		}
+	}
+}
+
+// TestLogLinesRedactedBeforeTheyAreCut is the red team's: a line is cut to logLineBytes, and it was cut
+// before it was redacted, so a credential the cut went through lost what its redaction knows it by and the
+// part before the cut was shown: "postgres://admin:Sekr3tPa" (no "@" left, so not a URL with a password),
+// "sk-proj-Sekr3tVa" (short of a key's 20 characters), "Bearer Sekr3t" (short of 8). Each secret is put
+// so that the cut falls at every byte of it in turn: no part of it is ever shown, in the text or the data.
+func TestLogLinesRedactedBeforeTheyAreCut(t *testing.T) {
+	e := newBotEnv(t, botOpts{noLogFile: true})
+	for _, secret := range []string{
+		"postgres://admin:Sekr3tPassw0rd@db.internal:5432/runs",
+		"OPENAI_KEY sk-proj-Sekr3tValue0123456789abcdef",
+		"headers {'Authorization': 'Bearer Sekr3tBearer0123456789'}",
+		"ghp_Sekr3tGitHub0123456789abcdefghijkl",
+	} {
+		at := strings.Index(secret, "Sekr3t")
+		for cut := at; cut <= len(secret); cut++ {
+			line := strings.Repeat("x", logLineBytes-cut-1) + " " + secret
+			if err := os.WriteFile(e.log, []byte("starting\n"+line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep := e.bot.Ask(context.Background(), Request{Text: "logs", Source: "console"})
+			data, _ := json.Marshal(rep.Data)
+			for where, s := range map[string]string{"text": rep.Message.Text(), "data": string(data)} {
+				if strings.Contains(s, "Sekr3") || !strings.Contains(s, "starting") {
+					t.Errorf("logs %s, %q cut after %d bytes = %s; want the line without any of its secret", where, secret, cut, s)
+				}
+			}
 		}
 	}
 }
