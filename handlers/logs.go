@@ -72,7 +72,18 @@ func redactLogLine(l string) string {
 		l = s.ReplaceAllString(l, "${1}[redacted]")
 	}
 	l = redactBearer.ReplaceAllString(l, "$1 [redacted]")
-	l = redactAuthorization.ReplaceAllString(l, "${1}[redacted]")
+	l = redactAuthorization.ReplaceAllStringFunc(l, func(m string) string {
+		sub := redactAuthorization.FindStringSubmatch(m)
+		v, q := sub[2], ""
+		if v != "" && (v[0] == '"' || v[0] == '\'') {
+			q, v = v[:1], strings.TrimSuffix(v[1:], v[:1])
+		}
+		if strings.TrimSpace(v) == "" {
+			return m
+		}
+		// The scheme stays in sight when it is one: a first word that is not one may be the credential itself.
+		return sub[1] + q + authScheme.FindString(v) + "[redacted]" + q
+	})
 	for _, re := range []*regexp.Regexp{redactAssigned, redactFlag} {
 		l = re.ReplaceAllStringFunc(l, func(m string) string {
 			sub := re.FindStringSubmatch(m)
@@ -113,14 +124,18 @@ var (
 		regexp.MustCompile(`\b(AKIA)[0-9A-Z]{16}\b`),
 	}
 	redactBearer = regexp.MustCompile(`\b((?i:bearer))\s+[A-Za-z0-9._~+/=-]{8,}`)
-	// An Authorization header's basic (or digest, token) credentials; a bearer token is redactBearer's.
-	redactAuthorization = regexp.MustCompile(`\b((?i:authorization)["']?\s*[:=]\s*["']?(?i:basic|digest|token)\s+)[A-Za-z0-9+/._~=-]{8,}`)
-	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=" or ":": the shape
-	// of an environment dump, a command line's --hf-token=…, a config printed as JSON or YAML
-	// ("api_key": "…", password: …); "max_tokens=4096" ends in TOKENS and stays. Groups: the name, what
-	// separates it from the value, the value: bare, or quoted (KEY="…", a passphrase with spaces), to its
-	// closing quote or the end of the line.
-	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(=|["']?\s*:\s*)(` + redactValue + `)`)
+	// An Authorization (or Proxy-Authorization) header's value, whatever its scheme (Basic, ApiKey, Key, SSWS,
+	// AWS4-HMAC-SHA256's Credential=…, Signature=…, or a bare token): to its closing quote when it is quoted (a
+	// printed dict of headers), else to the end of the line. Groups: the name with its separator, the value.
+	redactAuthorization = regexp.MustCompile(`\b((?i:authorization)["']?\s*[:=]\s*)("[^"\n]*"?|'[^'\n]*'?|[^\n]*)`)
+	// authScheme is an Authorization value's scheme, kept before its redacted credentials.
+	authScheme = regexp.MustCompile(`^(?i:basic|bearer|digest|token|apikey|api-key|key|ssws|negotiate|ntlm|oauth|dpop|hmac|aws4-hmac-sha256)\s+`)
+	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=", ":" or "=>", spaces
+	// around it or not: the shape of an environment dump, a command line's --hf-token=…, a config printed as
+	// JSON, YAML, TOML or Python ("api_key": "…", password: …, wandb_key = "…", api_key => …); "max_tokens=4096"
+	// ends in TOKENS and stays. Groups: the name, what separates it from the value, the value: bare, or quoted
+	// (KEY="…", a passphrase with spaces), to its closing quote or the end of the line.
+	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(["']?\s*(?::|=>?)\s*)(` + redactValue + `)`)
 	// A command line's flag of such a name and its value after a space: --api-key VALUE, --password "…".
 	redactFlag = regexp.MustCompile(`((?:^|\s)--?[A-Za-z0-9_-]*(?i:token|key|secret|password|passwd))(\s+)("[^"\n]*"?|'[^'\n]*'?|[^\s"',;-][^\s"',;]*)`)
 )

@@ -35,6 +35,19 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 		{"notify https://api.telegram.org/bot123456:AAH4xk9Zq0LmNoPqRsTu/sendMessage failed", "AAH4xk9Zq0", []string{"api.telegram.org/[redacted]/sendMessage failed"}},
 		{"posting to https://hooks.slack.com/services/T0001/B0001/Sekr3tHookValue ok", "Sekr3tHookValue", []string{"hooks.slack.com/services/T0001/B0001/[redacted] ok"}},
 		{"remote_write https://prom.example/api/prom/3f2a9c1b7e6d5a4f3e2d1c0b9a8f7e6d/push 204", "3f2a9c1b7e6d", []string{"/api/prom/[redacted]/push 204"}},
+		// An Authorization header of any scheme, or none (the red team's: only Bearer, Basic, Digest and Token were
+		// known, and ApiKey, Key, SSWS, a bare token and AWS's Signature= were shown).
+		{"POST /v1/embed Authorization: ApiKey Sekr3tElasticKey0001", "Sekr3t", []string{"Authorization: ApiKey [redacted]"}},
+		{`headers={'Authorization': 'Key Sekr3tFalKey0002', 'Accept': 'application/json'}`, "Sekr3t", []string{`'Authorization': 'Key [redacted]', 'Accept': 'application/json'`}},
+		{"Authorization: sk_live_Sekr3tRawToken0003 sent", "Sekr3t", []string{"Authorization: [redacted]"}},
+		{`{"Proxy-Authorization": "SSWS Sekr3tOktaToken04"}`, "Sekr3t", []string{`"Proxy-Authorization": "SSWS [redacted]"`}},
+		{"Authorization: AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=5ekr3tSig0005", "5ekr3tSig", []string{"AWS4-HMAC-SHA256 [redacted]"}},
+		// name = value with spaces (TOML, Python), and =>.
+		{`wandb_key = "Sekr3tWandb0006"`, "Sekr3t", []string{`wandb_key = "[redacted]"`}},
+		{"HUGGING_FACE_HUB_TOKEN = Sekr3tHub0007 (from env)", "Sekr3t", []string{"(from env)"}},
+		{"{:password => 'Sekr3tRuby0008'}", "Sekr3t", nil},
+		{"max_tokens = 4096, num_tokens: 12", "", []string{"max_tokens = 4096, num_tokens: 12"}},
+		{"authorization checks passed", "", []string{"authorization checks passed"}},
 		{"GET http://10.0.0.7:8000/metrics 200", "", []string{"GET http://10.0.0.7:8000/metrics 200"}},
 		{"decode: 35 ms per-token 12 ms/step", "", []string{"per-token 12 ms/step"}},
 		{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096", "", []string{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096"}},
