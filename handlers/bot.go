@@ -377,8 +377,14 @@ func (b *Bot) visibleRun(req Request, name string) *config.Run {
 // two read the same, so that no answer confirms a hidden run to whoever guesses its name.
 func (b *Bot) noSuchRun(intent string, req Request, name string) Reply {
 	return Reply{Intent: intent, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-		fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(name), b.runList(req))}}}
+		fmt.Sprintf("I don't watch a run called %s. Runs: %s.", reports.Code(redactQuoted(name)), b.runList(req))}}}
 }
+
+// redactQuoted is text of the asker's that an answer quotes back ("I don't know how to answer …", "I don't watch a
+// run called …"), redacted as a job's log lines are: a token or a password pasted into a question by mistake is
+// not posted again by the bot, where it would stay (a DM's answer is a message of its own) after the question is
+// deleted.
+func redactQuoted(s string) string { return redactLogLine(s) }
 
 // runList names the runs req may hear about, for a refusal or a question back.
 func (b *Bot) runList(req Request) string {
@@ -404,7 +410,7 @@ func (b *Bot) unknown(req Request) Reply {
 			break
 		}
 	}
-	text := strings.TrimSpace(slackRef.ReplaceAllString(req.Text, ""))
+	text := redactQuoted(strings.TrimSpace(slackRef.ReplaceAllString(req.Text, "")))
 	lead := "I didn't catch that."
 	// "/runwatch frob", "runwatch frob": a subcommand that is not one; the subcommands are what helps.
 	words := strings.Fields(text)

@@ -241,7 +241,7 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 			known = append(known, list.name+": "+strings.Join(codes, ", "))
 		}
 		msg := fmt.Sprintf("I only answer about run %s's outputs, watched paths and protected mounts, and %s isn't one of them.",
-			reports.Esc(q.Run.Name), reports.Code(q.Question.Path))
+			reports.Esc(q.Run.Name), reports.Code(redactQuoted(q.Question.Path)))
 		if len(known) > 0 {
 			msg += " I know " + strings.Join(known, "; ") + "."
 		}
@@ -250,7 +250,7 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 		return t, &r
 	}
 	if err != nil {
-		r := errorReply("look at "+q.Question.Path, err)
+		r := errorReply("look at "+redactQuoted(q.Question.Path), err)
 		return t, &r
 	}
 	return t, nil
@@ -493,7 +493,7 @@ func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	d, err := parseSnooze(q.Args[0])
 	if err != nil {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(redactQuoted(err.Error()))}}}
 	}
 	until := b.mon.Now().Add(d)
 	err = b.mon.Snooze(q.Run.Name, until)
@@ -555,7 +555,7 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	state := map[string]string{"done": reports.StageDone, "todo": "", "failed": reports.StageFailed, "in_progress": reports.StageInProgress}
 	s, ok := state[word]
 	if !ok {
-		return Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("%s is not a stage state: use done, todo or failed.", reports.Code(word))}}}
+		return Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("%s is not a stage state: use done, todo or failed.", reports.Code(redactQuoted(word)))}}}
 	}
 	who := q.Req.User
 	if who == "" {
@@ -563,7 +563,7 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	err := b.mon.MarkStage(q.Run.Name, name, s, who)
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
-		return Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(err.Error())}}}
+		return Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{reports.Esc(redactQuoted(err.Error()))}}}
 	}
 	verb := "marked " + word
 	if s == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"runwatch/probes"
 	"runwatch/reports"
@@ -31,7 +32,10 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
 			"Run %s has no `log:` in the run file, so there are no log lines to show.", reports.Code(q.Run.Name))}}}
 	}
-	lines, err := b.guard.LastLines(ctx, q.Run.Log, logLinesScan, logLineBytes)
+	// Whole lines (the read is 64 KiB at most), each redacted before it is cut: cut first, a credential the
+	// cut goes through lost what its redaction knows it by (a URL's password before its "@", a key short of its
+	// shape's length) and showed the part before the cut.
+	lines, err := b.guard.LastLines(ctx, q.Run.Log, logLinesScan, 0)
 	if err != nil {
 		what := "read the log"
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -68,7 +72,7 @@ func logLinesReply(q Query, lines []string, title, of string) Reply {
 	// A copy: the guard may hand the same lines to another caller waiting on the same read.
 	lines = append([]string(nil), lines[max(len(lines)-logLinesMax, 0):]...)
 	for i, l := range lines {
-		lines[i] = redactLogLine(l)
+		lines[i] = clipLogLine(redactLogLine(l), logLineBytes)
 	}
 	title = q.Run.Name + title
 	if len(lines) == 0 {
@@ -118,7 +122,18 @@ func redactLogLine(l string) string {
 		l = s.ReplaceAllString(l, "${1}[redacted]")
 	}
 	l = redactBearer.ReplaceAllString(l, "$1 [redacted]")
-	l = redactAuthorization.ReplaceAllString(l, "${1}[redacted]")
+	l = redactAuthorization.ReplaceAllStringFunc(l, func(m string) string {
+		sub := redactAuthorization.FindStringSubmatch(m)
+		v, q := sub[2], ""
+		if v != "" && (v[0] == '"' || v[0] == '\'') {
+			q, v = v[:1], strings.TrimSuffix(v[1:], v[:1])
+		}
+		if strings.TrimSpace(v) == "" {
+			return m
+		}
+		// The scheme stays in sight when it is one: a first word that is not one may be the credential itself.
+		return sub[1] + q + authScheme.FindString(v) + "[redacted]" + q
+	})
 	for _, re := range []*regexp.Regexp{redactAssigned, redactFlag} {
 		l = re.ReplaceAllStringFunc(l, func(m string) string {
 			sub := re.FindStringSubmatch(m)
@@ -135,6 +150,18 @@ func redactLogLine(l string) string {
 	return l
 }
 
+// clipLogLine cuts a (redacted) line to at most n bytes and an ellipsis, never inside a character.
+func clipLogLine(l string, n int) string {
+	if len(l) <= n {
+		return l
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(l[cut]) {
+		cut--
+	}
+	return l[:cut] + "…"
+}
+
 // redactValue is a value after a secret's name: quoted to its closing quote (or the line's end), or bare.
 const redactValue = `"[^"\n]*"?|'[^'\n]*'?|[^\s"',;}]+`
 
@@ -147,14 +174,18 @@ var (
 		regexp.MustCompile(`\b(AKIA)[0-9A-Z]{16}\b`),
 	}
 	redactBearer = regexp.MustCompile(`\b((?i:bearer))\s+[A-Za-z0-9._~+/=-]{8,}`)
-	// An Authorization header's basic (or digest, token) credentials; a bearer token is redactBearer's.
-	redactAuthorization = regexp.MustCompile(`\b((?i:authorization)["']?\s*[:=]\s*["']?(?i:basic|digest|token)\s+)[A-Za-z0-9+/._~=-]{8,}`)
-	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=" or ":": the shape
-	// of an environment dump, a command line's --hf-token=…, a config printed as JSON or YAML
-	// ("api_key": "…", password: …); "max_tokens=4096" ends in TOKENS and stays. Groups: the name, what
-	// separates it from the value, the value: bare, or quoted (KEY="…", a passphrase with spaces), to its
-	// closing quote or the end of the line.
-	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(=|["']?\s*:\s*)(` + redactValue + `)`)
+	// An Authorization (or Proxy-Authorization) header's value, whatever its scheme (Basic, ApiKey, Key, SSWS,
+	// AWS4-HMAC-SHA256's Credential=…, Signature=…, or a bare token): to its closing quote when it is quoted (a
+	// printed dict of headers), else to the end of the line. Groups: the name with its separator, the value.
+	redactAuthorization = regexp.MustCompile(`\b((?i:authorization)["']?\s*[:=]\s*)("[^"\n]*"?|'[^'\n]*'?|[^\n]*)`)
+	// authScheme is an Authorization value's scheme, kept before its redacted credentials.
+	authScheme = regexp.MustCompile(`^(?i:basic|bearer|digest|token|apikey|api-key|key|ssws|negotiate|ntlm|oauth|dpop|hmac|aws4-hmac-sha256)\s+`)
+	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=", ":" or "=>", spaces
+	// around it or not: the shape of an environment dump, a command line's --hf-token=…, a config printed as
+	// JSON, YAML, TOML or Python ("api_key": "…", password: …, wandb_key = "…", api_key => …); "max_tokens=4096"
+	// ends in TOKENS and stays. Groups: the name, what separates it from the value, the value: bare, or quoted
+	// (KEY="…", a passphrase with spaces), to its closing quote or the end of the line.
+	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(["']?\s*(?::|=>?)\s*)(` + redactValue + `)`)
 	// A command line's flag of such a name and its value after a space: --api-key VALUE, --password "…".
 	redactFlag = regexp.MustCompile(`((?:^|\s)--?[A-Za-z0-9_-]*(?i:token|key|secret|password|passwd))(\s+)("[^"\n]*"?|'[^'\n]*'?|[^\s"',;-][^\s"',;]*)`)
 )

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -34,6 +35,19 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 		{"notify https://api.telegram.org/bot123456:AAH4xk9Zq0LmNoPqRsTu/sendMessage failed", "AAH4xk9Zq0", []string{"api.telegram.org/[redacted]/sendMessage failed"}},
 		{"posting to https://hooks.slack.com/services/T0001/B0001/Sekr3tHookValue ok", "Sekr3tHookValue", []string{"hooks.slack.com/services/T0001/B0001/[redacted] ok"}},
 		{"remote_write https://prom.example/api/prom/3f2a9c1b7e6d5a4f3e2d1c0b9a8f7e6d/push 204", "3f2a9c1b7e6d", []string{"/api/prom/[redacted]/push 204"}},
+		// An Authorization header of any scheme, or none (the red team's: only Bearer, Basic, Digest and Token were
+		// known, and ApiKey, Key, SSWS, a bare token and AWS's Signature= were shown).
+		{"POST /v1/embed Authorization: ApiKey Sekr3tElasticKey0001", "Sekr3t", []string{"Authorization: ApiKey [redacted]"}},
+		{`headers={'Authorization': 'Key Sekr3tFalKey0002', 'Accept': 'application/json'}`, "Sekr3t", []string{`'Authorization': 'Key [redacted]', 'Accept': 'application/json'`}},
+		{"Authorization: sk_live_Sekr3tRawToken0003 sent", "Sekr3t", []string{"Authorization: [redacted]"}},
+		{`{"Proxy-Authorization": "SSWS Sekr3tOktaToken04"}`, "Sekr3t", []string{`"Proxy-Authorization": "SSWS [redacted]"`}},
+		{"Authorization: AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=5ekr3tSig0005", "5ekr3tSig", []string{"AWS4-HMAC-SHA256 [redacted]"}},
+		// name = value with spaces (TOML, Python), and =>.
+		{`wandb_key = "Sekr3tWandb0006"`, "Sekr3t", []string{`wandb_key = "[redacted]"`}},
+		{"HUGGING_FACE_HUB_TOKEN = Sekr3tHub0007 (from env)", "Sekr3t", []string{"(from env)"}},
+		{"{:password => 'Sekr3tRuby0008'}", "Sekr3t", nil},
+		{"max_tokens = 4096, num_tokens: 12", "", []string{"max_tokens = 4096, num_tokens: 12"}},
+		{"authorization checks passed", "", []string{"authorization checks passed"}},
 		{"GET http://10.0.0.7:8000/metrics 200", "", []string{"GET http://10.0.0.7:8000/metrics 200"}},
 		{"decode: 35 ms per-token 12 ms/step", "", []string{"per-token 12 ms/step"}},
 		{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096", "", []string{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096"}},
@@ -141,6 +155,36 @@ func TestIsErrorLine(t *testing.T) {
 	} {
 		if got := isErrorLine(tt.line); got != tt.want {
 			t.Errorf("isErrorLine(%q) = %v; want %v", tt.line, got, tt.want)
+		}
+	}
+}
+
+// TestLogLinesRedactedBeforeTheyAreCut is the red team's: a line is cut to logLineBytes, and it was cut
+// before it was redacted, so a credential the cut went through lost what its redaction knows it by and the
+// part before the cut was shown: "postgres://admin:Sekr3tPa" (no "@" left, so not a URL with a password),
+// "sk-proj-Sekr3tVa" (short of a key's 20 characters), "Bearer Sekr3t" (short of 8). Each secret is put
+// so that the cut falls at every byte of it in turn: no part of it is ever shown, in the text or the data.
+func TestLogLinesRedactedBeforeTheyAreCut(t *testing.T) {
+	e := newBotEnv(t, botOpts{noLogFile: true})
+	for _, secret := range []string{
+		"postgres://admin:Sekr3tPassw0rd@db.internal:5432/runs",
+		"OPENAI_KEY sk-proj-Sekr3tValue0123456789abcdef",
+		"headers {'Authorization': 'Bearer Sekr3tBearer0123456789'}",
+		"ghp_Sekr3tGitHub0123456789abcdefghijkl",
+	} {
+		at := strings.Index(secret, "Sekr3t")
+		for cut := at; cut <= len(secret); cut++ {
+			line := strings.Repeat("x", logLineBytes-cut-1) + " " + secret
+			if err := os.WriteFile(e.log, []byte("starting\n"+line+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rep := e.bot.Ask(context.Background(), Request{Text: "logs", Source: "console"})
+			data, _ := json.Marshal(rep.Data)
+			for where, s := range map[string]string{"text": rep.Message.Text(), "data": string(data)} {
+				if strings.Contains(s, "Sekr3") || !strings.Contains(s, "starting") {
+					t.Errorf("logs %s, %q cut after %d bytes = %s; want the line without any of its secret", where, secret, cut, s)
+				}
+			}
 		}
 	}
 }

@@ -467,3 +467,33 @@ func TestSecurityChannelIDLearnedFromASlashCommand(t *testing.T) {
 	}
 	e.app.wait(10 * time.Second)
 }
+
+// TestSecurityAnswersQuoteNoPastedCredentials is the red team's: an answer that quotes the question back ("I
+// don't know how to answer `…` yet", "I don't watch a run called `…`", "`…` is not a stage state", a path it
+// refuses) quoted a token or a password pasted into it by mistake, and in a DM posted it again as a message of
+// the bot's own. What the answers quote is redacted as log lines are.
+func TestSecurityAnswersQuoteNoPastedCredentials(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	questions := []string{
+		"my token is xoxb-1234-5678-Sekr3tSlackValue can you use it",
+		"curl https://admin:Sekr3tPassw0rd@grafana.local/api?api_key=Sekr3tKeyValue",
+		"HF_TOKEN=hf_Sekr3tHuggingFace0123456789",
+		"ETA for sk-proj-Sekr3tOpenAIValue0123456789?",
+		"runwatch sk-proj-Sekr3tOpenAIValue0123456789",
+		"how much space is left on /data/api_key=Sekr3tInAPath?",
+		"snooze api_key=Sekr3tSnoozeArg",
+		"stage review password=Sekr3tStageWord",
+		"stage api_key=Sekr3tStageName done",
+	}
+	for _, q := range questions {
+		for _, src := range []string{"dm", "mention", "slash"} {
+			rep := e.bot.Ask(context.Background(), Request{Text: q, Source: src, User: "UADMIN", Channel: "D0123"})
+			blocks, _ := json.Marshal(rep.Message.Blocks())
+			for where, s := range map[string]string{"text": rep.Message.Text(), "blocks": string(blocks)} {
+				if strings.Contains(strings.ToLower(s), "sekr3") {
+					t.Errorf("%s %q: answer %s = %s; want the pasted credential redacted", src, q, where, s)
+				}
+			}
+		}
+	}
+}

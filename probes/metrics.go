@@ -136,7 +136,7 @@ func (m *Metrics) scrape(ctx context.Context, rawURL string) (Engine, error) {
 	if n > m.maxBody {
 		return failed, notMetrics{fmt.Errorf("scrape %s: body larger than %s", where, logTailSize(m.maxBody))}
 	}
-	// Parsing runs under the probe's deadline too: each pass checks ctx.
+	// Parsing runs under the probe's deadline too: the parser reads through ctx (ctxReader).
 	e, err := metricsParse(ctx, kept, orig)
 	e.URL = where
 	if err != nil {

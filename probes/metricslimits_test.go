@@ -1,11 +1,17 @@
 package probes
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMetricsSeriesLimits(t *testing.T) {
@@ -119,4 +125,66 @@ func TestMetricsFinishReasonsBounded(t *testing.T) {
 			len(e.FinishedByReason), total, e.FinishedByReason["stop"], e.FinishedByReason["length"], e.FinishedByReason["other"])
 	}
 	t.Logf("figure: 72 finish reasons, 3.6 MB of label values: %d kept, %d bytes of names", len(e.FinishedByReason), size)
+}
+
+// TestScrapeParseEndsAtTheDeadline is the red team's: 128 labels a series is within MetricsMaxLabels, and
+// 8 MiB of such series is within the default body limit, yet one uncancellable parse pass of them took 3.7 s
+// of CPU on this machine, past a 2 s probe timeout, and the scrape came back as a success. Here the deadline
+// falls 50 ms after the whole body is in, in the middle of the parse: the scrape fails with the deadline, its
+// URL named, instead of answering when the parse is done.
+func TestScrapeParseEndsAtTheDeadline(t *testing.T) {
+	var body bytes.Buffer
+	for i := 0; body.Len() < 4<<20; i++ {
+		body.WriteString("vllm:num_requests_running{")
+		for j := range MetricsMaxLabels - 1 {
+			fmt.Fprintf(&body, "l%d=\"\",", j)
+		}
+		fmt.Fprintf(&body, "series=\"%d\"} 1\n", i)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		w.Write(body.Bytes())
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := &http.Client{Transport: cancelAfterBody{rt: srv.Client().Transport, after: 50 * time.Millisecond, cancel: cancel}}
+	start := time.Now()
+	e, err := NewMetrics(client, 0).Scrape(ctx, srv.URL+"/metrics")
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNotMetrics) || !strings.Contains(err.Error(), srv.URL) {
+		t.Errorf("Scrape(4 MiB of 128-label series, deadline mid-parse) = %s engine, %v; want the deadline's error naming %s", e.Kind, err, srv.URL)
+	}
+	t.Logf("figure: %d KiB of %d-label series, cancelled 50 ms after the body was in: the scrape returned after %v",
+		body.Len()>>10, MetricsMaxLabels, time.Since(start).Round(time.Millisecond))
+}
+
+// cancelAfterBody calls cancel a while after a response's body has been read to its end: a deadline that
+// falls while what was read is being parsed.
+type cancelAfterBody struct {
+	rt     http.RoundTripper
+	after  time.Duration
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterBody) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(req)
+	if err == nil {
+		resp.Body = &eofHook{ReadCloser: resp.Body, at: func() { time.AfterFunc(c.after, c.cancel) }}
+	}
+	return resp, err
+}
+
+type eofHook struct {
+	io.ReadCloser
+	at   func()
+	done bool
+}
+
+func (h *eofHook) Read(p []byte) (int, error) {
+	n, err := h.ReadCloser.Read(p)
+	if err == io.EOF && !h.done {
+		h.done = true
+		h.at()
+	}
+	return n, err
 }
