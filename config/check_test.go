@@ -211,3 +211,40 @@ func TestLogPatternGroupsSaidOnce(t *testing.T) {
 		t.Errorf("Parse(%q) = %q; want line 3 and (?P<done>...) named once, not %d times", y, err, n)
 	}
 }
+
+// TestErrorsNeverQuoteAVariablesValue: a value that came from ${VAR} and is wrong is said as the reference.
+// `max_tokens: ${PROM_PASS}` (a variable put in the wrong key) quoted the password in the error, which the
+// bot prints and logs at start-up.
+func TestErrorsNeverQuoteAVariablesValue(t *testing.T) {
+	const pass = "hunter2-Secr3t"
+	lookup := func(k string) (string, bool) {
+		switch k {
+		case "PROM_PASS":
+			return pass, true
+		case "TOTAL":
+			return "25000", true
+		}
+		return "", false
+	}
+	head := "runs:\n  - name: a\n    log: /tmp/gen.log\n"
+	for _, tt := range []struct{ yaml, want string }{
+		{head + "    max_tokens: ${PROM_PASS}\n", "line 4"},
+		{head + "    total: ${PROM_PASS}\n", "line 4"},
+		{head + "    metrics: ['http://x:${PROM_PASS}@[::1']\n", "line 4"},
+		{head + "    stall_after: ${PROM_PASS}\n", "line 4"},
+		{head + "    schedule: ${PROM_PASS}\n", "line 4"},
+	} {
+		_, err := Parse([]byte(tt.yaml), lookup)
+		if err == nil {
+			t.Errorf("Parse(%q) accepted it; want an error", tt.yaml)
+			continue
+		}
+		if strings.Contains(err.Error(), "Secr3t") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v; want %q and no part of the variable's value", tt.yaml, err, tt.want)
+		}
+	}
+	// A number from a variable stays in the message: line numbers read the same.
+	if _, err := Parse([]byte(head+"    total: ${TOTAL}\n    done_when: nonsense\n"), lookup); err == nil || !strings.Contains(err.Error(), "line 5") {
+		t.Errorf("Parse(done_when: nonsense) = %v; want the error at line 5", err)
+	}
+}

@@ -161,8 +161,18 @@ func Load(path string, lookup func(string) (string, bool)) (*File, error) {
 	return f, nil
 }
 
-// Parse parses and validates a run file's content. Errors name the key and the line.
+// Parse parses and validates a run file's content. Errors name the key and the line. A value that came from
+// a ${VAR} is said as the reference, never as what it expanded to: the variable may hold a password.
 func Parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
+	var used varValues
+	f, err := parse(b, used.record(lookup))
+	if err != nil {
+		return nil, used.scrub(err)
+	}
+	return f, nil
+}
+
+func parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 	if err := checkFileSize(b); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,47 @@
+package config
+
+import "strings"
+
+// varValues are the values ${VAR} references expanded to, by variable name, so that an error about a value
+// says ${PROM_PASS} rather than the password it holds (`max_tokens: ${PROM_PASS}` quoted the value).
+type varValues struct {
+	names, values []string
+}
+
+// record wraps lookup so that every value it hands out is remembered.
+func (u *varValues) record(lookup func(string) (string, bool)) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := lookup(name)
+		if ok && v != "" {
+			u.names, u.values = append(u.names, name), append(u.values, v)
+		}
+		return v, ok
+	}
+}
+
+// scrub replaces each remembered value in err's text with its reference. Values too short or too plain to be
+// a secret (a number: a line number reads the same) are left, so that the message keeps its line numbers.
+func (u *varValues) scrub(err error) error {
+	msg := err.Error()
+	changed := false
+	for i, v := range u.values {
+		if len(v) < 4 || strings.Trim(v, "0123456789.") == "" || !strings.Contains(msg, v) {
+			continue
+		}
+		msg, changed = strings.ReplaceAll(msg, v, "${"+u.names[i]+"}"), true
+	}
+	if !changed {
+		return err
+	}
+	return scrubbed{msg, err}
+}
+
+// scrubbed is an error said without the values of the variables in it; errors.Is and As still see the one it
+// stands for.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e scrubbed) Error() string { return e.msg }
+func (e scrubbed) Unwrap() error { return e.err }
