@@ -134,6 +134,9 @@ func redactLogLine(l string) string {
 		// The scheme stays in sight when it is one: a first word that is not one may be the credential itself.
 		return sub[1] + q + authScheme.FindString(v) + "[redacted]" + q
 	})
+	l = redactCurlUser.ReplaceAllString(l, "${1}[redacted]")
+	l = redactDSN.ReplaceAllString(l, "${1}[redacted]${3}")
+	l = redactEnvSpace.ReplaceAllString(l, "${1}${2}[redacted]")
 	for _, re := range []*regexp.Regexp{redactAssigned, redactFlag} {
 		l = re.ReplaceAllStringFunc(l, func(m string) string {
 			sub := re.FindStringSubmatch(m)
@@ -177,7 +180,14 @@ var (
 	// An Authorization (or Proxy-Authorization) header's value, whatever its scheme (Basic, ApiKey, Key, SSWS,
 	// AWS4-HMAC-SHA256's Credential=…, Signature=…, or a bare token): to its closing quote when it is quoted (a
 	// printed dict of headers), else to the end of the line. Groups: the name with its separator, the value.
-	redactAuthorization = regexp.MustCompile(`\b((?i:authorization)["']?\s*[:=]\s*)("[^"\n]*"?|'[^'\n]*'?|[^\n]*)`)
+	redactAuthorization = regexp.MustCompile(`\b((?i:authorization|cookie)["']?\s*[:=]\s*)("[^"\n]*"?|'[^'\n]*'?|[^\n]*)`)
+	// A password after its user: curl's -u/--user user:password, a Go SQL driver's user:password@tcp(…).
+	redactCurlUser = regexp.MustCompile(`((?:^|\s)(?:-u|--user)\s+[A-Za-z0-9_.-]+:)([^\s@:/]+)`)
+	redactDSN      = regexp.MustCompile(`\b([A-Za-z0-9_.-]+:)([^\s@:/]+)(@(?:tcp|unix)\()`)
+	// An upper-case environment variable named for a credential and its value after a space, as a shell's
+	// "set" or a job's start-up banner prints it: WANDB_API_KEY 0123…; 12 characters at least, so that
+	// "HF_TOKEN not set" stays.
+	redactEnvSpace = regexp.MustCompile(`\b([A-Z0-9_]*(?:TOKEN|KEY|SECRET|PASSWORD))(\s+)([A-Za-z0-9_+/=.-]{12,})`)
 	// authScheme is an Authorization value's scheme, kept before its redacted credentials.
 	authScheme = regexp.MustCompile(`^(?i:basic|bearer|digest|token|apikey|api-key|key|ssws|negotiate|ntlm|oauth|dpop|hmac|aws4-hmac-sha256)\s+`)
 	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=", ":" or "=>", spaces

@@ -46,6 +46,16 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 		{`wandb_key = "Sekr3tWandb0006"`, "Sekr3t", []string{`wandb_key = "[redacted]"`}},
 		{"HUGGING_FACE_HUB_TOKEN = Sekr3tHub0007 (from env)", "Sekr3t", []string{"(from env)"}},
 		{"{:password => 'Sekr3tRuby0008'}", "Sekr3t", nil},
+		// The red team's smaller misses: a cookie, curl's -u user:password, a Go MySQL DSN, an environment
+		// variable's name and its value with only a space between.
+		{"> Cookie: session=Sekr3tSession0009; csrftoken=abc", "Sekr3t", []string{"Cookie: [redacted]"}},
+		{"Set-Cookie: sid=Sekr3tSid0010; Path=/; HttpOnly", "Sekr3t", []string{"Set-Cookie: [redacted]"}},
+		{"+ curl -u admin:Sekr3tCurl0011 http://10.0.0.7:9090/api/v1/query", "Sekr3t", []string{"-u admin:[redacted] http://10.0.0.7:9090"}},
+		{"+ curl --user admin:Sekr3tCurl0012 -s", "Sekr3t", []string{"--user admin:[redacted] -s"}},
+		{"db: runs:Sekr3tDsn0013@tcp(10.0.0.9:3306)/runs ok", "Sekr3t", []string{"runs:[redacted]@tcp(10.0.0.9:3306)/runs ok"}},
+		{"WANDB_API_KEY 0123456789abcdefSekr3t0014", "Sekr3t", []string{"WANDB_API_KEY [redacted]"}},
+		{"HF_TOKEN not set, using the cache", "", []string{"HF_TOKEN not set, using the cache"}},
+		{"curl -u :8000 -s", "", []string{"curl -u :8000 -s"}},
 		{"max_tokens = 4096, num_tokens: 12", "", []string{"max_tokens = 4096, num_tokens: 12"}},
 		{"authorization checks passed", "", []string{"authorization checks passed"}},
 		{"GET http://10.0.0.7:8000/metrics 200", "", []string{"GET http://10.0.0.7:8000/metrics 200"}},
