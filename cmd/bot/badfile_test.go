@@ -152,3 +152,21 @@ func TestAskModelConfigPastTheBounds(t *testing.T) {
 		t.Errorf("bot ask fit with a config.json of 10^8 layers = %d, %q %q; want %q", code, out, errb, want)
 	}
 }
+
+// TestMissingRunFileSaysWhoNamedIt: a run file that is not there was "read run file: open x.yaml: no such file
+// or directory", whether --config was mistyped or RUNWATCH_CONFIG (perhaps from a forgotten .env) was stale.
+func TestMissingRunFileSaysWhoNamedIt(t *testing.T) {
+	dir := setEnv(t)
+	missing := filepath.Join(dir, "runwatch.yml")
+	code, _, errb := run(t, "", "ask", "--config", missing, "ETA?")
+	if want := "the run file " + missing + " named by --config does not exist: fix the path"; code != 1 || !strings.Contains(errb, want) {
+		t.Errorf("ask --config %s = %d, %q; want exit 1 and %q", missing, code, errb, want)
+	}
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("RUNWATCH_CONFIG="+missing+"\n"), 0o644)
+	t.Setenv("RUNWATCH_CONFIG", "")
+	os.Unsetenv("RUNWATCH_CONFIG")
+	code, _, errb = run(t, "", "status")
+	if want := "named by RUNWATCH_CONFIG (in the environment or .env) does not exist"; code != 1 || !strings.Contains(errb, want) {
+		t.Errorf("status with RUNWATCH_CONFIG=%s in .env = %d, %q; want exit 1 and %q", missing, code, errb, want)
+	}
+}
