@@ -328,3 +328,38 @@ func TestLoadDotEnvQuotesNoValue(t *testing.T) {
 		}
 	}
 }
+
+// TestParseNumberWithCommasInBraces: "{tokens: 25,000,000}" reads as tokens: 25 and two keys "000", which were
+// two identical lines, `unknown key "000" in runs[0].plans[0]`, naming neither tokens nor the commas. Each such
+// number is one line that names its key and the number to write; a block-style value keeps its own message.
+func TestParseNumberWithCommasInBraces(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string // each on a line of its own, and nothing else
+	}{
+		{"total", "runs:\n  - {name: a, total: 25,000}\n",
+			[]string{`line 2: runs[0].total: 25,000 is written with commas, and inside { } a comma separates keys (it reads as total: 25 and a key "000"): write 25000`}},
+		{"tokens and hidden_size", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 25,000,000, layers: all, num_layers: 61, hidden_size: 7,168, dtype: bf16}\n",
+			[]string{"line 4: runs[0].plans[0].tokens: 25,000,000 is written with commas", "write 25000000",
+				"line 4: runs[0].plans[0].hidden_size: 7,168 is written with commas", "write 7168"}},
+		{"a real unknown key", "runs:\n  - {name: a, total: 5, 000: 1}\n", []string{`line 2: unknown key "000" in runs[0]`}},
+		{"block style", "runs:\n  - name: a\n    total: 25,000\n", []string{`line 3: runs[0].total: "25,000" is not a whole number`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), env(nil))
+			if err == nil {
+				t.Fatalf("Parse(%q) = nil error; want %q", tt.yaml, tt.want)
+			}
+			msg := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("Parse(%q) = %v; want it to say %q", tt.yaml, err, w)
+				}
+			}
+			if lines, mistakes := strings.Count(msg, "\n")+1, strings.Count(msg, "line "); lines != mistakes || strings.Contains(tt.yaml, "7,168") && lines != 2 {
+				t.Errorf("Parse(%q) = %q: %d lines; want one line per number", tt.yaml, msg, lines)
+			}
+		})
+	}
+}
