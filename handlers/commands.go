@@ -245,7 +245,14 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 		if len(known) > 0 {
 			msg += " I know " + strings.Join(known, "; ") + "."
 		}
-		msg += " Add it to `watch:` in the run file if it matters."
+		switch q.Question.Intent {
+		case "writes", "safe":
+			// "are we writing to /shared?" about a path the run does not know: what the asker wants is the path
+			// guarded, warned about when output lands there, which watch: alone does not do.
+			msg += " If the job must not write there, add it to `protected:` in the run file: then I answer this and warn when output lands there."
+		default:
+			msg += " Add it to `watch:` in the run file if it matters."
+		}
 		r := Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{msg}}}
 		return t, &r
 	}
