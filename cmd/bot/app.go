@@ -447,7 +447,11 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		if i > 0 {
 			fmt.Fprintln(a.stdout)
 		}
-		fmt.Fprintln(a.stdout, reports.RenderStatus(rs, m.Now(), time.Local).Text())
+		msg := reports.RenderStatus(rs, m.Now(), time.Local)
+		if run, ok := a.file.RunByName(rs.Name); ok {
+			handlers.SayNoRunFile(run, &msg)
+		}
+		fmt.Fprintln(a.stdout, msg.Text())
 	}
 	return nil
 }

@@ -170,3 +170,13 @@ func TestMissingRunFileSaysWhoNamedIt(t *testing.T) {
 		t.Errorf("status with RUNWATCH_CONFIG=%s in .env = %d, %q; want exit 1 and %q", missing, code, errb, want)
 	}
 }
+
+// TestStatusWithoutRunFileSaysSo: `bot status` with no run file anywhere said "No progress source configured
+// (add log:, metrics: or prometheus: to the run file)", sending a new user to look for a file that is not there.
+func TestStatusWithoutRunFileSaysSo(t *testing.T) {
+	setEnv(t)
+	code, out, errb := run(t, "", "status")
+	if want := "No progress source — no run file was found"; code != 0 || !strings.Contains(out, want) || strings.Contains(out, "to the run file") {
+		t.Errorf("status without a run file = %d, %q %q; want %q and no run file to add to", code, out, errb, want)
+	}
+}
