@@ -190,7 +190,9 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		for _, p := range landing {
 			outs = append(outs, Code(filepath.Base(p.Path)))
 		}
-		verdict = fmt.Sprintf("%s *Not yet, but* %s will land in %s: nothing writes there now, but %s inside it.",
+		// One "but": "nothing writes there now, but 1 output resolves inside it" after "Not yet, but" read as a
+		// second turn, and "nothing writes" said more than a scan with a process it cannot see knows.
+		verdict = fmt.Sprintf("%s *Not yet, but* %s will land in %s: %s inside it; no writes seen there yet.",
 			ProtectedSeverity(false, len(landing)), strings.Join(outs, " and "), Code(filepath.Base(landing[0].ProtectedPath)), Plural(len(landing), "output resolves", "outputs resolve"))
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Can't tell* — I could not scan open files: %s.", Esc(st.ScanError))
