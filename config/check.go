@@ -37,7 +37,12 @@ func (e fieldError) Error() string { return e.key + ": " + e.msg }
 
 func (f *File) validate(lines keyLines) error {
 	if len(f.Runs) == 0 {
-		return errors.New("runs: the run file lists no runs")
+		// Where the list goes and what an entry starts with: "runs: the run file lists no runs" said neither.
+		const fix = `add one under it, each run starting with "- name: " (runwatch.example.yaml has one to copy)`
+		if n, ok := lines["runs"]; ok {
+			return fmt.Errorf("line %d: runs lists no runs: %s", n, fix)
+		}
+		return errors.New("the run file lists no runs: give it a runs: list and " + fix)
 	}
 	// Each run's first problem, so that fixing one run does not only reveal the next run's.
 	seen := map[string]int{}

@@ -70,7 +70,10 @@ func TestParseErrors(t *testing.T) {
 		want       []string // substrings of the error
 	}{
 		{"empty", "", []string{"empty"}},
-		{"no runs", "runs: []\n", []string{"no runs"}},
+		// "runs: the run file lists no runs" named neither the line nor what to write there.
+		{"no runs", "runs: []\n", []string{"line 1: runs lists no runs: add one under it", `"- name: "`}},
+		{"runs empty", "# runs\nruns:\n\n", []string{"line 2: runs lists no runs"}},
+		{"no runs key", "admins: [U1]\n", []string{"the run file lists no runs: give it a runs: list"}},
 		{"unknown top key", "runs:\n  - name: a\nrunz: 1\n", []string{"line 3", `unknown key "runz"`}},
 		{"unknown run key", "runs:\n  - name: a\n    outptus: [/x]\n", []string{"line 3", `"outptus"`, "runs[0]", "outputs"}},
 		{"misspelt key", "runs:\n  - name: a\n    totl: 25000\n", []string{"line 3", `unknown key "totl" in runs[0]: did you mean "total"?`}},
