@@ -200,10 +200,17 @@ func itemError(lines keyLines, base string, line int, err error) error {
 func checkURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		hint := ""
-		if !strings.Contains(u, "://") || (err == nil && p.Scheme != "http" && p.Scheme != "https") {
+		// Every refusal says what to change: "http://gpu 3:8000/metrics" and "http://gpu3:80a0/metrics" were
+		// told only that the value is not a URL.
+		hint := " (write it like http://host:port/path)"
+		switch {
+		case !strings.Contains(u, "://") || (err == nil && p.Scheme != "http" && p.Scheme != "https"):
 			// "127.0.0.1:8000/metrics" does not even parse (a colon in the first segment) and wants the hint most.
 			hint = " (start it with http:// or https://)"
+		case strings.ContainsAny(u, " \t"):
+			hint = " (it has a space in it, and a URL has none: remove it, or write %20 in a query)"
+		case err != nil && strings.Contains(err.Error(), "invalid port"):
+			hint = " (the port after the host's colon is not a number)"
 		}
 		// The value is not quoted: a URL may carry a password or a key, and the line names it.
 		return fmt.Errorf("the value is not an http(s) URL with a host%s", hint)

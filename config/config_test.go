@@ -95,6 +95,13 @@ func TestParseErrors(t *testing.T) {
 		// "127.0.0.1:8000/metrics" fails to parse at all (a colon in the first segment): it wants the hint most.
 		{"metrics url without a scheme", "runs:\n  - name: a\n    metrics: ['127.0.0.1:8000/metrics']\n",
 			[]string{"line 3: runs[0].metrics[0]", "start it with http:// or https://"}},
+		// Every refused URL says what to change, not only that it is not one.
+		{"metrics url with a space", "runs:\n  - name: a\n    metrics: ['http://gpu 3:8000/metrics']\n",
+			[]string{"line 3: runs[0].metrics[0]", "it has a space in it, and a URL has none"}},
+		{"metrics url with a bad port", "runs:\n  - name: a\n    metrics: ['http://gpu3:80a0/metrics']\n",
+			[]string{"line 3: runs[0].metrics[0]", "the port after the host's colon is not a number"}},
+		{"metrics url without a host", "runs:\n  - name: a\n    metrics: ['http://']\n",
+			[]string{"line 3: runs[0].metrics[0]", "(write it like http://host:port/path)"}},
 		// One run's keys at the top of the file, without runs: around them.
 		{"a run without runs:", "name: a\nlog: /x/gen.log\n",
 			[]string{`line 1: "name" is a run's key: runs go in a list under runs:`, `line 2: "log" is a run's key too`}},
