@@ -86,6 +86,8 @@ func TestParseErrors(t *testing.T) {
 		{"relative output", "runs:\n  - name: a\n    outputs: [data/out]\n", []string{"outputs", "not an absolute path"}},
 		{"bad duration", "runs:\n  - name: a\n    stall_after: soon\n", []string{"line 3", "not a duration"}},
 		{"bad tokens", "runs:\n  - name: a\n    plans:\n      - name: p\n        target: /d\n        tokens: lots\n        num_layers: 2\n        hidden_size: 8\n        dtype: bf16\n", []string{"line 6", "tokens"}},
+		{"tokens in a list", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: [25M], num_layers: 4, hidden_size: 8, dtype: bf16}\n",
+			[]string{"line 4: runs[0].plans[0].tokens: must be a single value, not a list", "or auto"}},
 		{"bad layers", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, layers: [1, x], num_layers: 4, hidden_size: 8, dtype: bf16}\n", []string{"line 4", `"x" is not a layer index`}},
 		{"layer out of range", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, layers: [9], num_layers: 4, hidden_size: 8, dtype: bf16}\n", []string{"line 4", "out of range"}},
 		{"no shape", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5}\n", []string{"line 4", "model_config"}},
