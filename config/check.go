@@ -37,7 +37,12 @@ func (e fieldError) Error() string { return e.key + ": " + e.msg }
 
 func (f *File) validate(lines keyLines) error {
 	if len(f.Runs) == 0 {
-		return errors.New("runs: the run file lists no runs")
+		// Where the list goes and what an entry starts with: "runs: the run file lists no runs" said neither.
+		const fix = `add one under it, each run starting with "- name: " (runwatch.example.yaml has one to copy)`
+		if n, ok := lines["runs"]; ok {
+			return fmt.Errorf("line %d: runs lists no runs: %s", n, fix)
+		}
+		return errors.New("the run file lists no runs: give it a runs: list and " + fix)
 	}
 	// Each run's first problem, so that fixing one run does not only reveal the next run's.
 	seen := map[string]int{}
@@ -195,10 +200,17 @@ func itemError(lines keyLines, base string, line int, err error) error {
 func checkURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		hint := ""
-		if !strings.Contains(u, "://") || (err == nil && p.Scheme != "http" && p.Scheme != "https") {
+		// Every refusal says what to change: "http://gpu 3:8000/metrics" and "http://gpu3:80a0/metrics" were
+		// told only that the value is not a URL.
+		hint := " (write it like http://host:port/path)"
+		switch {
+		case !strings.Contains(u, "://") || (err == nil && p.Scheme != "http" && p.Scheme != "https"):
 			// "127.0.0.1:8000/metrics" does not even parse (a colon in the first segment) and wants the hint most.
 			hint = " (start it with http:// or https://)"
+		case strings.ContainsAny(u, " \t"):
+			hint = " (it has a space in it, and a URL has none: remove it, or write %20 in a query)"
+		case err != nil && strings.Contains(err.Error(), "invalid port"):
+			hint = " (the port after the host's colon is not a number)"
 		}
 		// The value is not quoted: a URL may carry a password or a key, and the line names it.
 		return fmt.Errorf("the value is not an http(s) URL with a host%s", hint)

@@ -350,6 +350,10 @@ type Tokens struct {
 
 // UnmarshalYAML accepts a number (25000000, 25e6, 25_000_000, "25M") or auto.
 func (t *Tokens) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		// `tokens: [25M]` quoted its empty scalar value: `"": give a positive number`.
+		return fmt.Errorf("line %d: must be a single value, not a list or a mapping: give a positive number (25000000, 25e6, 25M) or auto", n.Line)
+	}
 	if n.Value == "auto" {
 		t.Auto = true
 		return nil

@@ -70,7 +70,10 @@ func TestParseErrors(t *testing.T) {
 		want       []string // substrings of the error
 	}{
 		{"empty", "", []string{"empty"}},
-		{"no runs", "runs: []\n", []string{"no runs"}},
+		// "runs: the run file lists no runs" named neither the line nor what to write there.
+		{"no runs", "runs: []\n", []string{"line 1: runs lists no runs: add one under it", `"- name: "`}},
+		{"runs empty", "# runs\nruns:\n\n", []string{"line 2: runs lists no runs"}},
+		{"no runs key", "admins: [U1]\n", []string{"the run file lists no runs: give it a runs: list"}},
 		{"unknown top key", "runs:\n  - name: a\nrunz: 1\n", []string{"line 3", `unknown key "runz"`}},
 		{"unknown run key", "runs:\n  - name: a\n    outptus: [/x]\n", []string{"line 3", `"outptus"`, "runs[0]", "outputs"}},
 		{"misspelt key", "runs:\n  - name: a\n    totl: 25000\n", []string{"line 3", `unknown key "totl" in runs[0]: did you mean "total"?`}},
@@ -83,6 +86,8 @@ func TestParseErrors(t *testing.T) {
 		{"relative output", "runs:\n  - name: a\n    outputs: [data/out]\n", []string{"outputs", "not an absolute path"}},
 		{"bad duration", "runs:\n  - name: a\n    stall_after: soon\n", []string{"line 3", "not a duration"}},
 		{"bad tokens", "runs:\n  - name: a\n    plans:\n      - name: p\n        target: /d\n        tokens: lots\n        num_layers: 2\n        hidden_size: 8\n        dtype: bf16\n", []string{"line 6", "tokens"}},
+		{"tokens in a list", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: [25M], num_layers: 4, hidden_size: 8, dtype: bf16}\n",
+			[]string{"line 4: runs[0].plans[0].tokens: must be a single value, not a list", "or auto"}},
 		{"bad layers", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, layers: [1, x], num_layers: 4, hidden_size: 8, dtype: bf16}\n", []string{"line 4", `"x" is not a layer index`}},
 		{"layer out of range", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5, layers: [9], num_layers: 4, hidden_size: 8, dtype: bf16}\n", []string{"line 4", "out of range"}},
 		{"no shape", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 5}\n", []string{"line 4", "model_config"}},
@@ -92,6 +97,13 @@ func TestParseErrors(t *testing.T) {
 		// "127.0.0.1:8000/metrics" fails to parse at all (a colon in the first segment): it wants the hint most.
 		{"metrics url without a scheme", "runs:\n  - name: a\n    metrics: ['127.0.0.1:8000/metrics']\n",
 			[]string{"line 3: runs[0].metrics[0]", "start it with http:// or https://"}},
+		// Every refused URL says what to change, not only that it is not one.
+		{"metrics url with a space", "runs:\n  - name: a\n    metrics: ['http://gpu 3:8000/metrics']\n",
+			[]string{"line 3: runs[0].metrics[0]", "it has a space in it, and a URL has none"}},
+		{"metrics url with a bad port", "runs:\n  - name: a\n    metrics: ['http://gpu3:80a0/metrics']\n",
+			[]string{"line 3: runs[0].metrics[0]", "the port after the host's colon is not a number"}},
+		{"metrics url without a host", "runs:\n  - name: a\n    metrics: ['http://']\n",
+			[]string{"line 3: runs[0].metrics[0]", "(write it like http://host:port/path)"}},
 		// One run's keys at the top of the file, without runs: around them.
 		{"a run without runs:", "name: a\nlog: /x/gen.log\n",
 			[]string{`line 1: "name" is a run's key: runs go in a list under runs:`, `line 2: "log" is a run's key too`}},
@@ -326,5 +338,40 @@ func TestLoadDotEnvQuotesNoValue(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "Sekr3t") {
 			t.Errorf("LoadDotEnv(%q) = %v; want %q..., without any value", tt.body, err, want)
 		}
+	}
+}
+
+// TestParseNumberWithCommasInBraces: "{tokens: 25,000,000}" reads as tokens: 25 and two keys "000", which were
+// two identical lines, `unknown key "000" in runs[0].plans[0]`, naming neither tokens nor the commas. Each such
+// number is one line that names its key and the number to write; a block-style value keeps its own message.
+func TestParseNumberWithCommasInBraces(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string // each on a line of its own, and nothing else
+	}{
+		{"total", "runs:\n  - {name: a, total: 25,000}\n",
+			[]string{`line 2: runs[0].total: 25,000 is written with commas, and inside { } a comma separates keys (it reads as total: 25 and a key "000"): write 25000`}},
+		{"tokens and hidden_size", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: 25,000,000, layers: all, num_layers: 61, hidden_size: 7,168, dtype: bf16}\n",
+			[]string{"line 4: runs[0].plans[0].tokens: 25,000,000 is written with commas", "write 25000000",
+				"line 4: runs[0].plans[0].hidden_size: 7,168 is written with commas", "write 7168"}},
+		{"a real unknown key", "runs:\n  - {name: a, total: 5, 000: 1}\n", []string{`line 2: unknown key "000" in runs[0]`}},
+		{"block style", "runs:\n  - name: a\n    total: 25,000\n", []string{`line 3: runs[0].total: "25,000" is not a whole number`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), env(nil))
+			if err == nil {
+				t.Fatalf("Parse(%q) = nil error; want %q", tt.yaml, tt.want)
+			}
+			msg := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("Parse(%q) = %v; want it to say %q", tt.yaml, err, w)
+				}
+			}
+			if lines, mistakes := strings.Count(msg, "\n")+1, strings.Count(msg, "line "); lines != mistakes || strings.Contains(tt.yaml, "7,168") && lines != 2 {
+				t.Errorf("Parse(%q) = %q: %d lines; want one line per number", tt.yaml, msg, lines)
+			}
+		})
 	}
 }

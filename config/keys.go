@@ -92,6 +92,13 @@ func checkKeysInto(n *yaml.Node, t reflect.Type, where string, lines keyLines, e
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
+			if !ok && n.Style&yaml.FlowStyle != 0 {
+				if next, err := commaNumber(n, i, where); err != nil {
+					add(err)
+					i = next - 2
+					continue
+				}
+			}
 			if !ok {
 				if where == "" && t == reflect.TypeFor[File]() {
 					if _, isRun := yamlFields(reflect.TypeFor[Run]())[k.Value]; isRun {
@@ -141,6 +148,40 @@ func checkKeysInto(n *yaml.Node, t reflect.Type, where string, lines keyLines, e
 		add(checkScalar(n, t.Kind(), where))
 	}
 }
+
+// commaNumber is the error for a number written with thousands separators inside braces: in
+// "{tokens: 25,000,000, ...}" the commas separate keys, so YAML reads tokens: 25 and keys "000" and "000",
+// which were two identical "unknown key" errors that named neither tokens nor the commas. i is the first of
+// those keys in the flow mapping n. The error is nil unless the value before key i is one to three digits and
+// key i is three digits without a value; then next is the first key past those like it.
+func commaNumber(n *yaml.Node, i int, where string) (int, error) {
+	if i < 2 {
+		return i, nil
+	}
+	key, val := n.Content[i-2], n.Content[i-1]
+	if val.Kind != yaml.ScalarNode || !leadingDigits.MatchString(val.Value) {
+		return i, nil
+	}
+	text := val.Value
+	next := i
+	for ; next+1 < len(n.Content); next += 2 {
+		k, v := n.Content[next], n.Content[next+1]
+		if k.Kind != yaml.ScalarNode || !threeDigits.MatchString(k.Value) || v.Tag != "!!null" {
+			break
+		}
+		text += "," + k.Value
+	}
+	if next == i {
+		return i, nil
+	}
+	return next, fmt.Errorf("line %d: %s: %s is written with commas, and inside { } a comma separates keys (it reads as %s: %s and a key %q): write %s",
+		key.Line, join(where, key.Value), text, key.Value, val.Value, n.Content[i].Value, strings.ReplaceAll(text, ",", ""))
+}
+
+var (
+	leadingDigits = regexp.MustCompile(`^[0-9]{1,3}$`)
+	threeDigits   = regexp.MustCompile(`^[0-9]{3}$`)
+)
 
 // checkScalar checks that a value is one value of the field's type, so decoding cannot fail with a
 // message that names neither the key nor its meaning. A number written in quotes is taken as the number.

@@ -29,7 +29,10 @@ func TestAskIntents(t *testing.T) {
 		{"where does the output go?", "where", []string{"Every output lands off the protected mounts", "/out"}, false},
 		{"will the hidden states fit?", "fit", []string{"hidden-states", "1.08 TB"}, false},
 		{"how much space is left on " + e.dir + "/out?", "space", []string{"free of"}, false},
-		{"how much space is left on /etc?", "space", []string{"isn't one of them", "/etc"}, true},
+		{"how much space is left on /etc?", "space", []string{"isn't one of them", "/etc", "Add it to `watch:`"}, true},
+		// A path asked about as a place output must not land is to be protected, not watched: watch: alone
+		// neither answers "are we writing there?" as the asker means nor warns.
+		{"are we writing to /etc?", "writes", []string{"isn't one of them", "add it to `protected:` in the run file"}, true},
 		{"status", "status", []string{"synth · status", "Checklist"}, false},
 		{"runs", "runs", []string{"`synth` in #synth"}, false},
 		{"help", "help", []string{"runwatch help", "snooze"}, false},
@@ -41,7 +44,7 @@ func TestAskIntents(t *testing.T) {
 		{"are we on track?", "ontrack", []string{"synth · on track?"}, false},
 		{"what's left to do?", "left", []string{"synth · what's left", "24,700 of 25,000 items left", "review"}, false},
 		{"is the protected mount safe?", "safe", []string{"synth · protected mounts", "no output resolves inside it", e.dir + "/shared"}, false},
-		{"is /etc safe?", "safe", []string{"isn't one of them"}, true},
+		{"is /etc safe?", "safe", []string{"isn't one of them", "add it to `protected:` in the run file"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {

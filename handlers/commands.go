@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"runwatch/config"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -149,26 +148,6 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	}}
 }
 
-func noProgressLine(q Query, rs reports.RunStatus) string {
-	return "ETA: unknown — " + noProgressReason(q, rs)
-}
-
-// noProgressReason is why nothing is known of a run's progress, for the answers that lead with their own
-// subject ("Throughput: unknown — ", "Can't tell — ").
-func noProgressReason(q Query, rs reports.RunStatus) string {
-	if q.Run.Log == "" && len(q.Run.Metrics) == 0 && q.Run.Prometheus == nil {
-		if q.Run.Line == 0 && q.Run.Name == config.DefaultRunName {
-			// No run file at all: "add log: to the run file" sent a new user looking for a file that is not there.
-			return fmt.Sprintf("no run file was found (`--config`, `$RUNWATCH_CONFIG` or `./runwatch.yaml`), so run %s is the built-in default, which watches disk space only. Copy `runwatch.example.yaml` to `runwatch.yaml` and give the run a `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:`.", reports.Esc(rs.Name))
-		}
-		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:` (the server that scrapes them) to the run file.", reports.Esc(rs.Name))
-	}
-	if len(rs.Problems) > 0 {
-		return "the progress sources failed (below)."
-	}
-	return "no progress reported yet."
-}
-
 func context1(rs reports.RunStatus) []string {
 	ctx := append([]string{}, reports.ProblemContext(rs.LiveProblems())...)
 	for _, n := range rs.Notices {
@@ -203,7 +182,9 @@ func handleStatus(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return errorReply("get the status", err)
 	}
-	return Reply{Message: b.statusMessage(rs, false), Data: map[string]any{"status": rs}}
+	m := b.statusMessage(rs, false)
+	SayNoRunFile(q.Run, &m)
+	return Reply{Message: m, Data: map[string]any{"status": rs}}
 }
 
 func storageStatus(ctx context.Context, b *Bot, q Query, need monitor.Need) (reports.RunStatus, error) {
@@ -245,7 +226,14 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 		if len(known) > 0 {
 			msg += " I know " + strings.Join(known, "; ") + "."
 		}
-		msg += " Add it to `watch:` in the run file if it matters."
+		switch q.Question.Intent {
+		case "writes", "safe":
+			// "are we writing to /shared?" about a path the run does not know: what the asker wants is the path
+			// guarded, warned about when output lands there, which watch: alone does not do.
+			msg += " If the job must not write there, add it to `protected:` in the run file: then I answer this and warn when output lands there."
+		default:
+			msg += " Add it to `watch:` in the run file if it matters."
+		}
 		r := Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{msg}}}
 		return t, &r
 	}

@@ -45,6 +45,7 @@ func handleLeft(ctx context.Context, b *Bot, q Query) Reply {
 		return errorReply("list what is left", err)
 	}
 	m := reports.AnswerLeft(rs, b.loc)
+	SayNoRunFile(q.Run, &m)
 	m.Context = context1(rs)
 	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "stages": rs.Stages, "plans": rs.Plans,
 		"problems": problemsData(rs.Problems)}}

@@ -47,10 +47,13 @@ func TestNoServersSaysWhatTheRunHas(t *testing.T) {
 func TestDefaultRunSaysThereIsNoRunFile(t *testing.T) {
 	dir := t.TempDir()
 	e := newBotEnv(t, botOpts{noLogFile: true, file: func(f *config.File) { *f = *config.Default(dir) }})
-	for _, q := range []string{"ETA?", "is it stuck?"} {
+	// The status and what's left said "No progress source configured (add log:, metrics: or prometheus: to the
+	// run file)" beside an ETA that said there is none.
+	for _, q := range []string{"ETA?", "is it stuck?", "status", "what's left?"} {
 		text := e.bot.Ask(context.Background(), Request{Text: q, Source: "console"}).Message.Text()
 		if !strings.Contains(text, "no run file was found (--config, $RUNWATCH_CONFIG or ./runwatch.yaml), so run local is the built-in default") ||
-			!strings.Contains(text, "Copy runwatch.example.yaml to runwatch.yaml") {
+			!strings.Contains(text, "Copy runwatch.example.yaml to runwatch.yaml") ||
+			strings.Contains(text, "No progress source configured") || strings.Contains(text, "the run has no progress source") {
 			t.Errorf("%s with no run file = %q; want it to say there is none and how to make one", q, text)
 		}
 	}

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// NoProgressLeft is what's left of a run with no progress source; handlers put why in its place for the
+// built-in default run, as for NoProgressConfigured.
+const NoProgressLeft = "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file)."
+
 // AnswerLeft answers "what's left?": the items still to do, the checklist stages not done yet, and what
 // blocks each (a stall, a server down, an earlier stage, a plan that does not fit, output on a protected mount).
 func AnswerLeft(r RunStatus, loc *time.Location) Message {
@@ -17,7 +21,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 		if failed := failedProgressSources(r.Problems); len(failed) > 0 {
 			items = append(items, fmt.Sprintf(":red_circle: I can't count the items left: %s failed (details below).", strings.Join(failed, ", ")))
 		} else {
-			items = append(items, "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file).")
+			items = append(items, NoProgressLeft)
 		}
 	case r.ETA != nil && r.ETA.State == StateDone:
 		s := fmt.Sprintf(":white_check_mark: *No items left*: all %s are done", Count(float64(r.Progress.Done)))
@@ -186,7 +190,9 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		for _, p := range landing {
 			outs = append(outs, Code(filepath.Base(p.Path)))
 		}
-		verdict = fmt.Sprintf("%s *Not yet, but* %s will land in %s: nothing writes there now, but %s inside it.",
+		// One "but": "nothing writes there now, but 1 output resolves inside it" after "Not yet, but" read as a
+		// second turn, and "nothing writes" said more than a scan with a process it cannot see knows.
+		verdict = fmt.Sprintf("%s *Not yet, but* %s will land in %s: %s inside it; no writes seen there yet.",
 			ProtectedSeverity(false, len(landing)), strings.Join(outs, " and "), Code(filepath.Base(landing[0].ProtectedPath)), Plural(len(landing), "output resolves", "outputs resolve"))
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Can't tell* — I could not scan open files: %s.", Esc(st.ScanError))

@@ -28,3 +28,6 @@ func Percent(f float64) string { return format.Percent(f) }
 
 // Plural returns "1 process" or "3 processes".
 func Plural(n int, one, many string) string { return format.Plural(n, one, many) }
+
+// TokensRange is format.TokensRange: 29.0M-41.3M.
+func TokensRange(low, high float64) string { return format.TokensRange(low, high) }

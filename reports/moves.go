@@ -353,16 +353,26 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 		rel = "earlier than"
 	}
 	s := fmt.Sprintf("%s — finish around %s, %s %s the first baseline estimate (at %s, finish %s).", lead, SlackDateTime(*e.FinishAt, loc),
-		Duration(math.Abs(late)), rel, SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc))
+		Duration(math.Abs(clockGap(first.FinishT, finish))), rel, SlackTime(tTime(first.At), loc), SlackTime(tTime(first.FinishT), loc))
 	if a := l.Announced; a != nil && a.At != first.At {
 		s += fmt.Sprintf(" Against the baseline estimate of %s (finish %s, the one warnings compare against) it is %s.", SlackTime(tTime(a.At), loc),
-			SlackTime(tTime(a.FinishT), loc), signedDuration(finish-a.FinishT))
+			SlackTime(tTime(a.FinishT), loc), signedDuration(clockGap(a.FinishT, finish)))
 	}
 	m.Sections = append(m.Sections, s, ETALine(*e, loc))
 	if line := LastMoveLine(l, e, loc); line != "" {
 		m.Sections = append(m.Sections, line)
 	}
 	return m
+}
+
+// clockGap is to-from as the two finishes' clock times, which show the minute they are in, say it: "finish
+// around 16:08, 1 h 37 min later than ... finish 14:30" (16:08:10 against 14:30:50) read as a subtraction gone
+// wrong. A gap under 90 s, which Duration says in seconds, is the exact one.
+func clockGap(from, to float64) float64 {
+	if math.Abs(to-from) < 90 {
+		return to - from
+	}
+	return 60 * (math.Floor(to/60) - math.Floor(from/60))
 }
 
 // leftSpan is a move's time left before and after it, as of the move: "2 h 30 min → 3 h 23 min left". An old

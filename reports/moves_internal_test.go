@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"runwatch/reports/estimate"
 )
 
 // TestMoveBreakdownLeavesOutNoise checks that a part that barely changed (under half a percent, "+0%") gets no
@@ -86,5 +88,28 @@ func TestLeftSpanOfAPassedFinish(t *testing.T) {
 	got := PlainText(LastMoveLine(&MoveLog{Moves: []Shift{sh}}, nil, time.UTC))
 	if want := "(due 11 min ago → 21 min left)"; !strings.Contains(got, want) {
 		t.Errorf("LastMoveLine = %q; want %q", got, want)
+	}
+}
+
+// TestAnswerOnTrackMatchesItsClocks: the on-track answer set "finish around 16:08" beside "1 h 37 min later than
+// the first baseline estimate (…, finish 14:30)": the finishes were 16:08:10 and 14:30:50. The gap is the one
+// the clock times show; under 90 s it stays exact.
+func TestAnswerOnTrackMatchesItsClocks(t *testing.T) {
+	first := EstimateMark{At: 1796556240, FinishT: 1796567450}     // 11:24:00, finish 14:30:50 UTC
+	announced := EstimateMark{At: 1796558400, FinishT: 1796573050} // 12:00:00, finish 16:04:10
+	sec, now := 3*3600.0, 1796562490.0                             // 13:08:10 now
+	finish := estimate.Unix(now + sec)                             // 16:08:10
+	e := &ETA{State: StateRunning, Seconds: &sec, FinishAt: &finish}
+	l := &MoveLog{First: &first, Announced: &announced}
+	got := AnswerOnTrack("demo", e, l, nil, time.UTC).Text()
+	for _, want := range []string{"finish around Sun 6 Dec 16:08 UTC, 1 h 38 min later than the first baseline estimate (at 11:24 UTC, finish 14:30 UTC)",
+		"Against the baseline estimate of 12:00 UTC (finish 16:04 UTC, the one warnings compare against) it is +4 min."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("AnswerOnTrack = %q; want %q", got, want)
+		}
+	}
+	announced.FinishT = now + sec - 23 // 16:07:47: the same minute's neighbour, said exactly
+	if got := AnswerOnTrack("demo", e, l, nil, time.UTC).Text(); !strings.Contains(got, "it is +23 s.") {
+		t.Errorf("AnswerOnTrack = %q; want the 23 s gap as it is", got)
 	}
 }

@@ -150,9 +150,9 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		} else {
 			perItem += fmt.Sprintf(" (completions %s)", over)
 		}
-		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; *%s* projected (%s items × %s = %s-%s tokens × %s), the verdict at the high figure",
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; *%s* projected (%s items × %s = %s tokens × %s), the verdict at the high figure",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken),
-			bytesRange(r.BytesLow, r.BytesHigh), Count(s.Items), perItem, Tokens(r.TokensLow), Tokens(r.TokensHigh),
+			bytesRange(r.BytesLow, r.BytesHigh), Count(s.Items), perItem, TokensRange(r.TokensLow, r.TokensHigh),
 			Bytes(r.BytesPerToken))
 	} else {
 		fmt.Fprintf(&b, "%s × %s × %d B (%s) × %s tokens%s = *%s*",

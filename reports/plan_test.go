@@ -148,6 +148,15 @@ func TestEvaluatePlanProjectedSaysItsMean(t *testing.T) {
 	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "25,000 items × 1,138-1,317 tokens (351 prompt + 787-966 completion, averaged over all 25,000 items, those done included) = "; !strings.Contains(got, want) {
 		t.Errorf("sentence %q lacks %q", got, want)
 	}
+	// Both ends of the tokens to the same places: "28.5M-32.9M", and at the seed's moment "29.0M-41.3M", not "29M-41.3M".
+	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "= 28.4M-32.9M tokens × 43.0 kB"; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
+	seed := s
+	seed.Tokens, seed.TokensLow, seed.TokensHigh, seed.PerItemLow, seed.PerItemHigh, seed.PromptPerItem = 35e6, 25000*1161, 25000*1652, 1161, 1652, 30
+	if got, want := EvaluatePlan(seed, &free, "/data", "").Sentence, "= 29.0M-41.3M tokens × 43.0 kB"; !strings.Contains(got, want) {
+		t.Errorf("sentence %q lacks %q", got, want)
+	}
 	s.PromptPerItem, s.PerItemLow, s.PerItemHigh = 0, 787, 966 // no prompt counts: completions alone
 	if got, want := EvaluatePlan(s, &free, "/data", "").Sentence, "25,000 items × 787-966 tokens (completions averaged over all 25,000 items, those done included) = "; !strings.Contains(got, want) {
 		t.Errorf("sentence %q lacks %q", got, want)

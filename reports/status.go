@@ -465,12 +465,16 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 	return "Storage: " + strings.Join(parts, " · ")
 }
 
+// NoProgressConfigured is a status's line for a run with no progress source. The built-in default run has no
+// run file to add one to: handlers put why in its place.
+const NoProgressConfigured = "No progress source configured (add `log:`, `metrics:` or `prometheus:` to the run file)."
+
 // noProgressLine says why a status has no progress: a configured source that failed (the log, a
 // metrics endpoint, Prometheus), named, or no source at all.
 func noProgressLine(problems []Problem) string {
 	failed := failedProgressSources(problems)
 	if len(failed) == 0 {
-		return "No progress source configured (add `log:`, `metrics:` or `prometheus:` to the run file)."
+		return NoProgressConfigured
 	}
 	return ":red_circle: No progress reading: " + strings.Join(failed, ", ") + " failed (details below)."
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
@@ -117,11 +118,26 @@ func (a *app) setup(ctx context.Context, demo bool) error {
 		return nil
 	}
 	f, err := config.Load(path, os.LookupEnv)
+	if errors.Is(err, fs.ErrNotExist) {
+		return redactedError{missingRunFile(path, a.configPath != "", err)}
+	}
 	if err != nil {
 		return redactedError{err}
 	}
 	a.file = f
 	return nil
+}
+
+// missingRunFile says which setting named a run file that is not there and what to do: "open x.yaml: no such
+// file or directory" left the reader guessing whether a typo in --config or a stale RUNWATCH_CONFIG (in .env,
+// say) sent it there.
+func missingRunFile(path string, fromFlag bool, err error) error {
+	from := "RUNWATCH_CONFIG (in the environment or .env)"
+	if fromFlag {
+		from = "--config"
+	}
+	return fmt.Errorf("the run file %s named by %s does not exist: fix the path, or copy runwatch.example.yaml there to start one (%w)",
+		path, from, err)
 }
 
 // redactedError is a run-file error as it is printed: a value it quotes may be a URL with a
@@ -431,7 +447,11 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		if i > 0 {
 			fmt.Fprintln(a.stdout)
 		}
-		fmt.Fprintln(a.stdout, reports.RenderStatus(rs, m.Now(), time.Local).Text())
+		msg := reports.RenderStatus(rs, m.Now(), time.Local)
+		if run, ok := a.file.RunByName(rs.Name); ok {
+			handlers.SayNoRunFile(run, &msg)
+		}
+		fmt.Fprintln(a.stdout, msg.Text())
 	}
 	return nil
 }

@@ -152,3 +152,31 @@ func TestAskModelConfigPastTheBounds(t *testing.T) {
 		t.Errorf("bot ask fit with a config.json of 10^8 layers = %d, %q %q; want %q", code, out, errb, want)
 	}
 }
+
+// TestMissingRunFileSaysWhoNamedIt: a run file that is not there was "read run file: open x.yaml: no such file
+// or directory", whether --config was mistyped or RUNWATCH_CONFIG (perhaps from a forgotten .env) was stale.
+func TestMissingRunFileSaysWhoNamedIt(t *testing.T) {
+	dir := setEnv(t)
+	missing := filepath.Join(dir, "runwatch.yml")
+	code, _, errb := run(t, "", "ask", "--config", missing, "ETA?")
+	if want := "the run file " + missing + " named by --config does not exist: fix the path"; code != 1 || !strings.Contains(errb, want) {
+		t.Errorf("ask --config %s = %d, %q; want exit 1 and %q", missing, code, errb, want)
+	}
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("RUNWATCH_CONFIG="+missing+"\n"), 0o644)
+	t.Setenv("RUNWATCH_CONFIG", "")
+	os.Unsetenv("RUNWATCH_CONFIG")
+	code, _, errb = run(t, "", "status")
+	if want := "named by RUNWATCH_CONFIG (in the environment or .env) does not exist"; code != 1 || !strings.Contains(errb, want) {
+		t.Errorf("status with RUNWATCH_CONFIG=%s in .env = %d, %q; want exit 1 and %q", missing, code, errb, want)
+	}
+}
+
+// TestStatusWithoutRunFileSaysSo: `bot status` with no run file anywhere said "No progress source configured
+// (add log:, metrics: or prometheus: to the run file)", sending a new user to look for a file that is not there.
+func TestStatusWithoutRunFileSaysSo(t *testing.T) {
+	setEnv(t)
+	code, out, errb := run(t, "", "status")
+	if want := "No progress source — no run file was found"; code != 0 || !strings.Contains(out, want) || strings.Contains(out, "to the run file") {
+		t.Errorf("status without a run file = %d, %q %q; want %q and no run file to add to", code, out, errb, want)
+	}
+}

@@ -126,14 +126,14 @@ func roughETA(o Observation, e ETA, from string) ETA {
 		return e
 	case o.Elapsed == nil || *o.Elapsed <= 0:
 		// Items have finished, but without the job's elapsed time one sample gives no rate.
-		e.Reason = fmt.Sprintf("a single observation: %s items finished, but the progress source gives no elapsed time to divide by; a rate needs a second sample",
-			format.Count(float64(o.Done)))
+		e.Reason = fmt.Sprintf("a single observation: %s finished, but the progress source gives no elapsed time to divide by; a rate needs a second sample",
+			format.Plural(int(o.Done), "item", "items"))
 		return e
 	case o.Running != nil && float64(o.Done) < *o.Running:
 		// Fewer items done than are in flight: the first batch has not turned over, and the few that
 		// finished are its shortest. Done ÷ elapsed would put the finish several times too late.
-		e.Reason = fmt.Sprintf("too early: %s items finished while %s are in flight, and the first to finish are the shortest; a rate needs the first batch to turn over",
-			format.Count(float64(o.Done)), format.Count(*o.Running))
+		e.Reason = fmt.Sprintf("too early: %s finished while %s in flight, and the first to finish are the shortest; a rate needs the first batch to turn over",
+			format.Plural(int(o.Done), "item", "items"), format.Plural(int(*o.Running), "is", "are"))
 		return e
 	}
 	el := *o.Elapsed
@@ -162,9 +162,9 @@ func roughETA(o Observation, e ETA, from string) ETA {
 		} else {
 			finished += ", " + format.Count(l.InFlight) + " in flight"
 		}
-		e.Reason = fmt.Sprintf("From %s: %s tokens in %s = %s; completions %s-%s tokens (%s), %s items left",
+		e.Reason = fmt.Sprintf("From %s: %s tokens in %s = %s; completions %s-%s tokens (%s), %s",
 			from, format.Tokens(*o.GenTokens), format.Span(el), format.Rate(r, "tok/s"), format.Count(l.Low),
-			format.Count(l.High), finished, format.Count(e.ItemsLeft))
+			format.Count(l.High), finished, itemsLeft(e.ItemsLeft))
 		return e
 	}
 	rate := float64(o.Done) / el
@@ -175,8 +175,8 @@ func roughETA(o Observation, e ETA, from string) ETA {
 	e.ItemsPerS = rate
 	finish := Unix(o.T + sec)
 	e.FinishAt = &finish
-	e.Reason = fmt.Sprintf("From %s: %s items in %s = %s, %s items left",
-		from, format.Count(float64(o.Done)), format.Span(el), format.Rate(rate, "items/s"), format.Count(e.ItemsLeft))
+	e.Reason = fmt.Sprintf("From %s: %s in %s = %s, %s",
+		from, format.Plural(int(o.Done), "item", "items"), format.Span(el), format.Rate(rate, "items/s"), itemsLeft(e.ItemsLeft))
 	if o.GenTokens != nil && *o.GenTokens > 0 && !CountsJob(o, float64(o.MaxTokens)) {
 		// Say why the engines' tokens are not in it, so that the answer does not look like it missed them.
 		e.Reason += fmt.Sprintf(" (the engines' %s tokens are more than this job's items could hold: the counter runs from before the job, so items/s)",
@@ -197,4 +197,13 @@ func clockName(t float64) string {
 		return Unix(t).Format("15:04 UTC")
 	}
 	return fmt.Sprintf("t=%s s", format.Count(t))
+}
+
+// itemsLeft is "23,704 items left", and "1 item left" for the last: "1 items left × 193 tokens each" in the
+// reason of a job's last seconds.
+func itemsLeft(n float64) string {
+	if c := format.Count(n); c != "1" {
+		return c + " items left"
+	}
+	return "1 item left"
 }

@@ -90,7 +90,7 @@ func firstSample(tp Throughput, o Observation, countersLeftOut bool) Throughput 
 			tp.InFlight = *o.Running
 		}
 		if tp.Basis == "" {
-			tp.Basis = fmt.Sprintf("%s items in %s", format.Count(float64(o.Done)), format.Span(el))
+			tp.Basis = fmt.Sprintf("%s in %s", format.Plural(int(o.Done), "item", "items"), format.Span(el))
 		}
 	}
 	return tp

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -53,6 +54,42 @@ func TestReasonNamesTheDrain(t *testing.T) {
 		t.Errorf("mid-run at t=7200: %q; the drain is a small share of the time left and goes unsaid", e.Reason)
 	}
 }
+
+// TestReasonLastItemSingular: with one item to go the reason said "1 items left × 93 tokens each" (peer small,
+// and six answers of heldout ho-mixed-max); every answer of those traces says "1 item left" instead, and no
+// answer says "1 items".
+func TestReasonLastItemSingular(t *testing.T) {
+	for _, trace := range []string{"../testdata/peer/small.jsonl", "../testdata/peer/heldout/ho-mixed-max.jsonl"} {
+		hist := readTrace(t, trace)
+		last := 0
+		for i := 1; i <= len(hist); i++ {
+			e, _ := Compute(hist[:i], Config{})
+			if oneItems.MatchString(e.Reason) {
+				t.Errorf("%s t=%v: %q; want 1 item, not 1 items", trace, hist[i-1].T, e.Reason)
+			}
+			if strings.Contains(e.Reason, "1 item left") {
+				last++
+			}
+		}
+		if last == 0 {
+			t.Errorf("%s: no answer with one item left; want at least one saying \"1 item left\"", trace)
+		}
+	}
+	if e, _ := Compute(readTrace(t, "../testdata/peer/small.jsonl")[:10], Config{}); !strings.Contains(e.Reason, " items left") {
+		t.Errorf("mid-run: %q; want the items left in the plural", e.Reason)
+	}
+	// One sample with the first item finished: "a single observation: 1 items finished", "too early: 1 items
+	// finished while 200 are in flight".
+	g, el, running := 2000.0, 30.0, 200.0
+	for _, o := range []Observation{{T: 1e9, Done: 1, Total: 25000, GenTokens: &g},
+		{T: 1e9, Done: 1, Total: 25000, GenTokens: &g, Elapsed: &el, Running: &running}} {
+		if e, _ := Compute([]Observation{o}, Config{}); oneItems.MatchString(e.Reason) || !strings.Contains(e.Reason, "1 item finished") {
+			t.Errorf("one sample, 1 done: %q; want 1 item finished", e.Reason)
+		}
+	}
+}
+
+var oneItems = regexp.MustCompile(`\b1 items\b`)
 
 // TestLengthsJSON: the censored mean's fields are snake_case with their units, like the rest of --json.
 func TestLengthsJSON(t *testing.T) {

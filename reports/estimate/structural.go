@@ -186,7 +186,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		if lenFromRate {
 			lenAt = tps.from(rFrom, start) // tokens per item of the rate's own blocks
 		}
-		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s", format.Count(e.ItemsLeft),
+		e.Reason = fmt.Sprintf("%s × %s tokens each at %s", itemsLeft(e.ItemsLeft),
 			format.Count(m), format.Rate(r, "tok/s"))
 	case len(tpi.ms) > 0 && len(fps.ms) > 0 && mFrom > 0:
 		// No token counts, but the log's mean completion has changed: the tokens of finished items per
@@ -199,7 +199,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		sec = e.ItemsLeft * m / r
 		relSE = math.Hypot(mSE, rSE)
 		rateAt, lenAt = fps.from(rFrom, start), tpi.from(mFrom, start)
-		e.Reason = fmt.Sprintf("%s items left × %s tokens each at %s of finished completions", format.Count(e.ItemsLeft),
+		e.Reason = fmt.Sprintf("%s × %s tokens each at %s of finished completions", itemsLeft(e.ItemsLeft),
 			format.Count(m), format.Rate(r, "tok/s"))
 	case len(spi.ms) > 0:
 		lFit := fitLevel(spi.ms, rateChangeZ, true, math.Sqrt(s.lengthCV2(pooledRatio(tpi.ms))), 1)
@@ -209,7 +209,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		sec = e.ItemsLeft / lam
 		relSE = lSE
 		rateAt, lenAt, lenTrend = spi.from(lFrom, start), spi.from(lFrom, start), rateTrend
-		e.Reason = fmt.Sprintf("%s items left at %s", format.Count(e.ItemsLeft), format.Rate(lam, "items/s"))
+		e.Reason = fmt.Sprintf("%s at %s", itemsLeft(e.ItemsLeft), format.Rate(lam, "items/s"))
 	default:
 		e.Reason = "no item has finished yet and the engines give no token counts"
 		return e, parts{}

@@ -66,6 +66,43 @@ func Tokens(n float64) string {
 	return num + strings.ToUpper(prefix)
 }
 
+// TokensRange formats a range of token counts with its two ends to the same decimal places: 29.0M-41.3M,
+// not 29M-41.3M, which read as a figure known less well than the other; 25M-30M, 9.5K-12.3K. The high end's
+// three significant figures set the places. Ends in different units are each as Tokens says them.
+func TokensRange(low, high float64) string {
+	lv, lu, lok := tokenUnit(low)
+	hv, hu, hok := tokenUnit(high)
+	if !lok || !hok || lu != hu {
+		return Tokens(low) + "-" + Tokens(high)
+	}
+	places := 0
+	switch {
+	case hv < 10:
+		places = 2
+	case hv < 100:
+		places = 1
+	}
+	l, h := fmt.Sprintf("%.*f", places, lv), fmt.Sprintf("%.*f", places, hv)
+	for places > 0 && strings.HasSuffix(l, "0") && strings.HasSuffix(h, "0") {
+		l, h, places = l[:len(l)-1], h[:len(h)-1], places-1
+	}
+	l, h = strings.TrimSuffix(l, "."), strings.TrimSuffix(h, ".")
+	return l + lu + "-" + h + hu
+}
+
+// tokenUnit splits a token count as Tokens says it into a value and its unit (K, M, B, T); ok is false for
+// a count Tokens writes out in full.
+func tokenUnit(n float64) (v float64, unit string, ok bool) {
+	if n < 10000 || n >= 1000*maxTokenUnit || math.IsNaN(n) {
+		return 0, "", false
+	}
+	v, prefix := humanize.ComputeSI(n)
+	if prefix == "G" {
+		prefix = "B"
+	}
+	return v, strings.ToUpper(prefix), true
+}
+
 func sig3(v float64) string {
 	switch {
 	case v >= 100:

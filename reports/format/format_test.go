@@ -72,6 +72,29 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// TestTokensRange: a plan's projection read "29M-41.3M tokens" and "23M-25.1M tokens", one end said to fewer
+// places than the other.
+func TestTokensRange(t *testing.T) {
+	tests := []struct {
+		low, high float64
+		want      string
+	}{
+		{29.0e6, 41.3e6, "29.0M-41.3M"},
+		{23.0e6, 25.1e6, "23.0M-25.1M"},
+		{28.4e6, 33.1e6, "28.4M-33.1M"},
+		{25e6, 30e6, "25M-30M"},
+		{9.5e3 * 1000, 12.3e6, "9.5M-12.3M"},
+		{1.08e9, 1.25e9, "1.08B-1.25B"},
+		{950e3, 1.2e6, "950K-1.2M"},
+		{5000, 12000, "5,000-12K"},
+	}
+	for _, tt := range tests {
+		if got := TokensRange(tt.low, tt.high); got != tt.want {
+			t.Errorf("TokensRange(%v, %v) = %q; want %q", tt.low, tt.high, got, tt.want)
+		}
+	}
+}
+
 func TestDuration(t *testing.T) {
 	tests := []struct {
 		s    float64
