@@ -190,3 +190,29 @@ func TestCounterNamed(t *testing.T) {
 		t.Errorf("after Add: before %v (lane %v), next %v; want 10, 10, 20", c.Total.Named, c.Lanes[0].Last.Named, next.Total.Named)
 	}
 }
+
+// TestCoversJobAcrossALaggingLog: a log read just before it was written is behind the engines, and its next
+// reading's count takes in the lag. The demo's first reading said 1,250 done where the engines had finished
+// 1,296; the next, 30 s later, 1,367 by both: 117 items by the log against 71 by the engines, and the
+// counters were dropped for the whole run ("the engines' counters do not cover the job", a false "ETA moved
+// +1 h 24 min"). The log's own elapsed time moved 45 s: at its clock the two agree. Replicas behind one URL,
+// whose engines count half the job's items at the log's own pace, are still caught.
+func TestCoversJobAcrossALaggingLog(t *testing.T) {
+	obs := func(t0, el float64, done int64, fin float64) Observation {
+		return Observation{T: t0, Done: done, Total: 25000, Elapsed: obsF(el), FinishedLenCount: obsF(fin), GenTokens: obsF(fin * 600),
+			FinishedLenSum: obsF(fin * 560), Running: obsF(200)}
+	}
+	lagging := []Observation{obs(0, 600, 1250, 1296), obs(30, 645, 1367, 1367), obs(60, 675, 1430, 1430), obs(90, 705, 1493, 1493)}
+	if FoldSeries(lagging)[len(lagging)-1].Unreliable {
+		t.Errorf("a log read 15 s behind the engines at the first sample: the counters were taken not to cover the job")
+	}
+	// One of two replicas answers every scrape: the engines count half the items the log does at its own pace.
+	var replicas []Observation
+	for i := range 6 {
+		done := int64(1000 + 60*i)
+		replicas = append(replicas, obs(float64(30*i), float64(600+30*i), done, float64(500+30*i)))
+	}
+	if !FoldSeries(replicas)[len(replicas)-1].Unreliable {
+		t.Errorf("engines counting half the job's items: taken to cover the job")
+	}
+}
