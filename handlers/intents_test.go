@@ -114,7 +114,7 @@ func TestIntentPhrasings(t *testing.T) {
 			"what's left?", "what’s left to do?", "whats left", "what is left for extract?", "what remains?",
 			"what else is left?", "anything still to do?", "what's blocking us?", "is anything blocked?", "any blockers?",
 			"what's next?", "which stages are not done?", "remaining stages?", "outstanding work?", "what's still pending",
-			"show me the todo list",
+			"show me the todo list", "checklist", "checklist?", "show the checklist", "check list", "stages?", "how are the stages?",
 		},
 		"safe": {
 			"is /shared safe?", "is shared safe?", "is the protected mount safe?", "is /mnt/nfs/shared at risk?",
