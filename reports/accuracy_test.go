@@ -165,6 +165,27 @@ type accResult struct {
 	// width sums the range's width as a share of the true time left; iscore sums the 80% interval score (width
 	// plus 10x the distance by which the range missed the finish) as a share of the job's duration.
 	width, iscore float64
+	// byProgress counts the evaluated points with a range, and those whose range held the finish and those
+	// it missed late, per stretch of progress (accProgress).
+	byProgress [len(accProgress)]accCoverage
+}
+
+// accProgress are the upper edges of the stretches of progress coverage is told by: from 5% (where scoring
+// starts) to 20%, 40%, ... A range that holds 80% of answers over the run can hold far fewer in its last
+// tenth, where people ask most.
+var accProgress = [...]float64{0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 1}
+
+// accCoverage is a range's record over some points.
+type accCoverage struct{ points, covered, late int }
+
+// progressBucket is the index in accProgress of the stretch share falls in.
+func progressBucket(share float64) int {
+	for i, edge := range accProgress {
+		if share < edge {
+			return i
+		}
+	}
+	return len(accProgress) - 1
 }
 
 // run is the case's observations and the true finish: the sim run on a seed, or the peer trace (stretched).
@@ -268,6 +289,16 @@ func runAccuracy(c accCase, seed int64, every float64) accResult {
 		if line.High != nil && finish > o.T+*line.High {
 			res.late++
 		}
+		if line.Low != nil && line.High != nil {
+			bp := &res.byProgress[progressBucket(float64(o.Done)/float64(o.Total))]
+			bp.points++
+			if covered {
+				bp.covered++
+			}
+			if finish > o.T+*line.High {
+				bp.late++
+			}
+		}
 		if o.T >= c.settledAfter() {
 			res.settled++
 			if covered {
@@ -289,6 +320,7 @@ type accRow struct {
 	shifts, absurd         int
 	unknown, stalled       int
 	emaAbsurd, stalledRuns int
+	byProgress             [len(accProgress)]accCoverage // over every run of the row
 }
 
 func (r accRow) better() float64 { return math.Min(r.naive, r.ema) }
@@ -325,6 +357,11 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 			settledCovered += r.settledCovered
 			jumps += r.jumps
 			pairs += r.pairs
+			for i, bp := range r.byProgress {
+				row.byProgress[i].points += bp.points
+				row.byProgress[i].covered += bp.covered
+				row.byProgress[i].late += bp.late
+			}
 		}
 		if pairs > 0 {
 			row.jumps = float64(jumps) / float64(pairs)
@@ -476,6 +513,8 @@ func formatAccTable(rows []accRow) string {
 	}
 	fmt.Fprintf(&b, "scenarios worse than their better baseline: %d of %d (by at most %.2f%% of the job); range coverage within 75-90%%: %d of %d\n",
 		worse, cases, 100*worstGap, within, cases)
+	fmt.Fprint(&b, progressCoverage("sim", rows, func(r accRow) bool { return r.c.peer == "" }))
+	fmt.Fprint(&b, progressCoverage("peer, at its own pace", rows, func(r accRow) bool { return r.c.peer != "" && r.c.stretch <= 1 }))
 	var jumps, width, iscore float64
 	for _, r := range rows {
 		jumps += r.jumps / float64(len(rows))
@@ -493,6 +532,34 @@ func formatAccTable(rows []accRow) string {
 		}
 	}
 	return b.String()
+}
+
+// progressCoverage is one line: the range's coverage (and how often the finish came after it) in each stretch
+// of progress, over the points of the rows kept, or "" when they have none.
+func progressCoverage(name string, rows []accRow, keep func(accRow) bool) string {
+	var sum [len(accProgress)]accCoverage
+	for _, r := range rows {
+		if keep(r) {
+			for i, bp := range r.byProgress {
+				sum[i].points += bp.points
+				sum[i].covered += bp.covered
+				sum[i].late += bp.late
+			}
+		}
+	}
+	var parts []string
+	from := 0.05
+	for i, c := range sum {
+		if c.points > 0 {
+			parts = append(parts, fmt.Sprintf("%.0f-%.0f%%: %.0f%% (late %.0f%%)", 100*from, 100*accProgress[i],
+				100*float64(c.covered)/float64(c.points), 100*float64(c.late)/float64(c.points)))
+		}
+		from = accProgress[i]
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("range coverage by progress (%s, every point): %s\n", name, strings.Join(parts, " · "))
 }
 
 // accTiedSeeds are the seeds TestAccuracy replays the runs at constant speed on (see accTied).
