@@ -226,7 +226,7 @@ func etaSections(rs reports.RunStatus, loc *time.Location, lead string) []string
 		lines = append(lines, reports.ProgressLine(*rs.Progress))
 	}
 	if rs.Throughput != nil {
-		lines = append(lines, reports.ThroughputLine(*rs.Throughput))
+		lines = append(lines, reports.ThroughputBeside(*rs.Throughput, rs.Finish))
 	}
 	return []string{strings.Join(lines, "\n")}
 }

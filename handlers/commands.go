@@ -163,7 +163,7 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	m := reports.Message{Title: rs.Name + " · throughput"}
 	if rs.Throughput != nil {
-		m.Sections = append(m.Sections, reports.ThroughputLine(*rs.Throughput))
+		m.Sections = append(m.Sections, reports.ThroughputBeside(*rs.Throughput, rs.Finish))
 	} else {
 		m.Sections = append(m.Sections, "Throughput: unknown — "+noProgressReason(q, rs))
 	}

@@ -240,9 +240,9 @@ func TestResolvedTextDropsRecordedGlyph(t *testing.T) {
 	}
 }
 
-// After the finish the throughput stops at it: the window is the last before the finish and the run average
-// is the finish summary's, so the figures agree with "Averaged ..." below them and do not fall while the
-// finished run sits idle.
+// After the finish the throughput stops at it: the window is the last before the finish, and the run average
+// is said once, as the finish line's "Averaged ..." (the throughput line above it said it again, "run average
+// 1,375 tok/s · 1.42 items/s"), so nothing disagrees with it and nothing falls while the finished run sits idle.
 func TestDemoFinishThroughputStopsAtFinish(t *testing.T) {
 	f := startFinishJob(t, sim.DemoScenario(), 16000)
 	for !f.job.Done() {
@@ -258,11 +258,11 @@ func TestDemoFinishThroughputStopsAtFinish(t *testing.T) {
 				continue
 			}
 			ra, at, ai := runAvg.FindStringSubmatch(text), averaged.FindStringSubmatch(text), items.FindStringSubmatch(text)
-			if ra == nil || at == nil || ai == nil || ra[1] != at[1] || ra[2] != ai[1] {
-				t.Errorf("%s, answer to %q = %q; want the run average to be the finish line's average", when, q, text)
+			if at == nil || ai == nil || ra != nil {
+				t.Errorf("%s, answer to %q = %q; want the run average said once, as the finish line's average", when, q, text)
 			}
 			for _, l := range strings.Split(text, "\n") {
-				if strings.Contains(l, "run average") {
+				if strings.Contains(l, "tok/s") && !strings.Contains(l, "Averaged") {
 					tpLine = l
 				}
 			}

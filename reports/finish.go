@@ -110,6 +110,16 @@ func (f FinishSummary) Throughput(tp Throughput) Throughput {
 	return tp
 }
 
+// ThroughputBeside is the throughput line said beside the finish line f (nil: none): without the run average
+// the finish line gives as "Averaged 1,375 tok/s (1.42 items/s)", which the status said twice, a line apart.
+func ThroughputBeside(t Throughput, f *FinishSummary) string {
+	if f != nil && (f.AvgTokensPerS > 0 || f.AvgItemsPerS > 0) && (t.TokensPerS > 0 || t.ItemsPerS > 0) &&
+		t.RunTokensPerS == f.AvgTokensPerS && t.RunItemsPerS == f.AvgItemsPerS {
+		t.RunTokensPerS, t.RunItemsPerS = 0, 0
+	}
+	return ThroughputLine(t)
+}
+
 // FinishLine renders a finish summary in one paragraph.
 func FinishLine(f FinishSummary, loc *time.Location) string {
 	s := "*Finished"

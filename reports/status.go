@@ -513,7 +513,7 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 		head = append(head, ProgressLine(*r.Progress))
 	}
 	if r.Throughput != nil {
-		head = append(head, ThroughputLine(*r.Throughput))
+		head = append(head, ThroughputBeside(*r.Throughput, r.Finish))
 	}
 	if r.ETA != nil {
 		head = append(head, ETALine(*r.ETA, loc))
