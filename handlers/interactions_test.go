@@ -553,9 +553,10 @@ func TestPressTakeWarning(t *testing.T) {
 	}
 }
 
-func TestSocketModeButtonPress(t *testing.T) {
-	e := newSocketEnv(t, botOpts{})
-	e.ws.waitFor(t, "the connection", func() bool { return e.ws.connections() == 1 })
+// statusPost has the scheduler post synth's status into the Socket Mode fake and returns the post and the ts
+// it was given, for a test to press its buttons.
+func (e *socketEnv) statusPost(t *testing.T) (slackCall, string) {
+	t.Helper()
 	dir, _ := state.Open(e.stateDir)
 	sched, err := NewScheduler(e.bot, e.app.api, dir, nil, nil)
 	if err != nil {
@@ -565,7 +566,13 @@ func TestSocketModeButtonPress(t *testing.T) {
 		t.Fatal(err)
 	}
 	i, post := e.fake.waitMatch(t, 0, "the status post", func(c slackCall) bool { return c.Method == "chat.postMessage" })
-	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	return post, fmt.Sprintf("1700000000.%06d", i+1)
+}
+
+func TestSocketModeButtonPress(t *testing.T) {
+	e := newSocketEnv(t, botOpts{})
+	e.ws.waitFor(t, "the connection", func() bool { return e.ws.connections() == 1 })
+	post, ts := e.statusPost(t)
 	form, _ := url.ParseQuery(string(pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h")))
 	envelope := func(id string) []byte {
 		return []byte(`{"envelope_id":"` + id + `","type":"interactive","accepts_response_payload":false,"payload":` + form.Get("payload") + `}`)

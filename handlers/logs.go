@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 
 	"runwatch/probes"
 	"runwatch/reports"
@@ -158,11 +157,7 @@ func clipLogLine(l string, n int) string {
 	if len(l) <= n {
 		return l
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(l[cut]) {
-		cut--
-	}
-	return l[:cut] + "…"
+	return probes.ClipText(l, n) + "…"
 }
 
 // redactValue is a value after a secret's name: quoted to its closing quote (or the line's end), or bare.

@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"context"
-	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -36,16 +34,7 @@ func TestSocketModePressNotActedOnTwiceAcrossRestart(t *testing.T) {
 	}
 
 	first := process()
-	sdir, _ := state.Open(first.stateDir)
-	sched, err := NewScheduler(first.bot, first.app.api, sdir, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sched.fire(context.Background(), "synth", first.mon.Now(), false); err != nil {
-		t.Fatal(err)
-	}
-	i, post := first.fake.waitMatch(t, 0, "the status post", func(c slackCall) bool { return c.Method == "chat.postMessage" })
-	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	post, ts := first.statusPost(t)
 	admin := pressPayload(t, first.fake, post, ts, "UADMIN", reports.MenuID, "snooze:1d")
 	first.ws.send(envelope("env-admin", admin))
 	first.ws.waitAck(t, "env-admin")

@@ -73,7 +73,7 @@ func splitLastLines(buf []byte, partialHead bool, n, lineMax int) []string {
 		}
 		line := string(bytes.ToValidUTF8(l, []byte("\uFFFD")))
 		if lineMax > 0 && len(line) > lineMax {
-			line = clipText(line, lineMax) + "…"
+			line = ClipText(line, lineMax) + "…"
 		}
 		out = append(out, line)
 	}

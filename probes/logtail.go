@@ -453,11 +453,11 @@ func logTailSeconds(s string) (float64, bool) {
 // logTailLine makes a line fit for a chat message: valid UTF-8, no
 // surrounding blanks, at most logTailLineMax bytes, cut on a rune boundary.
 func logTailLine(b []byte) string {
-	return clipText(strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD")), logTailLineMax)
+	return ClipText(strings.TrimSpace(strings.ToValidUTF8(string(b), "\uFFFD")), logTailLineMax)
 }
 
-// clipText cuts s to at most n bytes without splitting a character.
-func clipText(s string, n int) string {
+// ClipText cuts s to at most n bytes without splitting a character.
+func ClipText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -457,7 +457,7 @@ func TestClipTextKeepsCharactersWhole(t *testing.T) {
 	if got := clipLine(s); !utf8.ValidString(got) || got != strings.Repeat("a", 199)+"…" {
 		t.Errorf("clipLine cut %q; want 199 a's and an ellipsis, valid UTF-8", got[190:])
 	}
-	if got := clipText("short", 200); got != "short" {
-		t.Errorf("clipText(short) = %q", got)
+	if got := ClipText("short", 200); got != "short" {
+		t.Errorf("ClipText(short) = %q", got)
 	}
 }

@@ -50,7 +50,7 @@ func secretsRedacted(text string, secrets []string) string {
 // whole of every status post. Secrets are redacted before the cut, which could leave half of one.
 func clipLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if c := clipText(s, 200); len(c) < len(s) {
+	if c := ClipText(s, 200); len(c) < len(s) {
 		return c + "…"
 	}
 	return s
