@@ -386,6 +386,14 @@ func (b *Bot) noSuchRun(intent string, req Request, name string) Reply {
 // deleted.
 func redactQuoted(s string) string { return redactLogLine(s) }
 
+// quotedError is err said with what it quotes of the question redacted (redactQuoted): a path's error ("resolve
+// /data/out/x/api_key=…: lstat …: not a directory") names the path as it was asked. Unwrap keeps the cause for
+// errors.Is (a deadline is said as one).
+type quotedError struct{ err error }
+
+func (e quotedError) Error() string { return redactQuoted(e.err.Error()) }
+func (e quotedError) Unwrap() error { return e.err }
+
 // runList names the runs req may hear about, for a refusal or a question back.
 func (b *Bot) runList(req Request) string {
 	var names []string

@@ -238,7 +238,7 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 		return t, &r
 	}
 	if err != nil {
-		r := errorReply("look at "+redactQuoted(q.Question.Path), err)
+		r := errorReply("look at "+redactQuoted(q.Question.Path), quotedError{err})
 		return t, &r
 	}
 	return t, nil

@@ -484,6 +484,13 @@ func TestSecurityAnswersQuoteNoPastedCredentials(t *testing.T) {
 		"snooze api_key=Sekr3tSnoozeArg",
 		"stage review password=Sekr3tStageWord",
 		"stage api_key=Sekr3tStageName done",
+		// A path inside the run's output that cannot be resolved (a file taken for a directory): the refusal
+		// quoted it redacted, and the error after it quoted it whole.
+		"how much space is left on " + e.dir + "/out/gen.jsonl/api_key=Sekr3tInAPath?",
+		"are we writing to " + e.dir + "/out/gen.jsonl/hf_Sekr3tHuggingFace0123456789?",
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "out", "gen.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	for _, q := range questions {
 		for _, src := range []string{"dm", "mention", "slash"} {
