@@ -133,7 +133,18 @@ func redactLogLine(l string) string {
 		// The scheme stays in sight when it is one: a first word that is not one may be the credential itself.
 		return sub[1] + q + authScheme.FindString(v) + "[redacted]" + q
 	})
-	l = redactCurlUser.ReplaceAllString(l, "${1}[redacted]")
+	l = redactCurlUser.ReplaceAllStringFunc(l, func(m string) string {
+		sub := redactCurlUser.FindStringSubmatch(m)
+		arg, q := sub[2], ""
+		if arg[0] == '"' || arg[0] == '\'' {
+			q, arg = arg[:1], strings.TrimSuffix(arg[1:], arg[:1])
+		}
+		user, pass, ok := strings.Cut(arg, ":")
+		if !ok || user == "" || pass == "" || isDigits(user) && isDigits(pass) {
+			return m // a user alone (curl asks for the password), or docker's -u uid:gid
+		}
+		return sub[1] + q + user + ":[redacted]" + q
+	})
 	l = redactDSN.ReplaceAllString(l, "${1}[redacted]${3}")
 	l = redactEnvSpace.ReplaceAllString(l, "${1}${2}[redacted]")
 	for _, re := range []*regexp.Regexp{redactAssigned, redactFlag} {
@@ -150,6 +161,11 @@ func redactLogLine(l string) string {
 		})
 	}
 	return l
+}
+
+// isDigits reports whether s is one or more ASCII digits.
+func isDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // clipLogLine cuts a (redacted) line to at most n bytes and an ellipsis, never inside a character.
@@ -176,8 +192,10 @@ var (
 	// AWS4-HMAC-SHA256's Credential=…, Signature=…, or a bare token): to its closing quote when it is quoted (a
 	// printed dict of headers), else to the end of the line. Groups: the name with its separator, the value.
 	redactAuthorization = regexp.MustCompile(`\b((?i:authorization|cookie)["']?\s*[:=]\s*)("[^"\n]*"?|'[^'\n]*'?|[^\n]*)`)
-	// A password after its user: curl's -u/--user user:password, a Go SQL driver's user:password@tcp(…).
-	redactCurlUser = regexp.MustCompile(`((?:^|\s)(?:-u|--user)\s+[A-Za-z0-9_.-]+:)([^\s@:/]+)`)
+	// A password after its user: curl's -u/--user user:password (-uuser:password, --user=…, a user that is an
+	// e-mail address, a password with : / or @ in it, the whole quoted), a Go SQL driver's user:password@tcp(…).
+	// Groups: the flag with what separates it from its argument, the argument.
+	redactCurlUser = regexp.MustCompile(`((?:^|\s)(?:-u|--user=?)\s*)("[^"\n]*"?|'[^'\n]*'?|[^\s"']+)`)
 	redactDSN      = regexp.MustCompile(`\b([A-Za-z0-9_.-]+:)([^\s@:/]+)(@(?:tcp|unix)\()`)
 	// An upper-case environment variable named for a credential and its value after a space, as a shell's
 	// "set" or a job's start-up banner prints it: WANDB_API_KEY 0123…; 12 characters at least, so that
