@@ -193,10 +193,12 @@ var (
 	// printed dict of headers), else to the end of the line. Groups: the name with its separator, the value.
 	redactAuthorization = regexp.MustCompile(`\b((?i:authorization|cookie)["']?\s*[:=]\s*)("[^"\n]*"?|'[^'\n]*'?|[^\n]*)`)
 	// A password after its user: curl's -u/--user user:password (-uuser:password, --user=…, a user that is an
-	// e-mail address, a password with : / or @ in it, the whole quoted), a Go SQL driver's user:password@tcp(…).
+	// e-mail address, a password with : / or @ in it, the whole quoted).
 	// Groups: the flag with what separates it from its argument, the argument.
 	redactCurlUser = regexp.MustCompile(`((?:^|\s)(?:-u|--user=?)\s*)("[^"\n]*"?|'[^'\n]*'?|[^\s"']+)`)
-	redactDSN      = regexp.MustCompile(`\b([A-Za-z0-9_.-]+:)([^\s@:/]+)(@(?:tcp|unix)\()`)
+	// A Go SQL driver's user:password@tcp(…): the password is everything between the user's colon and the
+	// @tcp( or @unix( the driver itself looks for, so it may hold @, : and /.
+	redactDSN = regexp.MustCompile(`\b([A-Za-z0-9_.-]+:)(\S+?)(@(?:tcp|unix)\()`)
 	// An upper-case environment variable named for a credential and its value after a space, as a shell's
 	// "set" or a job's start-up banner prints it: WANDB_API_KEY 0123…; 12 characters at least, so that
 	// "HF_TOKEN not set" stays.

@@ -53,6 +53,9 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 		{"+ curl -u admin:Sekr3tCurl0011 http://10.0.0.7:9090/api/v1/query", "Sekr3t", []string{"-u admin:[redacted] http://10.0.0.7:9090"}},
 		{"+ curl --user admin:Sekr3tCurl0012 -s", "Sekr3t", []string{"--user admin:[redacted] -s"}},
 		{"db: runs:Sekr3tDsn0013@tcp(10.0.0.9:3306)/runs ok", "Sekr3t", []string{"runs:[redacted]@tcp(10.0.0.9:3306)/runs ok"}},
+		// A password with @ or : in it was cut at it, the part before it redacted and the rest shown.
+		{"db: runs:p@Sekr3tDsn0019@tcp(10.0.0.9:3306)/runs ok", "Sekr3t", []string{"runs:[redacted]@tcp(10.0.0.9:3306)/runs ok"}},
+		{"db: runs:p:Sekr3tDsn0020@unix(/run/mysqld.sock)/runs ok", "Sekr3t", []string{"runs:[redacted]@unix(/run/mysqld.sock)/runs ok"}},
 		{"WANDB_API_KEY 0123456789abcdefSekr3t0014", "Sekr3t", []string{"WANDB_API_KEY [redacted]"}},
 		{"HF_TOKEN not set, using the cache", "", []string{"HF_TOKEN not set, using the cache"}},
 		{"curl -u :8000 -s", "", []string{"curl -u :8000 -s"}},
