@@ -150,14 +150,18 @@ func redactLogLine(l string) string {
 	for _, re := range []*regexp.Regexp{redactAssigned, redactFlag} {
 		l = re.ReplaceAllStringFunc(l, func(m string) string {
 			sub := re.FindStringSubmatch(m)
-			if strings.Contains(sub[3], "[redacted]") {
+			lead, name, sep, v := sub[1], sub[2], sub[3], sub[4]
+			if strings.Contains(v, "[redacted]") {
 				return m // a token already redacted by its shape keeps saying which kind it was
 			}
+			if lead == "#" && isDigits(v) && strings.HasSuffix(strings.ToLower(name), "token") {
+				return m // SGLang's counts: "#token: 123456", "#new-token: 7", "#cached-token: 0"
+			}
 			q := "" // a quoted value keeps its quotes
-			if v := sub[3]; v[0] == '"' || v[0] == '\'' {
+			if v[0] == '"' || v[0] == '\'' {
 				q = v[:1]
 			}
-			return sub[1] + sub[2] + q + "[redacted]" + q
+			return lead + name + sep + q + "[redacted]" + q
 		})
 	}
 	return l
@@ -208,11 +212,13 @@ var (
 	// A name ending in TOKEN, KEY, SECRET or PASSWORD (any case) given a value with "=", ":" or "=>", spaces
 	// around it or not: the shape of an environment dump, a command line's --hf-token=…, a config printed as
 	// JSON, YAML, TOML or Python ("api_key": "…", password: …, wandb_key = "…", api_key => …); "max_tokens=4096"
-	// ends in TOKENS and stays. Groups: the name, what separates it from the value, the value: bare, or quoted
-	// (KEY="…", a passphrase with spaces), to its closing quote or the end of the line.
-	redactAssigned = regexp.MustCompile(`\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(["']?\s*(?::|=>?)\s*)(` + redactValue + `)`)
-	// A command line's flag of such a name and its value after a space: --api-key VALUE, --password "…".
-	redactFlag = regexp.MustCompile(`((?:^|\s)--?[A-Za-z0-9_-]*(?i:token|key|secret|password|passwd))(\s+)("[^"\n]*"?|'[^'\n]*'?|[^\s"',;-][^\s"',;]*)`)
+	// ends in TOKENS and stays. Groups: a "#" before the name (SGLang writes its counts "#token: 123456", and a
+	// number after one stays), the name, what separates it from the value, the value: bare, or quoted (KEY="…",
+	// a passphrase with spaces), to its closing quote or the end of the line.
+	redactAssigned = regexp.MustCompile(`(#?)\b([A-Za-z0-9_.-]*(?i:token|key|secret|password|passwd))(["']?\s*(?::|=>?)\s*)(` + redactValue + `)`)
+	// A command line's flag of such a name and its value after a space: --api-key VALUE, --password "…". Groups
+	// as redactAssigned's: what comes before the flag, the flag, the space, the value.
+	redactFlag = regexp.MustCompile(`(^|\s)(--?[A-Za-z0-9_-]*(?i:token|key|secret|password|passwd))(\s+)("[^"\n]*"?|'[^'\n]*'?|[^\s"',;-][^\s"',;]*)`)
 )
 
 // logBlock renders lines as a mrkdwn code block of at most max bytes, keeping the newest lines,

@@ -70,6 +70,13 @@ func TestRedactLogLineCommonShapes(t *testing.T) {
 		{"curl -u admin https://x/api", "", []string{"curl -u admin https://x/api"}},
 		{"max_tokens = 4096, num_tokens: 12", "", []string{"max_tokens = 4096, num_tokens: 12"}},
 		{"authorization checks passed", "", []string{"authorization checks passed"}},
+		// SGLang's progress lines count tokens as "#token: N": counts, not credentials.
+		{"[2025-01-01 10:00:01 TP0] Decode batch. #running-req: 200, #token: 123456, token usage: 0.55, cuda graph: True, gen throughput (token/s): 5678.90, #queue-req: 12", "",
+			[]string{"#running-req: 200, #token: 123456, token usage: 0.55, cuda graph: True, gen throughput (token/s): 5678.90, #queue-req: 12"}},
+		{"[2025-01-01 10:00:01 TP0] Prefill batch. #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0", "",
+			[]string{"#new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00"}},
+		{"#token: Sekr3tNotACount0021", "Sekr3t", []string{"#token: [redacted]"}},
+		{"#password: 5ekr3t0022", "5ekr3t", []string{"#password: [redacted]"}},
 		{"GET http://10.0.0.7:8000/metrics 200", "", []string{"GET http://10.0.0.7:8000/metrics 200"}},
 		{"decode: 35 ms per-token 12 ms/step", "", []string{"per-token 12 ms/step"}},
 		{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096", "", []string{"Progress: 300/25000 (0 errors), avg completion: 1066 tokens, max_tokens 4096"}},
