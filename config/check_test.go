@@ -243,6 +243,25 @@ func TestErrorsNeverQuoteAVariablesValue(t *testing.T) {
 			t.Errorf("Parse(%q) = %v; want %q and no part of the variable's value", tt.yaml, err, tt.want)
 		}
 	}
+	// A value the error quotes with %q is escaped there: `"hunter2\"Secr3t"` did not contain the value and was
+	// shown. A variable whose value holds another's: replaced first, the shorter left the rest of the longer.
+	quoted := func(k string) (string, bool) {
+		switch k {
+		case "PROM_PASS":
+			return `hunter2"Secr3t\x`, true
+		case "PROM_USER":
+			return "admin1", true
+		case "ADMIN_PASS":
+			return "admin1-Secr3t", true
+		}
+		return "", false
+	}
+	for _, y := range []string{head + "    schedule: ${PROM_PASS}\n",
+		"runs:\n  - name: a\n    log: /tmp/${PROM_USER}.log\n    schedule: ${ADMIN_PASS}\n"} {
+		if _, err := Parse([]byte(y), quoted); err == nil || strings.Contains(err.Error(), "Secr3t") || !strings.Contains(err.Error(), "line 4") {
+			t.Errorf("Parse(%q) = %v; want the error at line 4 and no part of the variable's value", y, err)
+		}
+	}
 	// A number from a variable stays in the message: line numbers read the same.
 	if _, err := Parse([]byte(head+"    total: ${TOTAL}\n    done_when: nonsense\n"), lookup); err == nil || !strings.Contains(err.Error(), "line 5") {
 		t.Errorf("Parse(done_when: nonsense) = %v; want the error at line 5", err)

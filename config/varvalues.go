@@ -1,6 +1,10 @@
 package config
 
-import "strings"
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
 
 // varValues are the values ${VAR} references expanded to, by variable name, so that an error about a value
 // says ${PROM_PASS} rather than the password it holds (`max_tokens: ${PROM_PASS}` quoted the value).
@@ -19,16 +23,29 @@ func (u *varValues) record(lookup func(string) (string, bool)) func(string) (str
 	}
 }
 
-// scrub replaces each remembered value in err's text with its reference. Values too short or too plain to be
-// a secret (a number: a line number reads the same) are left, so that the message keeps its line numbers.
+// scrub replaces each remembered value in err's text with its reference, as it is and as %q writes it inside
+// its quotes (a value with a " or a \ in it is escaped there). Values too short or too plain to be a secret (a
+// number: a line number reads the same) are left, so that the message keeps its line numbers. The longest go
+// first: a value inside another (a user in its password) would otherwise leave the rest of the longer shown.
 func (u *varValues) scrub(err error) error {
 	msg := err.Error()
 	changed := false
-	for i, v := range u.values {
-		if len(v) < 4 || strings.Trim(v, "0123456789.") == "" || !strings.Contains(msg, v) {
+	order := make([]int, len(u.values))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return len(u.values[b]) - len(u.values[a]) })
+	for _, i := range order {
+		v := u.values[i]
+		if len(v) < 4 || strings.Trim(v, "0123456789.") == "" {
 			continue
 		}
-		msg, changed = strings.ReplaceAll(msg, v, "${"+u.names[i]+"}"), true
+		q := strconv.Quote(v)
+		for _, form := range []string{v, q[1 : len(q)-1]} {
+			if strings.Contains(msg, form) {
+				msg, changed = strings.ReplaceAll(msg, form, "${"+u.names[i]+"}"), true
+			}
+		}
 	}
 	if !changed {
 		return err
