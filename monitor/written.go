@@ -43,7 +43,8 @@ func (m *Monitor) measurePlans(ctx context.Context, r *config.Run, plans []repor
 		}
 		mp := reports.MeasurePlan(p, w, done)
 		if w.Truncated {
-			mp.Sentence += fmt.Sprintf(" _(scanned %s files, %s)_", reports.Count(float64(w.Files)), w.Cut)
+			// The sentence already says how many files: "216 MB in 4 files … (scanned 4 files, …)" said it twice.
+			mp.Sentence += fmt.Sprintf(" _(a partial scan: %s)_", w.Cut)
 		}
 		out = append(out, mp)
 	}

@@ -72,3 +72,30 @@ func TestMeasuredPlansFromWrittenFiles(t *testing.T) {
 		}
 	}
 }
+
+// A scan cut short says why once, beside the count the sentence already gives: "(scanned 4 files, …)" after
+// "holds 216 MB in 4 files" said the count twice.
+func TestMeasuredPlansPartialScan(t *testing.T) {
+	f := newFixture(t)
+	deep := filepath.Join(f.out, "a", "b", "c", "d", "e")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeHiddenStates(t, filepath.Join(f.out, "req-00000.safetensors"), 900)
+	writeHiddenStates(t, filepath.Join(deep, "req-00001.safetensors"), 1100)
+	m, _, err := New(f.file, Options{ProbeTimeout: 5 * time.Second, RateWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := m.RunStatus(context.Background(), "synth", Need{Plans: true, Progress: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	three := reports.MeasuredFor(rs.Measured, "three")
+	if three == nil {
+		t.Fatalf("measured = %+v; want the plan measured", rs.Measured)
+	}
+	if want := "_(a partial scan: directories over 4 levels deep not read)_"; !strings.Contains(three.Sentence, want) || strings.Contains(three.Sentence, "scanned") {
+		t.Errorf("sentence = %q; want %q and the file count said once", three.Sentence, want)
+	}
+}
