@@ -141,10 +141,15 @@ func Duration(s float64) string {
 	if math.IsNaN(s) || math.IsInf(s, 0) {
 		return "?"
 	}
-	if s < 0 {
+	if s <= -0.5 {
 		return "-" + Duration(-s)
 	}
 	switch {
+	case s < 0:
+		return "0 s"
+	case s > 0 && s < 0.5:
+		// Time left with items still left is not nothing: "0 s (0 s – 0 s)" read as done.
+		return "under 1 s"
 	case s < 90:
 		return fmt.Sprintf("%.0f s", s)
 	case s < 3570: // from 59.5 min on the minutes round to 60: "1 h", not "60 min"
