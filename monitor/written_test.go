@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/config"
 	"runwatch/reports"
 )
 
@@ -42,12 +43,10 @@ func writeHiddenStates(t *testing.T, path string, seq int64) {
 	}
 }
 
-func TestMeasuredPlansFromWrittenFiles(t *testing.T) {
-	f := newFixture(t)
-	for i, seq := range []int64{900, 1100, 1024, 2000} {
-		writeHiddenStates(t, filepath.Join(f.out, fmt.Sprintf("req-%05d.safetensors", i)), seq)
-	}
-	m, _, err := New(f.file, Options{ProbeTimeout: 5 * time.Second, RateWindow: -1})
+// plansStatus is synth's status with its plans measured, from a fresh monitor over the run file.
+func plansStatus(t *testing.T, file *config.File) reports.RunStatus {
+	t.Helper()
+	m, _, err := New(file, Options{ProbeTimeout: 5 * time.Second, RateWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +54,15 @@ func TestMeasuredPlansFromWrittenFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rs
+}
+
+func TestMeasuredPlansFromWrittenFiles(t *testing.T) {
+	f := newFixture(t)
+	for i, seq := range []int64{900, 1100, 1024, 2000} {
+		writeHiddenStates(t, filepath.Join(f.out, fmt.Sprintf("req-%05d.safetensors", i)), seq)
+	}
+	rs := plansStatus(t, f.file)
 	if len(rs.Measured) != 2 {
 		t.Fatalf("measured = %+v; want both plans", rs.Measured)
 	}
@@ -83,14 +91,7 @@ func TestMeasuredPlansPartialScan(t *testing.T) {
 	}
 	writeHiddenStates(t, filepath.Join(f.out, "req-00000.safetensors"), 900)
 	writeHiddenStates(t, filepath.Join(deep, "req-00001.safetensors"), 1100)
-	m, _, err := New(f.file, Options{ProbeTimeout: 5 * time.Second, RateWindow: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := m.RunStatus(context.Background(), "synth", Need{Plans: true, Progress: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rs := plansStatus(t, f.file)
 	three := reports.MeasuredFor(rs.Measured, "three")
 	if three == nil {
 		t.Fatalf("measured = %+v; want the plan measured", rs.Measured)

@@ -178,6 +178,16 @@ var accProgress = [...]float64{0.2, 0.4, 0.6, 0.8, 0.9, 0.95, 1}
 // accCoverage is a range's record over some points.
 type accCoverage struct{ points, covered, late int }
 
+// addCoverage is a and b added stretch by stretch.
+func addCoverage(a, b [len(accProgress)]accCoverage) [len(accProgress)]accCoverage {
+	for i, c := range b {
+		a[i].points += c.points
+		a[i].covered += c.covered
+		a[i].late += c.late
+	}
+	return a
+}
+
 // progressBucket is the index in accProgress of the stretch share falls in.
 func progressBucket(share float64) int {
 	for i, edge := range accProgress {
@@ -357,11 +367,7 @@ func accTable(seeds []int64, every float64, cases []accCase) []accRow {
 			settledCovered += r.settledCovered
 			jumps += r.jumps
 			pairs += r.pairs
-			for i, bp := range r.byProgress {
-				row.byProgress[i].points += bp.points
-				row.byProgress[i].covered += bp.covered
-				row.byProgress[i].late += bp.late
-			}
+			row.byProgress = addCoverage(row.byProgress, r.byProgress)
 		}
 		if pairs > 0 {
 			row.jumps = float64(jumps) / float64(pairs)
@@ -540,11 +546,7 @@ func progressCoverage(name string, rows []accRow, keep func(accRow) bool) string
 	var sum [len(accProgress)]accCoverage
 	for _, r := range rows {
 		if keep(r) {
-			for i, bp := range r.byProgress {
-				sum[i].points += bp.points
-				sum[i].covered += bp.covered
-				sum[i].late += bp.late
-			}
+			sum = addCoverage(sum, r.byProgress)
 		}
 	}
 	var parts []string
