@@ -27,7 +27,9 @@ for pkg in "${pkgs[@]}"; do
     corpus="$pkg/testdata/fuzz/$target"
     before=$(inputs "$corpus")
     log=$(mktemp)
-    if go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" > "$log" 2>&1; then
+    # -fuzzminimizetime: minimizing each new interesting input defaults to 60 s, which spent whole
+    # budgets shrinking a handful of inputs (FuzzParseMetrics ran 19 inputs in 10 s; with 1 s, 2,279).
+    if go test "$pkg" -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" -fuzzminimizetime 1s > "$log" 2>&1; then
       tail -n 3 "$log"
     else
       cat "$log"
