@@ -215,6 +215,12 @@ func checkURL(u string) error {
 		// The value is not quoted: a URL may carry a password or a key, and the line names it.
 		return fmt.Errorf("the value is not an http(s) URL with a host%s", hint)
 	}
+	// url.Parse takes any digits for a port: :99999 loaded, and every scrape then failed with "invalid port".
+	if port := p.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("the port %s is out of range: a TCP port is 1 to 65535", port)
+		}
+	}
 	return nil
 }
 

@@ -38,6 +38,11 @@ func TestConfigErrorTable(t *testing.T) {
 		{"log", run("    log: gen.log"), "line 3: runs[0].log", "not an absolute path"},
 		{"log_pattern", run("    outputs: [/x]", "    log_pattern: '('"), "line 4: runs[0].log_pattern", "named groups"},
 		{"metrics", run("    outputs: [/x]", "    metrics:", "      - http://127.0.0.1:8000/metrics", "      - localhost:8001"), "line 6: runs[0].metrics[1]", "http://"},
+		// url.Parse takes any digits for a port; a scrape of :99999 then failed on every answer.
+		{"metrics port", run("    metrics:", "      - http://127.0.0.1:99999/metrics"), "line 4: runs[0].metrics[0]", "port 99999 is out of range: a TCP port is 1 to 65535"},
+		{"metrics port 0", run("    metrics: [http://127.0.0.1:0/metrics]"), "line 3: runs[0].metrics[0]", "port 0 is out of range"},
+		{"prometheus port", run("    prometheus:", "      url: http://127.0.0.1:70000"), "line 4: runs[0].prometheus.url", "port 70000 is out of range"},
+		{"stage url port", stage("        check: http", "        url: http://h:123456/health"), "line 6: runs[0].stages[0].url", "port 123456 is out of range"},
 		{"metrics_max_body", run("    outputs: [/x]", "    metrics_max_body: 1KiB"), "line 4: runs[0].metrics_max_body", "64KiB..256MiB"},
 		{"total", run("    total: lots"), "line 3: runs[0].total", `"lots" is not a whole number`},
 		{"total", run("    outputs: [/x]", "    total: -5"), "line 4: runs[0].total", "must not be negative"},

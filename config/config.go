@@ -176,6 +176,9 @@ func parse(b []byte, lookup func(string) (string, bool)) (*File, error) {
 	if err := checkFileSize(b); err != nil {
 		return nil, err
 	}
+	if err := checkText(b); err != nil {
+		return nil, err
+	}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&root); err != nil {

@@ -375,3 +375,47 @@ func TestParseNumberWithCommasInBraces(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadRefusesWhatIsNoRunFile: --config pointed at a directory said "read d.yaml: is a directory", and at a
+// binary "parse: control characters are not allowed", with no line and no hint that the path is wrong.
+func TestLoadRefusesWhatIsNoRunFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	asDir := filepath.Join(dir, "runs.yaml")
+	if err := os.Mkdir(asDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path string
+		want       []string
+	}{
+		{"directory", asDir, []string{"runs.yaml is a directory, not a run file", filepath.Join(asDir, "runwatch.yaml")}},
+		{"binary", write("bot.yaml", []byte("\x7fELF\x02\x01\x01\x00\x00\x00")), []string{"line 1: column 1 holds the byte 0x7f", "a run file is YAML text: is this the right file?"}},
+		{"NUL on line 3", write("nul.yaml", []byte("runs:\n  - name: a\n    log: /x\x00\n")), []string{"line 3: column 12 holds the byte 0x00"}},
+		{"not UTF-8", write("latin1.yaml", []byte("runs:\n  - name: caf\xe9\n")), []string{"line 2: column 14 is not UTF-8 text"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.path, env(nil))
+			if err == nil {
+				t.Fatalf("Load(%s) = nil; want a refusal", tt.path)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load(%s) = %q; want it to say %q", tt.path, err, w)
+				}
+			}
+		})
+	}
+	// Tabs, carriage returns and UTF-8 beyond ASCII are text.
+	ok := write("ok.yaml", []byte("runs:\r\n  - name: a\r\n    channel: \"#café\"\t# a comment\r\n"))
+	if _, err := Load(ok, env(nil)); err != nil {
+		t.Errorf("Load(CRLF, tab, UTF-8) = %v; want it to load", err)
+	}
+}

@@ -1,12 +1,15 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -27,6 +30,41 @@ func checkFileSize(b []byte) error {
 		return fmt.Errorf("the run file is larger than the limit of %d bytes (1 MiB): a run file is a page of YAML", MaxRunFileBytes)
 	}
 	return nil
+}
+
+// checkText refuses a file that is not text before YAML reads it: --config pointed at a binary, a tarball
+// or a checkpoint got "parse: control characters are not allowed", which named neither a line nor the
+// likely mistake. A NUL byte, or a control character other than tab, newline and carriage return, is
+// binary; the error names its line.
+func checkText(b []byte) error {
+	at := func(i int) (line, col int) {
+		head := b[:i]
+		return bytes.Count(head, []byte("\n")) + 1, i - bytes.LastIndexByte(head, '\n')
+	}
+	for i, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			line, col := at(i)
+			return fmt.Errorf("line %d: column %d holds the byte 0x%02x, and a run file is YAML text: is this the right file? (a binary, an archive or a checkpoint is not a run file)",
+				line, col, c)
+		}
+	}
+	if !utf8.Valid(b) {
+		line, col := at(invalidUTF8(b))
+		return fmt.Errorf("line %d: column %d is not UTF-8 text, and a run file is YAML text: is this the right file? (save it as UTF-8 if it is)", line, col)
+	}
+	return nil
+}
+
+// invalidUTF8 is the offset of b's first byte that is not valid UTF-8.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // checkSizes walks the expanded document and refuses a value longer than MaxValueBytes, a list
@@ -114,5 +152,12 @@ func readRunFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// A directory reads as "is a directory" and a FIFO could block: say what it is and what is wanted.
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			return nil, fmt.Errorf("%s is a directory, not a run file: give the path of the YAML file (%s)", path, filepath.Join(path, "runwatch.yaml"))
+		}
+		return nil, fmt.Errorf("%s is not a regular file (%s): a run file is a YAML file", path, fi.Mode().Type())
+	}
 	return io.ReadAll(io.LimitReader(f, MaxRunFileBytes+1))
 }
