@@ -184,7 +184,7 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	var verdict string
 	switch {
 	case len(writers) > 0:
-		verdict = fmt.Sprintf("%s *No* — %s writing to %s now.", ProtectedSeverity(true, len(landing)), Plural(countPIDs(writers), "process is", "processes are"), subject)
+		verdict = fmt.Sprintf("%s *No* — %s writing to %s now.", ProtectedSeverity(true, len(landing)), Plural(st.writingCount(writers, protectedPaths(mounts)...), "process is", "processes are"), subject)
 	case len(landing) > 0 && st.ScanError == "":
 		var outs []string
 		for _, p := range landing {
@@ -207,7 +207,7 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	}
 	m.Sections = append(m.Sections, verdict)
 	if len(writers) > 0 {
-		m.Sections = append(m.Sections, writerLines(writers))
+		m.Sections = append(m.Sections, writerLines(writers, st.WritersOmitted))
 	}
 	if len(landing) > 0 {
 		var lines []string

@@ -51,7 +51,10 @@ type Storage struct {
 	ProtectedMounts []PathInfo   `json:"protected_mounts"`
 	Writers         []WriterInfo `json:"writers"`
 	WritersOmitted  int          `json:"writers_omitted,omitempty"`
-	Invisible       int          `json:"invisible_processes"`
+	// ProtectedProcesses counts the processes on this machine writing under each configured protected
+	// path, over every writer the scan found: Writers is cut at maxWriters, these counts never are.
+	ProtectedProcesses map[string]int `json:"protected_processes,omitempty"`
+	Invisible          int            `json:"invisible_processes"`
 	// Hidden names the first invisible processes; AsRoot says the scan already ran as root.
 	Hidden []probes.HiddenProcess `json:"invisible,omitempty"`
 	AsRoot bool                   `json:"scanned_as_root,omitempty"`
@@ -361,14 +364,29 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 			}
 			return a.File < b.File
 		})
+		// Counted before the cut: 500 processes writing 9,000 files under /shared are 500 processes,
+		// not the dozen whose files fill the first maxWriters entries.
+		pids := map[string]map[int]bool{}
 		for _, w := range st.Writers {
 			if w.Protected {
 				st.ProtectedWrites = true
+				if pids[w.ProtectedPath] == nil {
+					pids[w.ProtectedPath] = map[int]bool{}
+				}
+				pids[w.ProtectedPath][w.PID] = true
 			}
+		}
+		for pp, set := range pids {
+			if st.ProtectedProcesses == nil {
+				st.ProtectedProcesses = map[string]int{}
+			}
+			st.ProtectedProcesses[pp] = len(set)
 		}
 		if len(st.Writers) > maxWriters {
 			st.WritersOmitted = len(st.Writers) - maxWriters
-			st.Writers = st.Writers[:maxWriters]
+			// A copy of the kept ones: the report outlives the scan, and keeping a slice of the
+			// sorted list would keep every writer of every watched mount with it.
+			st.Writers = append(make([]WriterInfo, 0, maxWriters), st.Writers[:maxWriters]...)
 		}
 		if st.ProtectedWrites {
 			byPath := map[string][]WriterInfo{}
@@ -390,7 +408,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 				st.Warnings = append(st.Warnings, StorageWarning{
 					Kind: "protected_write", Mount: pp,
 					Message: fmt.Sprintf("%s writing to protected %s%s, e.g. %s (pid %d) → %s.",
-						Plural(countPIDs(ws), "process is", "processes are"), Code(pp), via, Code(ws[0].Command), ws[0].PID, Code(ws[0].File)),
+						Plural(st.writingCount(ws, pp), "process is", "processes are"), Code(pp), via, Code(ws[0].Command), ws[0].PID, Code(ws[0].File)),
 				})
 			}
 		}
@@ -424,6 +442,39 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		}
 	}
 	return st
+}
+
+// writingCount is how many processes ws, writers st lists under the protected paths paths (every
+// writer st lists there), stand for. When the list was cut, this machine's share is the count taken
+// before the cut; other hosts' entries count their processes.
+func (st Storage) writingCount(ws []WriterInfo, paths ...string) int {
+	local := map[int]bool{}
+	remote := 0
+	for _, w := range ws {
+		if w.Host != "" {
+			remote += w.Processes
+			continue
+		}
+		local[w.PID] = true
+	}
+	n := len(local)
+	if st.WritersOmitted > 0 {
+		known := 0
+		for _, p := range paths {
+			known += st.ProtectedProcesses[p]
+		}
+		n = max(n, known)
+	}
+	return n + remote
+}
+
+// protectedPaths are the configured paths of protected mounts, as writers name them (ProtectedPath).
+func protectedPaths(mounts []PathInfo) []string {
+	out := make([]string, len(mounts))
+	for i, p := range mounts {
+		out[i] = filepath.Clean(p.Path)
+	}
+	return out
 }
 
 func onHost(h string) string {

@@ -71,7 +71,7 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		if t.Path != "" && !slices.ContainsFunc(hits, func(w WriterInfo) bool { return w.Protected }) {
 			alarm = ""
 		}
-		verdict = fmt.Sprintf("%s*Yes* — %s writing to %s:", alarm, Plural(countPIDs(hits), "process is", "processes are"), subject)
+		verdict = fmt.Sprintf("%s*Yes* — %s writing to %s:", alarm, Plural(st.writingCount(hits, protectedAsked(st, t)...), "process is", "processes are"), subject)
 	case landing > 0:
 		// The output that will land there is the news, with the severity every answer gives it.
 		verdict = fmt.Sprintf("%s *Not yet* — no writes seen to %s, but %s inside it (below): the job's writes will land there.",
@@ -91,7 +91,7 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	}
 	m.Sections = append(m.Sections, verdict)
 	if len(hits) > 0 {
-		m.Sections = append(m.Sections, writerLines(hits))
+		m.Sections = append(m.Sections, writerLines(hits, st.WritersOmitted))
 	}
 	if lines := outputLines(st); lines != "" {
 		m.Sections = append(m.Sections, "*Where the outputs resolve*\n"+lines)
@@ -102,24 +102,28 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	return m
 }
 
-func countPIDs(ws []WriterInfo) int {
-	seen := map[int]bool{}
-	remote := 0
-	for _, w := range ws {
-		if w.Host != "" {
-			remote += w.Processes
-			continue
+// protectedAsked are the configured protected paths a writes question about t covers whole: all of
+// them without a target, else the one t names.
+func protectedAsked(st Storage, t Target) []string {
+	var out []string
+	for _, pp := range protectedPaths(st.ProtectedMounts) {
+		if t.Path == "" || pp == t.Path || pp == t.Resolved {
+			out = append(out, pp)
 		}
-		seen[w.PID] = true
 	}
-	return len(seen) + remote
+	return out
 }
 
-func writerLines(ws []WriterInfo) string {
+// writerLines lists the first of ws; omitted is how many writers the report itself left out.
+func writerLines(ws []WriterInfo, omitted int) string {
 	var b strings.Builder
 	for i, w := range ws {
 		if i == maxListed {
-			fmt.Fprintf(&b, "• …and %d more open files\n", len(ws)-maxListed)
+			if omitted > 0 {
+				fmt.Fprintf(&b, "• …and more open files: %s listed, %s more left out of the report\n", Count(float64(len(ws)-maxListed)), Count(float64(omitted)))
+			} else {
+				fmt.Fprintf(&b, "• …and %d more open files\n", len(ws)-maxListed)
+			}
 			break
 		}
 		mark := ""

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,46 @@ func TestStorageVerdictNamesUnfitPlans(t *testing.T) {
 				t.Errorf("status = %q; want its storage line to carry %q", got, PlainText(tt.want))
 			}
 		})
+	}
+}
+
+// With more writers than a report lists, the number of processes writing to a protected mount is
+// counted over all of them, and the report keeps a copy of the listed ones only.
+func TestProtectedWriterCountIsTakenBeforeTheCut(t *testing.T) {
+	in := storageInput()
+	in.Scan = &probes.WriterScan{Processes: 600}
+	for pid := 10_000; pid < 10_500; pid++ {
+		for fd := range 19 {
+			in.Scan.Writers = append(in.Scan.Writers, probes.Writer{PID: pid, Command: "extract", FD: fd + 3,
+				File: fmt.Sprintf("/shared/hs/%d-%02d.bin", pid, fd), MountID: 40, Flags: 0o100001})
+		}
+	}
+	st := BuildStorage(in, nil)
+	if len(st.Writers) != maxWriters || cap(st.Writers) != maxWriters || st.WritersOmitted != 500*19-maxWriters {
+		t.Errorf("writers: %d listed (capacity %d), %d omitted; want %d listed in a copy of their own and %d omitted",
+			len(st.Writers), cap(st.Writers), st.WritersOmitted, maxWriters, 500*19-maxWriters)
+	}
+	if got := st.ProtectedProcesses["/shared"]; got != 500 {
+		t.Errorf("ProtectedProcesses[/shared] = %d; want 500", got)
+	}
+	const want = "500 processes are writing to protected `/shared`"
+	var warned bool
+	for _, w := range st.Warnings {
+		warned = warned || (w.Kind == "protected_write" && strings.Contains(w.Message, want))
+	}
+	if !warned {
+		t.Errorf("warnings = %+v; want one saying %q", st.Warnings, want)
+	}
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"writes", AnswerWrites("hs", st, Target{}).Text(), "500 processes are writing to /shared:"},
+		{"writes /shared", AnswerWrites("hs", st, Target{Path: "/shared", Resolved: "/shared", Exists: true, Mount: "/shared", MountPoint: true}).Text(), "500 processes are writing to /shared,"},
+		{"safe", AnswerSafe("hs", st, Target{}).Text(), "500 processes are writing to /shared now"},
+		{"listed", AnswerWrites("hs", st, Target{}).Text(), "190 listed, 9,300 more left out of the report"},
+	} {
+		if !strings.Contains(tc.text, tc.want) {
+			t.Errorf("%s: answer = %q; want %q", tc.name, tc.text, tc.want)
+		}
 	}
 }
