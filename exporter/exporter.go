@@ -2,24 +2,38 @@
 // with `prometheus:` can answer "are we writing to /shared?" for every host: which processes write
 // files on which mounts, whether those are protected paths of the configured runs, how many
 // processes could not be inspected, and where each configured path lands. It reads the node
-// through the same monitor the bot uses (one /proc scan per scrape), keeps no state between
-// scrapes, and bounds every label: mounts and commands beyond a cap are summed under "other".
+// through the same monitor the bot uses (one /proc scan per scrape) and speaks for that node only:
+// its source never asks Prometheus, so no other host's facts come back as this one's. It keeps no
+// facts between scrapes (only which problems it has logged), and bounds every label: mounts and
+// commands beyond a cap are summed under "other".
 package exporter
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"runwatch/config"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
+
+// NodeMonitor is the monitor an exporter reads its node through, over any run file: read-only,
+// stateless (a scrape never waits for a second disk reading) and local only (a run's
+// `prometheus:` is never asked, so what Prometheus holds about other hosts, this node's own past
+// series included, never comes back as this node's facts).
+func NodeMonitor(f *config.File, procRoot string, probeTimeout time.Duration) (*monitor.Monitor, error) {
+	m, _, err := monitor.New(f, monitor.Options{ProcRoot: procRoot, ProbeTimeout: probeTimeout, ReadOnly: true, RateWindow: -1, LocalOnly: true})
+	return m, err
+}
 
 // Source is what the exporter reads the node through; *monitor.Monitor is one.
 type Source interface {
@@ -36,7 +50,16 @@ type Options struct {
 	MaxCommands int
 	// MaxPaths bounds the configured-path info series (default 256).
 	MaxPaths int
+	// Log receives the problems runwatch_exporter_problems counts: each one when it starts and
+	// when it ends (nil: not logged).
+	Log *slog.Logger
 }
+
+// DefaultPort is the port `bot exporter` listens on when not told otherwise. It is not 9464, the
+// default of OpenTelemetry's Prometheus exporter that a training job may already serve on the
+// same node. Prometheus's allocation list (the "Default port allocations" page of its wiki) has no
+// runwatch entry: 9100-9999 is fully allocated, and this port lies outside it.
+const DefaultPort = 19464
 
 func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
@@ -63,6 +86,8 @@ type Exporter struct {
 	opts Options
 	// One scrape at a time: two Prometheus servers scraping at once share the wait, not the cost.
 	mu sync.Mutex
+	// logged are the problems of the last scrape, by run and probe, as last logged.
+	logged map[string]string
 
 	writerProcs, writerFiles, protectedProcs, invisible, pathInfo *prometheus.Desc
 	scanSeconds, problems, capped                                 *prometheus.Desc
@@ -82,7 +107,7 @@ func New(src Source, o Options) *Exporter {
 		invisible:   d("runwatch_invisible_processes", "Processes whose open files could not be read (permission); their writes are unknown."),
 		pathInfo:    d("runwatch_run_path_info", "A configured path of a run and the mount it lands on (1).", "run", "role", "path", "mount", "protected"),
 		scanSeconds: d("runwatch_exporter_scan_duration_seconds", "Time the scrape spent reading the node."),
-		problems:    d("runwatch_exporter_problems", "Probes that failed during the scrape (details in the exporter's log)."),
+		problems:    d("runwatch_exporter_problems", "Probes that failed during the scrape (each is logged when it starts and when it ends)."),
 		capped:      d("runwatch_exporter_capped_label_values", "Label values summed under \"other\" because a cap was reached, by label.", "label"),
 	}
 }
@@ -102,6 +127,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.opts.Timeout)
 	st := e.src.Status(ctx, monitor.Need{Storage: true})
 	cancel()
+	e.logProblems(st)
 	f := Summarize(st, e.opts)
 	g := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -124,6 +150,41 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		g(e.capped, float64(f.Capped[label]), label)
 	}
 	g(e.scanSeconds, time.Since(start).Seconds())
+}
+
+// logProblems logs each problem of st that the last scrape did not have (or had with another
+// error), and each one it had that is gone. Called with e.mu held.
+func (e *Exporter) logProblems(st reports.Status) {
+	now := map[string]string{}
+	for _, rs := range st.Runs {
+		for _, p := range rs.Problems {
+			now[rs.Name+"\x00"+p.Probe] = p.Error
+		}
+	}
+	if e.opts.Log != nil {
+		for _, k := range sortedKeys(now) {
+			if old, ok := e.logged[k]; !ok || old != now[k] {
+				run, probe, _ := strings.Cut(k, "\x00")
+				e.opts.Log.Warn("exporter problem", "run", run, "probe", probe, "err", now[k])
+			}
+		}
+		for _, k := range sortedKeys(e.logged) {
+			if _, ok := now[k]; !ok {
+				run, probe, _ := strings.Cut(k, "\x00")
+				e.opts.Log.Info("exporter problem resolved", "run", run, "probe", probe)
+			}
+		}
+	}
+	e.logged = now
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Handler serves the exporter's metrics (and nothing else: no Go runtime series, so the series

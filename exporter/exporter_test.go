@@ -1,15 +1,18 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,6 +117,13 @@ func TestSummarizeCapsAndAggregates(t *testing.T) {
 // holdOpen starts `sleep` with path open for writing as its fd 3; the test ends it.
 func holdOpen(t *testing.T, path string) int {
 	t.Helper()
+	pid, _ := holdOpenUntil(t, path)
+	return pid
+}
+
+// holdOpenUntil is holdOpen with a stop that ends the process before the test does.
+func holdOpenUntil(t *testing.T, path string) (int, func()) {
+	t.Helper()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +134,10 @@ func holdOpen(t *testing.T, path string) int {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd.Process.Pid
+	var once sync.Once
+	stop := func() { once.Do(func() { cmd.Process.Kill(); cmd.Wait() }) }
+	t.Cleanup(stop)
+	return cmd.Process.Pid, stop
 }
 
 func TestExporterOnThisNode(t *testing.T) {
@@ -160,3 +172,50 @@ func TestExporterOnThisNode(t *testing.T) {
 		}
 	}
 }
+
+// The problems runwatch_exporter_problems counts are in the log: each when it starts, again when
+// its error changes, and once when it ends; a scrape that repeats them logs nothing.
+func TestExporterLogsItsProblems(t *testing.T) {
+	var logs bytes.Buffer
+	src := &stepSource{}
+	e := New(src, Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	problems := func(errs ...string) reports.Status {
+		rs := reports.RunStatus{Name: "synth"}
+		for i, e := range errs {
+			rs.Problems = append(rs.Problems, reports.Problem{Probe: fmt.Sprintf("probe-%d", i), Error: e})
+		}
+		return reports.Status{Runs: []reports.RunStatus{rs}}
+	}
+	for i, tc := range []struct {
+		st   reports.Status
+		want []string // log lines of this scrape, in order
+	}{
+		{problems("statfs /shared: deadline exceeded"), []string{`level=WARN msg="exporter problem" run=synth probe=probe-0 err="statfs /shared: deadline exceeded"`}},
+		{problems("statfs /shared: deadline exceeded"), nil},
+		{problems("statfs /shared: permission denied", "scan /proc: too slow"), []string{
+			`probe=probe-0 err="statfs /shared: permission denied"`, `probe=probe-1 err="scan /proc: too slow"`}},
+		{problems(), []string{`msg="exporter problem resolved" run=synth probe=probe-0`, `msg="exporter problem resolved" run=synth probe=probe-1`}},
+	} {
+		logs.Reset()
+		src.st = tc.st
+		fams := scrape(t, e.Handler())
+		if v, _ := value(fams, "runwatch_exporter_problems", nil); int(v) != len(tc.st.Runs[0].Problems) {
+			t.Errorf("scrape %d: runwatch_exporter_problems = %v; want %d", i, v, len(tc.st.Runs[0].Problems))
+		}
+		lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+		if len(tc.want) == 0 && logs.Len() > 0 || len(tc.want) > 0 && len(lines) != len(tc.want) {
+			t.Errorf("scrape %d logged %q; want %d lines", i, logs.String(), len(tc.want))
+			continue
+		}
+		for j, w := range tc.want {
+			if !strings.Contains(lines[j], w) {
+				t.Errorf("scrape %d, line %d = %q; want %q in it", i, j, lines[j], w)
+			}
+		}
+	}
+}
+
+// stepSource returns whatever status the test sets.
+type stepSource struct{ st reports.Status }
+
+func (s *stepSource) Status(context.Context, monitor.Need) reports.Status { return s.st }

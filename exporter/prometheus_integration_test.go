@@ -61,10 +61,11 @@ func itEmptyProc(t *testing.T) string {
 	return root
 }
 
-// itNode is one node's exporter over the run file's runs, reading procRoot ("" is the real /proc).
+// itNode is one node's exporter over the run file's runs, reading procRoot ("" is the real /proc),
+// built as `bot exporter` builds it.
 func itNode(t *testing.T, host, procRoot string, file *config.File) string {
 	t.Helper()
-	m, _, err := monitor.New(file, monitor.Options{ProcRoot: procRoot, ProbeTimeout: 10 * time.Second, RateWindow: -1, ReadOnly: true})
+	m, err := NodeMonitor(file, procRoot, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func itPrometheus(t *testing.T, dir string, targets ...string) string {
 	for i, tg := range targets {
 		quoted[i] = fmt.Sprintf("%q", tg)
 	}
-	// The scrape config the README documents, with a one-second interval for the test.
+	// The scrape config docs/multi-host.md documents, with a one-second interval for the test.
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   scrape_timeout: 900ms
@@ -136,59 +137,93 @@ scrape_configs:
 	return "http://" + addr
 }
 
+// TestExporterThroughPrometheus is hermetic: the protected path is the test's own directory, so
+// whatever else writes on this machine (/dev/shm is PyTorch's and NCCL's) is not in its answers.
+// A third node is given the central run file, prometheus: included, as the README once said to:
+// it must report its own node only, so the writer is named on its host alone, and is gone from
+// Prometheus once killed (re-exported, it outlived its process by minutes).
 func TestExporterThroughPrometheus(t *testing.T) {
 	dir := t.TempDir()
-	shm, err := os.MkdirTemp("/dev/shm", "runwatch-exporter-it-")
-	if err != nil {
-		t.Fatalf("this test needs /dev/shm: %v", err)
+	shared := filepath.Join(dir, "shared")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	writer := holdOpen(t, filepath.Join(shm, "hidden-00001.safetensors"))
+	writer, stop := holdOpenUntil(t, filepath.Join(shared, "hidden-00001.safetensors"))
 
 	runs := func() *config.File {
-		return &config.File{Source: "node", Runs: []config.Run{{Name: "hs", Protected: []string{"/dev/shm"}, Outputs: []string{dir}}}}
+		return &config.File{Source: "node", Runs: []config.Run{{Name: "hs", Protected: []string{shared}, Outputs: []string{dir}}}}
 	}
 	busy := itNode(t, "127.0.0.1", "", runs())             // sees the writer
 	idle := itNode(t, "127.0.0.2", itEmptyProc(t), runs()) // sees no process at all
-	promURL := itPrometheus(t, dir, busy, idle)
+	// The central run file, whose Prometheus is only known once it runs: the third node reads it
+	// through a handler that waits for the URL.
+	var promURL string
+	var central *config.File
+	ready := make(chan struct{})
+	third := itServe(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-ready
+		m, err := NodeMonitor(central, itEmptyProc(t), 10*time.Second)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		New(m, Options{}).Handler().ServeHTTP(w, r)
+	}))
+	promURL = itPrometheus(t, dir, busy, idle, third)
+	central = &config.File{Source: "central", Runs: []config.Run{{Name: "hs", Protected: []string{shared}, Outputs: []string{dir},
+		Prometheus: &config.Prometheus{URL: promURL}}}}
+	close(ready)
 
 	client, err := probes.NewPrometheus(probes.PrometheusOptions{URL: promURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Wait (on Prometheus's answers, not a fixed sleep) until both nodes have been scraped and
-	// the busy one reports the writer.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	query := func(q string) (float64, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		r, err := client.Query(ctx, `count(runwatch_invisible_processes) + count(runwatch_protected_writer_processes{path="/dev/shm",command="sleep"} > 0)`, time.Time{})
-		cancel()
-		if err == nil && len(r.Series) == 1 && r.Series[0].Samples[0].V >= 3 {
-			break
+		defer cancel()
+		r, err := client.Query(ctx, q, time.Time{})
+		if err != nil || len(r.Series) != 1 {
+			return 0, false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus never had both exporters' series (last: %+v, %v)", r.Series, err)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return r.Series[0].Samples[0].V, true
 	}
+	// waitFor polls Prometheus's answers (not a fixed sleep) until ok says so.
+	waitFor := func(what, q string, ok func(float64, bool) bool) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			v, found := query(q)
+			if ok(v, found) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Prometheus never had %s (last: %v, %v)", what, v, found)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	waitFor("the three exporters' series and the writer", `count(runwatch_invisible_processes) + count(runwatch_protected_writer_processes{command="sleep"} > 0)`,
+		func(v float64, ok bool) bool { return ok && v >= 4 })
+	// A few more scrapes of the third node, which would re-export what Prometheus holds.
+	waitFor("three more scrapes of the third node", `count_over_time(up{instance="`+third+`"}[1m])`, func(v float64, ok bool) bool { return ok && v >= 4 })
 
 	// The central bot: same run with prometheus:, and an empty /proc, so whatever it says about
 	// writers comes from the exporters through Prometheus.
-	central := &config.File{Source: "central", Runs: []config.Run{{Name: "hs", Protected: []string{"/dev/shm"}, Outputs: []string{dir},
-		Prometheus: &config.Prometheus{URL: promURL}}}}
 	m, _, err := monitor.New(central, monitor.Options{ProcRoot: itEmptyProc(t), ProbeTimeout: 10 * time.Second, RateWindow: -1, ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bot := handlers.NewBot(m, time.UTC, config.Env{})
-	reply := bot.Ask(context.Background(), handlers.Request{Text: "are we writing to /dev/shm?", Source: "cli"})
+	reply := bot.Ask(context.Background(), handlers.Request{Text: "are we writing to " + shared + "?", Source: "cli"})
 	text := reply.Message.Text()
 	t.Logf("answer:\n%s", text)
-	if !strings.Contains(text, "Yes") || !strings.Contains(text, "on host 127.0.0.1: sleep (1 process) → /dev/shm") {
-		t.Errorf("answer = %q; want yes, naming host 127.0.0.1 and the sleep that writes (pid %d there)", text, writer)
+	if !strings.Contains(text, "Yes — 1 process is writing") || !strings.Contains(text, "on host 127.0.0.1: sleep (1 process) → "+shared) {
+		t.Errorf("answer = %q; want yes, 1 process, naming host 127.0.0.1 and the sleep that writes (pid %d there)", text, writer)
 	}
-	if strings.Contains(text, "127.0.0.2") {
-		t.Errorf("answer names 127.0.0.2, whose exporter saw no writer: %q", text)
+	for _, other := range []string{"127.0.0.2", "127.0.0.3"} {
+		if strings.Contains(text, other) {
+			t.Errorf("answer names %s, whose exporter saw no writer: %q", other, text)
+		}
 	}
 	rs, err := m.RunStatus(context.Background(), "hs", monitor.Need{Storage: true})
 	if err != nil {
@@ -203,4 +238,8 @@ func TestExporterThroughPrometheus(t *testing.T) {
 	if !warned || !rs.Storage.ProtectedWrites {
 		t.Errorf("storage = %+v; want a protected_write warning naming 127.0.0.1", rs.Storage)
 	}
+
+	// The writer ends: no node keeps it alive.
+	stop()
+	waitFor("the writer gone from every node", `sum(runwatch_protected_writer_processes) or vector(0)`, func(v float64, ok bool) bool { return ok && v == 0 })
 }

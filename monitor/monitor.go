@@ -61,6 +61,9 @@ type Options struct {
 	// ScanEvery is how many samples one scan of open files in /proc serves (default 1: every
 	// sample scans). Answers that need storage always scan; samples in between reuse the last scan.
 	ScanEvery int
+	// LocalOnly reads this machine only: a run's `prometheus:` is never asked, so nothing another
+	// host reports comes back as this one's (`bot exporter`, which speaks for its own node).
+	LocalOnly bool
 	// StatFS reads mount capacity; nil gets probes.NewStatFS(ProbeTimeout). Tests pass
 	// probes.NewStatFSFunc to stand in for a mount whose statfs never returns.
 	StatFS *probes.StatFS
@@ -175,7 +178,10 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 
 		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
 	}
-	m.prom = newPromSources(f, o)
+	m.prom = map[string]*promSource{}
+	if !o.LocalOnly {
+		m.prom = newPromSources(f, o)
+	}
 	m.stages = &checklist.Checker{HTTP: o.HTTP, Guard: m.guard, PromQL: m.promQLCheck}
 	var problems []reports.Problem
 	for i := range f.Runs {

@@ -6,22 +6,25 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"runwatch/exporter"
-	"runwatch/monitor"
 )
+
+// defaultExporterListen is where the exporter listens unless told otherwise: loopback, because its
+// series name the runs' paths and the commands writing under protected paths.
+var defaultExporterListen = net.JoinHostPort("127.0.0.1", strconv.Itoa(exporter.DefaultPort))
 
 // runExporter serves this node's writer facts on /metrics for a Prometheus server to scrape; a bot
 // with `prometheus:` then answers "are we writing to /shared?" for every node, naming the host.
+// It speaks for this node only, whatever run file it is given: a run's `prometheus:` is not asked.
 func runExporter(ctx context.Context, a *app, args []string) error {
 	fs := a.flags()
-	listen := fs.String("listen", "", "address to serve /metrics on, e.g. :9464 or 10.0.0.7:9464 (required)")
+	listen := fs.String("listen", defaultExporterListen,
+		"address to serve /metrics on; the default is loopback only: give the node's address on the network Prometheus scrapes from, e.g. 10.0.0.7:"+strconv.Itoa(exporter.DefaultPort))
 	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if *listen == "" {
-		return usageError{"--listen is required"}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
@@ -29,8 +32,12 @@ func runExporter(ctx context.Context, a *app, args []string) error {
 	if err := a.setup(ctx, false); err != nil {
 		return err
 	}
-	// Stateless: a scrape reads the node afresh and never waits for a second disk reading.
-	m, _, err := monitor.New(a.file, monitor.Options{ProcRoot: a.env.ProcRoot, ProbeTimeout: a.env.ProbeTimeout, ReadOnly: true, RateWindow: -1})
+	for _, r := range a.file.Runs {
+		if r.Prometheus != nil {
+			a.log.Info("exporter reports this node only; the run's prometheus: is not read here", "run", r.Name)
+		}
+	}
+	m, err := exporter.NodeMonitor(a.file, a.env.ProcRoot, a.env.ProbeTimeout)
 	if err != nil {
 		return err
 	}
@@ -39,7 +46,7 @@ func runExporter(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", exporter.New(m, exporter.Options{}).Handler())
+	mux.Handle("/metrics", exporter.New(m, exporter.Options{Log: a.log}).Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

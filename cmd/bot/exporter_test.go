@@ -5,12 +5,15 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -40,18 +43,33 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// The exporter speaks for its own node: given the central run file, whose run names a Prometheus
+// server, it never asks that server, so no other host's writers come back as this node's.
 func TestExporterCommand(t *testing.T) {
 	dir := setEnv(t)
-	for _, args := range [][]string{{"exporter"}, {"exporter", "--listen", "127.0.0.1:0", "extra"}} {
-		if code, out, errb := run(t, "", args...); code != 2 || !strings.Contains(out+errb, "usage: bot exporter --listen ADDR") {
+	for _, args := range [][]string{{"exporter", "--listen", "127.0.0.1:0", "extra"}} {
+		if code, out, errb := run(t, "", args...); code != 2 || !strings.Contains(out+errb, "usage: bot exporter [--listen ADDR]") {
 			t.Errorf("bot %v = %d, %q %q; want usage", args, code, out, errb)
 		}
 	}
+	if host, port, _ := net.SplitHostPort(defaultExporterListen); !net.ParseIP(host).IsLoopback() || port == "9464" {
+		t.Errorf("default --listen = %s; want loopback, and not OpenTelemetry's 9464", defaultExporterListen)
+	}
 
+	// A Prometheus that would report a writer on another host, and counts who asks.
+	var asked atomic.Int32
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"runwatch_protected_writer_processes",`+
+			`"instance":"gpu-node-9:19464","path":"/shared","mount":"/shared","command":"phantom"},"value":[1800000000,"1"]}]}}`)
+	}))
+	defer prom.Close()
 	shared := filepath.Join(dir, "shared")
 	os.MkdirAll(shared, 0o755)
 	cfg := filepath.Join(dir, "runwatch.yaml")
-	if err := os.WriteFile(cfg, []byte("runs:\n  - name: synth\n    protected: ["+shared+"]\n    outputs: ["+dir+"]\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("runs:\n  - name: synth\n    protected: ["+shared+"]\n    outputs: ["+dir+"]\n"+
+		"    prometheus: {url: "+prom.URL+"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	logs := &syncBuffer{listening: make(chan struct{})}
@@ -89,6 +107,12 @@ func TestExporterCommand(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
 		}
+	}
+	if n := asked.Load(); n != 0 || strings.Contains(string(body), "phantom") {
+		t.Errorf("the exporter asked the run's Prometheus %d times (its /metrics: %s); want never, and no other host's writer", n, body)
+	}
+	if !strings.Contains(logs.String(), "prometheus: is not read here") {
+		t.Errorf("log = %s; want a line saying the run's prometheus: is not read", logs.String())
 	}
 	cancel()
 	if err := <-done; err != nil {

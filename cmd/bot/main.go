@@ -38,7 +38,7 @@ var commands = []command{
 	{"serve", "run the long-lived bot: sampler, scheduled posts, warnings, Slack", "bot serve [--demo] [--config PATH]", runServe},
 	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json=false]", runReplay},
 	{"export", "write a run's sampled history as a trace (JSONL) that replay reads", "bot export [--run NAME] [--out FILE] [--config PATH]", runExport},
-	{"exporter", "serve this node's writer facts on /metrics for Prometheus (one per node)", "bot exporter --listen ADDR [--config PATH]", runExporter},
+	{"exporter", "serve this node's writer facts on /metrics for Prometheus (one per node)", "bot exporter [--listen ADDR] [--config PATH]", runExporter},
 }
 
 func main() {
