@@ -393,23 +393,32 @@ var (
 	readmeFences     = regexp.MustCompile("(?s)\n```.*?\n```")
 )
 
-// readmeSlackSection returns the README's "## Slack" section.
-func readmeSlackSection(t *testing.T) string {
+// slackPage returns docs/slack.md, the page that documents the Slack app.
+func slackPage(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/slack.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(b)
-	i := strings.Index(s, "\n## Slack\n")
-	if i < 0 {
-		t.Fatal("README.md has no ## Slack section")
+	return string(b)
+}
+
+// userDocs returns the README and every page in docs/, by name.
+func userDocs(t *testing.T) map[string]string {
+	t.Helper()
+	names, err := filepath.Glob("../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
 	}
-	s = s[i+1:]
-	if j := strings.Index(s[3:], "\n## "); j >= 0 {
-		s = s[:j+3]
+	docs := map[string]string{}
+	for _, name := range append([]string{"../README.md"}, names...) {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[strings.TrimPrefix(name, "../")] = string(b)
 	}
-	return s
+	return docs
 }
 
 // paragraphWith returns the paragraph (or list item) of text that contains marker.
@@ -417,7 +426,7 @@ func paragraphWith(t *testing.T, text, marker string) string {
 	t.Helper()
 	i := strings.Index(text, marker)
 	if i < 0 {
-		t.Fatalf("README's Slack section has no %q", marker)
+		t.Fatalf("docs/slack.md has no %q", marker)
 	}
 	start := strings.LastIndex(text[:i], "\n\n") + 1
 	rest := text[i:]
@@ -438,13 +447,13 @@ func codeSpans(s string) []string {
 	return out
 }
 
-// TestManifestMatchesREADME checks that the README documents the manifest it ships: the scopes,
-// commands and events of the "Create the app" step are the manifest's, every slash command the
-// README shows is registered, and no README command is a Slack built-in (other than /invite, which
-// the README tells people to type).
-func TestManifestMatchesREADME(t *testing.T) {
+// TestManifestMatchesDocs checks that the docs document the manifest runwatch ships: the scopes,
+// commands and events of docs/slack.md's "Create the app" step are the manifest's, every slash
+// command the README or a page in docs/ shows is registered, and none is a Slack built-in (other
+// than /invite, which the README tells people to type).
+func TestManifestMatchesDocs(t *testing.T) {
 	_, m := readManifest(t)
-	slackSec := readmeSlackSection(t)
+	slackSec := slackPage(t)
 	step := paragraphWith(t, slackSec, "It asks for the scopes")
 	_, step, _ = strings.Cut(step, "It asks for the scopes")
 	scopesPart, rest, _ := strings.Cut(step, "registers")
@@ -461,29 +470,27 @@ func TestManifestMatchesREADME(t *testing.T) {
 		{"events", codeSpans(eventsPart), m.Settings.Events.BotEvents},
 	} {
 		if !slices.Equal(sorted(c.readme), sorted(c.manifest)) {
-			t.Errorf("README's Create the app step lists %s %v; manifest.yaml has %v", c.what, c.readme, c.manifest)
+			t.Errorf("docs/slack.md's Create the app step lists %s %v; manifest.yaml has %v", c.what, c.readme, c.manifest)
 		}
 	}
 
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, span := range codeSpans(readmeFences.ReplaceAllString(string(readme), "")) {
-		mm := readmeSlashStart.FindStringSubmatch(span)
-		if mm == nil || strings.Contains(strings.Fields(span)[0][1:], "/") {
-			continue // not a command (a path such as /data or /slack/events)
-		}
-		word := mm[1]
-		if slices.Contains(slackBuiltins, word) {
-			if word != "invite" {
-				t.Errorf("README shows %q: /%s is a Slack built-in runwatch cannot register", span, word)
+	for name, text := range userDocs(t) {
+		for _, span := range codeSpans(readmeFences.ReplaceAllString(text, "")) {
+			mm := readmeSlashStart.FindStringSubmatch(span)
+			if mm == nil || strings.Contains(strings.Fields(span)[0][1:], "/") {
+				continue // not a command (a path such as /data or /slack/events)
 			}
-			continue
-		}
-		// A path named alone in backticks (`/shared`, `/healthz`) is not a command.
-		if !slices.Contains(m.commands(), "/"+word) && looksLikeCommand(span) {
-			t.Errorf("README shows the command %q, but manifest.yaml does not register /%s", span, word)
+			word := mm[1]
+			if slices.Contains(slackBuiltins, word) {
+				if word != "invite" {
+					t.Errorf("%s shows %q: /%s is a Slack built-in runwatch cannot register", name, span, word)
+				}
+				continue
+			}
+			// A path named alone in backticks (`/shared`, `/healthz`) is not a command.
+			if !slices.Contains(m.commands(), "/"+word) && looksLikeCommand(span) {
+				t.Errorf("%s shows the command %q, but manifest.yaml does not register /%s", name, span, word)
+			}
 		}
 	}
 
@@ -495,11 +502,11 @@ func TestManifestMatchesREADME(t *testing.T) {
 		}
 	}
 	if !slices.Contains(subs, "status") {
-		t.Errorf("README's slash-command bullet offers /runwatch %v; want status among them", subs)
+		t.Errorf("docs/slack.md's slash-command bullet offers /runwatch %v; want status among them", subs)
 	}
 	for _, s := range subs {
 		if _, ok := findCommand(s); !ok {
-			t.Errorf("README offers /runwatch %s, which is not in the command table", s)
+			t.Errorf("docs/slack.md offers /runwatch %s, which is not in the command table", s)
 		}
 	}
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Draws the README's pictures of Slack from the real Block Kit: TestScreens captures what the
-# recording Web API stand-in received for a scheduled status and for the App Home, and
-# scripts/blockkit-png draws each as Slack's light theme would, into docs/.
+# Draws the pictures of Slack in the README and docs/slack.md from the real Block Kit: TestScreens
+# captures what the recording Web API stand-in received for a scheduled status and for the App
+# Home, and scripts/blockkit-png draws each as Slack's light theme would, into docs/.
 #
 #   scripts/screens.sh
 set -euo pipefail
