@@ -380,7 +380,7 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 			return 0, false
 		}
 		rs.Storage = reports.BuildStorage(in, ttf)
-		remote.Writers, remote.Invisible = writers.writers, writers.invisible
+		writers.coverage(&remote)
 		rs.Storage = reports.MergeRemote(rs.Storage, remote, ttf)
 		if shared.tableErr != nil {
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "mounts", Error: shared.tableErr.Error()})

@@ -12,8 +12,8 @@ import (
 // paths: the same facts a local writer scan gives, counted per host, path and command.
 type RemoteWriters struct {
 	Writers   []RemoteWriter // sorted by host, path, command
-	Invisible int            // processes the exporters could not inspect
-	Hosts     []string       // hosts that export writer facts at all, sorted
+	Invisible map[string]int // processes each host's exporter could not inspect, by host
+	Hosts     []string       // hosts whose exporters answered, sorted
 }
 
 // RemoteWriter is the processes of one command writing under one protected path on one host.
@@ -33,7 +33,7 @@ func (p *Prometheus) Writers(ctx context.Context, protected []string, at time.Ti
 
 // promWritersOf turns the exporters' series into writers, one per host, path and command.
 func promWritersOf(series []PromSeries) RemoteWriters {
-	var out RemoteWriters
+	out := RemoteWriters{Invisible: map[string]int{}}
 	hosts := map[string]bool{}
 	for _, s := range series {
 		if len(s.Samples) == 0 {
@@ -44,7 +44,7 @@ func promWritersOf(series []PromSeries) RemoteWriters {
 		v := s.Samples[len(s.Samples)-1].V
 		switch s.Labels["__name__"] {
 		case "runwatch_invisible_processes":
-			out.Invisible += int(v)
+			out.Invisible[host] += int(v)
 		case "runwatch_protected_writer_processes":
 			if v <= 0 {
 				continue

@@ -181,6 +181,8 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 			landing = append(landing, p)
 		}
 	}
+	gaps := st.subjectGaps(t)
+	unseen := hostGaps(gaps)
 	var verdict string
 	switch {
 	case len(writers) > 0:
@@ -194,14 +196,20 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		// second turn, and "nothing writes" said more than a scan with a process it cannot see knows.
 		verdict = fmt.Sprintf("%s *Not yet, but* %s will land in %s: %s inside it; no writes seen there yet.",
 			ProtectedSeverity(false, len(landing)), strings.Join(outs, " and "), Code(filepath.Base(landing[0].ProtectedPath)), Plural(len(landing), "output resolves", "outputs resolve"))
+		if len(unseen) > 0 {
+			verdict += " *" + cantTell(unseen) + "."
+		}
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Can't tell* — I could not scan open files: %s.", Esc(st.ScanError))
 		if len(landing) > 0 {
 			verdict += fmt.Sprintf(" And %s inside %s.", Plural(len(landing), "output resolves", "outputs resolve"), subject)
 		}
-	case st.Invisible > 0:
+	case len(unseen) > 0:
+		// Silence from a host is not safety: what could not be seen leads, what was seen follows.
+		verdict = ":grey_question: *" + cantTell(unseen) + ". " + st.seenHere(subject, gaps) + "; no output resolves inside it."
+	case len(processGaps(gaps)) > 0:
 		verdict = fmt.Sprintf(":large_yellow_circle: *Probably* — no writes seen to %s and no output resolves inside it, but %s.",
-			subject, invisibleClause(st))
+			subject, st.processClause(processGaps(gaps)))
 	default:
 		verdict = fmt.Sprintf(":large_green_circle: *Yes* — nothing writes to %s and no output resolves inside it.", subject)
 	}
@@ -220,8 +228,11 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		}
 		m.Sections = append(m.Sections, "*Outputs inside protected mounts*\n"+strings.Join(lines, "\n")+"\n"+advice)
 	}
-	if st.Invisible > 0 && (len(writers) > 0 || len(landing) > 0) {
-		m.Context = append(m.Context, invisibleClause(st))
+	if pg := processGaps(gaps); len(pg) > 0 && (len(writers) > 0 || len(landing) > 0) {
+		m.Context = append(m.Context, upperFirst(st.processClause(pg)))
+	}
+	if len(unseen) > 0 && len(writers) > 0 {
+		m.Context = append(m.Context, ":grey_question: *"+cantTell(unseen)+".")
 	}
 	return m
 }

@@ -408,16 +408,36 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 		for _, p := range st.ProtectedMounts {
 			mounts = append(mounts, Code(p.Path))
 		}
+		gaps := st.subjectGaps(Target{})
+		unseen, procs := hostGaps(gaps), processGaps(gaps)
 		s := ":large_green_circle: no writes to " + strings.Join(mounts, ", ")
 		var notes []string
+		switch {
+		case len(unseen) > 0:
+			// What the writes answer leads with, the status says too: never "no writes" over a silence.
+			s = ":grey_question: writes to " + strings.Join(mounts, ", ") + " unknown for " + unseenHosts(unseen)
+			notes = append(notes, Esc(gapWhys(unseen)), "none on this host")
+		case len(procs) > 0:
+			s = ":large_yellow_circle: no writes seen to " + strings.Join(mounts, ", ")
+		}
 		if landing := len(st.OutputsInProtected()); landing > 0 {
 			// "No writes" is not the news when an output already resolves there: lead with the risk.
 			s = fmt.Sprintf("%s *%s inside protected %s*", ProtectedSeverity(false, landing), Plural(landing, "output resolves", "outputs resolve"),
 				strings.Join(mounts, ", "))
 			notes = append(notes, "no writes there yet")
+			if len(unseen) > 0 {
+				notes = append(notes, "can't tell for "+unseenHosts(unseen))
+			}
 		}
 		if st.Invisible > 0 {
 			notes = append(notes, fmt.Sprintf("%s not visible%s", Plural(st.Invisible, "process", "processes"), hiddenNames(st)))
+		}
+		for _, g := range procs {
+			for _, h := range g.Hosts {
+				if h != "" {
+					notes = append(notes, fmt.Sprintf("%s not visible on %s", Plural(g.Processes, "process", "processes"), Code(h)))
+				}
+			}
 		}
 		if len(notes) > 0 {
 			// One parenthesis: "(no writes there yet; 1 process not visible: ...)", not two in a row.

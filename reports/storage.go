@@ -54,7 +54,9 @@ type Storage struct {
 	// ProtectedProcesses counts the processes on this machine writing under each configured protected
 	// path, over every writer the scan found: Writers is cut at maxWriters, these counts never are.
 	ProtectedProcesses map[string]int `json:"protected_processes,omitempty"`
-	Invisible          int            `json:"invisible_processes"`
+	// Invisible counts this machine's processes whose open files could not be read; other hosts' are
+	// in Coverage.
+	Invisible int `json:"invisible_processes"`
 	// Hidden names the first invisible processes; AsRoot says the scan already ran as root.
 	Hidden []probes.HiddenProcess `json:"invisible,omitempty"`
 	AsRoot bool                   `json:"scanned_as_root,omitempty"`
@@ -66,6 +68,8 @@ type Storage struct {
 	// answers that show write rates (free space), not for every answer about the run.
 	RateNote string           `json:"rate_note,omitempty"`
 	Warnings []StorageWarning `json:"warnings,omitempty"`
+	// Coverage is what the protected-path verdicts rest on: who answered, who should have and did not.
+	Coverage Coverage `json:"coverage"`
 }
 
 // OutputsInProtected are the configured outputs that resolve inside a protected mount: the one list the
@@ -243,7 +247,7 @@ func fileOf(w probes.Writer) string {
 
 // BuildStorage turns probe results into the storage report.
 func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool)) Storage {
-	st := Storage{Paths: []PathInfo{}, ProtectedMounts: []PathInfo{}, Writers: []WriterInfo{}, WriteRates: []WriteRate{}}
+	st := Storage{Paths: []PathInfo{}, ProtectedMounts: []PathInfo{}, Writers: []WriterInfo{}, WriteRates: []WriteRate{}, Coverage: Coverage{Hosts: []string{}}}
 	var prot []protectedSpot
 	for _, p := range in.Paths {
 		if p.Role != RoleProtected {
@@ -413,6 +417,8 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 			}
 		}
 	}
+
+	st.Coverage = localCoverage(in, st)
 
 	mounts := make([]string, 0, len(in.WriteRates))
 	for m := range in.WriteRates {

@@ -58,12 +58,17 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 			}
 		}
 	}
+	gaps := st.subjectGaps(t)
+	unseen := hostGaps(gaps)
 	var verdict string
 	switch {
 	case t.Path == "" && len(st.ProtectedMounts) == 0:
 		verdict = fmt.Sprintf(":information_source: No protected mounts are configured for run %s, so nothing counts as a protected write. Add `protected:` (e.g. `/shared`) to the run file, or ask about a path: _are we writing to /data?_", Esc(run))
 	case st.ScanError != "":
 		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
+		if len(unseen) > 0 {
+			verdict += " Nor c" + strings.TrimPrefix(cantTell(unseen), "C") + "."
+		}
 	case len(hits) > 0:
 		// An alarm only for a write that breaks the run file's rule: the job writing its own output to
 		// an unprotected /data is the answer, not a warning.
@@ -76,8 +81,15 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		// The output that will land there is the news, with the severity every answer gives it.
 		verdict = fmt.Sprintf("%s *Not yet* — no writes seen to %s, but %s inside it (below): the job's writes will land there.",
 			ProtectedSeverity(false, landing), subject, Plural(landing, "output resolves", "outputs resolve"))
-	case st.Invisible > 0:
-		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s.", subject, invisibleClause(st))
+		if len(unseen) > 0 {
+			verdict += " *" + cantTell(unseen) + "."
+		}
+	case len(unseen) > 0:
+		// What could not be seen leads; what was seen follows: "Can't tell for 3 hosts: Prometheus did not
+		// answer within 2s. On this host no process writes to /shared."
+		verdict = ":grey_question: *" + cantTell(unseen) + ". " + st.seenHere(subject, gaps) + "."
+	case len(processGaps(gaps)) > 0:
+		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s.", subject, st.processClause(processGaps(gaps)))
 	default:
 		verdict = fmt.Sprintf(":large_green_circle: *No* — no process is writing to %s.", subject)
 	}
@@ -96,10 +108,86 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	if lines := outputLines(st); lines != "" {
 		m.Sections = append(m.Sections, "*Where the outputs resolve*\n"+lines)
 	}
-	if st.Invisible > 0 && (len(hits) > 0 || landing > 0) {
-		m.Context = append(m.Context, invisibleClause(st))
+	if pg := processGaps(gaps); len(pg) > 0 && (len(hits) > 0 || landing > 0) {
+		m.Context = append(m.Context, upperFirst(st.processClause(pg)))
+	}
+	if len(unseen) > 0 && len(hits) > 0 {
+		m.Context = append(m.Context, ":grey_question: *"+cantTell(unseen)+".")
 	}
 	return m
+}
+
+// subjectGaps are the gaps of st's coverage that leave t unseen (the run's protected mounts when t is
+// zero). A path no protected path covers is answered from this machine alone (other hosts' exporters
+// report protected paths only): its gaps are this machine's.
+func (st Storage) subjectGaps(t Target) []Gap {
+	var paths []string
+	for _, pm := range st.ProtectedMounts {
+		if t.Path == "" || pm.Path == t.Path || pm.Path == t.Resolved || Under(t.Path, pm.Path) || Under(t.Resolved, pm.Path) || Under(pm.Path, t.Path) {
+			paths = append(paths, pm.Path)
+		}
+	}
+	if len(paths) > 0 {
+		return st.Coverage.Gaps("*", paths...)
+	}
+	return st.Coverage.Gaps("")
+}
+
+// seenHere says what was seen where the gaps leave something unseen elsewhere: this machine's scan,
+// and the other hosts whose exporters answered. "On this host no process writes to `/shared`, nor on
+// the 3 other hosts whose exporters answered".
+func (st Storage) seenHere(subject string, gaps []Gap) string {
+	var local, remote []Gap
+	for _, g := range processGaps(gaps) {
+		if slices.Contains(g.Hosts, "") {
+			local = append(local, g)
+		} else {
+			remote = append(remote, g)
+		}
+	}
+	var s string
+	switch {
+	case !slices.Contains(st.Coverage.Hosts, ""):
+		s = "I could not read this host's open files either"
+	case len(local) > 0:
+		s = fmt.Sprintf("On this host no writes seen to %s, but %s", subject, st.processClause(local))
+	default:
+		s = "On this host no process writes to " + subject
+	}
+	switch n := st.Coverage.remoteAnswered(); {
+	case n == 1:
+		s += ", nor on the other host whose exporter answered"
+	case n > 1:
+		s += fmt.Sprintf(", nor on the %d other hosts whose exporters answered", n)
+	}
+	if len(remote) > 0 {
+		s += "; " + st.processClause(remote)
+	}
+	return s
+}
+
+// processClause says which processes could not be inspected, on this machine (invisibleClause) and on
+// other hosts (their exporters' counts).
+func (st Storage) processClause(gaps []Gap) string {
+	var parts []string
+	for _, g := range gaps {
+		for _, h := range g.Hosts {
+			if h == "" {
+				parts = append(parts, invisibleClause(st))
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("on host %s %s could not be inspected by its exporter", Code(h), Plural(g.Processes, "process", "processes")))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// upperFirst capitalises the first letter of s.
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // protectedAsked are the configured protected paths a writes question about t covers whole: all of

@@ -2,7 +2,9 @@ package reports
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -21,8 +23,23 @@ type RemoteInput struct {
 	WriteRates map[string]map[string]float64
 	FillRates  map[string]map[string]FillTrend
 	// Writers are other hosts' processes writing under protected paths (Host set).
-	Writers   []WriterInfo
-	Invisible int
+	Writers []WriterInfo
+	// Exporters are the hosts whose `bot exporter` answered; Invisible counts, by host, the processes
+	// each could not inspect.
+	Exporters []string
+	Invisible map[string]int
+	// Silent are the hosts whose exporters should have answered and did not.
+	Silent []SilentHost
+	// WritersErr is why the writer query failed, "" when Prometheus answered it; KnownHosts are the
+	// hosts whose exporters answered lately, which that failure leaves unseen.
+	WritersErr string
+	KnownHosts []string
+}
+
+// SilentHost is a host whose `bot exporter` should have answered and did not, and why.
+type SilentHost struct {
+	Host string
+	Why  string // "its exporter did not answer Prometheus's last scrape (up = 0)"
 }
 
 // PlaceOnHosts places each path (Path and Role set) on the filesystem of each host that holds it,
@@ -72,6 +89,28 @@ func FillRatesByHost(free map[string]map[string][]probes.PromSample, now, window
 	return out
 }
 
+// remoteCoverage adds to c what the other hosts' exporters covered and what they left unseen.
+func remoteCoverage(c *Coverage, in RemoteInput) {
+	for _, h := range in.Exporters {
+		c.addHost(h)
+	}
+	for _, h := range slices.Sorted(maps.Keys(in.Invisible)) {
+		if n := in.Invisible[h]; n > 0 {
+			c.addGap(Gap{Source: GapProcesses, Hosts: []string{h}, Processes: n, Why: "could not be inspected by its exporter"})
+		}
+	}
+	for _, s := range in.Silent {
+		c.addGap(Gap{Source: GapExporter, Hosts: []string{s.Host}, Why: s.Why})
+	}
+	if in.WritersErr != "" {
+		why := "the writer query to Prometheus failed: " + in.WritersErr
+		if d, ok := strings.CutPrefix(in.WritersErr, "no answer within "); ok {
+			why = "Prometheus did not answer within " + d
+		}
+		c.addGap(Gap{Source: GapPrometheus, Hosts: slices.Clone(in.KnownHosts), Why: why})
+	}
+}
+
 // MergeRemote adds other hosts' entries to the local storage report: each host's paths are built
 // like local ones (capacity, time to full, warnings), then appended with their host; other hosts'
 // protected writers are added with a warning per host and path, so "are we writing to /shared?"
@@ -97,7 +136,7 @@ func MergeRemote(local Storage, in RemoteInput, ttf func(string) (float64, bool)
 		local.Warnings = append(local.Warnings, st.Warnings...)
 	}
 
-	local.Invisible += in.Invisible
+	remoteCoverage(&local.Coverage, in)
 	warned := map[string]int{}
 	for _, w := range in.Writers {
 		local.Writers = append(local.Writers, w)

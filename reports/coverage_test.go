@@ -1,0 +1,137 @@
+package reports
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"runwatch/probes"
+)
+
+// coverageInput is a run with /shared protected and an output on /data; this machine's scan sees the
+// job writing to /data only, and every process.
+func coverageInput() StorageInput {
+	return StorageInput{
+		Table: table,
+		Paths: []PathObservation{
+			{Path: "/data/synth/out", Role: RoleOutput, Resolved: "/data/synth/out", Exists: true, Mount: mData, HasMount: true, Usage: usage(2.8e12, 7.68e12)},
+			{Path: "/shared", Role: RoleProtected, Resolved: "/shared", Exists: true, Mount: mShared, HasMount: true, Usage: usage(50e12, 100e12)},
+		},
+		Scan: &probes.WriterScan{Processes: 300, Writers: []probes.Writer{
+			{PID: 4242, Command: "python3", File: "/data/synth/out/part-0001.jsonl", MountID: 30, Flags: 0o100001},
+		}},
+	}
+}
+
+// firstLines are the verdicts of the writes, safe and status answers, as the console shows them.
+func firstLines(st Storage) (writes, safe, status string) {
+	line := func(m Message) string {
+		lines := strings.Split(m.Text(), "\n")
+		return lines[1]
+	}
+	return line(AnswerWrites("synth", st, Target{})), line(AnswerSafe("synth", st, Target{})), PlainText(StorageVerdict(st, nil))
+}
+
+// TestVerdictsSayWhatTheyCouldNotSee: "(ok) No", "(ok) Yes" and "(ok) no writes" only when what answered
+// covers the question; a silent source leads the verdict, in the writes answer, "is it safe?" and the
+// status alike, and a warning about what it left unseen is not resolved.
+func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
+	remote := func(in RemoteInput) Storage { return MergeRemote(BuildStorage(coverageInput(), nil), in, nil) }
+	tests := []struct {
+		name                 string
+		st                   Storage
+		writes, safe, status string
+		covers               map[string]bool // Storage.Covers by warning mount
+	}{
+		{
+			name:   "every host answered",
+			st:     remote(RemoteInput{Exporters: []string{"gpu-1", "gpu-2"}}),
+			writes: "(ok) No — no process is writing to /shared.", safe: "(ok) Yes — nothing writes to /shared", status: "(ok) no writes to /shared",
+			covers: map[string]bool{"/shared": true, "gpu-1:/shared": true},
+		},
+		{
+			name:   "Prometheus did not answer",
+			st:     remote(RemoteInput{WritersErr: "no answer within 2s", KnownHosts: []string{"gpu-1", "gpu-2", "gpu-3"}}),
+			writes: "(?) Can't tell for 3 hosts: Prometheus did not answer within 2s. On this host no process writes to /shared.",
+			safe:   "(?) Can't tell for 3 hosts: Prometheus did not answer within 2s. On this host no process writes to /shared; no output resolves inside it.",
+			status: "(?) writes to /shared unknown for 3 hosts (Prometheus did not answer within 2s; none on this host)",
+			covers: map[string]bool{"/shared": true, "gpu-1:/shared": false, "gpu-9:/shared": false},
+		},
+		{
+			name:   "Prometheus did not answer and the run's hosts are not known",
+			st:     remote(RemoteInput{WritersErr: "query: connection refused"}),
+			writes: "(?) Can't tell for the other hosts: the writer query to Prometheus failed: query: connection refused.",
+			safe:   "(?) Can't tell for the other hosts", status: "(?) writes to /shared unknown for the other hosts",
+		},
+		{
+			name:   "an exporter is silent",
+			st:     remote(RemoteInput{Exporters: []string{"gpu-1"}, Silent: []SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}}}),
+			writes: "(?) Can't tell for host gpu-2: its exporter did not answer Prometheus's last scrape (up = 0). On this host no process writes to /shared, nor on the other host whose exporter answered.",
+			safe:   "(?) Can't tell for host gpu-2", status: "(?) writes to /shared unknown for host gpu-2",
+			covers: map[string]bool{"/shared": true, "gpu-1:/shared": true, "gpu-2:/shared": false},
+		},
+		{
+			name:   "another host's exporter could not inspect processes",
+			st:     remote(RemoteInput{Exporters: []string{"gpu-1"}, Invisible: map[string]int{"gpu-1": 4}}),
+			writes: "(~) No writes seen to /shared, but on host gpu-1 4 processes could not be inspected by its exporter.",
+			safe:   "(~) Probably", status: "(~) no writes seen to /shared (4 processes not visible on gpu-1)",
+			covers: map[string]bool{"/shared": true, "gpu-1:/shared": false},
+		},
+		{
+			name: "this host's scan could not inspect a process",
+			st: func() Storage {
+				in := coverageInput()
+				in.Scan.Invisible = 1
+				in.Scan.Hidden = []probes.HiddenProcess{{PID: 1, Command: "tini"}}
+				return BuildStorage(in, nil)
+			}(),
+			writes: "(~) No writes seen to /shared, but 1 process could not be inspected: tini pid 1.",
+			safe:   "(~) Probably", status: "(~) no writes seen to /shared (1 process not visible: tini pid 1)",
+			covers: map[string]bool{"/shared": false},
+		},
+		{
+			name: "this host's scan failed",
+			st: func() Storage {
+				in := coverageInput()
+				in.Scan, in.ScanErr = nil, errors.New("scan /proc: permission denied")
+				return BuildStorage(in, nil)
+			}(),
+			writes: "(!) Unknown — I could not scan open files: scan /proc: permission denied.",
+			safe:   "(!) Can't tell — I could not scan open files", status: "(!) writes to /shared unknown (the open-files scan failed)",
+			covers: map[string]bool{"/shared": false},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			writes, safe, status := firstLines(tt.st)
+			if !strings.HasPrefix(PlainText(writes), tt.writes) {
+				t.Errorf("writes verdict = %q; want it to start %q", PlainText(writes), tt.writes)
+			}
+			if !strings.HasPrefix(PlainText(safe), tt.safe) {
+				t.Errorf("safe verdict = %q; want it to start %q", PlainText(safe), tt.safe)
+			}
+			if !strings.Contains(status, tt.status) {
+				t.Errorf("status = %q; want %q", status, tt.status)
+			}
+			for mount, want := range tt.covers {
+				if got := tt.st.Covers(mount); got != want {
+					t.Errorf("Covers(%q) = %v; want %v (coverage %+v)", mount, got, want, tt.st.Coverage)
+				}
+			}
+		})
+	}
+}
+
+// TestVerdictsWithWritersStillNameTheUnseen: a yes stays a yes when a host is silent, and says which
+// hosts it could not see beside it: "1 process is writing" is not all of them.
+func TestVerdictsWithWritersStillNameTheUnseen(t *testing.T) {
+	st := MergeRemote(BuildStorage(coverageInput(), nil), RemoteInput{
+		Exporters: []string{"gpu-1"},
+		Writers:   []WriterInfo{{Host: "gpu-1", Command: "extract", File: "/shared", ProtectedPath: "/shared", Protected: true, Processes: 1}},
+		Silent:    []SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}},
+	}, nil)
+	text := AnswerWrites("synth", st, Target{}).Text()
+	if !strings.Contains(text, "(!!) Yes — 1 process is writing to /shared") || !strings.Contains(text, "(?) Can't tell for host gpu-2") {
+		t.Errorf("AnswerWrites =\n%s\nwant yes, and can't tell for gpu-2 beside it", text)
+	}
+}
