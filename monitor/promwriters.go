@@ -33,7 +33,7 @@ func (m *Monitor) promObserveWriters(ctx context.Context, r *config.Run, ps *pro
 		return promWriters{err: ps.err.Error()}
 	}
 	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-	rw, err := ps.client.Writers(c, r.Protected, now)
+	rw, err := ps.client.Writers(c, r.Prometheus.Selector, r.Protected, now)
 	cancel()
 	if err != nil {
 		err = probes.NoAnswer(err, m.opts.ProbeTimeout)

@@ -109,13 +109,18 @@ func promHostLabel(expr string) string {
 	return `label_replace(label_replace(` + expr + `, "host", "$1", "instance", "(.*)"), "host", "$1", "instance", "(.+):[0-9]+")`
 }
 
+// promRunHosts is the hosts of the run's targets (any `up` or engine batch series the selector
+// matches), one series per instance with its `host` label, to join other hosts' facts on.
+func promRunHosts(sel string) string {
+	return promHostLabel(`group by (instance) (` + promSelector(append([]string{"up"}, promBatchGauges()...), sel) + `)`)
+}
+
 // promFSQuery reads node_exporter's filesystems at the mount points that can hold the paths, on the
-// hosts of the run's targets (any `up` or engine batch series the selector matches).
+// hosts of the run's targets.
 func promFSQuery(sel string, mountpoints []string) string {
 	fs := promSelector([]string{"node_filesystem_avail_bytes", "node_filesystem_size_bytes", "node_filesystem_free_bytes", "node_filesystem_device_error"},
 		"", "mountpoint=~"+promAlternation(mountpoints))
-	hosts := `group by (instance) (` + promSelector(append([]string{"up"}, promBatchGauges()...), sel) + `)`
-	return promHostLabel(fs) + " and on(host) " + promHostLabel(hosts)
+	return promHostLabel(fs) + " and on(host) " + promRunHosts(sel)
 }
 
 // promFreeQuery reads free space at the mounts over window, raw samples for a trend.
@@ -130,9 +135,11 @@ func promDiskQuery(instances, disks []string, window time.Duration) string {
 		promAlternation(instances), promAlternation(disks), int(window.Seconds()))
 }
 
-// promWriterQuery reads, per exporting host, the processes writing under the protected paths and
-// the processes the exporter could not inspect. The exporters' own series carry no run label: a
-// protected path means the same on every node.
-func promWriterQuery(protected []string) string {
-	return fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected))
+// promWriterQuery reads, per exporting host of the run, the processes writing under the protected
+// paths and the processes the exporter could not inspect. The exporters' own series carry no run
+// label (a protected path means the same on every node): they are scoped like storage, joined on
+// the hosts of the run's targets, so that two runs on disjoint hosts never list each other's writers.
+func promWriterQuery(sel string, protected []string) string {
+	facts := fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected))
+	return promHostLabel(facts) + " and on(host) " + promRunHosts(sel)
 }

@@ -22,9 +22,10 @@ type RemoteWriter struct {
 	Processes                  int
 }
 
-// Writers asks the server for the exporters' writer facts on the protected paths at at.
-func (p *Prometheus) Writers(ctx context.Context, protected []string, at time.Time) (RemoteWriters, error) {
-	res, err := p.Query(ctx, promWriterQuery(protected), at)
+// Writers asks the server for the writer facts on the protected paths at at that the exporters on
+// the hosts of the run's targets (the series selector's) report.
+func (p *Prometheus) Writers(ctx context.Context, selector string, protected []string, at time.Time) (RemoteWriters, error) {
+	res, err := p.Query(ctx, promWriterQuery(promInner(selector), protected), at)
 	if err != nil {
 		return RemoteWriters{}, err
 	}

@@ -1,0 +1,202 @@
+package main
+
+// "Are we writing to /shared?" over many hosts, end to end: real `bot exporter` processes on
+// 127.0.0.2-5 (two runs on disjoint hosts), the real Prometheus scraping them every second, and
+// one-shot `bot ask` / `bot status` as the central bot, whose own /proc is empty so that every
+// writer it names comes through Prometheus. The faults are real too: an exporter stopped with
+// SIGSTOP, Prometheus stopped with SIGSTOP, the writer killed.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/internal/promtest"
+	"runwatch/probes"
+)
+
+// emptyProc is a /proc with this machine's mount table and no processes: a node (or a central bot)
+// that sees no writer at all.
+func emptyProc(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// self is a link to a pid directory, as in a real /proc; that process has exited (no fd/).
+	os.MkdirAll(filepath.Join(root, "4242"), 0o755)
+	if err := os.Symlink("4242", filepath.Join(root, "self")); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string][]byte{"4242/mountinfo": mi, "diskstats": nil} {
+		if err := os.WriteFile(filepath.Join(root, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// procView is a /proc that shows only the given processes (links to their real /proc entries) and this
+// machine's mount table: a node whose processes are the test's own, whatever else runs on the machine. A
+// process that exits leaves a dangling link, which the scan reads as a process gone.
+func procView(t *testing.T, pids ...int) string {
+	t.Helper()
+	root := emptyProc(t)
+	for _, pid := range pids {
+		if err := os.Symlink(fmt.Sprintf("/proc/%d", pid), filepath.Join(root, fmt.Sprint(pid))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// verdict is an answer's verdict: the line after its title.
+func verdict(answer string) string {
+	lines := strings.SplitN(answer, "\n", 3)
+	if len(lines) < 2 {
+		return answer
+	}
+	return lines[1]
+}
+
+// writeTo starts a process that holds path open for writing until the test ends (or it is killed).
+func writeTo(t *testing.T, path string) *promtest.Process {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("sleep", "600")
+	cmd.ExtraFiles = []*os.File{f}
+	return promtest.Start(t, cmd)
+}
+
+// startExporter runs the built bot's `bot exporter` on addr with the node's run file, reading procRoot
+// ("" the real /proc).
+func startExporter(t *testing.T, bin, addr, config, procRoot string) *promtest.Process {
+	t.Helper()
+	cmd := exec.Command(bin, "exporter", "--listen", addr, "--config", config)
+	cmd.Env = append(os.Environ(), "RUNWATCH_PROC_ROOT="+procRoot, "RUNWATCH_PROBE_TIMEOUT=5s")
+	return promtest.Start(t, cmd)
+}
+
+func TestWritesVerdictOverManyHosts(t *testing.T) {
+	bin := buildBot(t)
+	dir := setEnv(t)
+	shared, data := filepath.Join(dir, "shared"), filepath.Join(dir, "data")
+	os.MkdirAll(shared, 0o755)
+	os.MkdirAll(data, 0o755)
+	writer := writeTo(t, filepath.Join(shared, "part-00001.bin"))
+
+	// Every node has the same run file, without prometheus: (an exporter reports its own node only).
+	node := filepath.Join(dir, "node.yaml")
+	nodeRuns := fmt.Sprintf("runs:\n  - {name: r1, protected: [%q], outputs: [%q]}\n  - {name: r2, protected: [%q], outputs: [%q]}\n", shared, data, shared, data)
+	if err := os.WriteFile(node, []byte(nodeRuns), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// r1 runs on 127.0.0.2 (which sees the writer) and 127.0.0.3 (sees no process); r2 on 127.0.0.4 (sees the
+	// writer) and 127.0.0.5.
+	empty, busy := emptyProc(t), procView(t, writer.Cmd.Process.Pid)
+	addr := map[string]string{}
+	exporters := map[string]*promtest.Process{}
+	for _, h := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
+		proc := busy
+		if h == "127.0.0.3" || h == "127.0.0.5" {
+			proc = empty
+		}
+		addr[h] = promtest.FreeAddr(t, h)
+		exporters[h] = startExporter(t, bin, addr[h], node, proc)
+	}
+	prom := promtest.StartServer(t, fmt.Sprintf(`  - job_name: runwatch-exporter
+    static_configs:
+      - targets: [%q, %q]
+        labels: {run: r1}
+      - targets: [%q, %q]
+        labels: {run: r2}
+`, addr["127.0.0.2"], addr["127.0.0.3"], addr["127.0.0.4"], addr["127.0.0.5"]))
+	prom.WaitFor(t, "every exporter scraped, two seeing the writer",
+		`count(runwatch_invisible_processes) + count(runwatch_protected_writer_processes{command="sleep"} > 0)`, 90*time.Second,
+		func(r probes.PromResult) bool { v, ok := promtest.Value(r); return ok && v == 6 })
+
+	central := filepath.Join(dir, "central.yaml")
+	centralRuns := fmt.Sprintf(`runs:
+  - name: r1
+    protected: [%q]
+    outputs: [%q]
+    prometheus: {url: %s, selector: '{run="r1"}'}
+  - name: r2
+    protected: [%q]
+    outputs: [%q]
+    prometheus: {url: %s, selector: '{run="r2"}'}
+`, shared, data, prom.URL, shared, data, prom.URL)
+	if err := os.WriteFile(central, []byte(centralRuns), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("RUNWATCH_PROC_ROOT", empty) // the central bot sees no writer of its own
+	ask := func(run, question string) string {
+		t.Helper()
+		_, out, errb := run2(t, "ask", "--config", central, "--run", run, question)
+		t.Logf("%s: %q:\n%s%s", run, question, out, errb)
+		return out
+	}
+	status := func(run string) string {
+		t.Helper()
+		_, out, errb := run2(t, "status", "--config", central, "--run", run)
+		t.Logf("%s: status:\n%s%s", run, out, errb)
+		return out
+	}
+	question := "are we writing to " + shared + "?"
+
+	t.Run("two runs on disjoint hosts each name their own writer", func(t *testing.T) {
+		for run, mine := range map[string]string{"r1": "127.0.0.2", "r2": "127.0.0.4"} {
+			other := map[string]string{"r1": "127.0.0.4", "r2": "127.0.0.2"}[run]
+			got := ask(run, question)
+			if !strings.Contains(got, "Yes") || !strings.Contains(got, "on host "+mine) {
+				t.Errorf("%s: %q = %q; want yes, on host %s", run, question, got, mine)
+			}
+			if strings.Contains(got, other) {
+				t.Errorf("%s: %q names %s, a host of the other run: %q", run, question, other, got)
+			}
+		}
+	})
+
+	t.Run("Prometheus stopped with SIGSTOP is no all-clear", func(t *testing.T) {
+		prom.Pause(t)
+		defer prom.Resume(t)
+		got := ask("r1", question)
+		first := verdict(got)
+		if strings.Contains(first, "(ok)") || !strings.Contains(first, "Can't tell") || !strings.Contains(first, "Prometheus") {
+			t.Errorf("with Prometheus stopped, the first line = %q; want can't tell, naming Prometheus", first)
+		}
+		safe := ask("r1", "is "+shared+" safe?")
+		if first := verdict(safe); strings.Contains(first, "(ok)") || strings.Contains(first, "Yes") {
+			t.Errorf("is it safe? with Prometheus stopped: first line %q; want no yes", first)
+		}
+		if st := status("r1"); strings.Contains(st, "(ok) no writes") {
+			t.Errorf("status with Prometheus stopped = %q; want no all-clear", st)
+		}
+	})
+	prom.WaitFor(t, "Prometheus back", "vector(1)", 30*time.Second, func(r probes.PromResult) bool { return len(r.Series) == 1 })
+
+	t.Run("a killed writer is a plain no once every host answered", func(t *testing.T) {
+		writer.Stop()
+		prom.WaitFor(t, "the writer gone from every exporter", `count(runwatch_invisible_processes) + (count(runwatch_protected_writer_processes > 0) or vector(0))`, 30*time.Second,
+			func(r probes.PromResult) bool { v, ok := promtest.Value(r); return ok && v == 4 })
+		got := ask("r1", question)
+		if first := verdict(got); !strings.HasPrefix(first, "(ok) No") {
+			t.Errorf("with the writer killed and both hosts answering, the first line = %q; want (ok) No", first)
+		}
+	})
+}
+
+// run2 is run with no stdin.
+func run2(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	return run(t, "", args...)
+}

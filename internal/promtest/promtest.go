@@ -1,0 +1,181 @@
+// Package promtest runs the real Prometheus server (the Debian package's /usr/bin/prometheus, which
+// .ci/run installs) for tests that need one, and the processes around it: it writes the scrape
+// config, starts the server on a free loopback port, waits on its answers (never a fixed sleep),
+// pauses and resumes processes with SIGSTOP and SIGCONT, and stops everything when the test ends.
+// It owns nothing else.
+package promtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"runwatch/probes"
+)
+
+// Process is a process a test started: a server, an exporter, a writer.
+type Process struct {
+	Cmd  *exec.Cmd
+	out  *lockedBuffer
+	once sync.Once
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Buffer.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Buffer.String()
+}
+
+// Start starts cmd, collects its output (logged when the test fails) and ends it when the test ends.
+func Start(t testing.TB, cmd *exec.Cmd) *Process {
+	t.Helper()
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	p := &Process{Cmd: cmd, out: out}
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(cmd.Path), out.String())
+		}
+	})
+	return p
+}
+
+// Output is what the process printed so far.
+func (p *Process) Output() string { return p.out.String() }
+
+// Pause stops the process with SIGSTOP: it keeps its sockets and answers nothing, as a hung one does.
+func (p *Process) Pause(t testing.TB) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP %d: %v", p.Cmd.Process.Pid, err)
+	}
+}
+
+// Resume continues a paused process (SIGCONT).
+func (p *Process) Resume(t testing.TB) {
+	t.Helper()
+	if err := p.Cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("SIGCONT %d: %v", p.Cmd.Process.Pid, err)
+	}
+}
+
+// Stop ends the process (SIGCONT first, so a paused one can take its SIGTERM) and waits for it; a
+// process that ignores SIGTERM for 10 s is killed.
+func (p *Process) Stop() {
+	p.once.Do(func() {
+		p.Cmd.Process.Signal(syscall.SIGCONT)
+		p.Cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { p.Cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			p.Cmd.Process.Kill()
+			<-done
+		}
+	})
+}
+
+// FreeAddr is host:port of a port on host that nothing listens on (a server started right after takes it).
+func FreeAddr(t testing.TB, host string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Server is a running Prometheus server.
+type Server struct {
+	*Process
+	URL    string
+	Client *probes.Prometheus
+}
+
+// Binary is the Prometheus server's path; a missing one fails the test: CI must install it.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p, err := exec.LookPath("prometheus"); err == nil {
+		return p
+	}
+	if _, err := os.Stat("/usr/bin/prometheus"); err == nil {
+		return "/usr/bin/prometheus"
+	}
+	t.Fatal("prometheus is not installed: install the Debian package prometheus (.ci/run does)")
+	return ""
+}
+
+// StartServer starts Prometheus scraping every second with scrapeConfigs (the YAML list under
+// scrape_configs:, indented by two spaces) and waits until it answers queries.
+func StartServer(t testing.TB, scrapeConfigs string) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n" + scrapeConfigs
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := FreeAddr(t, "127.0.0.1")
+	p := Start(t, exec.Command(Binary(t), "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr, "--log.level=warn"))
+	s := &Server{Process: p, URL: "http://" + addr}
+	c, err := probes.NewPrometheus(probes.PrometheusOptions{URL: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Client = c
+	s.WaitFor(t, "Prometheus to answer", "vector(1)", 60*time.Second, func(r probes.PromResult) bool { return len(r.Series) == 1 })
+	return s
+}
+
+// WaitFor polls query until cond holds for its answer, or fails the test after timeout.
+func (s *Server) WaitFor(t testing.TB, what, query string, timeout time.Duration, cond func(probes.PromResult) bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		r, err := s.Client.Query(ctx, query, time.Time{})
+		cancel()
+		if err == nil && cond(r) {
+			return
+		}
+		last = fmt.Sprintf("%+v, error %v", r.Series, err)
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s (%s): last answer %s", timeout, what, query, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Value is the single value query gives, for WaitFor's conditions: false when the answer is not one series.
+func Value(r probes.PromResult) (float64, bool) {
+	if len(r.Series) != 1 || len(r.Series[0].Samples) == 0 {
+		return 0, false
+	}
+	return r.Series[0].Samples[len(r.Series[0].Samples)-1].V, true
+}
