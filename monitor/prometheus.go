@@ -52,6 +52,8 @@ type promSource struct {
 	engines *probes.PromEngines
 	fs      *probes.PromFilesystems
 	err     error // why there is no client (a credential variable that is not set)
+	// exporters remembers the hosts whose exporters answered lately (promwriters.go).
+	exporters exporterHosts
 
 	mu         sync.Mutex
 	backfilled bool

@@ -135,11 +135,22 @@ func promDiskQuery(instances, disks []string, window time.Duration) string {
 		promAlternation(instances), promAlternation(disks), int(window.Seconds()))
 }
 
+// PromExporterMemory is how long an exporter that answered counts as one of the run's: a host whose
+// exporter answered within it and does not now is silent, not gone.
+const PromExporterMemory = time.Hour
+
 // promWriterQuery reads, per exporting host of the run, the processes writing under the protected
-// paths and the processes the exporter could not inspect. The exporters' own series carry no run
-// label (a protected path means the same on every node): they are scoped like storage, joined on
-// the hosts of the run's targets, so that two runs on disjoint hosts never list each other's writers.
+// paths and the processes the exporter could not inspect; and, to tell a silent exporter from none,
+// the exporters that answered within PromExporterMemory ("seen") and their targets' `up` now. The
+// exporters' own series carry no run label (a protected path means the same on every node): they
+// are scoped like storage, joined on the hosts of the run's targets, so that two runs on disjoint
+// hosts never list each other's writers.
 func promWriterQuery(sel string, protected []string) string {
-	facts := fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected))
+	window := fmt.Sprintf("[%ds]", int(PromExporterMemory.Seconds()))
+	seen := `group by (instance) (last_over_time(runwatch_invisible_processes` + window + `))`
+	// `or` matches series on their labels without the name: a label of its own keeps the right side.
+	facts := fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected)) +
+		` or label_replace(` + seen + `, "runwatch", "seen", "", "")` +
+		` or label_replace(up and on(instance) ` + seen + `, "runwatch", "up", "", "")`
 	return promHostLabel(facts) + " and on(host) " + promRunHosts(sel)
 }

@@ -2,6 +2,8 @@ package probes
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -14,7 +16,22 @@ type RemoteWriters struct {
 	Writers   []RemoteWriter // sorted by host, path, command
 	Invisible map[string]int // processes each host's exporter could not inspect, by host
 	Hosts     []string       // hosts whose exporters answered, sorted
+	// Silent are the exporters of the run's hosts that answered within PromExporterMemory and do not now.
+	Silent []SilentExporter
 }
+
+// SilentExporter is an exporter that should have answered and did not, and why.
+type SilentExporter struct {
+	Host, Instance string
+	Err            error
+}
+
+// Why an exporter is silent.
+var (
+	ErrExporterDown    = errors.New("its exporter did not answer Prometheus's last scrape (up = 0)")
+	ErrExporterNoFacts = errors.New("its exporter answered Prometheus's last scrape without writer facts")
+	ErrExporterGone    = fmt.Errorf("its exporter answered within the last %s and Prometheus no longer scrapes it", PromExporterMemory)
+)
 
 // RemoteWriter is the processes of one command writing under one protected path on one host.
 type RemoteWriter struct {
@@ -29,6 +46,10 @@ func (p *Prometheus) Writers(ctx context.Context, selector string, protected []s
 	if err != nil {
 		return RemoteWriters{}, err
 	}
+	if res.Truncated != "" {
+		// A cut answer may have left out any host's writers: no part of it is evidence of silence.
+		return RemoteWriters{}, fmt.Errorf("the answer was cut: %s", res.Truncated)
+	}
 	return promWritersOf(res.Series), nil
 }
 
@@ -36,13 +57,25 @@ func (p *Prometheus) Writers(ctx context.Context, selector string, protected []s
 func promWritersOf(series []PromSeries) RemoteWriters {
 	out := RemoteWriters{Invisible: map[string]int{}}
 	hosts := map[string]bool{}
+	seen, up := map[string]bool{}, map[string]float64{} // by instance
 	for _, s := range series {
 		if len(s.Samples) == 0 {
 			continue
 		}
-		host := promHost(s.Labels["instance"])
-		hosts[host] = true
+		inst := s.Labels["instance"]
 		v := s.Samples[len(s.Samples)-1].V
+		switch s.Labels["runwatch"] {
+		case "seen":
+			seen[inst] = true
+			continue
+		case "up":
+			up[inst] = max(up[inst], v)
+			continue
+		}
+		host := promHost(inst)
+		if s.Labels["__name__"] == "runwatch_invisible_processes" {
+			hosts[host] = true
+		}
 		switch s.Labels["__name__"] {
 		case "runwatch_invisible_processes":
 			out.Invisible[host] += int(v)
@@ -64,5 +97,19 @@ func promWritersOf(series []PromSeries) RemoteWriters {
 		return a.Command < b.Command
 	})
 	out.Hosts = slices.Sorted(maps.Keys(hosts))
+	for _, inst := range slices.Sorted(maps.Keys(seen)) {
+		if hosts[promHost(inst)] {
+			continue // answered (or another exporter on the host did)
+		}
+		v, scraped := up[inst]
+		err := ErrExporterGone
+		switch {
+		case scraped && v == 0:
+			err = ErrExporterDown
+		case scraped:
+			err = ErrExporterNoFacts
+		}
+		out.Silent = append(out.Silent, SilentExporter{Host: promHost(inst), Instance: inst, Err: err})
+	}
 	return out
 }

@@ -166,6 +166,28 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 		}
 	})
 
+	t.Run("an exporter stopped with SIGSTOP is no all-clear", func(t *testing.T) {
+		exporters["127.0.0.2"].Pause(t)
+		defer exporters["127.0.0.2"].Resume(t)
+		prom.WaitFor(t, "127.0.0.2's exporter down", fmt.Sprintf(`up{instance=%q}`, addr["127.0.0.2"]), 30*time.Second,
+			func(r probes.PromResult) bool { v, ok := promtest.Value(r); return ok && v == 0 })
+		got := ask("r1", question)
+		first := verdict(got)
+		if strings.Contains(first, "(ok)") || !strings.Contains(first, "Can't tell") || !strings.Contains(first, "127.0.0.2") {
+			t.Errorf("with 127.0.0.2's exporter stopped (its writer still writing), the first line = %q; want can't tell, naming 127.0.0.2", first)
+		}
+		safe := ask("r1", "is "+shared+" safe?")
+		if first := verdict(safe); strings.Contains(first, "(ok)") || strings.Contains(first, "Yes") {
+			t.Errorf("is it safe? with 127.0.0.2's exporter stopped: first line %q; want no yes", first)
+		}
+		st := status("r1")
+		if strings.Contains(st, "(ok) no writes") || !strings.Contains(st, "127.0.0.2") {
+			t.Errorf("status with 127.0.0.2's exporter stopped = %q; want no all-clear, naming 127.0.0.2", st)
+		}
+	})
+	prom.WaitFor(t, "127.0.0.2's exporter back", fmt.Sprintf(`runwatch_invisible_processes{instance=%q}`, addr["127.0.0.2"]), 30*time.Second,
+		func(r probes.PromResult) bool { _, ok := promtest.Value(r); return ok })
+
 	t.Run("Prometheus stopped with SIGSTOP is no all-clear", func(t *testing.T) {
 		prom.Pause(t)
 		defer prom.Resume(t)
