@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,6 +37,13 @@ type WriterScan struct {
 	Hidden []HiddenProcess
 	// AsRoot is true when the scan ran as root, so "run as root" is no advice.
 	AsRoot bool
+	// User is who the scan ran as; Owners are the owners of the invisible processes, the most first, so
+	// that the advice fits: another user's processes need root, not "the job's user" when that is User.
+	User   ProcessOwner
+	Owners []ProcessOwner
+	// KernelThreads counts the kernel threads met: they hold no files, so one whose fd directory cannot
+	// be read is not a process that could not be inspected.
+	KernelThreads int
 }
 
 // HiddenProcess is a process whose open files could not be read.
@@ -90,6 +98,11 @@ func (w *Writers) Scan(ctx context.Context) (WriterScan, error) {
 	if err := ctx.Err(); err != nil {
 		return WriterScan{}, fmt.Errorf("scan %s: %w", w.procRoot, err)
 	}
+	// Kernel threads are told apart by their stat flags, read with procfs; without it, none is.
+	var pfs *procfs.FS
+	if fs, err := procfs.NewFS(w.procRoot); err == nil {
+		pfs = &fs
+	}
 	procFd, err := writersOpenDir(unix.AT_FDCWD, w.procRoot)
 	if err != nil {
 		return WriterScan{}, fmt.Errorf("scan %s: %w", w.procRoot, err)
@@ -112,6 +125,7 @@ func (w *Writers) Scan(ctx context.Context) (WriterScan, error) {
 	var wg sync.WaitGroup
 	for i := range workers {
 		ww := newWritersWorker(procFd, realProc, w.openFdDir)
+		ww.pfs = pfs
 		ww.statx = realProc && !w.fdinfoOnly
 		workers[i] = ww
 		wg.Add(1)
@@ -128,16 +142,32 @@ func (w *Writers) Scan(ctx context.Context) (WriterScan, error) {
 	}
 	wg.Wait()
 
-	scan := WriterScan{Processes: len(pids), AsRoot: unix.Geteuid() == 0}
+	euid := uint32(unix.Geteuid())
+	scan := WriterScan{Processes: len(pids), AsRoot: euid == 0, User: owner(euid, 0)}
 	var errs []error
+	owners := map[uint32]int{}
 	for _, ww := range workers {
 		scan.Writers = append(scan.Writers, ww.writers...)
 		scan.Invisible += ww.invisible
+		scan.KernelThreads += ww.kthreads
 		scan.Hidden = append(scan.Hidden, ww.hidden...)
+		for uid, n := range ww.owners {
+			owners[uid] += n
+		}
 		if ww.err != nil {
 			errs = append(errs, ww.err)
 		}
 	}
+	for uid, n := range owners {
+		scan.Owners = append(scan.Owners, owner(uid, n))
+	}
+	sort.Slice(scan.Owners, func(i, j int) bool {
+		a, b := scan.Owners[i], scan.Owners[j]
+		if a.Processes != b.Processes {
+			return a.Processes > b.Processes
+		}
+		return a.UID < b.UID
+	})
 	sort.Slice(scan.Writers, func(i, j int) bool {
 		a, b := scan.Writers[i], scan.Writers[j]
 		if a.PID != b.PID {
@@ -238,8 +268,12 @@ type writersWorker struct {
 	// statx is false once statx has failed to give a mount id: fdinfo from then on.
 	statx bool
 
+	pfs *procfs.FS // to tell kernel threads; nil: none is told
+
 	writers   []Writer
 	invisible int
+	kthreads  int
+	owners    map[uint32]int  // invisible processes by owner
 	hidden    []HiddenProcess // the first MaxHidden invisible processes this worker met
 	err       error           // first unexpected error
 }
@@ -252,6 +286,7 @@ func newWritersWorker(procFd int, realProc bool, openFdDir func(int, string) (in
 		dents:     make([]byte, 16<<10),
 		link:      make([]byte, unix.PathMax),
 		info:      make([]byte, 4<<10),
+		owners:    map[uint32]int{},
 	}
 }
 
@@ -266,7 +301,16 @@ func (ww *writersWorker) fail(pid string, what string, err error) {
 	if writersGone(err) {
 		return
 	}
+	refused := err == unix.EACCES || err == unix.EPERM
+	if refused && ww.kernelThread(pid) {
+		ww.kthreads++
+		return
+	}
 	ww.invisible++
+	var st unix.Stat_t
+	if unix.Fstatat(ww.procFd, pid, &st, 0) == nil {
+		ww.owners[st.Uid]++
+	}
 	if len(ww.hidden) < MaxHidden {
 		h := HiddenProcess{}
 		h.PID, _ = strconv.Atoi(pid)
@@ -275,7 +319,7 @@ func (ww *writersWorker) fail(pid string, what string, err error) {
 		}
 		ww.hidden = append(ww.hidden, h)
 	}
-	if err == unix.EACCES || err == unix.EPERM {
+	if refused {
 		return
 	}
 	if ww.err == nil {

@@ -123,7 +123,7 @@ func TestWritersScanFixture(t *testing.T) {
 				t.Fatalf("Scan(testdata/proc) error: %v", err)
 			}
 			// 4242, 1001, 1002 and 1004 (exited: no fd directory, not an error).
-			want := WriterScan{Writers: writersFixtureWant(), Processes: 4, Invisible: 0, AsRoot: unix.Geteuid() == 0}
+			want := WriterScan{Writers: writersFixtureWant(), Processes: 4, Invisible: 0, AsRoot: unix.Geteuid() == 0, User: owner(uint32(unix.Geteuid()), 0)}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("Scan(testdata/proc) =\n%+v\nwant\n%+v", got, want)
 			}
@@ -190,6 +190,60 @@ func TestWritersScanUnreadable(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Writers, want) {
 				t.Errorf("Scan writers = %+v; want %+v (1001 only)", got.Writers, want)
+			}
+		})
+	}
+}
+
+// writersFixtureWithStat is a copy of testdata/proc where pid's stat file is stat: a process the test makes
+// a kernel thread or a user's.
+func writersFixtureWithStat(t *testing.T, pid, stat string) string {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "proc")
+	if out, err := exec.Command("cp", "-a", "testdata/proc", root).CombinedOutput(); err != nil {
+		t.Fatalf("copy testdata/proc: %v: %s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(root, pid, "stat"), []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestWritersKernelThreadsAreNotInvisible: a kernel thread's fd directory is refused to an ordinary user
+// like any root process's, but it holds no files: it is counted apart, never named as a process that
+// could not be inspected (62 of 180 in the measured answer were). Told by PF_KTHREAD in its stat flags,
+// or by being kthreadd's child on a kernel that does not set it; a user's process refused the same way is
+// invisible, with its owner counted.
+func TestWritersKernelThreadsAreNotInvisible(t *testing.T) {
+	tests := []struct {
+		name, stat    string
+		kthread, hide bool
+	}{
+		// kthreadd's and a kworker's stat lines as this machine's kernel (6.18) writes them.
+		{"PF_KTHREAD", "1002 (kworker/0:0-events) I 2 0 0 0 -1 69238880 0 0 0 0 0 3 0 0 20 0 1 0 24 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", true, false},
+		{"kthreadd's child without the flag", "1002 (old_kthread) S 2 0 0 0 -1 32832 0 0 0 0 0 0 0 0 20 0 1 0 23 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n", true, false},
+		{"a user's process", "1002 (python) S 1 1002 1002 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 23 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := NewWriters(writersFixtureWithStat(t, "1002", tt.stat))
+			w.openFdDir = func(procFd int, name string) (int, error) {
+				if name == "1002/fd" {
+					return -1, unix.EACCES
+				}
+				return writersOpenDir(procFd, name)
+			}
+			got, err := w.Scan(context.Background())
+			if err != nil {
+				t.Fatalf("Scan error = %v", err)
+			}
+			if tt.kthread && (got.KernelThreads != 1 || got.Invisible != 0 || len(got.Hidden) != 0 || len(got.Owners) != 0) {
+				t.Errorf("Scan = %d kernel threads, %d invisible %+v, owners %+v; want the kernel thread counted apart", got.KernelThreads, got.Invisible, got.Hidden, got.Owners)
+			}
+			var st unix.Stat_t
+			unix.Stat(filepath.Join(w.procRoot, "1002"), &st)
+			if tt.hide && (got.KernelThreads != 0 || got.Invisible != 1 || len(got.Owners) != 1 || got.Owners[0].UID != st.Uid || got.Owners[0].Processes != 1) {
+				t.Errorf("Scan = %d kernel threads, %d invisible, owners %+v; want 1 invisible, owned by uid %d", got.KernelThreads, got.Invisible, got.Owners, st.Uid)
 			}
 		})
 	}
