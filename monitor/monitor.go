@@ -118,6 +118,8 @@ type Monitor struct {
 	// diskBefore is the latest reading at least a second older than disk: what an answer a moment
 	// after the last one measures against.
 	diskBefore *diskSample
+	// devices keeps disk readings over the last minutes, for what the protected paths' devices wrote.
+	devices deviceWindow
 	// lastScan is the last scan of open files, which samples reuse for ScanEvery samples.
 	lastScan *writerScan
 	// latest is each run's latest evaluation; inflight shares evaluations in progress (latest.go).
@@ -364,7 +366,8 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		rs.Notices = append(rs.Notices, smp.notices...)
 	}
 	if need.Storage {
-		in := reports.StorageInput{Scan: shared.scan, ScanErr: shared.scanErr, Table: shared.table, WriteRates: shared.rates}
+		in := reports.StorageInput{Scan: shared.scan, ScanErr: shared.scanErr, Table: shared.table, WriteRates: shared.rates,
+			Devices: deviceWrites(shared.devicesFrom, shared.devicesNow, pathObs)}
 		for _, p := range pathObs {
 			if p.Role != "plan" {
 				in.Paths = append(in.Paths, p)

@@ -19,6 +19,8 @@ type sharedProbes struct {
 	rateErr  error
 	// rateNote says why there are no write rates when there is nothing to measure them against.
 	rateNote string
+	// devicesFrom and devicesNow are the disk readings what the devices wrote is measured between (devices.go).
+	devicesFrom, devicesNow *diskSample
 }
 
 // pass is one reading of the world that every run of a status or a sample shares: the shared
@@ -211,6 +213,7 @@ func (m *Monitor) probeShared(ctx context.Context, need Need, sampling bool) sha
 	now := m.opts.Now()
 	prev := m.previousDisk(now)
 	m.keepDisk(&diskSample{At: now, Counters: cur})
+	s.devicesFrom, s.devicesNow = m.noteDevices(now, cur), &diskSample{At: now, Counters: cur}
 	if !prev.usable(now) {
 		wait := m.opts.RateWindow
 		if wait <= 0 {

@@ -145,6 +145,18 @@ func WriteRate(prev, cur DiskCounters, m Mount, dt float64) (bytesPerS float64, 
 	if !(dt > 0) {
 		return 0, false
 	}
+	n, ok := DeviceWritten(prev, cur, m)
+	if !ok {
+		return 0, false
+	}
+	return float64(n) / dt, true
+}
+
+// DeviceWritten returns the bytes written to mount m's device between two readings: its block device's (a
+// partition's own counter for a partition) or, for NFS, the client's bytes sent to the server for that
+// mount. ok=false when there is no counter for it in both readings (tmpfs, overlay, btrfs subvolumes:
+// major 0) or the counter went backwards (a device re-attached).
+func DeviceWritten(prev, cur DiskCounters, m Mount) (bytes uint64, ok bool) {
 	var a, b uint64
 	var okA, okB bool
 	switch {
@@ -159,7 +171,7 @@ func WriteRate(prev, cur DiskCounters, m Mount, dt float64) (bytesPerS float64, 
 	if !okA || !okB || b < a {
 		return 0, false
 	}
-	return float64(b-a) / dt, true
+	return b - a, true
 }
 
 // WriteRates is WriteRate for every visible mount of table that is not a pseudo filesystem, by

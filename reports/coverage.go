@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -228,18 +229,42 @@ func processGaps(gaps []Gap) []Gap {
 	return out
 }
 
-// localCoverage is what this machine's scan of open files covers: this host when the scan ran whole, a
-// gap when it failed, and a gap for the processes it could not inspect.
-func localCoverage(in StorageInput, st Storage) Coverage {
+// minQuietSeconds is the shortest window over which a device that wrote nothing is evidence that
+// nothing writes to it: longer than the page cache holds a dirty page before writeback (30 s by
+// default), so a write made before the window began has reached the device within it.
+const minQuietSeconds = 60
+
+// localCoverage is what this machine's evidence covers: this host when the scan of open files ran
+// whole, a gap when it failed, a gap for the processes it could not inspect; and the protected paths
+// whose device wrote nothing over the window, which neither gap holds for.
+func localCoverage(in StorageInput, st Storage, prot []protectedSpot) Coverage {
 	c := Coverage{Hosts: []string{}}
+	var open []string // protected paths no device evidence covers
+	for _, p := range prot {
+		if d, ok := in.Devices[p.mount.MountPoint]; ok && p.hasMount && d.Bytes == 0 && d.Seconds >= minQuietSeconds {
+			c.Quiet = append(c.Quiet, QuietDevice{Path: p.path, Mount: p.mount.MountPoint, Device: d.Device, Seconds: d.Seconds})
+			continue
+		}
+		open = append(open, p.path)
+	}
+	if len(prot) > 0 && len(open) == 0 {
+		// The devices answer for every protected path: whatever the scan could not see wrote nothing there.
+		if in.Scan != nil && in.ScanErr == nil {
+			c.addHost("")
+		}
+		return c
+	}
+	if len(open) == len(prot) {
+		open = nil // every path: the gap needs no list
+	}
 	switch {
 	case in.ScanErr != nil:
-		c.addGap(Gap{Source: GapScan, Hosts: []string{""}, Why: "I could not scan open files: " + in.ScanErr.Error()})
+		c.addGap(Gap{Source: GapScan, Hosts: []string{""}, Paths: open, Why: "I could not scan open files: " + in.ScanErr.Error()})
 	case in.Scan != nil:
 		c.addHost("")
 	}
 	if st.Invisible > 0 {
-		c.addGap(Gap{Source: GapProcesses, Hosts: []string{""}, Processes: st.Invisible,
+		c.addGap(Gap{Source: GapProcesses, Hosts: []string{""}, Processes: st.Invisible, Paths: open,
 			Why: Plural(st.Invisible, "process", "processes") + " could not be inspected"})
 	}
 	return c
@@ -254,4 +279,48 @@ func gapWhys(gaps []Gap) string {
 		}
 	}
 	return strings.Join(whys, "; ")
+}
+
+// scanFailed reports whether gaps hold this machine's failed scan of open files.
+func scanFailed(gaps []Gap) bool {
+	return slices.ContainsFunc(gaps, func(g Gap) bool { return g.Source == GapScan && slices.Contains(g.Hosts, "") })
+}
+
+// quietFor is this machine's device evidence for the protected paths t is about (every one when t is zero).
+func (st Storage) quietFor(t Target) []QuietDevice {
+	var out []QuietDevice
+	if t.Path != "" {
+		t.Path = filepath.Clean(t.Path)
+	}
+	for _, pm := range st.ProtectedMounts {
+		if pp := filepath.Clean(pm.Path); t.Path == "" || pp == t.Path || pp == t.Resolved || Under(t.Path, pp) || Under(t.Resolved, pp) || Under(pp, t.Path) {
+			if q, ok := st.Coverage.QuietFor("", pp); ok {
+				out = append(out, q)
+			}
+		}
+	}
+	return out
+}
+
+// quietClause says what the devices wrote: "`/shared`'s device (`/dev/nvme0n1p3`) wrote 0 B in the last 5 min".
+func quietClause(qs []QuietDevice) string {
+	var parts []string
+	for _, q := range qs {
+		parts = append(parts, fmt.Sprintf("%s's device (%s) wrote 0 B in the last %s", Code(q.Path), Code(q.Device), Duration(q.Seconds)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// unseenNeedNot says what the device evidence made unnecessary: the processes the scan could not
+// inspect, or the scan that failed.
+func (st Storage) unseenNeedNot() string {
+	switch {
+	case st.ScanError != "":
+		return ", so it needs no scan of open files (which failed: " + Esc(st.ScanError) + ")"
+	case st.Invisible == 1:
+		return ", so the process I could not inspect does not write there either"
+	case st.Invisible > 1:
+		return fmt.Sprintf(", so none of the %d processes I could not inspect writes there", st.Invisible)
+	}
+	return ""
 }

@@ -135,3 +135,43 @@ func TestVerdictsWithWritersStillNameTheUnseen(t *testing.T) {
 		t.Errorf("AnswerWrites =\n%s\nwant yes, and can't tell for gpu-2 beside it", text)
 	}
 }
+
+// TestDeviceCountersAnswerWhereTheScanCannot: /shared on its own device, which wrote 0 B over five minutes,
+// is a plain "No" even when other users' processes cannot be inspected, and says where the job does write;
+// a device that wrote, or a window too short for the page cache to have reached the device, is no evidence.
+func TestDeviceCountersAnswerWhereTheScanCannot(t *testing.T) {
+	in := func(d DeviceWrites) StorageInput {
+		in := coverageInput()
+		in.Scan.Invisible = 118
+		in.Scan.Hidden = []probes.HiddenProcess{{PID: 812, Command: "sshd"}}
+		in.Scan.User = probes.ProcessOwner{UID: 1000, User: "alice"}
+		in.Scan.Owners = []probes.ProcessOwner{{UID: 0, User: "root", Processes: 110}, {UID: 70, User: "postgres", Processes: 8}}
+		in.Devices = map[string]DeviceWrites{"/shared": d}
+		return in
+	}
+	tests := []struct {
+		name   string
+		d      DeviceWrites
+		writes string
+		status string
+	}{
+		{"quiet for 5 min", DeviceWrites{Device: "nas:/export", Bytes: 0, Seconds: 300},
+			"(ok) No — /shared's device (nas:/export) wrote 0 B in the last 5 min, so none of the 118 processes I could not inspect writes there. The job writes to /data: python3 (pid 4242) → /data/synth/out/part-0001.jsonl.",
+			"(ok) no writes to /shared (the device wrote 0 B in the last 5 min)"},
+		{"wrote", DeviceWrites{Device: "nas:/export", Bytes: 4096, Seconds: 300},
+			"(~) No writes seen to /shared, but 118 processes could not be inspected: sshd pid 812, 117 more; other users' (root 110, postgres 8): I run as alice and see every process of alice's, the job's too if it runs as alice; root would see the rest. The job writes to /data",
+			"(~) no writes seen to /shared (118 processes not visible"},
+		{"quiet for 20 s only", DeviceWrites{Device: "nas:/export", Bytes: 0, Seconds: 20}, "(~) No writes seen to /shared", "(~) no writes seen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			writes, _, status := firstLines(BuildStorage(in(tt.d), nil))
+			if !strings.HasPrefix(PlainText(writes), tt.writes) {
+				t.Errorf("writes verdict = %q; want it to start %q", PlainText(writes), tt.writes)
+			}
+			if !strings.Contains(status, tt.status) {
+				t.Errorf("status = %q; want %q", status, tt.status)
+			}
+		})
+	}
+}

@@ -199,7 +199,7 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 		if len(unseen) > 0 {
 			verdict += " *" + cantTell(unseen) + "."
 		}
-	case st.ScanError != "":
+	case scanFailed(gaps):
 		verdict = fmt.Sprintf(":warning: *Can't tell* — I could not scan open files: %s.", Esc(st.ScanError))
 		if len(landing) > 0 {
 			verdict += fmt.Sprintf(" And %s inside %s.", Plural(len(landing), "output resolves", "outputs resolve"), subject)
@@ -210,6 +210,8 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	case len(processGaps(gaps)) > 0:
 		verdict = fmt.Sprintf(":large_yellow_circle: *Probably* — no writes seen to %s and no output resolves inside it, but %s.",
 			subject, st.processClause(processGaps(gaps)))
+	case (st.Invisible > 0 || st.ScanError != "") && len(st.quietFor(t)) > 0:
+		verdict = ":large_green_circle: *Yes* — " + quietClause(st.quietFor(t)) + st.unseenNeedNot() + ", and no output resolves inside it."
 	default:
 		verdict = fmt.Sprintf(":large_green_circle: *Yes* — nothing writes to %s and no output resolves inside it.", subject)
 	}

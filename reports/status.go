@@ -397,7 +397,7 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 			}
 		}
 		parts = append(parts, ProtectedSeverity(true, 0)+" *writing to protected "+strings.Join(mounts, ", ")+"*")
-	case len(st.ProtectedMounts) > 0 && st.ScanError != "":
+	case len(st.ProtectedMounts) > 0 && scanFailed(st.subjectGaps(Target{})):
 		var mounts []string
 		for _, p := range st.ProtectedMounts {
 			mounts = append(mounts, Code(p.Path))
@@ -429,7 +429,11 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 				notes = append(notes, "can't tell for "+unseenHosts(unseen))
 			}
 		}
-		if st.Invisible > 0 {
+		switch q := st.quietFor(Target{}); {
+		case st.Invisible > 0 && len(procs) == 0 && len(q) > 0:
+			// The devices answered for what the scan could not see: their counters are the evidence.
+			notes = append(notes, "the device wrote 0 B in the last "+Duration(q[0].Seconds))
+		case st.Invisible > 0:
 			notes = append(notes, fmt.Sprintf("%s not visible%s", Plural(st.Invisible, "process", "processes"), hiddenNames(st)))
 		}
 		for _, g := range procs {

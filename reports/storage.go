@@ -43,6 +43,17 @@ type StorageInput struct {
 	// samples (FillRate); only shrinking mounts are listed. A time to full is given only where the
 	// trend is evidence enough for it (FillTrend.Forecast).
 	FillRates map[string]FillTrend
+	// Devices holds what each path's device wrote over the last minutes, by mount point: evidence that
+	// needs no process inspection.
+	Devices map[string]DeviceWrites
+}
+
+// DeviceWrites is what a mount's device (its block device or partition, or an NFS mount's client)
+// wrote between two readings Seconds apart.
+type DeviceWrites struct {
+	Device  string
+	Bytes   uint64
+	Seconds float64
 }
 
 // Storage is the storage part of a run's status.
@@ -60,6 +71,10 @@ type Storage struct {
 	// Hidden names the first invisible processes; AsRoot says the scan already ran as root.
 	Hidden []probes.HiddenProcess `json:"invisible,omitempty"`
 	AsRoot bool                   `json:"scanned_as_root,omitempty"`
+	// ScannedAs is the user the scan ran as; InvisibleOwners own the invisible processes, the most first:
+	// the advice about them fits who runs runwatch. Kernel threads hold no files and are never invisible.
+	ScannedAs       probes.ProcessOwner   `json:"scanned_as"`
+	InvisibleOwners []probes.ProcessOwner `json:"invisible_owners,omitempty"`
 	// ScanError is why the open-files scan failed (writers and protected_writes are then unknown).
 	ScanError       string      `json:"scan_error,omitempty"`
 	ProtectedWrites bool        `json:"protected_writes"`
@@ -320,6 +335,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 	if in.Scan != nil {
 		st.Invisible = in.Scan.Invisible
 		st.Hidden, st.AsRoot = in.Scan.Hidden, in.Scan.AsRoot
+		st.ScannedAs, st.InvisibleOwners = in.Scan.User, in.Scan.Owners
 		watched := map[int]bool{}
 		for _, p := range in.Paths {
 			if p.HasMount {
@@ -418,7 +434,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		}
 	}
 
-	st.Coverage = localCoverage(in, st)
+	st.Coverage = localCoverage(in, st, prot)
 
 	mounts := make([]string, 0, len(in.WriteRates))
 	for m := range in.WriteRates {

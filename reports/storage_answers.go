@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -51,20 +52,20 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	// No writes yet is half the story when an output already resolves there; then the processes that could
 	// not be inspected go below, so the output that will land there is not buried behind them.
 	landing := 0
-	if len(hits) == 0 && st.ScanError == "" {
+	gaps := st.subjectGaps(t)
+	if len(hits) == 0 && !scanFailed(gaps) {
 		for _, p := range st.OutputsInProtected() {
 			if t.Path == "" || p.ProtectedPath == t.Path || p.ProtectedPath == t.Resolved || Under(p.Resolved, t.Resolved) {
 				landing++
 			}
 		}
 	}
-	gaps := st.subjectGaps(t)
 	unseen := hostGaps(gaps)
 	var verdict string
 	switch {
 	case t.Path == "" && len(st.ProtectedMounts) == 0:
 		verdict = fmt.Sprintf(":information_source: No protected mounts are configured for run %s, so nothing counts as a protected write. Add `protected:` (e.g. `/shared`) to the run file, or ask about a path: _are we writing to /data?_", Esc(run))
-	case st.ScanError != "":
+	case scanFailed(gaps):
 		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
 		if len(unseen) > 0 {
 			verdict += " Nor c" + strings.TrimPrefix(cantTell(unseen), "C") + "."
@@ -90,8 +91,17 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		verdict = ":grey_question: *" + cantTell(unseen) + ". " + st.seenHere(subject, gaps) + "."
 	case len(processGaps(gaps)) > 0:
 		verdict = fmt.Sprintf(":large_yellow_circle: *No writes seen* to %s, but %s.", subject, st.processClause(processGaps(gaps)))
+	case (st.Invisible > 0 || st.ScanError != "") && len(st.quietFor(t)) > 0:
+		// The device answers where the scan could not: a plain no, from its counters.
+		verdict = ":large_green_circle: *No* — " + quietClause(st.quietFor(t)) + st.unseenNeedNot() + "."
 	default:
 		verdict = fmt.Sprintf(":large_green_circle: *No* — no process is writing to %s.", subject)
+	}
+	if len(hits) == 0 && landing == 0 && !scanFailed(gaps) {
+		// "No" is half the answer: where the job does write is the other ("running fine on /data").
+		if w := jobWritesLine(st.jobWriters()); w != "" {
+			verdict += " " + w
+		}
 	}
 	if t.Path != "" && !t.Exists && len(hits) == 0 {
 		verdict += fmt.Sprintf(" (%s does not exist here; it would land on %s.)", Code(t.Path), Code(t.Mount))
@@ -121,16 +131,27 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 // zero). A path no protected path covers is answered from this machine alone (other hosts' exporters
 // report protected paths only): its gaps are this machine's.
 func (st Storage) subjectGaps(t Target) []Gap {
+	if t.Path != "" {
+		t.Path = filepath.Clean(t.Path)
+	}
 	var paths []string
 	for _, pm := range st.ProtectedMounts {
-		if t.Path == "" || pm.Path == t.Path || pm.Path == t.Resolved || Under(t.Path, pm.Path) || Under(t.Resolved, pm.Path) || Under(pm.Path, t.Path) {
-			paths = append(paths, pm.Path)
+		if pp := filepath.Clean(pm.Path); t.Path == "" || pp == t.Path || pp == t.Resolved || Under(t.Path, pp) || Under(t.Resolved, pp) || Under(pp, t.Path) {
+			paths = append(paths, pp)
 		}
 	}
 	if len(paths) > 0 {
 		return st.Coverage.Gaps("*", paths...)
 	}
-	return st.Coverage.Gaps("")
+	// No device evidence is kept for such a path: this machine's scan is all there is.
+	var gaps []Gap
+	if st.ScanError != "" {
+		gaps = append(gaps, Gap{Source: GapScan, Hosts: []string{""}, Why: "I could not scan open files: " + st.ScanError})
+	}
+	if st.Invisible > 0 {
+		gaps = append(gaps, Gap{Source: GapProcesses, Hosts: []string{""}, Processes: st.Invisible, Why: Plural(st.Invisible, "process", "processes") + " could not be inspected"})
+	}
+	return gaps
 }
 
 // seenHere says what was seen where the gaps leave something unseen elsewhere: this machine's scan,
@@ -188,6 +209,48 @@ func upperFirst(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// jobWriters are where the job does write, for an answer that says where it does not: this machine's
+// writers to the outputs, else to the watched mounts, off the protected paths.
+func (st Storage) jobWriters() []WriterInfo {
+	var outputs, watched []WriterInfo
+	for _, w := range st.Writers {
+		switch {
+		case w.Protected || w.Host != "":
+		case w.Output:
+			outputs = append(outputs, w)
+		default:
+			watched = append(watched, w)
+		}
+	}
+	if len(outputs) > 0 {
+		return outputs
+	}
+	return watched
+}
+
+// jobWritesLine says where the job writes, process → file → mount: "The job writes to `/data`:
+// `python3` (pid 4242) → `/data/out/part-0001.jsonl`, and 3 more files." "" when nothing is written.
+func jobWritesLine(ws []WriterInfo) string {
+	if len(ws) == 0 {
+		return ""
+	}
+	var mounts []string
+	for _, w := range ws {
+		if m := Code(w.Mount); w.Mount != "" && !slices.Contains(mounts, m) {
+			mounts = append(mounts, m)
+		}
+	}
+	s := "The job writes"
+	if len(mounts) > 0 {
+		s += " to " + strings.Join(mounts, " and ")
+	}
+	s += fmt.Sprintf(": %s (pid %d) → %s", Code(ws[0].Command), ws[0].PID, Code(ws[0].File))
+	if len(ws) > 1 {
+		s += fmt.Sprintf(", and %s", Plural(len(ws)-1, "more file", "more files"))
+	}
+	return s + "."
 }
 
 // protectedAsked are the configured protected paths a writes question about t covers whole: all of
@@ -460,8 +523,8 @@ func unfitOn(p PathInfo, plans []PlanResult) (names, needs []string) {
 }
 
 // invisibleClause says which processes could not be inspected and what would show them: "1 process
-// could not be inspected (`tini`, pid 1): it runs under another user or in another PID namespace; run
-// runwatch as the job's user or root to see it". As root the advice is the namespace, not root.
+// could not be inspected (`tini`, pid 1): …". The advice fits who runs runwatch: another user's processes
+// need root (never "run as the job's user" to someone who is); as root the advice is the namespace.
 func invisibleClause(st Storage) string {
 	s := Plural(st.Invisible, "process", "processes") + " could not be inspected"
 	if len(st.Hidden) > 0 {
@@ -487,5 +550,31 @@ func invisibleClause(st Storage) string {
 		// sandbox's or container's init is PID 1 there) or a security module.
 		return s + ". Even as root I can't read " + it + ": a sandbox or container init (PID 1 of its namespace) or a security policy hides " + it + "; check " + it + " from inside that sandbox"
 	}
-	return s + ". Run runwatch as the job's user or as root to see " + it
+	me := st.ScannedAs.User
+	if me == "" {
+		return s + ". Run runwatch as the job's user or as root to see " + it
+	}
+	var others []string
+	mine := 0
+	for _, o := range st.InvisibleOwners {
+		if o.UID == st.ScannedAs.UID {
+			mine += o.Processes
+			continue
+		}
+		if len(others) < 3 {
+			others = append(others, fmt.Sprintf("%s %d", Code(o.User), o.Processes))
+		}
+	}
+	var parts []string
+	if len(others) > 0 {
+		parts = append(parts, fmt.Sprintf("other users' (%s): I run as %s and see every process of %s's, the job's too if it runs as %s; root would see the rest",
+			strings.Join(others, ", "), Code(me), Code(me), Code(me)))
+	}
+	if mine > 0 {
+		parts = append(parts, fmt.Sprintf("%d run as %s, like me, but in another PID namespace or not dumpable: only root sees %s", mine, Code(me), it))
+	}
+	if len(parts) == 0 {
+		return s + ". Run runwatch as root to see " + it
+	}
+	return s + "; " + strings.Join(parts, "; ")
 }
