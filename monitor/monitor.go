@@ -59,8 +59,11 @@ type Options struct {
 	// probes for every answer.
 	Fresh time.Duration
 	// ScanEvery is how many samples one scan of open files in /proc serves (default 1: every
-	// sample scans). Answers that need storage always scan; samples in between reuse the last scan.
+	// sample scans); samples in between reuse the last scan.
 	ScanEvery int
+	// ScanReuse is how old a scan of open files any status (an answer's or a sample's) reuses
+	// instead of scanning again (default 3 s; negative: never). A scan in flight is always shared.
+	ScanReuse time.Duration
 	// LocalOnly reads this machine only: a run's `prometheus:` is never asked, so nothing another
 	// host reports comes back as this one's (`bot exporter`, which speaks for its own node).
 	LocalOnly bool
@@ -120,8 +123,11 @@ type Monitor struct {
 	diskBefore *diskSample
 	// devices keeps disk readings over the last minutes, for what the protected paths' devices wrote.
 	devices deviceWindow
-	// lastScan is the last scan of open files, which samples reuse for ScanEvery samples.
+	// lastScan is the last scan of open files (or the one in flight), which samples reuse for
+	// ScanEvery samples and every status for ScanReuse (shared.go).
 	lastScan *writerScan
+	// scanJoined, when set (tests), is told each time a status joins a scan in flight.
+	scanJoined func()
 	// latest is each run's latest evaluation; inflight shares evaluations in progress (latest.go).
 	latest   map[string]latestEval
 	inflight flight.Group[reports.RunStatus]
@@ -151,6 +157,9 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	}
 	if o.ScanEvery <= 0 {
 		o.ScanEvery = 1
+	}
+	if o.ScanReuse == 0 {
+		o.ScanReuse = defaultScanReuse
 	}
 	if o.MaxConcurrentRuns <= 0 {
 		o.MaxConcurrentRuns = 16
@@ -372,6 +381,9 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 			if p.Role != "plan" {
 				in.Paths = append(in.Paths, p)
 			}
+		}
+		if shared.scan != nil {
+			in.Writers = shared.writers.classify(r.Name, in.Paths, shared.table)
 		}
 		// The time to full is the free-space trend's alone: a write rate is one interval's writes (a burst of
 		// them made "fills in 6 h" of 5 s), and bytes written are not bytes of free space gone.

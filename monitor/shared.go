@@ -2,21 +2,26 @@ package monitor
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"runwatch/internal/flight"
 	"runwatch/probes"
+	"runwatch/reports"
 )
 
 // sharedProbes are read once per status for every run: the mount table, open files and disk counters.
 type sharedProbes struct {
 	table    *probes.MountTable
 	tableErr error
-	scan     *probes.WriterScan
-	scanErr  error
-	rates    map[string]float64 // by mount point
-	rateErr  error
+	// writers is the scan of open files this pass reads (shared with other passes: see scanWriters).
+	writers *writerScan
+	scan    *probes.WriterScan
+	scanErr error
+	rates   map[string]float64 // by mount point
+	rateErr error
 	// rateNote says why there are no write rates when there is nothing to measure them against.
 	rateNote string
 	// devicesFrom and devicesNow are the disk readings what the devices wrote is measured between (devices.go).
@@ -40,7 +45,8 @@ func (p *pass) wait() *sharedProbes {
 }
 
 // newPass starts reading what every run shares. A sampler's pass (sampling) scans open files only
-// every ScanEvery samples and reuses the last scan in between; answers always scan.
+// every ScanEvery samples and reuses the last scan in between; any pass reuses a scan in flight or
+// at most ScanReuse old.
 func (m *Monitor) newPass(ctx context.Context, need Need, sampling bool) *pass {
 	p := &pass{done: make(chan struct{})}
 	p.scrapes.Keep, p.usage.Keep = true, true
@@ -51,36 +57,110 @@ func (m *Monitor) newPass(ctx context.Context, need Need, sampling bool) *pass {
 	return p
 }
 
-// writerScan is the last scan of open files, kept for the samples that reuse it.
+// defaultScanReuse is Options.ScanReuse's default: a few seconds, so that a burst of questions (200
+// people asking /storage at once, over 10 runs) reads one scan, while "are we writing now?" asked
+// again a little later sees processes that started since.
+const defaultScanReuse = 3 * time.Second
+
+// writerScan is one scan of open files with the mount table read beside it (the scan's mount ids
+// name that table's mounts). Every run and every answer that asks while it is in flight, or at
+// most ScanReuse old, reads it; each run classifies it once (classify).
 type writerScan struct {
+	done    chan struct{} // closed once scan, table and err are set
+	at      time.Time     // when it started, on the monitor's clock
 	scan    *probes.WriterScan
+	table   *probes.MountTable
 	err     error
-	samples int // samples that reused it
+	samples int // samples that reused it; under Monitor.mu
+
+	mu      sync.Mutex
+	classes map[string]*reports.WriterClass // by run, then the paths it was classified against
 }
 
-// scanWriters scans /proc for open files, or, for a sample within ScanEvery samples of the last
-// scan, returns that one.
-func (m *Monitor) scanWriters(ctx context.Context, sampling bool) (*probes.WriterScan, error) {
+// scanWriters returns the scan of open files a pass reads: the one in flight if there is one; for
+// a sample within ScanEvery samples of the last scan, that one; the last one if it is at most
+// ScanReuse old; else a new scan. The scan runs under its own deadline, not the asker's: others
+// may be waiting for it, and an asker whose ctx ends stops waiting, not the scan.
+func (m *Monitor) scanWriters(ctx context.Context, sampling bool) (*writerScan, error) {
+	now := m.opts.Now()
 	m.mu.Lock()
-	last := m.lastScan
-	if sampling && last != nil && last.samples+1 < m.opts.ScanEvery {
-		last.samples++
-		m.mu.Unlock()
-		return last.scan, last.err
+	ws := m.lastScan
+	switch {
+	case ws != nil && !ws.finished():
+		if m.scanJoined != nil {
+			m.scanJoined()
+		}
+	case ws != nil && sampling && ws.samples+1 < m.opts.ScanEvery:
+		ws.samples++
+	case ws != nil && !now.Before(ws.at) && now.Sub(ws.at) <= m.opts.ScanReuse:
+	default:
+		ws = &writerScan{done: make(chan struct{}), at: now}
+		m.lastScan = ws
+		go m.runScan(context.WithoutCancel(ctx), ws)
 	}
 	m.mu.Unlock()
+	select {
+	case <-ws.done:
+		return ws, ws.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("scan of open files: %w", ctx.Err())
+	}
+}
+
+func (ws *writerScan) finished() bool {
+	select {
+	case <-ws.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// runScan scans /proc for open files, and reads the mount table their mount ids refer to.
+func (m *Monitor) runScan(ctx context.Context, ws *writerScan) {
+	defer close(ws.done)
 	c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
 	defer cancel()
-	ws := &writerScan{}
-	if scan, err := m.writers.Scan(c); err != nil {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		// Without it the writers are classified against the pass's own table (classify).
+		ws.table, _ = m.mounts.Read(c)
+	}()
+	scan, err := flight.Safe(func() (probes.WriterScan, error) { return m.writers.Scan(c) })
+	wg.Wait()
+	if err != nil {
 		ws.err = err
-	} else {
-		ws.scan = &scan
+		return
 	}
-	m.mu.Lock()
-	m.lastScan = ws
-	m.mu.Unlock()
-	return ws.scan, ws.err
+	ws.scan = &scan
+}
+
+// classify is the scan classified against a run's paths: computed once per scan, run and paths,
+// and shared by every report built from this scan.
+func (ws *writerScan) classify(run string, paths []reports.PathObservation, table *probes.MountTable) *reports.WriterClass {
+	if ws.table != nil {
+		table = ws.table
+	}
+	var key strings.Builder
+	key.WriteString(run)
+	for _, p := range paths {
+		fmt.Fprintf(&key, "\x00%s\x00%s\x00%s\x00%t\x00%d\x00%d:%d\x00%s\x00%s", p.Role, p.Path, p.Resolved, p.HasMount,
+			p.Mount.ID, p.Mount.Major, p.Mount.Minor, p.Mount.Source, p.Mount.MountPoint)
+	}
+	fmt.Fprintf(&key, "\x00%p", table)
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if wc := ws.classes[key.String()]; wc != nil {
+		return wc
+	}
+	wc := reports.ClassifyWriters(ws.scan, table, paths)
+	if ws.classes == nil {
+		ws.classes = map[string]*reports.WriterClass{}
+	}
+	ws.classes[key.String()] = &wc
+	return &wc
 }
 
 // scrape reads a metrics endpoint once per pass.
@@ -195,7 +275,10 @@ func (m *Monitor) probeShared(ctx context.Context, need Need, sampling bool) sha
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		s.scan, s.scanErr = m.scanWriters(ctx, sampling)
+		s.writers, s.scanErr = m.scanWriters(ctx, sampling)
+		if s.writers != nil {
+			s.scan = s.writers.scan
+		}
 	}()
 	var cur probes.DiskCounters
 	var curErr error

@@ -133,25 +133,26 @@ func TestOnePassPerSample(t *testing.T) {
 	}
 }
 
-// With ScanEvery 3, samples scan /proc once in three and reuse the scan between; an answer scans
-// when it is asked.
+// With ScanEvery 3, samples (a minute apart) scan /proc once in three and reuse the scan between;
+// an answer scans when it is asked, unless the last scan is at most ScanReuse old.
 func TestSamplesShareTheWriterScan(t *testing.T) {
 	proc := filepath.Join(t.TempDir(), "proc")
 	if out, err := exec.Command("cp", "-a", "../probes/testdata/proc", proc).CombinedOutput(); err != nil {
 		t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
 	}
 	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth"}}}
-	m, _, err := New(f, Options{ProcRoot: proc, ScanEvery: 3})
+	clock := &benchClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	m, _, err := New(f, Options{ProcRoot: proc, ScanEvery: 3, ScanReuse: 3 * time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	writers := func(sampling bool) int {
 		t.Helper()
-		scan, err := m.scanWriters(context.Background(), sampling)
+		ws, err := m.scanWriters(context.Background(), sampling)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(scan.Writers)
+		return len(ws.scan.Writers)
 	}
 	if n := writers(true); n != 10 {
 		t.Fatalf("first sample's scan = %d writers; want the fixture's 10", n)
@@ -160,15 +161,100 @@ func TestSamplesShareTheWriterScan(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(proc, "1002")); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []int{10, 10, 8, 8, 8, 8} {
+	for i, want := range []int{10, 10, 8, 10, 10, 8} {
+		clock.Add(time.Minute)
 		if i == 3 {
-			// An answer between samples sees what is there now.
-			if n := writers(false); n != 8 {
-				t.Errorf("answer's scan = %d writers; want 8", n)
+			// An answer between samples sees what is there now: 1002 is back.
+			if out, err := exec.Command("cp", "-a", "../probes/testdata/proc/1002", proc).CombinedOutput(); err != nil {
+				t.Fatalf("copy 1002 back: %v\n%s", err, out)
+			}
+			if n := writers(false); n != 10 {
+				t.Errorf("answer's scan = %d writers; want 10", n)
+			}
+			// Another answer 2 s later, and the samples after, read that scan until it has served
+			// ScanEvery samples.
+			clock.Add(2 * time.Second)
+			if err := os.RemoveAll(filepath.Join(proc, "1002")); err != nil {
+				t.Fatal(err)
+			}
+			if n := writers(false); n != 10 {
+				t.Errorf("answer 2 s later = %d writers; want 10 (the scan 2 s old)", n)
 			}
 		}
 		if n := writers(true); n != want {
 			t.Errorf("sample %d's scan = %d writers; want %d", i+2, n, want)
+		}
+	}
+}
+
+// Questions asked while a scan is in flight wait for that scan, whatever their age rule says.
+func TestQuestionsJoinTheScanInFlight(t *testing.T) {
+	proc := filepath.Join(t.TempDir(), "proc")
+	if out, err := exec.Command("cp", "-a", "../probes/testdata/proc", proc).CombinedOutput(); err != nil {
+		t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
+	}
+	m, _, err := New(&config.File{Source: "test", Runs: []config.Run{{Name: "synth"}}}, Options{ProcRoot: proc, ScanReuse: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight := &writerScan{done: make(chan struct{}), at: m.opts.Now()}
+	m.lastScan = inFlight
+	joined := make(chan struct{}, 40)
+	m.scanJoined = func() { joined <- struct{}{} }
+	got := make([]*writerScan, 40)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = m.scanWriters(context.Background(), i%2 == 0)
+		}()
+	}
+	for range got {
+		<-joined
+	}
+	go m.runScan(context.Background(), inFlight)
+	wg.Wait()
+	for i, ws := range got {
+		if ws != inFlight || ws.scan == nil || len(ws.scan.Writers) != 10 {
+			t.Errorf("question %d read scan %p; want the one in flight (%p) with the fixture's 10 writers", i, ws, inFlight)
+		}
+	}
+}
+
+// Forty storage questions over four runs, asked at once, read one scan, and each run classifies
+// it once: the list every answer of a run gets is the same classification.
+func TestEachRunClassifiesAScanOnce(t *testing.T) {
+	proc := filepath.Join(t.TempDir(), "proc")
+	if out, err := exec.Command("cp", "-a", "../probes/testdata/proc", proc).CombinedOutput(); err != nil {
+		t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
+	}
+	f := &config.File{Source: "test"}
+	for i := range 4 {
+		f.Runs = append(f.Runs, config.Run{Name: fmt.Sprintf("r%d", i), Outputs: []string{t.TempDir()}, Watch: []string{"/data"}, Protected: []string{"/shared"}})
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	m, _, err := New(f, Options{ProcRoot: proc, Now: func() time.Time { return now }, StatFS: probes.NewStatFSFunc(time.Minute, benchUsage)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	answers := make([]reports.RunStatus, 40)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i], _ = m.RunStatus(context.Background(), fmt.Sprintf("r%d", i%4), Need{Storage: true})
+		}()
+	}
+	wg.Wait()
+	ws := m.lastScan
+	if ws == nil || ws.samples != 0 || len(ws.classes) != 4 {
+		t.Fatalf("last scan %+v; want one scan, classified once for each of the 4 runs", ws)
+	}
+	for i, a := range answers {
+		if len(a.Problems) > 0 || len(a.Storage.Writers) == 0 {
+			t.Errorf("answer %d: problems %+v, writers %+v; want the fixture's writers on /data and /shared", i, a.Problems, a.Storage.Writers)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -39,6 +40,9 @@ type StorageInput struct {
 	Table   *probes.MountTable
 	// WriteRates holds measured write rates in bytes/s by mount point.
 	WriteRates map[string]float64
+	// Writers is Scan already classified against Paths and Table (ClassifyWriters), shared by every
+	// report built from the same scan for the same paths; nil classifies Scan here.
+	Writers *WriterClass
 	// FillRates holds how fast free space shrinks by mount point, from the history of free-space
 	// samples (FillRate); only shrinking mounts are listed. A time to full is given only where the
 	// trend is evidence enough for it (FillTrend.Forecast).
@@ -263,28 +267,10 @@ func fileOf(w probes.Writer) string {
 // BuildStorage turns probe results into the storage report.
 func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool)) Storage {
 	st := Storage{Paths: []PathInfo{}, ProtectedMounts: []PathInfo{}, Writers: []WriterInfo{}, WriteRates: []WriteRate{}, Coverage: Coverage{Hosts: []string{}}}
-	var prot []protectedSpot
-	for _, p := range in.Paths {
-		if p.Role != RoleProtected {
-			continue
-		}
-		prot = append(prot, protectedSpot{
-			path: filepath.Clean(p.Path), resolved: p.Resolved, mount: p.Mount, hasMount: p.HasMount,
-			isMountPoint: p.HasMount && p.Resolved == p.Mount.MountPoint,
-		})
-	}
-	// protectedBy names the configured protected path a file lands on, "" when none.
-	protectedBy := func(file string, m probes.Mount, hasMount bool) string {
-		for _, p := range prot {
-			if p.covers(file, m, hasMount) {
-				return p.path
-			}
-		}
-		return ""
-	}
+	prot := protectedSpots(in.Paths)
+	protectedBy := func(file string, m probes.Mount, hasMount bool) string { return protectedBy(prot, file, m, hasMount) }
 
 	outputMounts := map[int]bool{}
-	var outputs []string
 	for _, p := range in.Paths {
 		info := PathInfo{Path: p.Path, Resolved: p.Resolved, Exists: p.Exists, Role: p.Role, Host: p.Host}
 		if p.HasMount {
@@ -318,7 +304,6 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		info.ProtectedPath = protectedBy(p.Resolved, p.Mount, p.HasMount)
 		info.Protected = info.ProtectedPath != ""
 		if p.Role == RoleOutput {
-			outputs = append(outputs, p.Resolved, filepath.Clean(p.Path))
 			if info.Protected {
 				st.Warnings = append(st.Warnings, StorageWarning{
 					Kind: "output_on_protected", Mount: info.ProtectedPath,
@@ -336,78 +321,13 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		st.Invisible = in.Scan.Invisible
 		st.Hidden, st.AsRoot = in.Scan.Hidden, in.Scan.AsRoot
 		st.ScannedAs, st.InvisibleOwners = in.Scan.User, in.Scan.Owners
-		watched := map[int]bool{}
-		for _, p := range in.Paths {
-			if p.HasMount {
-				watched[p.Mount.ID] = true
-			}
+		wc := in.Writers
+		if wc == nil {
+			c := ClassifyWriters(in.Scan, in.Table, in.Paths)
+			wc = &c
 		}
-		for _, w := range in.Scan.Writers {
-			var m probes.Mount
-			var ok bool
-			if in.Table != nil {
-				m, ok = in.Table.ByID(w.MountID)
-			}
-			if ok && probes.IsPseudoFS(m.FSType) {
-				continue
-			}
-			file := fileOf(w)
-			info := WriterInfo{PID: w.PID, Command: w.Command, File: w.File}
-			if ok {
-				info.Mount = m.MountPoint
-			}
-			info.ProtectedPath = protectedBy(file, m, ok)
-			info.Protected = info.ProtectedPath != ""
-			for i := 0; i < len(outputs); i += 2 {
-				if Under(file, outputs[i]) || Under(file, outputs[i+1]) {
-					info.Output = true
-				}
-			}
-			if !info.Protected && !info.Output && !(ok && watched[m.ID]) {
-				continue
-			}
-			st.Writers = append(st.Writers, info)
-		}
-		sort.SliceStable(st.Writers, func(i, j int) bool {
-			a, b := st.Writers[i], st.Writers[j]
-			if a.Protected != b.Protected {
-				return a.Protected
-			}
-			if a.Output != b.Output {
-				return a.Output
-			}
-			if a.Mount != b.Mount {
-				return a.Mount < b.Mount
-			}
-			if a.PID != b.PID {
-				return a.PID < b.PID
-			}
-			return a.File < b.File
-		})
-		// Counted before the cut: 500 processes writing 9,000 files under /shared are 500 processes,
-		// not the dozen whose files fill the first maxWriters entries.
-		pids := map[string]map[int]bool{}
-		for _, w := range st.Writers {
-			if w.Protected {
-				st.ProtectedWrites = true
-				if pids[w.ProtectedPath] == nil {
-					pids[w.ProtectedPath] = map[int]bool{}
-				}
-				pids[w.ProtectedPath][w.PID] = true
-			}
-		}
-		for pp, set := range pids {
-			if st.ProtectedProcesses == nil {
-				st.ProtectedProcesses = map[string]int{}
-			}
-			st.ProtectedProcesses[pp] = len(set)
-		}
-		if len(st.Writers) > maxWriters {
-			st.WritersOmitted = len(st.Writers) - maxWriters
-			// A copy of the kept ones: the report outlives the scan, and keeping a slice of the
-			// sorted list would keep every writer of every watched mount with it.
-			st.Writers = append(make([]WriterInfo, 0, maxWriters), st.Writers[:maxWriters]...)
-		}
+		st.Writers, st.WritersOmitted = append(make([]WriterInfo, 0, len(wc.Writers)), wc.Writers...), wc.Omitted
+		st.ProtectedWrites, st.ProtectedProcesses = wc.ProtectedWrites, maps.Clone(wc.ProtectedProcesses)
 		if st.ProtectedWrites {
 			byPath := map[string][]WriterInfo{}
 			var paths []string
