@@ -16,7 +16,7 @@ import (
 // run file's runs leave out.
 
 // Source is the config.File.Source of a file made by discovery.
-const Source = "discovered on this host"
+const Source = "discovery on this host"
 
 // File is the run file discovery makes when there is none: one run per job, named after its script,
 // reading its log and the engines it is a client of, writing its outputs; an engine no job uses is a run
