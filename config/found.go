@@ -17,8 +17,9 @@ type Found struct {
 	// monitor reads it instead, saying so, rather than answer "ETA: unknown" while the job logs elsewhere.
 	FallbackLog string
 	// Invisible counts the processes discovery could not inspect (their open files unreadable to this user):
-	// a job among them is missed, never guessed.
-	Invisible int
+	// a job among them is missed, never guessed. Unseen counts the connections to the run's engines from
+	// such processes.
+	Invisible, Unseen int
 }
 
 // FoundEngine is one inference server discovery found listening.

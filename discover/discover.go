@@ -56,8 +56,8 @@ type Result struct {
 	// or an engine among them is missed, never guessed.
 	Invisible int
 	Hidden    []probes.HiddenProcess
-	// UnseenClients counts connections to an engine from processes that could not be inspected.
-	UnseenClients int
+	// AsRoot: discovery ran as root, so running as root is no advice for what it could not inspect.
+	AsRoot bool
 	// Problems are the parts that failed (the TCP tables, the process table, the mount table).
 	Problems []string
 }
@@ -135,7 +135,9 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 	}
 
 	clients, unseen := clientPids(socks, table, res.Engines, in, d.o.Self)
-	res.UnseenClients = unseen
+	for i := range res.Engines {
+		res.Engines[i].Unseen = unseen[res.Engines[i].Port]
+	}
 	d.dropSelf(table, clients)
 	var pids []int
 	for pid := range clients {
@@ -183,7 +185,7 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 	}
 	sort.Slice(res.Jobs, func(a, b int) bool { return res.Jobs[a].PID < res.Jobs[b].PID })
 
-	res.Invisible, res.Hidden = max(table.invisible, scan.Invisible), table.hiddenProcs
+	res.Invisible, res.Hidden, res.AsRoot = max(table.invisible, scan.Invisible), table.hiddenProcs, scan.AsRoot
 	if len(res.Hidden) == 0 {
 		res.Hidden = scan.Hidden
 	}

@@ -25,27 +25,8 @@ type Engine struct {
 	URL     string // the /metrics URL it answered on
 	PID     int    // 0 when its process could not be inspected
 	Command string // its command line, shortened
-}
-
-// KindName is how a person names an engine kind: "vllm" is vLLM.
-func KindName(kind string) string {
-	switch kind {
-	case "vllm":
-		return "vLLM"
-	case "vllm-v0":
-		return "vLLM (V0 engine)"
-	case "sglang":
-		return "SGLang"
-	case "tgi":
-		return "TGI"
-	case "llamacpp":
-		return "llama.cpp"
-	case "trtllm":
-		return "TensorRT-LLM"
-	case "trtllm-triton":
-		return "TensorRT-LLM (Triton)"
-	}
-	return kind
+	// Unseen counts the connections to it from processes that could not be inspected.
+	Unseen int
 }
 
 // endpoint is one address to probe: a listening port of this host.
@@ -176,7 +157,7 @@ func probeOne(ctx context.Context, ep endpoint, timeout time.Duration, tr http.R
 // String names the engine as the found line does: "vLLM on :8000 (pid 1234)".
 func (e Engine) String() string {
 	if e.PID == 0 {
-		return fmt.Sprintf("%s on :%d (its process could not be inspected)", KindName(e.Kind), e.Port)
+		return fmt.Sprintf("%s on :%d (its process could not be inspected)", probes.KindName(e.Kind), e.Port)
 	}
-	return fmt.Sprintf("%s on :%d (pid %d)", KindName(e.Kind), e.Port, e.PID)
+	return fmt.Sprintf("%s on :%d (pid %d)", probes.KindName(e.Kind), e.Port, e.PID)
 }

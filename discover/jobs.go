@@ -58,8 +58,8 @@ var dataExt = map[string]bool{".jsonl": true, ".json": true, ".parquet": true, "
 const maxLogCandidates = 16
 
 // clientPids are the processes in scope connected to one of the engines' ports on this host, with the
-// ports each uses; unseen counts such connections whose process could not be inspected.
-func clientPids(socks []socket, t processTable, engines []Engine, in map[int]bool, self int) (map[int][]int, int) {
+// ports each uses; unseen counts, by port, such connections whose process could not be inspected.
+func clientPids(socks []socket, t processTable, engines []Engine, in map[int]bool, self int) (map[int][]int, map[int]int) {
 	ports := map[int]bool{}
 	enginePids := map[int]bool{}
 	for _, e := range engines {
@@ -68,7 +68,7 @@ func clientPids(socks []socket, t processTable, engines []Engine, in map[int]boo
 	}
 	own := localAddrs(socks)
 	out := map[int][]int{}
-	unseen := 0
+	unseen := map[int]int{}
 	for _, s := range socks {
 		if s.state != tcpEstablished || !ports[s.remotePort] || !isLocal(s.remote, own) {
 			continue
@@ -76,7 +76,7 @@ func clientPids(socks []socket, t processTable, engines []Engine, in map[int]boo
 		pid, ok := t.owner[s.inode]
 		if !ok {
 			if in == nil {
-				unseen++
+				unseen[s.remotePort]++
 			}
 			continue
 		}

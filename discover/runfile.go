@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"runwatch/config"
+	"runwatch/probes"
 )
 
 // This file writes what discovery found as a run file, commented, for `bot init`: the first run file is
@@ -22,7 +23,7 @@ func RunFile(f *config.File, res Result, now time.Time) string {
 	w("# Edit it, save it as runwatch.yaml where you run `bot` (or point --config or $RUNWATCH_CONFIG at it).")
 	w("# Every key is described in runwatch.example.yaml and docs/discovery.md; unknown keys are refused with their line.")
 	if res.Invisible > 0 {
-		w("# %s could not be inspected (run `bot init` as the job's user, or as root, to see them).", plural(res.Invisible, "process", "processes"))
+		w("# %s could not be inspected: %s.", plural(res.Invisible, "process", "processes"), invisibleAdvice(res.AsRoot))
 	}
 	if f == nil || len(f.Runs) == 0 {
 		w("# Nothing was found: no listening socket answered /metrics as an inference engine does, and no process")
@@ -100,6 +101,14 @@ func writeUnguessed(w func(string, ...any)) {
 	w("    # channel: \"C0123456789\"")
 }
 
+// invisibleAdvice is what to do about processes discovery could not inspect.
+func invisibleAdvice(asRoot bool) string {
+	if asRoot {
+		return "even as root (a sandbox's or container's init, or a security policy, hides them); a job among them is missed"
+	}
+	return "run `bot init` as the job's user, or as root, to see a job among them"
+}
+
 func logFromWords(from string) string {
 	switch from {
 	case "stdout", "stderr":
@@ -109,7 +118,7 @@ func logFromWords(from string) string {
 }
 
 func engineWords(e config.FoundEngine) string {
-	s := fmt.Sprintf("%s on :%d", KindName(e.Kind), e.Port)
+	s := fmt.Sprintf("%s on :%d", probes.KindName(e.Kind), e.Port)
 	if e.PID > 0 {
 		s += fmt.Sprintf(" (pid %d, %s)", e.PID, oneLine(e.Command))
 	}

@@ -83,6 +83,7 @@ func Runs(res Result) []config.Run {
 func found(res Result, engines []Engine, job *Job) *config.Found {
 	f := &config.Found{Invisible: res.Invisible}
 	for _, e := range engines {
+		f.Unseen += e.Unseen
 		f.Engines = append(f.Engines, config.FoundEngine{Kind: e.Kind, Port: e.Port, PID: e.PID, Command: e.Command, URL: e.URL})
 	}
 	if job != nil {
