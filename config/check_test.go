@@ -27,6 +27,7 @@ func TestConfigErrorTable(t *testing.T) {
 		also      string // and something it says about the value
 	}{
 		{"runs", "runs: 5\n", "line 1: runs must be a list", ""},
+		{"discover", run() + "discover: maybe\n", "line 4: discover", "true or false"},
 		{"allowed_channels", run() + "allowed_channels: {a: 1}\n", "line 4: allowed_channels must be a list", ""},
 		{"admins", run() + "admins: [[U1]]\n", "line 4: admins[0] must be a single value, not a list", ""},
 		{"name", "runs:\n  - name: 'a b'\n", "line 2: runs[0].name", "not a valid name"},

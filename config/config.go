@@ -23,7 +23,9 @@ type File struct {
 	// AllowedChannels and Admins apply to every run; a run may add its own.
 	AllowedChannels []string `yaml:"allowed_channels"`
 	Admins          []string `yaml:"admins"`
-	// Source says where the file came from: a path, or "built-in default".
+	// Discover, when false, turns discovery off: runs the file leaves without a log, metrics or total stay so.
+	Discover *bool `yaml:"discover"`
+	// Source says where the file came from: a path, "built-in default", or "discovered on this host".
 	Source string `yaml:"-"`
 }
 
@@ -61,6 +63,8 @@ type Run struct {
 
 	// Line is where the run starts in the run file (0 for the built-in default).
 	Line int `yaml:"-"`
+	// Found is what discovery found for the run (found.go); nil when it played no part.
+	Found *Found `yaml:"-"`
 }
 
 // Plan is a capacity plan: data the job will write and whether it fits where it goes.

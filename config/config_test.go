@@ -190,6 +190,34 @@ func TestLoadEnv(t *testing.T) {
 	}
 }
 
+func TestLoadEnvDiscover(t *testing.T) {
+	tests := []struct {
+		value string
+		off   bool
+		only  []int
+		err   string
+	}{
+		{"", false, nil, ""},
+		{"on", false, nil, ""},
+		{"OFF", true, nil, ""},
+		{"1234, 4242", false, []int{1234, 4242}, ""},
+		{"4242,me", false, nil, `RUNWATCH_DISCOVER="4242,me": give on, off, or the PIDs`},
+		{"-1", false, nil, "RUNWATCH_DISCOVER"},
+	}
+	for _, tt := range tests {
+		e, err := LoadEnv(env(map[string]string{"RUNWATCH_DISCOVER": tt.value}))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("LoadEnv(RUNWATCH_DISCOVER=%q) = %v; want %q", tt.value, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || e.DiscoverOff != tt.off || fmt.Sprint(e.DiscoverOnly) != fmt.Sprint(tt.only) {
+			t.Errorf("LoadEnv(RUNWATCH_DISCOVER=%q) = off %v, only %v, %v; want %v, %v", tt.value, e.DiscoverOff, e.DiscoverOnly, err, tt.off, tt.only)
+		}
+	}
+}
+
 func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
 	b, err := os.ReadFile("../.env.example")
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,13 +55,18 @@ type Env struct {
 
 	AllowedChannels []string // RUNWATCH_ALLOWED_CHANNELS, comma-separated
 	Admins          []string // RUNWATCH_ADMINS, comma-separated user ids
+
+	// RUNWATCH_DISCOVER: "off" turns discovery off (DiscoverOff); a comma-separated list of PIDs limits it
+	// to those processes and their descendants (DiscoverOnly); empty or "on": every process it can see.
+	DiscoverOff  bool
+	DiscoverOnly []int
 }
 
 // EnvVars lists every variable LoadEnv reads, for documentation checks.
 var EnvVars = []string{
 	"RUNWATCH_CONFIG", "RUNWATCH_PROC_ROOT", "RUNWATCH_STATE_DIR", "RUNWATCH_SAMPLE_INTERVAL",
 	"RUNWATCH_PROBE_TIMEOUT", "RUNWATCH_HTTP_ADDR", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
-	"SLACK_SIGNING_SECRET", "SLACK_API_URL", "RUNWATCH_ALLOWED_CHANNELS", "RUNWATCH_ADMINS",
+	"SLACK_SIGNING_SECRET", "SLACK_API_URL", "RUNWATCH_ALLOWED_CHANNELS", "RUNWATCH_ADMINS", "RUNWATCH_DISCOVER",
 }
 
 // LoadDotEnv loads a .env file into the process environment without overriding variables already
@@ -134,6 +140,9 @@ func LoadEnv(lookup func(string) (string, bool)) (Env, error) {
 	if e.ProbeTimeout, err = envDuration(get, "RUNWATCH_PROBE_TIMEOUT", 2*time.Second); err != nil {
 		return Env{}, err
 	}
+	if e.DiscoverOff, e.DiscoverOnly, err = discoverScope(get("RUNWATCH_DISCOVER")); err != nil {
+		return Env{}, err
+	}
 	if e.SlackAPIURL != "" && !strings.HasSuffix(e.SlackAPIURL, "/") {
 		e.SlackAPIURL += "/"
 	}
@@ -160,6 +169,24 @@ func defaultStateDir(get func(string) string) string {
 		return filepath.Join(h, ".local", "state", "runwatch")
 	}
 	return filepath.Join(os.TempDir(), "runwatch-state")
+}
+
+// discoverScope reads RUNWATCH_DISCOVER: on (or empty), off, or PIDs.
+func discoverScope(s string) (off bool, only []int, err error) {
+	switch strings.ToLower(s) {
+	case "", "on", "true", "1":
+		return false, nil, nil
+	case "off", "false", "0":
+		return true, nil, nil
+	}
+	for _, f := range splitList(s) {
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			return false, nil, fmt.Errorf("RUNWATCH_DISCOVER=%q: give on, off, or the PIDs of the job and its engines (like 1234,4242)", s)
+		}
+		only = append(only, pid)
+	}
+	return false, only, nil
 }
 
 func splitList(s string) []string {

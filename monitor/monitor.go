@@ -106,6 +106,8 @@ type Monitor struct {
 	// runMetrics holds the scrapers of runs with their own metrics_max_body.
 	runMetrics map[string]*probes.Metrics
 	logs       map[string]*probes.Log
+	// fallbackLogs are the logs discovery found for runs whose own log: is not there (progress.go).
+	fallbackLogs map[string]*probes.Log
 	// prom holds the Prometheus source of each run that has one; see prometheus.go.
 	prom map[string]*promSource
 	// stages checks the runs' checklists; see stages.go.
@@ -213,6 +215,12 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 				pat = p
 			}
 			m.logs[r.Name] = probes.NewLog(r.Log, pat)
+			if r.Found != nil && r.Found.FallbackLog != "" {
+				if m.fallbackLogs == nil {
+					m.fallbackLogs = map[string]*probes.Log{}
+				}
+				m.fallbackLogs[r.Name] = probes.NewLog(r.Found.FallbackLog, pat)
+			}
 		}
 		rs, err := m.loadRun(r.Name)
 		if err != nil {

@@ -64,6 +64,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		engines  = make([]probes.Engine, len(r.Metrics))
 		errs     = make([]error, len(r.Metrics))
 		readings []probes.EngineReading
+		missing  error // the run's own log's error, when discovery's log was read in its place
 	)
 	if lg := m.logs[r.Name]; lg != nil {
 		wg.Add(1)
@@ -72,6 +73,12 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 			defer cancel()
 			reading, logErr = lg.Read(c)
+			if fb := m.fallbackLogs[r.Name]; fb != nil && errors.As(logErr, new(*probes.LogMissing)) {
+				// log: names no file, and discovery found where the job logs: read that, and say both.
+				if fr, err := fb.Read(c); err == nil {
+					missing, reading, logErr = logErr, fr, nil
+				}
+			}
 		}()
 	}
 	for i, u := range r.Metrics {
@@ -112,43 +119,50 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		s.genTokens, s.promptTokens = gen, prompt
 	}
 
-	// The log says how far the job is; without one, the engines' finished requests do.
-	if m.logs[r.Name] != nil {
-		if logErr != nil {
-			problem("log "+r.Log, describeLogErr(logErr, m.opts.ProbeTimeout))
-		} else {
-			p := reading.Progress
-			s.hasProgress = true
-			s.progress = reports.Progress{Done: p.Done, Total: p.Total, Errors: p.Errors, AvgTokens: p.AvgTokens, Source: "log"}
-			if s.progress.Total == 0 {
-				s.progress.Total = r.Total
-			} else if r.Total > 0 && r.Total != p.Total {
-				// The log's own count wins; a run-file total that says otherwise is a mistake to name, not to hide.
-				s.notices = append(s.notices, fmt.Sprintf("the log counts %s items in the job and the run file's total: says %s: answers use the log's (remove total: or correct it)",
-					reports.Count(float64(p.Total)), reports.Count(float64(r.Total))))
-			}
-			s.obs.Done, s.obs.Total, s.obs.Errors = p.Done, s.progress.Total, p.Errors
-			if p.AvgTokens > 0 {
-				s.obs.AvgCompletion = ptr(p.AvgTokens)
-			}
-			if p.Elapsed > 0 {
-				s.obs.Elapsed = ptr(p.Elapsed)
-			}
-			f := reading.File
-			s.logFile = &f
-			if !f.ModTime.IsZero() {
-				s.obs.LogModified = ptr(float64(f.ModTime.UnixNano()) / 1e9)
-			}
-			if prev := st.logFile(); prev != nil {
-				switch {
-				case prev.Inode != 0 && f.Inode != prev.Inode:
-					s.notices = append(s.notices, fmt.Sprintf("log %s was rotated (new file)", r.Log))
-				case f.Size < prev.Size:
-					s.notices = append(s.notices, fmt.Sprintf("log %s was truncated (%d -> %d bytes)", r.Log, prev.Size, f.Size))
-				}
+	// The log says how far the job is; without one, or while it cannot be read, the engines' finished
+	// requests do.
+	if missing != nil {
+		problem("log "+r.Log, describeLogErr(missing, m.opts.ProbeTimeout))
+		s.notices = append(s.notices, fmt.Sprintf("reading %s instead: the job's log, as found on this host (fix log: in the run file)", reading.File.Path))
+	}
+	if m.logs[r.Name] != nil && logErr != nil {
+		problem("log "+r.Log, describeLogErr(logErr, m.opts.ProbeTimeout))
+	}
+	if m.logs[r.Name] != nil && logErr == nil {
+		p := reading.Progress
+		s.hasProgress = true
+		s.progress = reports.Progress{Done: p.Done, Total: p.Total, Errors: p.Errors, AvgTokens: p.AvgTokens, Source: "log"}
+		if s.progress.Total == 0 {
+			s.progress.Total = r.Total
+		} else if r.Total > 0 && r.Total != p.Total {
+			// The log's own count wins; a run-file total that says otherwise is a mistake to name, not to hide.
+			s.notices = append(s.notices, fmt.Sprintf("the log counts %s items in the job and the run file's total: says %s: answers use the log's (remove total: or correct it)",
+				reports.Count(float64(p.Total)), reports.Count(float64(r.Total))))
+		}
+		s.obs.Done, s.obs.Total, s.obs.Errors = p.Done, s.progress.Total, p.Errors
+		if p.AvgTokens > 0 {
+			s.obs.AvgCompletion = ptr(p.AvgTokens)
+		}
+		if p.Elapsed > 0 {
+			s.obs.Elapsed = ptr(p.Elapsed)
+		}
+		f := reading.File
+		s.logFile = &f
+		if !f.ModTime.IsZero() {
+			s.obs.LogModified = ptr(float64(f.ModTime.UnixNano()) / 1e9)
+		}
+		if prev := st.logFile(); prev != nil && prev.Path == f.Path {
+			switch {
+			case prev.Inode != 0 && f.Inode != prev.Inode:
+				s.notices = append(s.notices, fmt.Sprintf("log %s was rotated (new file)", f.Path))
+			case f.Size < prev.Size:
+				s.notices = append(s.notices, fmt.Sprintf("log %s was truncated (%d -> %d bytes)", f.Path, prev.Size, f.Size))
 			}
 		}
-	} else if len(r.Metrics) > 0 || ps != nil || r.Total > 0 {
+	} else if m.logs[r.Name] == nil || neverRead(logErr, st) {
+		// Also a log: that names no file this run ever read (mistyped): "ETA: unknown" while the engines count
+		// the job's requests helped nobody, and the log's problem still says what is wrong. A log that was read
+		// and fails now does not fall back: the engines' count would land in a history of the log's.
 		if p, ok := tot.Progress(&s.obs, r.Total); ok {
 			p.Source = "metrics"
 			if ps != nil {
@@ -161,6 +175,12 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		s.obs.Total = s.obs.Done
 	}
 	return s
+}
+
+// neverRead says whether err is a log that does not exist and the run's state has never read one: a log:
+// with a typo, or a job not started yet.
+func neverRead(err error, st *runState) bool {
+	return errors.As(err, new(*probes.LogMissing)) && st.logFile() == nil
 }
 
 // foldEngines folds the readings into the run's counters (reports.FoldEngines) and keeps what the

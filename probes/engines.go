@@ -239,3 +239,24 @@ func metricsSelector(name string) (family, label, value string) {
 	label, value, _ = strings.Cut(strings.TrimSuffix(sel, "}"), "=")
 	return family, label, strings.Trim(value, `"`)
 }
+
+// KindName is how a person names an engine kind (Engine.Kind): "vllm" is vLLM, "llamacpp" llama.cpp.
+func KindName(kind string) string {
+	switch kind {
+	case "vllm":
+		return "vLLM"
+	case "vllm-v0":
+		return "vLLM (V0 engine)"
+	case "sglang":
+		return "SGLang"
+	case "tgi":
+		return "TGI"
+	case "llamacpp":
+		return "llama.cpp"
+	case "trtllm":
+		return "TensorRT-LLM"
+	case "trtllm-triton":
+		return "TensorRT-LLM (Triton)"
+	}
+	return kind
+}

@@ -114,7 +114,7 @@ func (a *app) setup(ctx context.Context, demo bool) error {
 		if err != nil {
 			return fmt.Errorf("find the working directory: %w", err)
 		}
-		a.file = config.Default(wd)
+		a.file = a.withoutRunFile(ctx, wd)
 		return nil
 	}
 	f, err := config.Load(path, os.LookupEnv)
@@ -124,6 +124,7 @@ func (a *app) setup(ctx context.Context, demo bool) error {
 	if err != nil {
 		return redactedError{err}
 	}
+	a.fillRunFile(ctx, f)
 	a.file = f
 	return nil
 }

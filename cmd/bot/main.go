@@ -35,6 +35,7 @@ var commands = []command{
 	{"console", "answer questions typed in the terminal, one per line (EOF exits)", "bot console [--demo] [--no-sample] [--config PATH]", runConsole},
 	{"ask", "answer one question and exit", `bot ask [--json] [--run NAME] [--demo] [--config PATH] "QUESTION"`, runAsk},
 	{"status", "print the status summary of every configured run", "bot status [--json] [--run NAME] [--demo] [--config PATH]", runStatus},
+	{"init", "print the run file for the engines and job found on this host (--write saves it)", "bot init [--write] [--config PATH]", runInit},
 	{"serve", "run the long-lived bot: sampler, scheduled posts, warnings, Slack", "bot serve [--demo] [--config PATH]", runServe},
 	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json=false]", runReplay},
 	{"export", "write a run's sampled history as a trace (JSONL) that replay reads", "bot export [--run NAME] [--out FILE] [--config PATH]", runExport},
@@ -126,13 +127,16 @@ commands:
 Run "bot COMMAND --help" for a command's flags.
 
 configuration:
-  --config PATH, else $RUNWATCH_CONFIG, else ./runwatch.yaml, else a built-in default run "local"
-  watching the working directory and /. Settings and secrets come from the environment and a
+  --config PATH, else $RUNWATCH_CONFIG, else ./runwatch.yaml, else the runs discovery makes of the
+  engines listening on this host and the job using them (else a built-in run "local" watching the
+  working directory and /). Settings and secrets come from the environment and a
   .env file in the working directory (see .env.example); the run file is described in
   runwatch.example.yaml.
 
 examples:
   bot console --demo                       talk to the bot about a simulated vLLM job
+  bot ask "ETA?"                           on your job's machine, with no run file: it finds the job
+  bot init --write                         save what it found as ./runwatch.yaml, to edit
   bot ask "are we writing to /shared?"
   bot ask --json "ETA?"
   bot status --json --run synth-25k

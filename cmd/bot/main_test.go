@@ -33,6 +33,8 @@ func setEnv(t *testing.T) string {
 	t.Setenv("RUNWATCH_STATE_DIR", filepath.Join(dir, "state"))
 	t.Setenv("RUNWATCH_CONFIG", "")
 	t.Setenv("RUNWATCH_PROBE_TIMEOUT", "2s")
+	// Discovery would find whatever else runs on this machine: a test that wants it names its own processes.
+	t.Setenv("RUNWATCH_DISCOVER", "off")
 	wd, _ := os.Getwd()
 	t.Cleanup(func() { os.Chdir(wd) })
 	os.Chdir(dir) // no runwatch.yaml, no .env here

@@ -1,59 +1,21 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"time"
+
+	"runwatch/internal/peersim"
 )
 
-// unpack writes the gzipped simulator binary at gz to an executable file in dir and returns its path. It uses
-// gzip(1) where there is one (20 MB through compress/flate takes 15 s under the race detector) and
-// compress/gzip otherwise.
-func unpack(gz, dir string) (string, error) {
-	f, err := os.Open(gz)
-	if err != nil {
-		return "", fmt.Errorf("open simulator: %w", err)
-	}
-	defer f.Close()
-	path := dir + "/llm-d-inference-sim"
-	out, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return "", fmt.Errorf("unpack %s: %w", gz, err)
-	}
-	if gzip1, err := exec.LookPath("gzip"); err == nil {
-		cmd := exec.Command(gzip1, "-dc")
-		cmd.Stdin, cmd.Stdout = f, out
-		if err := cmd.Run(); err != nil {
-			out.Close()
-			return "", fmt.Errorf("unpack %s: gzip: %w", gz, err)
-		}
-		if err := out.Close(); err != nil {
-			return "", fmt.Errorf("unpack %s: %w", gz, err)
-		}
-		return path, nil
-	}
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		out.Close()
-		return "", fmt.Errorf("unpack %s: %w", gz, err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		out.Close()
-		return "", fmt.Errorf("unpack %s: %w", gz, err)
-	}
-	if err := out.Close(); err != nil {
-		return "", fmt.Errorf("unpack %s: %w", gz, err)
-	}
-	return path, nil
-}
+// unpack writes the gzipped simulator binary at gz to an executable file in dir (peersim.Unpack).
+func unpack(gz, dir string) (string, error) { return peersim.Unpack(gz, dir) }
 
 // server is one simulator process serving ranks ports (one port per data-parallel rank).
 type server struct {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/peersim"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/sim"
@@ -359,9 +359,9 @@ func deref(p *float64) any {
 // TestRecordAgainstSimulator records a tiny job against the real simulator: two data-parallel ranks and a
 // restart half way, so unpacking, start, readiness, the kill and the restart, sampling and writing all run.
 func TestRecordAgainstSimulator(t *testing.T) {
-	gz := "../../../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz"
-	if _, err := os.Stat(gz); err != nil {
-		t.Skipf("no simulator beside the repository: %v", err)
+	gz, err := peersim.Find(".")
+	if err != nil {
+		peersim.Missing(t, "the third-party simulator", err)
 	}
 	sc := scenario{
 		Name: "tiny", Items: 60, Concurrency: 8, MaxTokens: fixed(64),
@@ -402,38 +402,6 @@ func TestRecordAgainstSimulator(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "Progress: 60/60") || !strings.Contains(log.String(), "restart: started again") {
 		t.Errorf("log has no restart or progress lines:\n%s", log.String())
-	}
-}
-
-func TestUnpack(t *testing.T) {
-	want := bytes.Repeat([]byte("#!/bin/sh\necho simulator\n"), 1000)
-	gz := filepath.Join(t.TempDir(), "sim.gz")
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(want)
-	zw.Close()
-	if err := os.WriteFile(gz, buf.Bytes(), 0o444); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ name, path string }{{"gzip(1)", os.Getenv("PATH")}, {"compress/gzip", ""}} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("PATH", c.path)
-			bin, err := unpack(gz, t.TempDir())
-			if err != nil {
-				t.Fatalf("unpack: %v", err)
-			}
-			got, err := os.ReadFile(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fi, _ := os.Stat(bin)
-			if !bytes.Equal(got, want) || fi.Mode().Perm()&0o100 == 0 {
-				t.Errorf("unpack wrote %d bytes, mode %v; want %d bytes, executable", len(got), fi.Mode(), len(want))
-			}
-		})
-	}
-	if _, err := unpack(filepath.Join(t.TempDir(), "missing.gz"), t.TempDir()); err == nil {
-		t.Error("unpack(missing file) succeeded; want an error")
 	}
 }
 

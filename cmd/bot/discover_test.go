@@ -1,0 +1,170 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/internal/peersim"
+)
+
+// job is a running testdata/generate.py.
+type job struct {
+	pid      int
+	log, out string // its log and its output file
+}
+
+// startJob starts testdata/generate.py against the server at url, writing JSONL under data/synth: its
+// progress to its redirected stdout, or with ownLog to a log it opens itself (stdout goes nowhere). It
+// returns once the log holds a progress line with items done two seconds or more into the job (a one-shot
+// ask divides the items by the elapsed time the line gives), and kills the job when the test ends.
+func startJob(t *testing.T, python, script, url, data string, ownLog bool) job {
+	t.Helper()
+	j := job{log: filepath.Join(data, "logs", "gen.log"), out: filepath.Join(data, "synth", "samples.jsonl")}
+	for _, d := range []string{filepath.Dir(j.log), filepath.Dir(j.out)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := []string{"-u", script, "--url", url, "--out", j.out}
+	cmd := exec.Command(python, args...)
+	if ownLog {
+		cmd.Args = append(cmd.Args, "--log", j.log)
+	} else {
+		f, err := os.Create(j.log) // as `python3 generate.py > gen.log` does
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close() // the job has its own copy
+		cmd.Stdout = f
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	j.pid = cmd.Process.Pid
+	progress := regexp.MustCompile(`Progress: [1-9][0-9]*/.*elapsed: ([2-9]|[1-9][0-9]+)s`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if b, err := os.ReadFile(j.log); err == nil && progress.Match(b) {
+			return j
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the job exited before printing progress: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the job printed no progress within a minute")
+		}
+	}
+}
+
+var (
+	etaLine = regexp.MustCompile(`(?m)^ETA (under )?\d`)
+	tokPerS = regexp.MustCompile(`\d[\d,.]*K? tok/s`)
+)
+
+// TestZeroConfig is the new user's walk on the job's machine: the third-party vLLM simulator on a random
+// port and a Python job sending it requests, no run file. From an empty directory `bot ask "ETA?"` gives a
+// time and the tok/s it used, "where does the output go?" names the output's directory, and `bot init`
+// prints a run file that loads and gives the same answers without discovery. Once with the job's stdout
+// redirected to its log, once with the log opened by the script itself.
+func TestZeroConfig(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		peersim.Missing(t, "python3", err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "generate.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := peersim.Start(t, "--max-num-seqs", "8", "--time-to-first-token", "10ms", "--inter-token-latency", "2ms")
+	for _, tc := range []struct {
+		name   string
+		ownLog bool
+	}{{"stdout redirected to the log", false}, {"log opened by the script", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := startJob(t, python, script, sim.URL, t.TempDir(), tc.ownLog)
+			dir := setEnv(t)
+			// Only this test's processes: the machine may run other simulators and jobs.
+			t.Setenv("RUNWATCH_DISCOVER", fmt.Sprintf("%d,%d", sim.PID, j.pid))
+			answers := func(how string) {
+				t.Helper()
+				code, out, errb := run(t, "", "ask", "ETA?")
+				if code != 0 || !etaLine.MatchString(out) || !tokPerS.MatchString(out) || !strings.Contains(out, "generate · ETA") {
+					t.Errorf("%s: bot ask ETA? = %d, %q %q; want run generate, an ETA and the tok/s it used", how, code, out, errb)
+				}
+				code, out, errb = run(t, "", "ask", "where does the output go?")
+				if code != 0 || !strings.Contains(out, filepath.Dir(j.out)) {
+					t.Errorf("%s: bot ask where does the output go? = %d, %q %q; want %s", how, code, out, errb, filepath.Dir(j.out))
+				}
+			}
+			answers("no run file")
+
+			code, text, errb := run(t, "", "init")
+			if code != 0 {
+				t.Fatalf("bot init = %d, %q", code, errb)
+			}
+			for _, want := range []string{"log: " + j.log, fmt.Sprintf("- http://127.0.0.1:%d/metrics", sim.Port), "- " + filepath.Dir(j.out),
+				fmt.Sprintf("vLLM on :%d (pid %d", sim.Port, sim.PID), "# protected:", "# channel:"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("bot init does not say %q:\n%s", want, text)
+				}
+			}
+			p := filepath.Join(dir, "runwatch.yaml")
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := config.Load(p, os.LookupEnv); err != nil {
+				t.Fatalf("the run file bot init printed does not load: %v\n%s", err, text)
+			}
+			// The run file alone, discovery off: the same answers.
+			t.Setenv("RUNWATCH_DISCOVER", "off")
+			answers("the run file bot init printed")
+		})
+	}
+}
+
+// TestInitWrite: `bot init --write` saves the run file as ./runwatch.yaml, and keeps one that is there.
+func TestInitWrite(t *testing.T) {
+	dir := setEnv(t)
+	t.Setenv("RUNWATCH_DISCOVER", fmt.Sprint(os.Getpid())) // only this test: it serves no engine and writes nothing
+	code, _, errb := run(t, "", "init", "--write")
+	p := filepath.Join(dir, "runwatch.yaml")
+	b, err := os.ReadFile(p)
+	if code != 0 || err != nil || !strings.Contains(errb, "wrote runwatch.yaml") {
+		t.Fatalf("bot init --write = %d, %q; file %v", code, errb, err)
+	}
+	if _, err := config.Load(p, os.LookupEnv); err != nil {
+		t.Errorf("the written run file does not load: %v\n%s", err, b)
+	}
+	code, _, errb = run(t, "", "init", "--write")
+	if code != 1 || !strings.Contains(errb, "runwatch.yaml exists and is kept") {
+		t.Errorf("bot init --write over a run file = %d, %q; want a refusal", code, errb)
+	}
+	if after, _ := os.ReadFile(p); string(after) != string(b) {
+		t.Error("bot init --write changed the run file that was there")
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".runwatch-init-") {
+			t.Errorf("left %s behind", e.Name())
+		}
+	}
+	t.Setenv("RUNWATCH_DISCOVER", "off")
+	if code, _, errb := run(t, "", "init"); code != 1 || !strings.Contains(errb, "discovery is off") {
+		t.Errorf("bot init with RUNWATCH_DISCOVER=off = %d, %q; want it to say discovery is off", code, errb)
+	}
+}

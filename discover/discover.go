@@ -1,0 +1,251 @@
+// Package discover finds, with no configuration, what runwatch would otherwise be told: the inference
+// engines serving on this host (listening TCP sockets that answer /metrics as a known engine does) and
+// the job using them (the engines' clients, or failing that the processes writing growing files), with
+// its log, its outputs and its total. It reads only /proc and sends nothing but one GET for /metrics to
+// loopback or this host's own listening addresses, following no redirect. Processes it cannot inspect are
+// counted, never guessed at. runs.go turns what it found into runs; runfile.go writes them as a run file.
+package discover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"runwatch/probes"
+)
+
+// Options are a discovery's roots and budgets.
+type Options struct {
+	// ProcRoot is where /proc is read from (tests point it at a fixture tree); default /proc.
+	ProcRoot string
+	// ProbeTimeout bounds one /metrics probe, parsing included; default 200ms (an engine on this host
+	// answers in a few). Probes run side by side, so the whole pass takes about one timeout however many
+	// ports listen.
+	ProbeTimeout time.Duration
+	// MaxInFlight bounds the probes running at once; default 256.
+	MaxInFlight int
+	// GrowWait is how long apart the two looks at file sizes are, when no engine's client is found and
+	// the job is looked for among the processes writing growing files; default 1s.
+	GrowWait time.Duration
+	// Only, when not nil, limits discovery to these processes and their descendants: their listening
+	// sockets, their connections, their files (RUNWATCH_DISCOVER=PID,...; tests find only their own).
+	Only []int
+	// Self is this process's pid, never taken for a job (default os.Getpid()); neither is a process
+	// running the same executable (another runwatch scraping the engine).
+	Self int
+	// transport, when set, replaces the probes' transport (tests count what is sent).
+	transport http.RoundTripper
+}
+
+// Result is what one discovery found.
+type Result struct {
+	Engines []Engine
+	Jobs    []Job
+	// Listening is how many listening ports were in scope, Probed how many of them were sent a probe.
+	Listening, Probed int
+	// Invisible counts the processes whose open files could not be read (Hidden names the first few): a job
+	// or an engine among them is missed, never guessed.
+	Invisible int
+	Hidden    []probes.HiddenProcess
+	// AsRoot: discovery ran as root, so running as root is no advice for what it could not inspect.
+	AsRoot bool
+	// Problems are the parts that failed (the TCP tables, the process table, the mount table).
+	Problems []string
+}
+
+// Discoverer looks for engines and jobs on this host.
+type Discoverer struct {
+	o       Options
+	writers *probes.Writers
+	mounts  *probes.Mounts
+	guard   *probes.Guard
+	// betweenLooks, when set, runs between the two looks at file sizes (tests grow a file there).
+	betweenLooks func()
+}
+
+// New returns a discoverer over o.ProcRoot.
+func New(o Options) *Discoverer {
+	if o.ProcRoot == "" {
+		o.ProcRoot = "/proc"
+	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = 200 * time.Millisecond
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 256
+	}
+	if o.GrowWait <= 0 {
+		o.GrowWait = time.Second
+	}
+	if o.Self == 0 {
+		o.Self = os.Getpid()
+	}
+	if o.transport == nil {
+		o.transport = newProbeTransport(o.ProbeTimeout)
+	}
+	return &Discoverer{o: o, writers: probes.NewWriters(o.ProcRoot), mounts: probes.NewMounts(o.ProcRoot), guard: probes.NewGuard()}
+}
+
+// Discover looks once. It returns what it found with the problems of the parts that failed; an error
+// only when it could read nothing at all (no proc root).
+func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
+	var res Result
+	pfs, err := procfs.NewFS(d.o.ProcRoot)
+	if err != nil {
+		return res, fmt.Errorf("discover: %w", err)
+	}
+	table, err := readProcesses(ctx, pfs, d.o.ProcRoot)
+	if err != nil {
+		res.Problems = append(res.Problems, fmt.Sprintf("process table: %v", err))
+	}
+	in := table.within(d.o.Only)
+	socks, err := readSockets(pfs)
+	if err != nil {
+		res.Problems = append(res.Problems, err.Error())
+	}
+
+	eps := endpoints(socks, table.owner, in)
+	res.Listening = len(eps)
+	eps = slices.DeleteFunc(eps, func(e endpoint) bool { return e.pid == d.o.Self })
+	res.Probed = len(eps)
+	res.Engines = probeEngines(ctx, eps, d.o.ProbeTimeout, d.o.MaxInFlight, d.o.transport)
+	for i := range res.Engines {
+		if p := table.procs[res.Engines[i].PID]; p != nil {
+			res.Engines[i].Command = p.command()
+		}
+	}
+
+	scan, err := d.writers.Scan(ctx)
+	if err != nil {
+		res.Problems = append(res.Problems, err.Error())
+	}
+	writes := writtenBy(scan)
+	mounts, err := d.mounts.Read(ctx)
+	if err != nil {
+		res.Problems = append(res.Problems, err.Error())
+	}
+
+	clients, unseen := clientPids(socks, table, res.Engines, in, d.o.Self)
+	for i := range res.Engines {
+		res.Engines[i].Unseen = unseen[res.Engines[i].Port]
+	}
+	d.dropSelf(table, clients)
+	var pids []int
+	for pid := range clients {
+		pids = append(pids, pid)
+	}
+	how := func(root int, members []int) string {
+		var ports []int
+		for _, m := range members {
+			for _, p := range clients[m] {
+				if !slices.Contains(ports, p) {
+					ports = append(ports, p)
+				}
+			}
+		}
+		sort.Ints(ports)
+		s := "client of"
+		for i, p := range ports {
+			if i > 0 {
+				s += ","
+			}
+			s += " :" + strconv.Itoa(p)
+		}
+		return s
+	}
+	if len(pids) == 0 {
+		pids = d.writersOfGrowingFiles(ctx, table, writes, in, res.Engines)
+		how = func(int, []int) string { return "writes growing files" }
+	}
+	for root, members := range group(table, pids) {
+		p := table.procs[root]
+		if p == nil {
+			continue
+		}
+		j := Job{PID: root, PIDs: members, Name: p.name(), Command: p.command(), How: how(root, members)}
+		for _, m := range members {
+			for _, port := range clients[m] {
+				if !slices.Contains(j.Ports, port) {
+					j.Ports = append(j.Ports, port)
+				}
+			}
+		}
+		sort.Ints(j.Ports)
+		describeJob(ctx, &j, table, writes, mounts, d.guard)
+		res.Jobs = append(res.Jobs, j)
+	}
+	sort.Slice(res.Jobs, func(a, b int) bool { return res.Jobs[a].PID < res.Jobs[b].PID })
+
+	res.Invisible, res.Hidden, res.AsRoot = max(table.invisible, scan.Invisible), table.hiddenProcs, scan.AsRoot
+	if len(res.Hidden) == 0 {
+		res.Hidden = scan.Hidden
+	}
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		res.Problems = append(res.Problems, fmt.Sprintf("discovery ran out of time: %v", err))
+	}
+	return res, nil
+}
+
+// dropSelf removes from clients any process running this one's executable: another runwatch scraping
+// the engine is no job.
+func (d *Discoverer) dropSelf(t processTable, clients map[int][]int) {
+	self, err := os.Readlink(filepath.Join(d.o.ProcRoot, strconv.Itoa(d.o.Self), "exe"))
+	if err != nil || self == "" {
+		return
+	}
+	for pid := range clients {
+		if e, err := os.Readlink(filepath.Join(d.o.ProcRoot, strconv.Itoa(pid), "exe")); err == nil && e == self {
+			delete(clients, pid)
+		}
+	}
+}
+
+// writersOfGrowingFiles are the processes in scope, other than this one and the engines, whose files
+// hold progress lines or grew while discovery watched them.
+func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, writes map[int][]probes.Writer, in map[int]bool, engines []Engine) []int {
+	cands := map[int][]probes.Writer{}
+	for pid, ws := range writes {
+		p := t.procs[pid]
+		if pid == d.o.Self || pid <= 1 || p == nil || len(p.cmdline) == 0 || (in != nil && !in[pid]) ||
+			slices.ContainsFunc(engines, func(e Engine) bool { return e.PID == pid }) {
+			continue
+		}
+		cands[pid] = ws
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	var out []int
+	files := 0
+	for pid, ws := range cands {
+		for _, w := range ws {
+			if files++; files > maxGrowingFiles || dataExt[filepath.Ext(w.File)] {
+				continue
+			}
+			if _, ok := tailProgress(ctx, d.guard, w.File); ok {
+				out = append(out, pid)
+				delete(cands, pid)
+				break
+			}
+		}
+	}
+	if len(out) > 0 {
+		// A log with progress in it is the job; the others' growing files are not worth a wait.
+		sort.Ints(out)
+		return out
+	}
+	return growing(ctx, cands, d.o.GrowWait, d.guard, d.betweenLooks)
+}
+
+// maxGrowingFiles bounds the files whose tails are read looking for a job's progress when no engine's
+// client is found: a busy host's daemons hold thousands open.
+const maxGrowingFiles = 256

@@ -1,0 +1,124 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+
+	"runwatch/config"
+	"runwatch/probes"
+)
+
+// FoundLine says, once, what discovery found for a run and how, so a person can tell what runwatch found
+// from what they configured: "found: vLLM on :8000 (pid 1234), job python3 generate.py (pid 4242) → log
+// /data/gen.log (its stdout), writes /data/synth/samples.jsonl". For a run-file run it names the keys it
+// filled. Mrkdwn; "" when discovery played no part, or found nothing (NothingFound says that).
+func FoundLine(f *config.Found) string {
+	if f == nil || (len(f.Engines) == 0 && f.Job == nil) {
+		return ""
+	}
+	var engines []string
+	for _, e := range f.Engines {
+		s := fmt.Sprintf("%s on :%d", probes.KindName(e.Kind), e.Port)
+		if e.PID > 0 {
+			s += fmt.Sprintf(" (pid %d)", e.PID)
+		} else {
+			s += " (its process could not be inspected)"
+		}
+		engines = append(engines, s)
+	}
+	if f.Filled != nil {
+		return filledLine(f, engines)
+	}
+	var b strings.Builder
+	b.WriteString("found: ")
+	b.WriteString(strings.Join(engines, ", "))
+	if j := f.Job; j != nil {
+		if len(engines) > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "job %s (pid %d", Code(j.Command), j.PID)
+		if strings.HasPrefix(j.How, "writes") {
+			b.WriteString(", by the files it writes")
+		}
+		b.WriteString(")")
+		if j.Log != "" {
+			fmt.Fprintf(&b, " → log %s (%s)", Code(j.Log), logFrom(j.LogFrom))
+		} else {
+			b.WriteString(" → no log found (no progress line in a file it writes)")
+		}
+		if n := len(j.Outputs); n > 0 {
+			fmt.Fprintf(&b, ", writes %s", Code(j.Outputs[0].Path))
+			if n > 1 {
+				fmt.Fprintf(&b, " and %s", Plural(n-1, "other file", "other files"))
+			}
+		}
+	} else {
+		b.WriteString(": no job found connected to it")
+	}
+	b.WriteString(". No run file: `bot init` prints one to edit")
+	b.WriteString(foundUnseen(f))
+	b.WriteString(".")
+	return b.String()
+}
+
+// filledLine says which keys of a run-file run discovery filled, and from what.
+func filledLine(f *config.Found, engines []string) string {
+	var parts []string
+	for _, k := range f.Filled {
+		switch k {
+		case "metrics":
+			parts = append(parts, "`metrics:` "+strings.Join(engines, ", "))
+		case "log":
+			parts = append(parts, fmt.Sprintf("`log:` %s (the job's %s)", Code(f.Job.Log), logFrom(f.Job.LogFrom)))
+		case "total":
+			parts = append(parts, fmt.Sprintf("`total:` %s (its progress lines)", Count(float64(f.Job.Total))))
+		case "outputs":
+			var paths []string
+			for _, o := range f.Job.Outputs {
+				paths = append(paths, o.Path)
+			}
+			parts = append(parts, fmt.Sprintf("`outputs:` where %s writes (%s)", Code(f.Job.Command), Code(strings.Join(paths, ", "))))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	job := ""
+	if f.Job != nil {
+		job = fmt.Sprintf(" for job %s (pid %d)", Code(f.Job.Command), f.Job.PID)
+	}
+	return "found on this host" + job + ", for what the run file leaves out: " + strings.Join(parts, "; ") + foundUnseen(f) + "."
+}
+
+func logFrom(from string) string {
+	switch from {
+	case "stdout", "stderr":
+		return "its " + from
+	}
+	return "a file it writes"
+}
+
+// foundUnseen names what discovery could not see: processes, and connections to the run's engines.
+func foundUnseen(f *config.Found) string {
+	s := ""
+	if f.Invisible > 0 {
+		s += "; " + Plural(f.Invisible, "process", "processes") + " could not be inspected"
+	}
+	if f.Unseen > 0 {
+		s += fmt.Sprintf("; %s to the engine from processes I can't inspect", Plural(f.Unseen, "connection", "connections"))
+	}
+	return s
+}
+
+// NothingFound says what discovery looked for and did not find, for a run made without a run file and
+// without anything found (the built-in default's Found, empty); "" for any other run.
+func NothingFound(f *config.Found) string {
+	if f == nil || len(f.Engines) > 0 || f.Job != nil || f.Filled != nil {
+		return ""
+	}
+	s := "and nothing was found on this host: no listening socket answered `/metrics` as an inference engine does, and no process was writing a log with progress or growing files"
+	if f.Invisible > 0 {
+		s += fmt.Sprintf(" (%s could not be inspected: run as the job's user, or root, to see them)", Plural(f.Invisible, "process", "processes"))
+	}
+	return s
+}

@@ -1,0 +1,44 @@
+package reports
+
+import (
+	"testing"
+
+	"runwatch/config"
+)
+
+func TestFoundLine(t *testing.T) {
+	vllm := config.FoundEngine{Kind: "vllm", Port: 8000, PID: 1234, URL: "http://127.0.0.1:8000/metrics"}
+	job := &config.FoundJob{PID: 4242, Command: "python3 generate.py", How: "client of :8000", Log: "/data/gen.log", LogFrom: "stdout",
+		Outputs: []config.FoundOutput{{Path: "/data/synth/samples.jsonl"}, {Path: "/data/synth/rejects.jsonl"}}, Total: 25000}
+	tests := []struct {
+		name  string
+		found *config.Found
+		want  string
+	}{
+		{"no discovery", nil, ""},
+		{"the seed's box", &config.Found{Engines: []config.FoundEngine{vllm}, Job: job},
+			"found: vLLM on :8000 (pid 1234), job `python3 generate.py` (pid 4242) → log `/data/gen.log` (its stdout), writes `/data/synth/samples.jsonl` and 1 other file. No run file: `bot init` prints one to edit."},
+		{"a job found by its files, its log its own", &config.Found{Job: &config.FoundJob{PID: 7, Command: "python3 dump.py", How: "writes growing files",
+			Log: "/d/run.txt", LogFrom: "an open file", Outputs: []config.FoundOutput{{Path: "/d/hs/0.safetensors"}}}, Invisible: 1},
+			"found: job `python3 dump.py` (pid 7, by the files it writes) → log `/d/run.txt` (a file it writes), writes `/d/hs/0.safetensors`. No run file: `bot init` prints one to edit; 1 process could not be inspected."},
+		{"an engine and no job", &config.Found{Engines: []config.FoundEngine{{Kind: "sglang", Port: 30000}}, Unseen: 2},
+			"found: SGLang on :30000 (its process could not be inspected): no job found connected to it. No run file: `bot init` prints one to edit; 2 connections to the engine from processes I can't inspect."},
+		{"a run file's run", &config.Found{Engines: []config.FoundEngine{vllm}, Job: job, Filled: []string{"metrics", "total"}},
+			"found on this host for job `python3 generate.py` (pid 4242), for what the run file leaves out: `metrics:` vLLM on :8000 (pid 1234); `total:` 25,000 (its progress lines)."},
+		{"a run file's run, nothing filled", &config.Found{Engines: []config.FoundEngine{vllm}, Job: job, Filled: []string{}, FallbackLog: "/data/gen.log"}, ""},
+		{"found nothing", &config.Found{Invisible: 3}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FoundLine(tt.found); got != tt.want {
+				t.Errorf("FoundLine(%+v) =\n%q; want\n%q", tt.found, got, tt.want)
+			}
+		})
+	}
+	if got, want := NothingFound(&config.Found{Invisible: 3}), "and nothing was found on this host: no listening socket answered `/metrics` as an inference engine does, and no process was writing a log with progress or growing files (3 processes could not be inspected: run as the job's user, or root, to see them)"; got != want {
+		t.Errorf("NothingFound = %q; want %q", got, want)
+	}
+	if got := NothingFound(nil); got != "" {
+		t.Errorf("NothingFound(nil) = %q; want nothing: no discovery", got)
+	}
+}
