@@ -251,10 +251,9 @@ func (m *Monitor) Status(ctx context.Context, need Need) reports.Status {
 		go func(i int) {
 			defer wg.Done()
 			r := &m.file.Runs[i]
-			out[i] = m.evaluate(ctx, r.Name, need, func() reports.RunStatus {
+			out[i] = m.evaluate(ctx, r.Name, need, func(base *latestEval) (reports.RunStatus, *sample) {
 				passOnce.Do(func() { pass = m.newPass(ctx, need, false) })
-				rs, _ := m.runStatus(ctx, r, need, pass, now)
-				return rs
+				return m.runStatusFrom(ctx, r, need, pass, now, base)
 			})
 		}(i)
 	}
@@ -290,9 +289,8 @@ func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (report
 	if !ok {
 		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, strings.Join(m.RunNames(), ", "))
 	}
-	rs := m.evaluate(ctx, name, need, func() reports.RunStatus {
-		rs, _ := m.runStatus(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now())
-		return rs
+	rs := m.evaluate(ctx, name, need, func(base *latestEval) (reports.RunStatus, *sample) {
+		return m.runStatusFrom(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now(), base)
 	})
 	return rs, nil
 }
@@ -309,6 +307,13 @@ func (m *Monitor) RunNames() []string {
 // runStatus probes one run. Its own sources (log, engines) start at once; the parts that need the
 // shared probes wait for them.
 func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass *pass, now time.Time) (reports.RunStatus, *sample) {
+	return m.runStatusFrom(ctx, r, need, pass, now, nil)
+}
+
+// runStatusFrom is runStatus, with the progress of base (a fresh evaluation of the run) instead of
+// a new progress sample when base is not nil: the ETA, throughput, engines and signals it quotes
+// are base's, and plans and stages are built on base's sample.
+func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, pass *pass, now time.Time, base *latestEval) (reports.RunStatus, *sample) {
 	if !m.acquireRun(ctx) {
 		return notProbed(r.Name, ctx.Err()), nil
 	}
@@ -322,17 +327,35 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 		remote  reports.RemoteInput
 		writers promWriters
 	)
+	problemOf := func(probe string, err error) reports.Problem {
+		return reports.Problem{Probe: probe, Error: err.Error(), Answers: errors.Is(err, probes.ErrNotMetrics)}
+	}
 	addProblem := func(probe string, err error) {
 		mu.Lock()
-		rs.Problems = append(rs.Problems, reports.Problem{Probe: probe, Error: err.Error(), Answers: errors.Is(err, probes.ErrNotMetrics)})
+		rs.Problems = append(rs.Problems, problemOf(probe, err))
 		mu.Unlock()
 	}
-	if need.Progress || need.Stages || need.Plans {
+	if base != nil {
+		smp = base.smp
+	} else if need.Progress || need.Stages || need.Plans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer survive("progress", addProblem)
-			smp = m.sampleProgress(ctx, r, pass, now, addProblem)
+			var problems []reports.Problem
+			progressProblem := func(probe string, err error) {
+				p := problemOf(probe, err)
+				mu.Lock()
+				rs.Problems = append(rs.Problems, p)
+				problems = append(problems, p)
+				mu.Unlock()
+			}
+			defer survive("progress", progressProblem)
+			smp = m.sampleProgress(ctx, r, pass, now, progressProblem)
+			if smp != nil {
+				mu.Lock()
+				smp.problems = problems
+				mu.Unlock()
+			}
 		}()
 	}
 	if need.Storage || need.Plans {
@@ -361,7 +384,12 @@ func (m *Monitor) runStatus(ctx context.Context, r *config.Run, need Need, pass 
 
 	st := m.runState(r.Name)
 	var eta *reports.ETA
-	if smp != nil {
+	if base != nil {
+		rs = withProgress(rs, *base)
+		if rs.Progress != nil {
+			eta = rs.ETA
+		}
+	} else if smp != nil {
 		hist := st.historyWith(smp.obs)
 		e, tp := reports.Estimate(hist, estimateConfig(r))
 		if smp.hasProgress {

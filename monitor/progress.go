@@ -32,6 +32,9 @@ type sample struct {
 	// signals are the finish and drafter counters of each engine that answered (signals.go).
 	signals map[string]reports.SignalSample
 
+	// problems are those its sources met, which an evaluation built on this sample names again.
+	problems []reports.Problem
+
 	// What committing this sample changes in the run state.
 	logFile *probes.LogFile
 	memos   map[string]engineMemo

@@ -208,8 +208,7 @@ func (a *app) newMonitor(dir *state.Dir, longLived bool, why string) (*monitor.M
 		o.ReadOnlyWhy = why
 	}
 	if longLived {
-		// An answer within half a sample interval (at most 10 s) of the last evaluation reads it.
-		o.Fresh = min(a.sampleInterval()/2, maxFresh)
+		o.Fresh = freshFor(a.sampleInterval(), a.env.ProbeTimeout)
 	}
 	if a.demo != nil {
 		o.Now = a.demo.Now
@@ -362,7 +361,18 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 const writerScanPeriod = 30 * time.Second
 
 // maxFresh bounds how old an evaluation an answer may read instead of probing again.
-const maxFresh = 10 * time.Second
+const maxFresh = 5 * time.Minute
+
+// freshFor is how old an evaluation answers read instead of probing again, at a sample interval:
+// the interval and the time a sample may take (the probe timeout), so that every answer between
+// two samples quotes the last one (ETA, throughput, on-track, what's left and status never give
+// two figures for one fact a moment apart), at most maxFresh.
+func freshFor(interval, probeTimeout time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	return min(interval+probeTimeout, maxFresh)
+}
 
 // scanEvery is how many samples at interval one writer scan serves.
 func scanEvery(interval time.Duration) int {
