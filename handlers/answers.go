@@ -206,7 +206,7 @@ func rateLimitedTo(did, again string, wait time.Duration) Reply {
 func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 	start := time.Now()
 	if ok, wait, _ := s.limiter.allow(sc.User); !ok {
-		s.metrics.event("rate_limited")
+		s.metrics.Event("rate_limited")
 		rep := rateLimited(wait)
 		return slashMessage(rep), &rep
 	}
@@ -221,7 +221,7 @@ func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 				return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: "runwatch is shutting down; ask again in a minute."}, nil
 			}
 			rep := f.rep
-			s.metrics.answered("slash", time.Since(start))
+			s.metrics.Answered("slash", time.Since(start))
 			if len(rep.Message.Charts) > 0 {
 				// Whether Slack draws the charts is known only from a call's answer, so they go through
 				// the response_url (PNG fallback included); the acknowledgement stays empty.
@@ -241,7 +241,7 @@ func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
 		if !ok {
 			return
 		}
-		s.metrics.answered("slash", time.Since(start))
+		s.metrics.Answered("slash", time.Since(start))
 		s.followUp(ctx, sc, rep)
 	})
 	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
@@ -298,16 +298,16 @@ func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
 	err := errors.New("no response_url")
 	if sc.ResponseURL != "" {
 		err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { return s.api.Respond(ctx, sc.ResponseURL, m, rep.Ephemeral) })
-		s.metrics.posted("response", err)
+		s.metrics.Posted("response", err)
 	}
 	if err != nil {
 		s.log.Warn("slash command follow-up via response_url failed; posting instead", "err", err)
 		if rep.Ephemeral {
 			err = s.api.Ephemeral(ctx, sc.Channel, sc.User, "", rep.Message)
-			s.metrics.posted("ephemeral", err)
+			s.metrics.Posted("ephemeral", err)
 		} else {
 			err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { _, _, err := s.api.Post(ctx, sc.Channel, "", m); return err })
-			s.metrics.posted("answer", err)
+			s.metrics.Posted("answer", err)
 		}
 		if err != nil {
 			s.log.Warn("slash command answer lost", "command", sc.Command, "err", err)

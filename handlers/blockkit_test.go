@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -278,11 +279,11 @@ func checkMessage(t testing.TB, what string, m reports.Message) {
 // withHistory takes n samples of e's run a minute apart on its test clock, the log moving on.
 func withHistory(t testing.TB, e *botEnv, n int) {
 	t.Helper()
-	t0 := e.clock.Now()
+	t0 := e.Clock.Now()
 	for i := range n {
-		e.clock.Set(t0.Add(time.Duration(i) * time.Minute))
-		e.writeLog(t, 300+i*45, 25000)
-		e.mon.Sample(context.Background())
+		e.Clock.Set(t0.Add(time.Duration(i) * time.Minute))
+		e.WriteLog(t, 300+i*45, 25000)
+		e.Mon.Sample(context.Background())
 	}
 }
 
@@ -290,15 +291,15 @@ func withHistory(t testing.TB, e *botEnv, n int) {
 // limits: the answer of every command (and of its refusals), scheduled statuses with charts and
 // buttons, every kind of warning with its buttons, follow-ups and reminders, the App Home.
 func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
-	clock := &testClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	long := strings.Repeat("a very long detail ", 40)
-	e := newHTTPEnv(t, botOpts{clock: clock, run: func(r *config.Run) {
+	e := newHTTPEnv(t, botOpts{Clock: clock, Run: func(r *config.Run) {
 		for i := range 60 {
 			r.Stages = append(r.Stages, config.Stage{Name: fmt.Sprintf("stage %02d %s", i, long[:40]), Check: "manual"})
 		}
 		r.Plans = []config.Plan{{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e6},
 			Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
-	}, file: twoRuns})
+	}, File: twoRuns})
 	withHistory(t, e.botEnv, 30)
 
 	asked := map[string]bool{}
@@ -320,7 +321,7 @@ func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
 	}
 	checkMessage(t, "not allowed", notAllowed().Message)
 
-	rs, err := e.mon.RunStatus(context.Background(), "synth", monitor.All)
+	rs, err := e.Mon.RunStatus(context.Background(), "synth", monitor.All)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runwatch/internal/testkit"
 	"strings"
 	"testing"
 	"time"
@@ -38,12 +39,12 @@ func TestHTTPLabelBombAnsweredWithinProbeTimeout(t *testing.T) {
 		w.Write([]byte(bomb))
 	}))
 	defer srv.Close()
-	e := newHTTPEnv(t, botOpts{metrics: []string{srv.URL + "/metrics"}, timeout: 2 * time.Second})
+	e := newHTTPEnv(t, botOpts{Metrics: []string{srv.URL + "/metrics"}, Timeout: 2 * time.Second})
 	goroutines := runtime.NumGoroutine()
 	var took []time.Duration
 	for i := range 3 {
 		start := time.Now()
-		resp := e.post(t, "/slack/commands", slashBody("/eta", "", "C0SYNTH", "U222", e.fake.ResponseURL(fmt.Sprint("eta", i))), nil)
+		resp := e.post(t, "/slack/commands", testkit.SlashBody("/eta", "", "C0SYNTH", "U222", e.fake.ResponseURL(fmt.Sprint("eta", i))), nil)
 		took = append(took, time.Since(start))
 		var msg struct {
 			Text string `json:"text"`

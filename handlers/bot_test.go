@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 )
 
 func TestAskIntents(t *testing.T) {
-	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) {
 		r.Protected = []string{filepath.Dir(r.Outputs[0]) + "/shared"}
 		r.Plans = []config.Plan{{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e6},
 			Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
@@ -25,10 +26,10 @@ func TestAskIntents(t *testing.T) {
 		{"ETA?", "eta", []string{"synth · ETA", "300 / 25,000"}, false},
 		{"is it stuck?", "stuck", []string{"synth · progress"}, false},
 		{"how fast are we going?", "throughput", []string{"synth · throughput"}, false},
-		{"are we writing to the protected mount?", "writes", []string{"No", "to `" + e.dir + "/shared`"}, false},
+		{"are we writing to the protected mount?", "writes", []string{"No", "to `" + e.Dir + "/shared`"}, false},
 		{"where does the output go?", "where", []string{"Every output lands off the protected mounts", "/out"}, false},
 		{"will the hidden states fit?", "fit", []string{"hidden-states", "1.08 TB"}, false},
-		{"how much space is left on " + e.dir + "/out?", "space", []string{"free of"}, false},
+		{"how much space is left on " + e.Dir + "/out?", "space", []string{"free of"}, false},
 		{"how much space is left on /etc?", "space", []string{"isn't one of them", "/etc", "Add it to `watch:`"}, true},
 		// A path asked about as a place output must not land is to be protected, not watched: watch: alone
 		// neither answers "are we writing there?" as the asker means nor warns.
@@ -43,7 +44,7 @@ func TestAskIntents(t *testing.T) {
 		{"why did the ETA move?", "why", []string{"synth · why the ETA moved", "Now:"}, false},
 		{"are we on track?", "ontrack", []string{"synth · on track?"}, false},
 		{"what's left to do?", "left", []string{"synth · what's left", "24,700 of 25,000 items left", "review"}, false},
-		{"is the protected mount safe?", "safe", []string{"synth · protected mounts", "no output resolves inside it", e.dir + "/shared"}, false},
+		{"is the protected mount safe?", "safe", []string{"synth · protected mounts", "no output resolves inside it", e.Dir + "/shared"}, false},
 		{"is /etc safe?", "safe", []string{"isn't one of them", "add it to `protected:` in the run file"}, true},
 	}
 	for _, tt := range tests {
@@ -72,14 +73,14 @@ func TestAskMutatingCommandsNeedAdmins(t *testing.T) {
 	if !rep.Refused || !rep.Ephemeral || !strings.Contains(rep.Message.Mrkdwn(), "only runwatch admins") {
 		t.Errorf("non-admin snooze = %+v; want a polite ephemeral refusal", rep)
 	}
-	if _, snoozed := e.mon.SnoozedUntil("synth"); snoozed {
+	if _, snoozed := e.Mon.SnoozedUntil("synth"); snoozed {
 		t.Fatal("a refused snooze snoozed the run")
 	}
 	rep = e.bot.Ask(ctx, Request{Text: "snooze 2h", User: "UADMIN", Source: "mention"})
 	if rep.Refused || !strings.Contains(rep.Message.Mrkdwn(), "snoozed for 2 h") {
 		t.Errorf("admin snooze = %q", rep.Message.Mrkdwn())
 	}
-	if _, snoozed := e.mon.SnoozedUntil("synth"); !snoozed {
+	if _, snoozed := e.Mon.SnoozedUntil("synth"); !snoozed {
 		t.Error("admin snooze did not take")
 	}
 	for _, bad := range []string{"snooze forever", "snooze 30d", "snooze"} {
@@ -115,7 +116,7 @@ func TestAskMutatingCommandsNeedAdmins(t *testing.T) {
 }
 
 func TestAskPicksTheRun(t *testing.T) {
-	e := newBotEnv(t, botOpts{file: func(f *config.File) {
+	e := newBotEnv(t, botOpts{File: func(f *config.File) {
 		second := f.Runs[0]
 		second.Name, second.Channel = "extract", "#extract"
 		f.Runs = append(f.Runs, second)
@@ -152,7 +153,7 @@ func TestAskPicksTheRun(t *testing.T) {
 // A run with neither a log nor metrics: each answer leads with its own subject, so the throughput answer does
 // not open with "ETA: unknown".
 func TestNoProgressSourceAnswers(t *testing.T) {
-	e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Log, r.Metrics = "", nil }})
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Log, r.Metrics = "", nil }})
 	tests := []struct{ text, lead string }{
 		{"ETA?", "ETA: unknown — run synth has no progress source."},
 		{"how fast are we going?", "Throughput: unknown — run synth has no progress source."},
@@ -195,7 +196,7 @@ func TestConsole(t *testing.T) {
 // "will the disk fill?" names the capacity plan that does not fit on the output's mount: the pace
 // of the writes so far says nothing about the hidden states to come.
 func TestAskWillTheDiskFillNamesPlans(t *testing.T) {
-	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) {
 		// 10^15 tokens × 43 kB: no disk holds it.
 		r.Plans = []config.Plan{{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 1e15},
 			Layers: config.Layers{List: []int{2, 30, 58}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
@@ -226,8 +227,8 @@ func TestChartWithoutHistorySaysWhoSamples(t *testing.T) {
 // unknown, and the answer says what would give it one (a bot that samples), not only that a rate
 // needs a second sample.
 func TestAskOneShotETASaysWhoSamples(t *testing.T) {
-	srv := vllmMetrics(t)
-	e := newBotEnv(t, botOpts{metrics: []string{srv.URL + "/metrics"}, noLogFile: true, run: func(r *config.Run) {
+	srv := testkit.VLLM(t)
+	e := newBotEnv(t, botOpts{Metrics: []string{srv.URL + "/metrics"}, NoLogFile: true, Run: func(r *config.Run) {
 		r.Log, r.Total = "", 25000
 	}})
 	rep := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "cli"})
@@ -268,7 +269,7 @@ func TestUnknownSubcommandSuggestsTheFix(t *testing.T) {
 // TestPlanQuestionsLeadWithFinding: "will it fit?" is answered Yes or No; "what's the plan?" and
 // "capacity?" are not yes-or-no questions, and led with "No — 2 of 2 plans do not fit." all the same.
 func TestPlanQuestionsLeadWithFinding(t *testing.T) {
-	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) {
 		// Far more than any disk holds: neither plan fits wherever the test runs.
 		r.Plans = []config.Plan{
 			{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e9},

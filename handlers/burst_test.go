@@ -10,23 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
 
 // newFleetEnv is a bot watching n inference servers, each an endpoint a test can take down, talking to a
 // Slack fake: the endpoints and their URLs, in the run file's order.
-func newFleetEnv(t *testing.T, n int) (*lostEnv, []*faultEndpoint, []string) {
+func newFleetEnv(t *testing.T, n int) (*lostEnv, []*testkit.FaultEndpoint, []string) {
 	t.Helper()
-	var eps []*faultEndpoint
+	var eps []*testkit.FaultEndpoint
 	var urls []string
 	for range n {
-		ep := newFaultEndpoint(t)
+		ep := testkit.NewFaultEndpoint(t)
 		eps = append(eps, ep)
 		urls = append(urls, ep.URL())
 	}
-	clock := &testClock{t: schedT0}
-	e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: urls, timeout: 500 * time.Millisecond, clock: clock}),
-		fake: newSlackFake(t), clock: clock, logs: &logBuffer{}}
+	clock := testkit.NewClock(schedT0)
+	e := &lostEnv{botEnv: newBotEnv(t, botOpts{Metrics: urls, Timeout: 500 * time.Millisecond, Clock: clock}),
+		fake: testkit.NewSlack(t), clock: clock, logs: &testkit.LogBuffer{}}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
 	return e, eps, urls
 }
@@ -39,7 +40,7 @@ func TestBurstOfWarningsIsOnePost(t *testing.T) {
 	s := e.sampler(t)
 	e.tick(s, 0)
 	for _, ep := range eps {
-		ep.down()
+		ep.Down()
 	}
 	e.tick(s, time.Second)
 	e.tick(s, 2*time.Second)
@@ -63,7 +64,7 @@ func TestBurstOfWarningsIsOnePost(t *testing.T) {
 		}
 	}
 	for _, ep := range eps {
-		ep.up()
+		ep.Up()
 	}
 	for i := range 3 {
 		e.tick(s, time.Duration(3+i)*time.Second)
@@ -78,7 +79,7 @@ func TestBurstOfWarningsIsOnePost(t *testing.T) {
 }
 
 // texts is the calls' message texts, one per line.
-func texts(calls []slackCall) string {
+func texts(calls []testkit.Call) string {
 	var out []string
 	for _, c := range calls {
 		out = append(out, c.Form.Get("text"))
@@ -190,15 +191,15 @@ func TestPressOnBurstKeepsItsText(t *testing.T) {
 	if _, err := slackDeliver(w.bot, w.app.api, nil)(context.Background(), burst[0]); err != nil {
 		t.Fatal(err)
 	}
-	i, post := w.fake.waitMatch(t, 0, "the burst", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	i, post := w.fake.WaitMatch(t, 0, "the burst", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
-	upd := w.fake.wait(t, "chat.update", 1)[0]
+	upd := w.fake.Wait(t, "chat.update", 1)[0]
 	w.waitIdle()
-	if _, ok := w.mon.SnoozedUntil("synth"); !ok {
+	if _, ok := w.Mon.SnoozedUntil("synth"); !ok {
 		t.Fatalf("Snooze 1 h on the burst did not snooze the run")
 	}
-	txt := upd.blocksText(t)
+	txt := upd.BlocksText(t)
 	if upd.Form.Get("ts") != ts || !strings.Contains(txt, "4 at once") || !strings.Contains(txt, "On host n3") || !strings.Contains(txt, ":zzz: synth's warnings snoozed until") {
 		t.Errorf("the burst after Snooze 1 h = %s; want its list kept and the snooze said", txt)
 	}
@@ -218,14 +219,14 @@ func TestBurstOverTwoSamplesIsOnePost(t *testing.T) {
 			s := e.sampler(t)
 			e.tick(s, 0)
 			for _, ep := range eps[:4] {
-				ep.down()
+				ep.Down()
 			}
 			e.tick(s, time.Second)
 			for _, ep := range eps[4:] {
-				ep.down()
+				ep.Down()
 			}
 			e.tick(s, 2*time.Second) // the first four confirmed: the burst
-			alerts := filepath.Join(e.stateDir, alertStateFile)
+			alerts := filepath.Join(e.StateDir, alertStateFile)
 			switch restart {
 			case "between samples":
 				s = e.sampler(t)

@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -33,10 +34,10 @@ func chartBlocks(t *testing.T, raw string) []slack.DataVisualizationBlock {
 }
 
 func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
-	clock := &testClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	e := newHTTPEnv(t, botOpts{clock: clock})
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	e := newHTTPEnv(t, botOpts{Clock: clock})
 	withHistory(t, e.botEnv, 45) // more samples than a Slack chart takes points
-	dir, _ := state.Open(e.stateDir)
+	dir, _ := state.Open(e.StateDir)
 	sched, err := NewScheduler(e.bot, e.app.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,7 @@ func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 	if err := sched.fire(context.Background(), "synth", clock.Now(), false); err != nil {
 		t.Fatal(err)
 	}
-	post := e.fake.wait(t, "chat.postMessage", 1)[0]
+	post := e.fake.Wait(t, "chat.postMessage", 1)[0]
 	charts := chartBlocks(t, post.Form.Get("blocks"))
 	if len(charts) != 2 {
 		t.Fatalf("status post has %d data_visualization blocks; want throughput and ETA", len(charts))
@@ -63,10 +64,10 @@ func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 	}
 
 	// A workspace that refuses the block: the status goes without it and the chart as a PNG.
-	e.fake.refuseCharts.Store(true)
+	e.fake.RefuseCharts.Store(true)
 	from := len(e.fake.Calls(""))
 	clock.Set(clock.Now().Add(time.Hour))
-	e.writeLog(t, 9000, 25000)
+	e.WriteLog(t, 9000, 25000)
 	if err := sched.fire(context.Background(), "synth", clock.Now(), false); err != nil {
 		t.Fatalf("status where charts are refused = %v; want it posted without them", err)
 	}
@@ -88,7 +89,7 @@ func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 	// It is remembered: the next status does not try the block again.
 	from = len(e.fake.Calls("chat.postMessage"))
 	clock.Set(clock.Now().Add(time.Hour))
-	e.writeLog(t, 12000, 25000)
+	e.WriteLog(t, 12000, 25000)
 	if err := sched.fire(context.Background(), "synth", clock.Now(), false); err != nil {
 		t.Fatal(err)
 	}
@@ -98,14 +99,14 @@ func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 }
 
 func TestChartCommandDrawsOrFallsBack(t *testing.T) {
-	clock := &testClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	e := newHTTPEnv(t, botOpts{clock: clock})
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	e := newHTTPEnv(t, botOpts{Clock: clock})
 	withHistory(t, e.botEnv, 10)
-	resp := e.post(t, "/slack/commands", slashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("chart1")), nil)
+	resp := e.post(t, "/slack/commands", testkit.SlashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("chart1")), nil)
 	if body := readAll(t, resp.Body); body != "" {
 		t.Errorf("chart acknowledgement = %q; want an empty one (the charts follow through the response_url)", body)
 	}
-	r := e.fake.wait(t, "response_url", 1)[0]
+	r := e.fake.Wait(t, "response_url", 1)[0]
 	e.waitIdle()
 	var msg struct {
 		Blocks json.RawMessage `json:"blocks"`
@@ -120,9 +121,9 @@ func TestChartCommandDrawsOrFallsBack(t *testing.T) {
 		t.Errorf("PNG uploads where Slack draws the charts = %d; want none", n)
 	}
 
-	e.fake.refuseCharts.Store(true)
-	e.post(t, "/slack/commands", slashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("chart2")), nil)
-	e.fake.wait(t, "files.completeUploadExternal", 1)
+	e.fake.RefuseCharts.Store(true)
+	e.post(t, "/slack/commands", testkit.SlashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("chart2")), nil)
+	e.fake.Wait(t, "files.completeUploadExternal", 1)
 	e.waitIdle()
 	rs := e.fake.Calls("response_url")
 	if len(rs) != 3 || bytes.Contains(rs[2].Body, []byte("data_visualization")) {
@@ -155,8 +156,8 @@ func benchHistory(n int) []reports.Observation {
 	return hist
 }
 
-// paceRuns is a fakeRuns whose estimator configuration is the monitor's: the window follows the job's pace.
-type paceRuns struct{ *fakeRuns }
+// paceRuns is a testkit.FakeRuns whose estimator configuration is the monitor's: the window follows the job's pace.
+type paceRuns struct{ *testkit.FakeRuns }
 
 func (paceRuns) EstimateConfig(string) reports.EstimateConfig {
 	return reports.EstimateConfig{StallAfter: 600}
@@ -167,7 +168,7 @@ func (paceRuns) EstimateConfig(string) reports.EstimateConfig {
 // last a sample or a few earlier (the history grows by one sample an answer).
 func BenchmarkChartCommand(b *testing.B) {
 	full := benchHistory(3000)
-	runs := &fakeRuns{file: &config.File{Source: "bench", Runs: []config.Run{{Name: "synth"}}}, now: time.Now(), hist: full[:2000]}
+	runs := &testkit.FakeRuns{File: &config.File{Source: "bench", Runs: []config.Run{{Name: "synth"}}}, At: time.Now(), Hist: full[:2000]}
 	ask := func(bot *Bot) {
 		rep := bot.Ask(context.Background(), Request{Text: "chart", Source: "console"})
 		if rep.Attachment == nil && rep.Fallback == nil {
@@ -185,7 +186,7 @@ func BenchmarkChartCommand(b *testing.B) {
 		n := 2000
 		for b.Loop() {
 			n = 2000 + (n-1999)%1000
-			runs.hist = full[:n]
+			runs.Hist = full[:n]
 			ask(bot)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 )
 
 // TestConsoleShowsScheduledStatus: the console prints a run's scheduled status where a channel would get it,
@@ -14,8 +15,8 @@ import (
 func TestConsoleShowsScheduledStatus(t *testing.T) {
 	for _, mode := range []string{"new", "update"} {
 		t.Run(mode, func(t *testing.T) {
-			e := newBotEnv(t, botOpts{clock: &testClock{t: schedT0}, run: func(r *config.Run) { r.PostMode, r.Schedule = mode, "@hourly" }})
-			var out logBuffer
+			e := newBotEnv(t, botOpts{Clock: testkit.NewClock(schedT0), Run: func(r *config.Run) { r.PostMode, r.Schedule = mode, "@hourly" }})
+			var out testkit.LogBuffer
 			c := &Console{Bot: e.bot, In: strings.NewReader(""), Out: &out}
 			s, err := NewScheduler(e.bot, NewConsolePoster(c), nil, nil, nil)
 			if err != nil {
@@ -23,7 +24,7 @@ func TestConsoleShowsScheduledStatus(t *testing.T) {
 			}
 			fire := func(at time.Time) {
 				t.Helper()
-				e.clock.Set(at)
+				e.Clock.Set(at)
 				if err := s.fire(context.Background(), "synth", at, false); err != nil {
 					t.Fatal(err)
 				}
@@ -37,7 +38,7 @@ func TestConsoleShowsScheduledStatus(t *testing.T) {
 			if out.String() != first {
 				t.Errorf("a status was printed half an hour into an hourly schedule:\n%s", out.String())
 			}
-			e.writeLog(t, 310, 25000)
+			e.WriteLog(t, 310, 25000)
 			fire(schedT0.Add(time.Hour))
 			second := strings.TrimPrefix(out.String(), first)
 			want := "Scheduled status for #synth:"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/probes"
 	"runwatch/reports"
 )
@@ -69,7 +70,7 @@ func (d *diskWorld) statfs() *probes.StatFS {
 type diskFillRun struct {
 	e        *botEnv
 	s        *Sampler
-	clock    *testClock
+	clock    *testkit.Clock
 	disk     *diskWorld
 	interval time.Duration
 	n        int
@@ -78,9 +79,9 @@ type diskFillRun struct {
 func newDiskFillRun(t *testing.T, free uint64, interval time.Duration) *diskFillRun {
 	t.Helper()
 	disk := newDiskWorld(t, free)
-	clock := &testClock{t: schedT0}
-	e := newBotEnv(t, botOpts{clock: clock, statfs: disk.statfs(), procRoot: disk.proc,
-		run: func(r *config.Run) { r.Stages = nil }})
+	clock := testkit.NewClock(schedT0)
+	e := newBotEnv(t, botOpts{Clock: clock, StatFS: disk.statfs(), ProcRoot: disk.proc,
+		Run: func(r *config.Run) { r.Stages = nil }})
 	s := NewSampler(e.bot, interval, slog.New(slog.DiscardHandler))
 	return &diskFillRun{e: e, s: s, clock: clock, disk: disk, interval: interval}
 }
@@ -94,7 +95,7 @@ func (r *diskFillRun) tick(t *testing.T, written uint64) []reports.Message {
 	r.clock.Set(schedT0.Add(elapsed))
 	r.disk.write(written)
 	done := 300 + int(elapsed/(5*time.Second))
-	f, err := os.OpenFile(r.e.log, os.O_APPEND|os.O_WRONLY, 0)
+	f, err := os.OpenFile(r.e.Log, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/redact"
+	"runwatch/internal/testkit"
 	"runwatch/internal/tmpfs"
 	"runwatch/monitor"
 	"runwatch/probes"
@@ -76,115 +77,6 @@ func faultContainsAll(s string, want ...string) (string, bool) {
 	return "", true
 }
 
-// faultEndpoint is a vLLM /metrics endpoint that a test breaks the ways real ones break: down
-// (connection refused), slow, garbage, a 50 MiB body, counters that start over.
-type faultEndpoint struct {
-	t     *testing.T
-	addr  string
-	mode  atomic.Value // "ok", "slow", "garbage", "error" (HTTP 500) or "huge"
-	n     atomic.Int64 // scrapes since the (simulated) server started
-	start atomic.Int64 // its process_start_time_seconds
-
-	mu  sync.Mutex
-	srv *http.Server
-}
-
-func newFaultEndpoint(t *testing.T) *faultEndpoint {
-	t.Helper()
-	f := &faultEndpoint{t: t}
-	f.mode.Store("ok")
-	f.start.Store(1_700_000_000)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.addr = ln.Addr().String()
-	f.serve(ln)
-	t.Cleanup(f.down)
-	return f
-}
-
-func (f *faultEndpoint) URL() string { return "http://" + f.addr + "/metrics" }
-
-func (f *faultEndpoint) serve(ln net.Listener) {
-	srv := &http.Server{Handler: http.HandlerFunc(f.handle)}
-	f.mu.Lock()
-	f.srv = srv
-	f.mu.Unlock()
-	go srv.Serve(ln)
-}
-
-// down stops the server: connections are refused until up.
-func (f *faultEndpoint) down() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.srv != nil {
-		f.srv.Close()
-		f.srv = nil
-	}
-}
-
-// up serves again on the same address.
-func (f *faultEndpoint) up() {
-	var ln net.Listener
-	var err error
-	for range 50 {
-		if ln, err = net.Listen("tcp", f.addr); err == nil {
-			f.serve(ln)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	f.t.Fatalf("listen again on %s: %v", f.addr, err)
-}
-
-func (f *faultEndpoint) set(mode string) func() { return func() { f.mode.Store(mode) } }
-
-// restart makes the counters start over, as a restarted vLLM server's do.
-func (f *faultEndpoint) restart() {
-	f.n.Store(0)
-	f.start.Add(3600)
-}
-
-func (f *faultEndpoint) handle(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	switch f.mode.Load() {
-	case "slow":
-		select {
-		case <-r.Context().Done():
-		case <-time.After(30 * time.Second):
-		}
-		return
-	case "garbage":
-		w.Write([]byte("\x00\x01\x02\xff binary junk where metrics should be\n"))
-		return
-	case "error":
-		http.Error(w, "engine core died", http.StatusInternalServerError)
-		return
-	case "huge":
-		// A router's exposition gone wild: histogram buckets without end.
-		line := []byte(`http_request_duration_seconds_bucket{handler="/v1/completions",method="POST",le="0.5"} 123456` + "\n")
-		for sent := 0; sent < 50<<20; sent += len(line) {
-			if _, err := w.Write(line); err != nil {
-				return // the client stopped reading, as it should
-			}
-		}
-		return
-	}
-	k := float64(f.n.Add(1))
-	fmt.Fprintf(w, `# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{model_name="m"} 200
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{model_name="m"} 12
-# TYPE vllm:generation_tokens_total counter
-vllm:generation_tokens_total{model_name="m"} %g
-# TYPE vllm:request_success_total counter
-vllm:request_success_total{finished_reason="stop",model_name="m"} %g
-# TYPE process_start_time_seconds gauge
-process_start_time_seconds %d
-`, k*41580, k*10, f.start.Load())
-}
-
 // faultBot is a bot over one endpoint with its sampler and what the sampler delivered.
 type faultBot struct {
 	e     *botEnv
@@ -193,8 +85,8 @@ type faultBot struct {
 	evs   *[]monitor.Evaluation
 }
 
-func newFaultBot(t *testing.T, ep *faultEndpoint, timeout time.Duration) *faultBot {
-	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: timeout})
+func newFaultBot(t *testing.T, ep *testkit.FaultEndpoint, timeout time.Duration) *faultBot {
+	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}, Timeout: timeout})
 	posts := &faultPosts{}
 	s, evs := faultSampler(e, posts)
 	s.Tick(context.Background())
@@ -213,7 +105,7 @@ func newFaultBot(t *testing.T, ep *faultEndpoint, timeout time.Duration) *faultB
 // a loaded machine); the others do real work (reading 8 MiB of a 50 MiB body) and get a timeout the
 // work cannot reach.
 func TestFaultMetricsEndpoint(t *testing.T) {
-	ep := newFaultEndpoint(t)
+	ep := testkit.NewFaultEndpoint(t)
 	const short, long = time.Second, time.Minute
 	ctx := context.Background()
 	probe := "metrics " + ep.URL()
@@ -232,11 +124,11 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 		want       string
 		answers    bool // the server answers, not with metrics: up, so neither "down" nor "0 of 1 up"
 	}{
-		{"down", long, ep.down, ep.up, "connection refused", false},
-		{"slow beyond the timeout", short, ep.set("slow"), ep.set("ok"), "no answer within " + short.String(), false},
-		{"garbage", long, ep.set("garbage"), ep.set("ok"), "not Prometheus text", true},
-		{"HTTP 500", long, ep.set("error"), ep.set("ok"), "HTTP 500 Internal Server Error", true},
-		{"a 50 MiB body", long, ep.set("huge"), ep.set("ok"), "body larger than 8 MiB", true},
+		{"down", long, ep.Down, ep.Up, "connection refused", false},
+		{"slow beyond the timeout", short, ep.Set("slow"), ep.Set("ok"), "no answer within " + short.String(), false},
+		{"garbage", long, ep.Set("garbage"), ep.Set("ok"), "not Prometheus text", true},
+		{"HTTP 500", long, ep.Set("error"), ep.Set("ok"), "HTTP 500 Internal Server Error", true},
+		{"a 50 MiB body", long, ep.Set("huge"), ep.Set("ok"), "body larger than 8 MiB", true},
 	}
 	for _, fc := range faults {
 		t.Run(fc.name, func(t *testing.T) {
@@ -295,13 +187,13 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 		s.Tick(ctx)
 		s.Tick(ctx)
 		n := posts.count()
-		ep.restart()
+		ep.Restart()
 		s.Tick(ctx)
 		s.Tick(ctx)
 		if got := posts.since(n, AlertProbe); len(got) > 0 {
 			t.Errorf("warnings for a restarted server = %+v; want none (it answers)", got)
 		}
-		h := e.mon.History("synth")
+		h := e.Mon.History("synth")
 		for i := 1; i < len(h); i++ {
 			if h[i].GenTokens == nil || h[i-1].GenTokens == nil || *h[i].GenTokens < *h[i-1].GenTokens {
 				t.Fatalf("history tokens go %v -> %v at point %d; want totals that only grow across the reset", h[i-1].GenTokens, h[i].GenTokens, i)
@@ -311,7 +203,7 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 			t.Errorf("answer after the reset:\n%s\nwant the engine up and no problem", a)
 		}
 		// The tick that saw the reset said so.
-		ep.restart()
+		ep.Restart()
 		s.Tick(ctx)
 		if len(*evs) != 1 || !strings.Contains(strings.Join((*evs)[0].Run.Notices, "\n"), "restarted") {
 			t.Errorf("notices of the sample that saw a reset = %v; want the restart noted", (*evs)[0].Run.Notices)
@@ -324,16 +216,16 @@ func TestFaultMetricsEndpoint(t *testing.T) {
 // unreadable, given a 10 MB line, rotated, truncated. Failures are named in answers and warnings
 // while the engines keep answering; each recovers by itself.
 func TestFaultJobLog(t *testing.T) {
-	vllm := vllmMetrics(t)
+	vllm := testkit.VLLM(t)
 	// No fault here meets the probe timeout (a FIFO is opened non-blocking), and a 10 MB line is
 	// real work: the timeout is one the work cannot reach.
-	e := newBotEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}, timeout: time.Minute})
+	e := newBotEnv(t, botOpts{Metrics: []string{vllm.URL + "/metrics"}, Timeout: time.Minute})
 	posts := &faultPosts{}
 	s, evs := faultSampler(e, posts)
 	ctx := context.Background()
-	probe := "log " + e.log
+	probe := "log " + e.Log
 	appendLine := func(line string) {
-		f, err := os.OpenFile(e.log, os.O_APPEND|os.O_WRONLY, 0)
+		f, err := os.OpenFile(e.Log, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,7 +237,7 @@ func TestFaultJobLog(t *testing.T) {
 	done := 300
 	rewrite := func() {
 		done += 10
-		e.writeLog(t, done, 25000)
+		e.WriteLog(t, done, 25000)
 	}
 	s.Tick(ctx)
 
@@ -355,17 +247,17 @@ func TestFaultJobLog(t *testing.T) {
 		make, heal func()
 		want       string
 	}{
-		{"deleted", true, func() { os.Remove(e.log) }, rewrite, "does not exist"},
+		{"deleted", true, func() { os.Remove(e.Log) }, rewrite, "does not exist"},
 		{"replaced by a FIFO", true, func() {
-			os.Remove(e.log)
-			if err := syscall.Mkfifo(e.log, 0o644); err != nil {
+			os.Remove(e.Log)
+			if err := syscall.Mkfifo(e.Log, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, func() {
-			os.Remove(e.log)
+			os.Remove(e.Log)
 			rewrite()
 		}, "not a regular file (a named pipe)"},
-		{"permission denied", false, func() { os.Chmod(e.log, 0) }, func() { os.Chmod(e.log, 0o644) }, "permission denied"},
+		{"permission denied", false, func() { os.Chmod(e.Log, 0) }, func() { os.Chmod(e.Log, 0o644) }, "permission denied"},
 		{"a 10 MB line", true, func() {
 			appendLine(strings.Repeat("x", 10<<20) + "\n")
 		}, func() {
@@ -386,7 +278,7 @@ func TestFaultJobLog(t *testing.T) {
 			if len(warnings) != 1 {
 				t.Fatalf("warnings after two failing samples = %+v; want one", warnings)
 			}
-			if miss, ok := faultContainsAll(warnings[0].Message.Text(), e.log, fc.want); !ok {
+			if miss, ok := faultContainsAll(warnings[0].Message.Text(), e.Log, fc.want); !ok {
 				t.Errorf("warning:\n%s\nlacks %q", warnings[0].Message.Text(), miss)
 			}
 			start := time.Now()
@@ -417,14 +309,14 @@ func TestFaultJobLog(t *testing.T) {
 		notice string
 	}{
 		{"rotated", func() {
-			if err := os.Rename(e.log, e.log+".1"); err != nil {
+			if err := os.Rename(e.Log, e.Log+".1"); err != nil {
 				t.Fatal(err)
 			}
 			rewrite()
 		}, "was rotated"},
 		{"truncated", func() {
 			done += 10
-			if err := os.WriteFile(e.log, fmt.Appendf(nil, "Progress: %d/25000\n", done), 0o644); err != nil {
+			if err := os.WriteFile(e.Log, fmt.Appendf(nil, "Progress: %d/25000\n", done), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, "was truncated"},
@@ -476,8 +368,8 @@ func TestFaultStatfsNeverReturns(t *testing.T) {
 	}
 	// Only the hung statfs meets the timeout; a second is far beyond the rest of an answer's work.
 	const timeout = time.Second
-	e := newBotEnv(t, botOpts{timeout: timeout, statfs: probes.NewStatFSFunc(timeout, usage)})
-	out := filepath.Join(e.dir, "out")
+	e := newBotEnv(t, botOpts{Timeout: timeout, StatFS: probes.NewStatFSFunc(timeout, usage)})
+	out := filepath.Join(e.Dir, "out")
 	var slowest time.Duration
 	for _, q := range []string{"how much space is left on " + out + "?", "status", "how much space is left on " + out + "?"} {
 		start := time.Now()
@@ -515,8 +407,8 @@ func TestFaultStatfsNeverReturns(t *testing.T) {
 // it is writable again the warning resolves and a restart has the snooze.
 func TestFaultStateDirReadOnly(t *testing.T) {
 	stateDir := tmpfs.Mount(t, "256k")
-	vllm := vllmMetrics(t)
-	opts := botOpts{metrics: []string{vllm.URL + "/metrics"}, stateDir: stateDir}
+	vllm := testkit.VLLM(t)
+	opts := botOpts{Metrics: []string{vllm.URL + "/metrics"}, StateDir: stateDir}
 	e := newBotEnv(t, opts)
 	posts := &faultPosts{}
 	s, _ := faultSampler(e, posts)
@@ -528,7 +420,7 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 	if miss, ok := faultContainsAll(rep.Message.Text(), "snoozed for 2 h", "not saved yet", "read-only file system"); !ok {
 		t.Errorf("snooze on a read-only state dir:\n%s\nlacks %q", rep.Message.Text(), miss)
 	}
-	if _, ok := e.mon.SnoozedUntil("synth"); !ok {
+	if _, ok := e.Mon.SnoozedUntil("synth"); !ok {
 		t.Fatalf("the snooze does not hold while the state dir is read-only")
 	}
 	n := posts.count()
@@ -561,7 +453,7 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 	}
 	// A restart over the recovered directory has the snooze set while it was read-only.
 	second := newBotEnv(t, opts)
-	if u, ok := second.mon.SnoozedUntil("synth"); !ok || u.Sub(time.Now()) < 2*time.Hour {
+	if u, ok := second.Mon.SnoozedUntil("synth"); !ok || u.Sub(time.Now()) < 2*time.Hour {
 		t.Errorf("after a restart the snooze is %v, %v; want the 3 h one set while the state dir was read-only", u, ok)
 	}
 	t.Logf("figure: state dir read-only: answers go on naming it, snooze holds in memory, warning after 2 samples, saved on the 1st sample after remount rw")
@@ -572,15 +464,15 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 // being dropped.
 func TestFaultSlackStorms(t *testing.T) {
 	t.Run("answer through a 429 storm", func(t *testing.T) {
-		vllm := vllmMetrics(t)
-		e := newHTTPEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}})
+		vllm := testkit.VLLM(t)
+		e := newHTTPEnv(t, botOpts{Metrics: []string{vllm.URL + "/metrics"}})
 		for range 10 {
-			e.fake.failNext("chat.postMessage", fakeFailure{status: 429, retryAfter: "2", body: `{"ok":false,"error":"ratelimited"}`})
+			e.fake.FailNext("chat.postMessage", testkit.Failure{Status: 429, RetryAfter: "2", Body: `{"ok":false,"error":"ratelimited"}`})
 		}
-		e.post(t, "/slack/events", mentionEvent("EvStorm", "<@U111> ETA?", "U222", "C1", "1700000100.000100", ""), nil)
+		e.post(t, "/slack/events", testkit.MentionEvent("EvStorm", "<@U111> ETA?", "U222", "C1", "1700000100.000100", ""), nil)
 		e.app.wait(20 * time.Second)
 		posts := e.fake.Calls("chat.postMessage")
-		if len(posts) != 11 || !strings.Contains(posts[10].blocksText(t), "synth · ETA") {
+		if len(posts) != 11 || !strings.Contains(posts[10].BlocksText(t), "synth · ETA") {
 			t.Fatalf("chat.postMessage calls = %d; want 10 refused and the answer on the 11th", len(posts))
 		}
 		metrics := readAll(t, mustGet(t, e.srv.URL+"/metrics").Body)
@@ -591,35 +483,35 @@ func TestFaultSlackStorms(t *testing.T) {
 	})
 
 	t.Run("warnings through 429 and 5xx storms", func(t *testing.T) {
-		ep := newFaultEndpoint(t)
-		e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}})
-		fake := newSlackFake(t)
-		logs := &logBuffer{}
-		api, waits := newTestAPI(t, fake, RedactLogger(logs.logger(), NewRedactor(testBotToken)), nil)
-		s := NewSampler(e.bot, time.Second, RedactLogger(logs.logger(), NewRedactor(testBotToken)))
+		ep := testkit.NewFaultEndpoint(t)
+		e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}})
+		fake := testkit.NewSlack(t)
+		logs := &testkit.LogBuffer{}
+		api, waits := newTestAPI(t, fake, redact.Logger(logs.Logger(), redact.New(testkit.BotToken.Reveal())), nil)
+		s := NewSampler(e.bot, time.Second, redact.Logger(logs.Logger(), redact.New(testkit.BotToken.Reveal())))
 		s.Deliver = slackDeliver(e.bot, api, nil)
 		ctx := context.Background()
 
 		storms := []struct {
 			name    string
-			failure fakeFailure
+			failure testkit.Failure
 			n       int
 			ticks   int // ticks until the warning gets through
 			logged  string
 		}{
 			// 16 waits per try: 40 refusals take three ticks.
-			{"429", fakeFailure{status: 429, retryAfter: "1", body: `{"ok":false,"error":"ratelimited"}`}, 40, 3, "rate limit"},
+			{"429", testkit.Failure{Status: 429, RetryAfter: "1", Body: `{"ok":false,"error":"ratelimited"}`}, 40, 3, "rate limit"},
 			// 4 attempts per try: 10 refusals take three ticks.
-			{"503", fakeFailure{status: 503, body: "<html>upstream busy</html>"}, 10, 3, "503"},
+			{"503", testkit.Failure{Status: 503, Body: "<html>upstream busy</html>"}, 10, 3, "503"},
 		}
 		for _, st := range storms {
 			t.Run(st.name, func(t *testing.T) {
 				*waits = nil
-				ep.down()
+				ep.Down()
 				s.Tick(ctx) // seen once
 				before := len(fake.Calls("chat.postMessage"))
 				for range st.n {
-					fake.failNext("chat.postMessage", st.failure)
+					fake.FailNext("chat.postMessage", st.failure)
 				}
 				for range st.ticks {
 					s.Tick(ctx)
@@ -638,7 +530,7 @@ func TestFaultSlackStorms(t *testing.T) {
 				if !strings.Contains(logs.String(), "warning not delivered; will retry") || !strings.Contains(logs.String(), st.logged) {
 					t.Errorf("log lacks the undelivered warning naming %q:\n%s", st.logged, logs.String())
 				}
-				ep.up()
+				ep.Up()
 				s.Tick(ctx)
 				if calls := fake.Calls("chat.postMessage"); !strings.Contains(calls[len(calls)-1].Form.Get("text"), "answers again") {
 					t.Errorf("after the endpoint came back: %q; want the follow-up", calls[len(calls)-1].Form.Get("text"))
@@ -646,7 +538,7 @@ func TestFaultSlackStorms(t *testing.T) {
 				t.Logf("figure: Slack %s storm (%d refusals): the warning is kept and delivered once, on sample %d", st.name, st.n, st.ticks)
 			})
 		}
-		if strings.Contains(logs.String(), testBotToken.Reveal()) {
+		if strings.Contains(logs.String(), testkit.BotToken.Reveal()) {
 			t.Errorf("the token reached the log")
 		}
 	})
@@ -673,15 +565,15 @@ func (f *socketFake) drop() {
 // the first reconnections, and an envelope lost in the drop. The bot reconnects by itself, and the
 // event Slack redelivers on the new connection is answered once.
 func TestFaultSocketModeDrops(t *testing.T) {
-	vllm := vllmMetrics(t)
-	e := newSocketEnv(t, botOpts{metrics: []string{vllm.URL + "/metrics"}})
+	vllm := testkit.VLLM(t)
+	e := newSocketEnv(t, botOpts{Metrics: []string{vllm.URL + "/metrics"}})
 	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
 
 	envelope := func(id, event string) []byte {
 		return fmt.Appendf(nil, `{"envelope_id":%q,"type":"events_api","accepts_response_payload":false,"retry_attempt":0,"payload":{"type":"event_callback","team_id":"T111","event_id":%q,`+
 			`"event":{"type":"app_mention","channel":"C111","user":"U222","text":"<@U111> ETA?","ts":"1610241800.000100"}}}`, id, event)
 	}
-	e.fake.failNext("apps.connections.open", fakeFailure{status: 503, body: "busy"}, fakeFailure{status: 429, retryAfter: "1", body: `{"ok":false,"error":"ratelimited"}`})
+	e.fake.FailNext("apps.connections.open", testkit.Failure{Status: 503, Body: "busy"}, testkit.Failure{Status: 429, RetryAfter: "1", Body: `{"ok":false,"error":"ratelimited"}`})
 	e.ws.send(envelope("env-lost", "Ev-drop"))
 	dropped := time.Now()
 	e.ws.drop()
@@ -701,8 +593,8 @@ func TestFaultSocketModeDrops(t *testing.T) {
 		t.Fatalf("answers = %d; want 2: the event lost in the drop once, and the next one", len(posts))
 	}
 	for _, p := range posts {
-		if !strings.Contains(p.blocksText(t), "synth · ETA") {
-			t.Errorf("answer = %q; want the ETA", p.blocksText(t))
+		if !strings.Contains(p.BlocksText(t), "synth · ETA") {
+			t.Errorf("answer = %q; want the ETA", p.BlocksText(t))
 		}
 	}
 	if l := e.logs.String(); !strings.Contains(l, "Socket Mode connection failed; retrying") || !strings.Contains(l, "connected to Slack (Socket Mode)") {

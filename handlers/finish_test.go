@@ -410,8 +410,8 @@ func TestAnswersAfterTheServerStoppedAtTheFinish(t *testing.T) {
 // A log-only run first seen after it finished: its throughput is one line, each rate once, in the throughput
 // and status answers (the log's elapsed time is the one span there is, the run's own average).
 func TestThroughputOfALogOnlyRunFirstSeenFinished(t *testing.T) {
-	e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Stages = nil }})
-	if err := os.WriteFile(e.log, []byte("Progress: 25000/25000 (0 errors), 1.0 req/s, avg completion: 1066 tokens, elapsed: 25000s\n"), 0o644); err != nil {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Stages = nil }})
+	if err := os.WriteFile(e.Log, []byte("Progress: 25000/25000 (0 errors), 1.0 req/s, avg completion: 1066 tokens, elapsed: 25000s\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"how fast?", "status"} {

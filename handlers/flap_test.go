@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/testkit"
 	"runwatch/probes"
 	"runwatch/state"
 )
@@ -17,33 +19,33 @@ import (
 // cooldown); now there is one warning, its thread takes the recurrences, says when it is flapping,
 // and says once when it holds steady. Every follow-up links the first warning.
 func TestFlappingIsOneWarning(t *testing.T) {
-	ep := newFaultEndpoint(t)
-	clock := &testClock{t: schedT0}
+	ep := testkit.NewFaultEndpoint(t)
+	clock := testkit.NewClock(schedT0)
 	// A disk that never changes: the machine's own, written by other tests meanwhile, made a fill forecast
 	// (and a second warning) now and then.
 	steady := func(string) (probes.Usage, error) {
 		return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
 	}
-	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 500 * time.Millisecond, clock: clock,
-		statfs: probes.NewStatFSFunc(500*time.Millisecond, steady)})
-	fake := newSlackFake(t)
+	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}, Timeout: 500 * time.Millisecond, Clock: clock,
+		StatFS: probes.NewStatFSFunc(500*time.Millisecond, steady)})
+	fake := testkit.NewSlack(t)
 	api, _ := newTestAPI(t, fake, nil, nil)
 	s := NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
-	dir, err := state.Open(e.stateDir)
+	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.State = dir
-	s.Deliver = slackDeliver(e.bot, api, NewMetrics())
+	s.Deliver = slackDeliver(e.bot, api, botmetrics.New())
 	s.Find = slackFind(e.bot, api)
 	ctx := context.Background()
 	up := true
 	for sec := 0; sec <= 60; sec++ {
 		if want := (sec/5)%2 == 0; want != up {
 			if want {
-				ep.up()
+				ep.Up()
 			} else {
-				ep.down()
+				ep.Down()
 			}
 			up = want
 		}
@@ -51,7 +53,7 @@ func TestFlappingIsOneWarning(t *testing.T) {
 		s.Tick(ctx)
 	}
 	if !up {
-		ep.up()
+		ep.Up()
 	}
 	// Steady: up for longer than the flap window.
 	for _, after := range []time.Duration{61 * time.Second, 2 * time.Minute, 7 * time.Minute} {
@@ -61,7 +63,7 @@ func TestFlappingIsOneWarning(t *testing.T) {
 	// The source's posts: its warnings, and every reply that names it or answers one of its warnings. Other
 	// warnings of the run (the real disk's fill forecast moves while other processes write to it) and their
 	// threads are not the flapping's.
-	var top, thread []slackCall
+	var top, thread []testkit.Call
 	downs := map[string]bool{}
 	for _, c := range fake.Calls("chat.postMessage") {
 		text, ts := c.Form.Get("text"), c.Form.Get("thread_ts")

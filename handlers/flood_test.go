@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 )
 
 // floodRequest is one signed request of the flood and what came back.
@@ -35,7 +36,7 @@ type floodRequest struct {
 // Identical questions share one evaluation. Ack times are logged, not asserted (house rule).
 func TestHTTPFloodAcksNeverWait(t *testing.T) {
 	// The engine's /metrics, counting scrapes: shared evaluations show as few scrapes.
-	inner := vllmMetrics(t).Config.Handler
+	inner := testkit.VLLM(t).Config.Handler
 	var scrapes atomic.Int64
 	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scrapes.Add(1)
@@ -47,10 +48,10 @@ func TestHTTPFloodAcksNeverWait(t *testing.T) {
 		users = append(users, fmt.Sprintf("U%03d", i))
 	}
 	admins = append(admins, users...)
-	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}, env: config.Env{Admins: admins}})
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}, Env: config.Env{Admins: admins}})
 	frozen := time.Now()
 	e.app.limiter.now = func() time.Time { return frozen } // no refill: the limit's counts are exact
-	out := filepath.Join(e.dir, "out")
+	out := filepath.Join(e.Dir, "out")
 	slash := []struct{ kind, command, text, want string }{
 		{"eta", "/eta", "", "synth · ETA"}, {"eta run", "/eta", "synth", "synth · ETA"}, {"storage", "/storage", "", "synth · storage"},
 		{"storage path", "/storage", out, "synth · space"}, {"status", "/runwatch", "status", "synth · status"},
@@ -69,10 +70,10 @@ func TestHTTPFloodAcksNeverWait(t *testing.T) {
 		switch k := i % kinds; {
 		case k < len(slash):
 			r.path, r.kind, r.respName = "/slack/commands", slash[k].kind, fmt.Sprintf("r%d", len(reqs))
-			r.body = slashBody(slash[k].command, slash[k].text, "C0SYNTH", user, e.fake.ResponseURL(r.respName))
+			r.body = testkit.SlashBody(slash[k].command, slash[k].text, "C0SYNTH", user, e.fake.ResponseURL(r.respName))
 		case k == len(slash):
 			r.path, r.kind = "/slack/events", "mention"
-			r.body = mentionEvent(fmt.Sprintf("Ev%d", len(reqs)), "<@U111> ETA?", user, "C0SYNTH", fmt.Sprintf("1700000100.%06d", len(reqs)), "")
+			r.body = testkit.MentionEvent(fmt.Sprintf("Ev%d", len(reqs)), "<@U111> ETA?", user, "C0SYNTH", fmt.Sprintf("1700000100.%06d", len(reqs)), "")
 		default:
 			r.path, r.kind = "/slack/events", "dm"
 			r.body, _ = json.Marshal(map[string]any{"type": "event_callback", "event_id": fmt.Sprintf("Ev%d", len(reqs)), "team_id": "T111",
@@ -104,7 +105,7 @@ func TestHTTPFloodAcksNeverWait(t *testing.T) {
 			}
 			req.Header.Set("Content-Type", ct)
 			req.Header.Set("X-Slack-Request-Timestamp", ts)
-			req.Header.Set("X-Slack-Signature", slackSign(e.secret, ts, r.body))
+			req.Header.Set("X-Slack-Signature", testkit.Sign(e.secret, ts, r.body))
 			<-startFlood
 			start := time.Now()
 			resp, err := client.Do(req)
@@ -153,7 +154,7 @@ func TestHTTPFloodAcksNeverWait(t *testing.T) {
 		t.Errorf("rate-limited /eta of the flooder = %d; want 20 (30 asked, a burst of 10)", len(limited))
 	}
 	// Every "working on it" gets its answer through its own response_url.
-	e.fake.wait(t, "response_url", len(working))
+	e.fake.Wait(t, "response_url", len(working))
 	answers := map[string]string{}
 	for _, c := range e.fake.Calls("response_url") {
 		var m struct{ Text string }

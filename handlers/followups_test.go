@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
 
 // replayLog plays a recorded trace into the run's log, one progress line per step, sampling the monitor
 // at each step's time the way `bot serve` does, up to T until (0: the whole trace). every thins the trace.
-func replayLog(t *testing.T, e *botEnv, clock *testClock, t0 time.Time, until float64, every int) []reports.Observation {
+func replayLog(t *testing.T, e *botEnv, clock *testkit.Clock, t0 time.Time, until float64, every int) []reports.Observation {
 	t.Helper()
 	f, err := os.Open("testdata/trace_length_drift.jsonl")
 	if err != nil {
@@ -45,11 +46,11 @@ func replayLog(t *testing.T, e *botEnv, clock *testClock, t0 time.Time, until fl
 			avg = *o.AvgCompletion
 		}
 		line := fmt.Sprintf("Progress: %d/%d (%d errors), 1.4 req/s, avg completion: %.0f tokens, elapsed: %.0fs\n", o.Done, o.Total, o.Errors, avg, *o.Elapsed)
-		if err := os.WriteFile(e.log, []byte(line), 0o644); err != nil {
+		if err := os.WriteFile(e.Log, []byte(line), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		clock.Set(t0.Add(time.Duration(o.T * float64(time.Second))))
-		e.mon.Sample(context.Background())
+		e.Mon.Sample(context.Background())
 	}
 	return obs
 }
@@ -60,8 +61,8 @@ func replayLog(t *testing.T, e *botEnv, clock *testClock, t0 time.Time, until fl
 // still has a rate, and "on track?" compares the first estimate with the real finish.
 func TestReplayedJobAnswers(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
-	clock := &testClock{t: t0}
-	e := newBotEnv(t, botOpts{clock: clock, noLogFile: true, run: func(r *config.Run) {
+	clock := testkit.NewClock(t0)
+	e := newBotEnv(t, botOpts{Clock: clock, NoLogFile: true, Run: func(r *config.Run) {
 		r.Outputs, r.Stages = nil, nil
 	}})
 	ctx := context.Background()
@@ -141,20 +142,20 @@ func TestAskUnknownRunSaysSo(t *testing.T) {
 }
 
 func TestAskPathAsPeopleSayIt(t *testing.T) {
-	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) {
 		r.Protected = []string{filepath.Dir(r.Outputs[0]) + "/shared"}
 	}})
-	os.MkdirAll(e.dir+"/shared", 0o755)
+	os.MkdirAll(e.Dir+"/shared", 0o755)
 	ctx := context.Background()
 	tests := []struct {
 		text, intent, want string
 		refused            bool
 	}{
-		{"are we writing to /shared?", "writes", "`" + e.dir + "/shared`", false},
-		{"is /shared safe?", "safe", "`" + e.dir + "/shared`", false},
-		{"is shared safe?", "safe", "`" + e.dir + "/shared`", false},
-		{"are we writing to the shared dir?", "writes", "`" + e.dir + "/shared`", false},
-		{"how much space is left on /out?", "space", "holds `" + e.dir + "/out`", false},
+		{"are we writing to /shared?", "writes", "`" + e.Dir + "/shared`", false},
+		{"is /shared safe?", "safe", "`" + e.Dir + "/shared`", false},
+		{"is shared safe?", "safe", "`" + e.Dir + "/shared`", false},
+		{"are we writing to the shared dir?", "writes", "`" + e.Dir + "/shared`", false},
+		{"how much space is left on /out?", "space", "holds `" + e.Dir + "/out`", false},
 		{"how much space is left on /etc?", "space", "isn't one of them", true},
 		{"are we writing to /etc/shared?", "writes", "isn't one of them", true},
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -129,9 +131,9 @@ func fuzzSlackServer(f *testing.F) (http.Handler, string) {
 	log := slog.New(slog.DiscardHandler)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	api := NewSlackAPI(SlackAPIOptions{Token: testBotToken, APIURL: "http://127.0.0.1:1/api/", Log: log})
-	app := newSlackApp(ctx, b, api, SlackIdentity{UserID: "U111"}, NewMetrics(), log)
-	hm := newHTTPMode(app, config.NewSecret(secret), NewMetrics(), log)
+	api := NewSlackAPI(SlackAPIOptions{Token: testkit.BotToken, APIURL: "http://127.0.0.1:1/api/", Log: log})
+	app := newSlackApp(ctx, b, api, SlackIdentity{UserID: "U111"}, botmetrics.New(), log)
+	hm := newHTTPMode(app, config.NewSecret(secret), botmetrics.New(), log)
 	return hm.handler(), secret
 }
 
@@ -153,15 +155,15 @@ func FuzzSlackRequest(f *testing.F) {
 		f.Add(uint8(0), []byte(env.Payload))
 		f.Add(uint8(2), []byte(url.Values{"payload": {string(env.Payload)}}.Encode()))
 	}
-	f.Add(uint8(0), mentionEvent("Ev1", "<@U111> ETA? <!channel>", "U222", "C1", "1700000000.000100", ""))
+	f.Add(uint8(0), testkit.MentionEvent("Ev1", "<@U111> ETA? <!channel>", "U222", "C1", "1700000000.000100", ""))
 	f.Add(uint8(0), []byte(`{"type":"event_callback","event_id":"Ev2","event":{"type":"message","channel_type":"im","channel":"D1","user":"U222","text":"status","ts":"1.1"}}`))
 	f.Add(uint8(0), []byte(`{"type":"app_rate_limited","minute_rate_limited":1518467820}`))
 	f.Add(uint8(2), []byte(url.Values{"payload": {`{"type":"block_actions","user":{"id":"U222"},"container":{"type":"message","channel_id":"C1","message_ts":"1.1"},` +
 		`"channel":{"id":"C1"},"message":{"ts":"1.1","blocks":[]},"actions":[{"type":"overflow","action_id":"menu","block_id":"rw:r=synth",` +
 		`"action_ts":"1.2","selected_option":{"value":"snooze:1d"}}]}`}}.Encode()))
 	f.Add(uint8(1), readFixture(f, "slack_slash_command_weather_docs_body.txt"))
-	f.Add(uint8(1), slashBody("/runwatch", "snooze 2h", "C1", "U222", "https://hooks.slack.com/commands/T1/2/x"))
-	f.Add(uint8(1), slashBody("/storage", "/etc <!here>", "C1", "U222", "http://169.254.169.254/latest"))
+	f.Add(uint8(1), testkit.SlashBody("/runwatch", "snooze 2h", "C1", "U222", "https://hooks.slack.com/commands/T1/2/x"))
+	f.Add(uint8(1), testkit.SlashBody("/storage", "/etc <!here>", "C1", "U222", "http://169.254.169.254/latest"))
 	n := 0
 	f.Fuzz(func(t *testing.T, kind uint8, body []byte) {
 		n++
@@ -175,7 +177,7 @@ func FuzzSlackRequest(f *testing.F) {
 		// A fresh timestamp per call: the same body twice is a new request, not a replay.
 		ts := strconv.FormatInt(time.Now().Unix()-int64(n%200), 10)
 		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slackSign(secret, ts, body))
+		req.Header.Set("X-Slack-Signature", testkit.Sign(secret, ts, body))
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, req)
 		switch code := w.Code; {

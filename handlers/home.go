@@ -48,7 +48,7 @@ func (s *slackApp) home(ctx context.Context, user, dm string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := s.publishHome(ctx, user, dm)
-	s.metrics.posted("home", err)
+	s.metrics.Posted("home", err)
 	if err != nil {
 		s.log.Warn("App Home not published", "err", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
 
@@ -27,14 +28,14 @@ type publishedView struct {
 	} `json:"view"`
 }
 
-func parseView(t *testing.T, c slackCall) (publishedView, string) {
+func parseView(t *testing.T, c testkit.Call) (publishedView, string) {
 	t.Helper()
 	var v publishedView
 	if err := json.Unmarshal(c.Body, &v); err != nil {
 		t.Fatalf("views.publish body: %v\n%s", err, c.Body)
 	}
 	raw, _ := json.Marshal(v.View.Blocks)
-	return v, slackCall{Form: map[string][]string{"blocks": {string(raw)}}}.blocksText(t)
+	return v, testkit.Call{Form: map[string][]string{"blocks": {string(raw)}}}.BlocksText(t)
 }
 
 func twoRuns(f *config.File) {
@@ -59,10 +60,10 @@ func TestAppHomeFloodIsLimited(t *testing.T) {
 }
 
 func TestAppHomePublishesEveryRun(t *testing.T) {
-	w := newWarningEnvWith(t, botOpts{file: twoRuns})
-	w.step(t, w.mon.Now(), ev("synth", stalled), ev("extract", nil))
+	w := newWarningEnvWith(t, botOpts{File: twoRuns})
+	w.step(t, w.Mon.Now(), ev("synth", stalled), ev("extract", nil))
 	w.post(t, "/slack/events", homeOpened("EvHome1", "UADMIN", "D0HOME"), nil)
-	calls := w.fake.wait(t, "views.publish", 1)
+	calls := w.fake.Wait(t, "views.publish", 1)
 	w.waitIdle()
 	v, text := parseView(t, calls[0])
 	if v.UserID != "UADMIN" || v.View.Type != "home" || v.View.PrivateMetadata != "D0HOME" {
@@ -92,7 +93,7 @@ func TestAppHomePublishesEveryRun(t *testing.T) {
 		`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":"D0HOME","blocks":[]},`+
 		`"actions":[{"type":"button","action_id":"take","block_id":%q,"value":"","action_ts":"1700000100.000001"}]}`, ref)
 	w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
-	calls = w.fake.wait(t, "views.publish", 2)
+	calls = w.fake.Wait(t, "views.publish", 2)
 	w.waitIdle()
 	if _, text := parseView(t, calls[1]); !strings.Contains(text, ":eyes: <@UADMIN> is on it") {
 		t.Errorf("App Home after I'm on it:\n%s\nwant who is on it", text)
@@ -107,13 +108,13 @@ func TestAppHomePublishesEveryRun(t *testing.T) {
 
 func TestAppHomeHonoursAllowLists(t *testing.T) {
 	// synth has an admin of its own: their tab shows synth and not extract.
-	w := newWarningEnvWith(t, botOpts{file: twoRuns, env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth"}},
-		run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
-	w.file.Runs[1].Admins = nil
+	w := newWarningEnvWith(t, botOpts{File: twoRuns, Env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth"}},
+		Run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
+	w.File.Runs[1].Admins = nil
 	w.post(t, "/slack/events", homeOpened("EvHome2", "U222", "D0U222"), nil)
 	w.post(t, "/slack/events", homeOpened("EvHome3", "UADMIN", "D0ADMIN"), nil)
 	w.post(t, "/slack/events", homeOpened("EvHome4", "URUNADMIN", "D0RUN"), nil)
-	calls := w.fake.wait(t, "views.publish", 3)
+	calls := w.fake.Wait(t, "views.publish", 3)
 	w.waitIdle()
 	for _, c := range calls {
 		v, text := parseView(t, c)
@@ -148,7 +149,7 @@ func TestAppHomeManyRunsWithin100Blocks(t *testing.T) {
 		t.Fatalf("App Home for 150 runs has %d blocks; Slack allows %d", len(blocks), homeMaxBlocks)
 	}
 	raw, _ := json.Marshal(blocks)
-	text := slackCall{Form: map[string][]string{"blocks": {string(raw)}}}.blocksText(t)
+	text := testkit.Call{Form: map[string][]string{"blocks": {string(raw)}}}.BlocksText(t)
 	for _, r := range runs {
 		if !strings.Contains(text, "*"+r.Name+"*") {
 			t.Errorf("run %s is missing from the App Home", r.Name)
@@ -166,11 +167,11 @@ func TestAppHomeManyRunsWithin100Blocks(t *testing.T) {
 // so everyone sees every run): a user who administers nothing, and an admin of the other run, are
 // refused in their DM and nothing changes; the run's own admin takes the warning.
 func TestAppHomePressesAreAdminsOnly(t *testing.T) {
-	w := newWarningEnvWith(t, botOpts{file: twoRuns, run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
-	w.file.Runs[1].Admins = []string{"UEXTRACT"}
-	w.step(t, w.mon.Now(), ev("synth", stalled), ev("extract", nil))
+	w := newWarningEnvWith(t, botOpts{File: twoRuns, Run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
+	w.File.Runs[1].Admins = []string{"UEXTRACT"}
+	w.step(t, w.Mon.Now(), ev("synth", stalled), ev("extract", nil))
 	w.post(t, "/slack/events", homeOpened("EvHomeA", "UADMIN", "D0HOME"), nil)
-	calls := w.fake.wait(t, "views.publish", 1)
+	calls := w.fake.Wait(t, "views.publish", 1)
 	w.waitIdle()
 	v, _ := parseView(t, calls[0])
 	blocks, _ := json.Marshal(v.View.Blocks)
@@ -197,7 +198,7 @@ func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 		for _, p := range []struct{ action, block, value string }{{actTake, take, ""}, {actSnooze, controls, "1h"}} {
 			n++
 			press(user, "D0"+user, p.action, p.block, p.value, fmt.Sprintf("1700000200.%06d", n))
-			posts := w.fake.wait(t, "chat.postMessage", 1+n) // the warning, then one refusal per press
+			posts := w.fake.Wait(t, "chat.postMessage", 1+n) // the warning, then one refusal per press
 			w.waitIdle()
 			if c := posts[len(posts)-1]; c.Form.Get("channel") != "D0"+user || !strings.Contains(c.Form.Get("text"), "only runwatch admins") {
 				t.Errorf("%s by %s from the App Home = %v; want 'only runwatch admins' in their DM", p.action, user, c.Form)
@@ -207,11 +208,11 @@ func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
 		t.Errorf("a press by someone who does not administer synth took its warning")
 	}
-	if _, ok := w.mon.SnoozedUntil("synth"); ok {
+	if _, ok := w.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("a press by someone who does not administer synth snoozed it")
 	}
 	press("URUNADMIN", "D0RUN", actTake, take, "", "1700000300.000001")
-	w.fake.wait(t, "views.publish", 2)
+	w.fake.Wait(t, "views.publish", 2)
 	w.waitIdle()
 	if cl, ok := w.claims.Get("synth/" + AlertStall); !ok || cl.User != "URUNADMIN" {
 		t.Errorf("synth's own admin pressed I'm on it: claim %+v, %v; want URUNADMIN's", cl, ok)

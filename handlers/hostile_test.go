@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -19,10 +20,10 @@ import (
 // run file at its limits through Slack's: a 64-character run name (the most config takes), 30 plans and 50 stages with
 // long names, outputs at PATH_MAX.
 func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
-	clock := &testClock{t: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	name := strings.Repeat("n", 64) // the longest run name config takes
 	var longDir string
-	e := newHTTPEnv(t, botOpts{clock: clock, run: func(r *config.Run) {
+	e := newHTTPEnv(t, botOpts{Clock: clock, Run: func(r *config.Run) {
 		r.Name = name
 		deep := r.Outputs[0]
 		for len(deep) < 3900 {
@@ -52,7 +53,7 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 		rep := e.bot.Ask(context.Background(), Request{Text: text, Channel: "C0SYNTH", ChannelName: "synth", User: "UADMIN", Source: "mention"})
 		checkMessage(t, fmt.Sprintf("answer to %q (%s)", text, rep.Intent), rep.Message)
 	}
-	rs, err := e.mon.RunStatus(context.Background(), name, monitor.All)
+	rs, err := e.Mon.RunStatus(context.Background(), name, monitor.All)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
 )
 
 // maxSlackBody caps a Slack request body; Slack's own payloads are far smaller.
@@ -23,13 +24,13 @@ const maxSlackBody = 1 << 20
 type httpMode struct {
 	app     *slackApp // nil serves only /healthz and /metrics
 	secret  config.Secret
-	metrics *Metrics
+	metrics *botmetrics.Metrics
 	// replays remembers verified signatures: the same signed request twice is a replay.
 	replays *replayCache
 	log     *slog.Logger
 }
 
-func newHTTPMode(app *slackApp, secret config.Secret, m *Metrics, log *slog.Logger) *httpMode {
+func newHTTPMode(app *slackApp, secret config.Secret, m *botmetrics.Metrics, log *slog.Logger) *httpMode {
 	return &httpMode{app: app, secret: secret, metrics: m, replays: newReplayCache(nil), log: log}
 }
 
@@ -69,11 +70,11 @@ func (h *httpMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSlackBody))
 		if err != nil {
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				h.metrics.reject("too_large")
+				h.metrics.Reject("too_large")
 				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
 				return
 			}
-			h.metrics.reject("unreadable")
+			h.metrics.Reject("unreadable")
 			http.Error(w, "unreadable body", http.StatusBadRequest)
 			return
 		}
@@ -90,7 +91,7 @@ func (h *httpMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 			case errors.Is(err, slack.ErrMissingHeaders):
 				reason = "unsigned"
 			}
-			h.metrics.reject(reason)
+			h.metrics.Reject(reason)
 			h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", reason)
 			http.Error(w, "invalid request signature", http.StatusUnauthorized)
 			return
@@ -98,7 +99,7 @@ func (h *httpMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 		ts, sig := r.Header.Get("X-Slack-Request-Timestamp"), r.Header.Get("X-Slack-Signature")
 		switch h.replays.admit(ts, sig) {
 		case admitSeen:
-			h.metrics.reject("replayed")
+			h.metrics.Reject("replayed")
 			h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", "replayed")
 			http.Error(w, "request already received", http.StatusUnauthorized)
 			return
@@ -197,11 +198,11 @@ func (h *httpMode) interactions(w http.ResponseWriter, r *http.Request, body []b
 // redelivery time): 503 with Retry-After, rather than forgetting a key and answering some redelivery twice.
 // Slack retries an event so refused; a press it shows its presser as failed, and does not send again. A
 // slash command gets an answer that says why (busyCommand): it is not sent again either.
-func busy(w http.ResponseWriter, m *Metrics, log *slog.Logger, path string) {
+func busy(w http.ResponseWriter, m *botmetrics.Metrics, log *slog.Logger, path string) {
 	if rw, ok := w.(*refusal); ok {
 		rw.refused = true
 	}
-	m.reject("busy")
+	m.Reject("busy")
 	log.Warn("Slack request refused: too many requests inside the redelivery window", "path", path)
 	if path == "/slack/commands" {
 		// A command is not delivered again, and a 503 shows its user only that it failed: say why.

@@ -4,11 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +19,9 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/redact"
+	"runwatch/internal/testkit"
 )
 
 // signingVector is Slack's published signing example (testdata/slack_signing_example_*).
@@ -52,32 +51,22 @@ func loadSigningVector(t testing.TB) signingVector {
 	return v
 }
 
-// slackSign signs a request body the way Slack does: v0=HMAC-SHA256(secret, "v0:<ts>:<body>").
-// TestSlackSigningExample checks it against Slack's published example, so requests it signs are
-// requests Slack would send.
-func slackSign(secret, ts string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "v0:%s:", ts)
-	m.Write(body)
-	return "v0=" + hex.EncodeToString(m.Sum(nil))
-}
-
 // httpEnv is HTTP mode in front of a bot, served by httptest, talking to the fake Slack.
 type httpEnv struct {
 	*botEnv
-	fake    *slackFake
+	fake    *testkit.Slack
 	app     *slackApp
 	srv     *httptest.Server
 	secret  string
-	metrics *Metrics
-	logs    *logBuffer
+	metrics *botmetrics.Metrics
+	logs    *testkit.LogBuffer
 }
 
 func newHTTPEnv(t testing.TB, o botOpts) *httpEnv {
 	t.Helper()
-	e := &httpEnv{botEnv: newBotEnv(t, o), fake: newSlackFake(t), secret: loadSigningVector(t).secret, metrics: NewMetrics(), logs: &logBuffer{}}
-	red := NewRedactor(testBotToken, config.NewSecret(e.secret))
-	log := RedactLogger(e.logs.logger(), red)
+	e := &httpEnv{botEnv: newBotEnv(t, o), fake: testkit.NewSlack(t), secret: loadSigningVector(t).secret, metrics: botmetrics.New(), logs: &testkit.LogBuffer{}}
+	red := redact.New(testkit.BotToken.Reveal(), e.secret)
+	log := redact.Logger(e.logs.Logger(), red)
 	api, _ := newTestAPI(t, e.fake, log, e.metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.app = newSlackApp(ctx, e.bot, api, SlackIdentity{UserID: "U111", User: "runwatch"}, e.metrics, log)
@@ -87,7 +76,7 @@ func newHTTPEnv(t testing.TB, o botOpts) *httpEnv {
 		e.srv.Close()
 		cancel()
 		e.app.wait(10 * time.Second)
-		if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), testBotToken.Reveal()) {
+		if strings.Contains(e.logs.String(), e.secret) || strings.Contains(e.logs.String(), testkit.BotToken.Reveal()) {
 			t.Errorf("a credential reached the log:\n%s", e.logs.String())
 		}
 	})
@@ -109,7 +98,7 @@ func (e *httpEnv) post(t testing.TB, path string, body []byte, header http.Heade
 	if header == nil {
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
 		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slackSign(e.secret, ts, body))
+		req.Header.Set("X-Slack-Signature", testkit.Sign(e.secret, ts, body))
 	}
 	for k, vs := range header {
 		for _, v := range vs {
@@ -139,25 +128,18 @@ func readAll(t testing.TB, r io.Reader) string {
 	return string(b)
 }
 
-// slashBody is a slash-command form like Slack's.
-func slashBody(command, text, channel, user, responseURL string) []byte {
-	v := url.Values{"command": {command}, "text": {text}, "channel_id": {channel}, "channel_name": {strings.ToLower(channel)},
-		"user_id": {user}, "team_id": {"T111"}, "response_url": {responseURL}, "trigger_id": {"1.2.3"}}
-	return []byte(v.Encode())
-}
-
 func TestSlackSigningExample(t *testing.T) {
 	v := loadSigningVector(t)
-	if got := slackSign(v.secret, v.timestamp, v.body); got != v.signature {
-		t.Fatalf("slackSign(published example) = %s; want %s", got, v.signature)
+	if got := testkit.Sign(v.secret, v.timestamp, v.body); got != v.signature {
+		t.Fatalf("testkit.Sign(published example) = %s; want %s", got, v.signature)
 	}
 	e := newHTTPEnv(t, botOpts{})
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	signed := func(ts, sig string) http.Header {
 		return http.Header{"X-Slack-Request-Timestamp": {ts}, "X-Slack-Signature": {sig}}
 	}
-	fresh := signed(now, slackSign(v.secret, now, v.body))
-	forged := []byte(slackSign(v.secret, now, v.body))
+	fresh := signed(now, testkit.Sign(v.secret, now, v.body))
+	forged := []byte(testkit.Sign(v.secret, now, v.body))
 	forged[len(forged)-1] ^= 1
 	stale := strconv.FormatInt(time.Now().Add(-6*time.Minute).Unix(), 10)
 	future := strconv.FormatInt(time.Now().Add(6*time.Minute).Unix(), 10)
@@ -171,12 +153,12 @@ func TestSlackSigningExample(t *testing.T) {
 		{"published body signed now", v.body, fresh, http.StatusOK},
 		{"the same signed request again (replay)", v.body, fresh, http.StatusUnauthorized},
 		{"signature with one bit flipped", v.body, signed(now, string(forged)), http.StatusUnauthorized},
-		{"body changed after signing", append(append([]byte{}, v.body...), "&text=snooze"...), signed(now, slackSign(v.secret, now, v.body)), http.StatusUnauthorized},
-		{"signed with another secret", v.body, signed(now, slackSign("another-secret-0123456789", now, v.body)), http.StatusUnauthorized},
-		{"signed six minutes ago", v.body, signed(stale, slackSign(v.secret, stale, v.body)), http.StatusUnauthorized},
-		{"signed six minutes ahead", v.body, signed(future, slackSign(v.secret, future, v.body)), http.StatusUnauthorized},
+		{"body changed after signing", append(append([]byte{}, v.body...), "&text=snooze"...), signed(now, testkit.Sign(v.secret, now, v.body)), http.StatusUnauthorized},
+		{"signed with another secret", v.body, signed(now, testkit.Sign("another-secret-0123456789", now, v.body)), http.StatusUnauthorized},
+		{"signed six minutes ago", v.body, signed(stale, testkit.Sign(v.secret, stale, v.body)), http.StatusUnauthorized},
+		{"signed six minutes ahead", v.body, signed(future, testkit.Sign(v.secret, future, v.body)), http.StatusUnauthorized},
 		{"not signed", v.body, http.Header{}, http.StatusUnauthorized},
-		{"not a v0 signature", v.body, signed(now, "v1="+strings.TrimPrefix(slackSign(v.secret, now, v.body), "v0=")), http.StatusUnauthorized},
+		{"not a v0 signature", v.body, signed(now, "v1="+strings.TrimPrefix(testkit.Sign(v.secret, now, v.body), "v0=")), http.StatusUnauthorized},
 	}
 	rejected := 0
 	for _, tc := range tests {
@@ -203,7 +185,7 @@ func TestSlackSigningExample(t *testing.T) {
 		})
 	}
 	if n := len(e.fake.Calls("")); n != 0 {
-		t.Errorf("Slack API calls = %v; want none for rejected requests or an inline answer", e.fake.methods())
+		t.Errorf("Slack API calls = %v; want none for rejected requests or an inline answer", e.fake.Methods())
 	}
 	// Rejections are counted on /metrics, which needs no signature.
 	resp, err := http.Get(e.srv.URL + "/metrics")
@@ -259,7 +241,7 @@ func TestHTTPHealthAndMetricsOpen(t *testing.T) {
 }
 
 func TestHTTPServerTimeouts(t *testing.T) {
-	srv := newHTTPServer(":0", http.NotFoundHandler(), (&logBuffer{}).logger())
+	srv := newHTTPServer(":0", http.NotFoundHandler(), (&testkit.LogBuffer{}).Logger())
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.WriteTimeout <= 0 || srv.IdleTimeout <= 0 {
 		t.Errorf("server timeouts = %v %v %v %v; want all set", srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout)
 	}
@@ -279,8 +261,8 @@ func TestHTTPURLVerification(t *testing.T) {
 }
 
 func TestHTTPSlashCommands(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}, env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth", "C0ALLOWED"}}})
+	metrics := testkit.VLLM(t)
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}, Env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"#synth", "C0ALLOWED"}}})
 	weather := readFixture(t, "slack_slash_command_weather_docs_body.txt")
 	tests := []struct {
 		name      string
@@ -288,14 +270,14 @@ func TestHTTPSlashCommands(t *testing.T) {
 		ephemeral bool
 		want      []string
 	}{
-		{"eta", slashBody("/eta", "", "C0ALLOWED", "U222", e.fake.ResponseURL("1")), false, []string{"synth · ETA", "ETA", "done (", "Servers: 1 of 1 up"}},
-		{"eta names the run", slashBody("/eta", "synth", "C0ALLOWED", "U222", e.fake.ResponseURL("2")), false, []string{"synth · ETA"}},
-		{"status", slashBody("/runwatch", "status", "C0ALLOWED", "U222", e.fake.ResponseURL("3")), false, []string{"synth · status", "Checklist", "review"}},
-		{"storage of a path that is not the run's", slashBody("/storage", "/etc", "C0ALLOWED", "U222", e.fake.ResponseURL("4")), true, []string{"isn't one of them"}},
-		{"runwatch help", slashBody("/runwatch", "", "C0ALLOWED", "U222", e.fake.ResponseURL("5")), true, []string{"runwatch help", "/eta [run]", "/runwatch status [run]", "chart"}},
-		{"runwatch snooze, not an admin", slashBody("/runwatch", "snooze 2h", "C0ALLOWED", "U222", e.fake.ResponseURL("6")), true, []string{"only runwatch admins"}},
-		{"runwatch snooze, admin", slashBody("/runwatch", "snooze 2h", "C0ALLOWED", "UADMIN", e.fake.ResponseURL("7")), false, []string{"snoozed for 2 h"}},
-		{"channel not allowed", slashBody("/eta", "", "C0OTHER", "UADMIN", e.fake.ResponseURL("8")), true, []string{"allowed_channels"}},
+		{"eta", testkit.SlashBody("/eta", "", "C0ALLOWED", "U222", e.fake.ResponseURL("1")), false, []string{"synth · ETA", "ETA", "done (", "Servers: 1 of 1 up"}},
+		{"eta names the run", testkit.SlashBody("/eta", "synth", "C0ALLOWED", "U222", e.fake.ResponseURL("2")), false, []string{"synth · ETA"}},
+		{"status", testkit.SlashBody("/runwatch", "status", "C0ALLOWED", "U222", e.fake.ResponseURL("3")), false, []string{"synth · status", "Checklist", "review"}},
+		{"storage of a path that is not the run's", testkit.SlashBody("/storage", "/etc", "C0ALLOWED", "U222", e.fake.ResponseURL("4")), true, []string{"isn't one of them"}},
+		{"runwatch help", testkit.SlashBody("/runwatch", "", "C0ALLOWED", "U222", e.fake.ResponseURL("5")), true, []string{"runwatch help", "/eta [run]", "/runwatch status [run]", "chart"}},
+		{"runwatch snooze, not an admin", testkit.SlashBody("/runwatch", "snooze 2h", "C0ALLOWED", "U222", e.fake.ResponseURL("6")), true, []string{"only runwatch admins"}},
+		{"runwatch snooze, admin", testkit.SlashBody("/runwatch", "snooze 2h", "C0ALLOWED", "UADMIN", e.fake.ResponseURL("7")), false, []string{"snoozed for 2 h"}},
+		{"channel not allowed", testkit.SlashBody("/eta", "", "C0OTHER", "UADMIN", e.fake.ResponseURL("8")), true, []string{"allowed_channels"}},
 		{"weather (Slack's docs example)", weather, true, []string{"allowed_channels"}},
 	}
 	for _, tc := range tests {
@@ -326,7 +308,7 @@ func TestHTTPSlashCommands(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := e.mon.SnoozedUntil("synth"); !ok {
+	if _, ok := e.Mon.SnoozedUntil("synth"); !ok {
 		t.Errorf("synth is not snoozed after the admin's /runwatch snooze 2h")
 	}
 }
@@ -340,9 +322,9 @@ func TestHTTPSlashCommandSlowProbe(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); hung.Close() })
-	e := newHTTPEnv(t, botOpts{metrics: []string{hung.URL + "/metrics"}, timeout: time.Second})
+	e := newHTTPEnv(t, botOpts{Metrics: []string{hung.URL + "/metrics"}, Timeout: time.Second})
 	e.app.inline = 100 * time.Millisecond
-	resp := e.post(t, "/slack/commands", slashBody("/eta", "", "C1", "U222", e.fake.ResponseURL("slow")), nil)
+	resp := e.post(t, "/slack/commands", testkit.SlashBody("/eta", "", "C1", "U222", e.fake.ResponseURL("slow")), nil)
 	var ack slack.WebhookMessage
 	if err := json.NewDecoder(resp.Body).Decode(&ack); err != nil {
 		t.Fatal(err)
@@ -350,7 +332,7 @@ func TestHTTPSlashCommandSlowProbe(t *testing.T) {
 	if !strings.Contains(ack.Text, "Working on it") || ack.ResponseType != "ephemeral" {
 		t.Errorf("acknowledgement = %+v; want an ephemeral 'working on it'", ack)
 	}
-	calls := e.fake.wait(t, "response_url", 1)
+	calls := e.fake.Wait(t, "response_url", 1)
 	var follow struct {
 		Text         string `json:"text"`
 		ResponseType string `json:"response_type"`
@@ -364,25 +346,14 @@ func TestHTTPSlashCommandSlowProbe(t *testing.T) {
 	}
 }
 
-// mentionEvent is an Events API app_mention callback.
-func mentionEvent(eventID, text, user, channel, ts, threadTS string) []byte {
-	ev := map[string]any{"type": "app_mention", "text": text, "user": user, "channel": channel, "ts": ts, "event_ts": ts}
-	if threadTS != "" {
-		ev["thread_ts"] = threadTS
-	}
-	b, _ := json.Marshal(map[string]any{"token": "x", "team_id": "T111", "api_app_id": "A111", "type": "event_callback",
-		"event_id": eventID, "event_time": 1700000000, "event": ev})
-	return b
-}
-
 func TestHTTPEventsAnsweredOnce(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
-	body := mentionEvent("Ev001", "<@U111> ETA?", "U222", "C0SYNTH", "1700000100.000100", "1700000000.000001")
+	metrics := testkit.VLLM(t)
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
+	body := testkit.MentionEvent("Ev001", "<@U111> ETA?", "U222", "C0SYNTH", "1700000100.000100", "1700000000.000001")
 	now := time.Now().Unix()
 	signedAt := func(ts int64, extra ...string) http.Header {
 		s := strconv.FormatInt(ts, 10)
-		h := http.Header{"X-Slack-Request-Timestamp": {s}, "X-Slack-Signature": {slackSign(e.secret, s, body)}}
+		h := http.Header{"X-Slack-Request-Timestamp": {s}, "X-Slack-Signature": {testkit.Sign(e.secret, s, body)}}
 		for i := 0; i+1 < len(extra); i += 2 {
 			h.Set(extra[i], extra[i+1])
 		}
@@ -414,11 +385,11 @@ func TestHTTPEventsAnsweredOnce(t *testing.T) {
 	if p.Form.Get("channel") != "C0SYNTH" || p.Form.Get("thread_ts") != "1700000000.000001" {
 		t.Errorf("answer went to %s thread %s; want C0SYNTH in the question's thread", p.Form.Get("channel"), p.Form.Get("thread_ts"))
 	}
-	if !strings.Contains(p.blocksText(t), "synth · ETA") {
-		t.Errorf("answer blocks = %q; want the ETA", p.blocksText(t))
+	if !strings.Contains(p.BlocksText(t), "synth · ETA") {
+		t.Errorf("answer blocks = %q; want the ETA", p.BlocksText(t))
 	}
 	// A mention at the top of a channel is answered in a thread under it.
-	e.post(t, "/slack/events", mentionEvent("Ev002", "<@U111> how fast are we going?", "U222", "C0SYNTH", "1700000300.000200", ""), nil)
+	e.post(t, "/slack/events", testkit.MentionEvent("Ev002", "<@U111> how fast are we going?", "U222", "C0SYNTH", "1700000300.000200", ""), nil)
 	e.app.wait(10 * time.Second)
 	if posts := e.fake.Calls("chat.postMessage"); len(posts) != 2 || posts[1].Form.Get("thread_ts") != "1700000300.000200" {
 		t.Errorf("top-level mention answer = %+v; want a reply in the thread of ts 1700000300.000200", posts)
@@ -428,17 +399,17 @@ func TestHTTPEventsAnsweredOnce(t *testing.T) {
 func TestHTTPMentionEscapesOutsideText(t *testing.T) {
 	// A log path (a string from outside) holding a broadcast: it must reach Slack escaped, never as
 	// <!channel>, in the blocks and in the notification text.
-	e := newHTTPEnv(t, botOpts{logName: "<!channel> run.log", noLogFile: true})
-	if !strings.Contains(e.log, "<!channel>") {
+	e := newHTTPEnv(t, botOpts{LogName: "<!channel> run.log", NoLogFile: true})
+	if !strings.Contains(e.Log, "<!channel>") {
 		t.Fatal("setup: log path lacks the broadcast")
 	}
-	os.WriteFile(e.log, []byte("nothing useful\n"), 0o644)
+	os.WriteFile(e.Log, []byte("nothing useful\n"), 0o644)
 	tests := []struct{ id, text string }{
 		{"Ev100", "<@U111> ETA?"},
 		{"Ev101", "<@U111> what about <!channel> & <https://evil.example|this>?"},
 	}
 	for _, tc := range tests {
-		e.post(t, "/slack/events", mentionEvent(tc.id, tc.text, "U222", "C1", "1700000200.000100", ""), nil)
+		e.post(t, "/slack/events", testkit.MentionEvent(tc.id, tc.text, "U222", "C1", "1700000200.000100", ""), nil)
 	}
 	e.app.wait(10 * time.Second)
 	calls := append(e.fake.Calls("chat.postMessage"), e.fake.Calls("chat.postEphemeral")...)
@@ -447,7 +418,7 @@ func TestHTTPMentionEscapesOutsideText(t *testing.T) {
 	}
 	sawPath := false
 	for _, c := range calls {
-		for _, s := range []string{c.Form.Get("text"), c.blocksText(t)} {
+		for _, s := range []string{c.Form.Get("text"), c.BlocksText(t)} {
 			if strings.Contains(s, "<!channel>") || strings.Contains(s, "<https://evil") {
 				t.Errorf("%s carries a live mention or link:\n%s", c.Method, s)
 			}
@@ -459,7 +430,7 @@ func TestHTTPMentionEscapesOutsideText(t *testing.T) {
 	if !sawPath {
 		t.Errorf("no answer names the log path (escaped); answers: %v", calls)
 	}
-	if filepath.Base(e.log) == "" {
+	if filepath.Base(e.Log) == "" {
 		t.Fatal("unreachable")
 	}
 }
@@ -484,7 +455,7 @@ func TestHTTPDirectMessagesAndBots(t *testing.T) {
 		{"an edit", msg("Ev4", map[string]any{"type": "message", "subtype": "message_changed", "channel_type": "im", "channel": "D1", "text": "status", "ts": "1.4"}), false},
 		{"a join", msg("Ev5", map[string]any{"type": "message", "subtype": "channel_join", "channel_type": "channel", "channel": "C1", "user": "U222", "ts": "1.5"}), false},
 		{"a mention by a bot", botMentionBody, false},
-		{"a mention of ourselves by ourselves", mentionEvent("Ev8", "<@U111> status", "U111", "C1", "1.8", ""), false},
+		{"a mention of ourselves by ourselves", testkit.MentionEvent("Ev8", "<@U111> status", "U111", "C1", "1.8", ""), false},
 		{"a channel message", msg("Ev7", map[string]any{"type": "message", "channel_type": "channel", "channel": "C1", "user": "U222", "text": "status", "ts": "1.7"}), false},
 	}
 	want := 0
@@ -507,9 +478,9 @@ func TestHTTPDirectMessagesAndBots(t *testing.T) {
 }
 
 func TestHTTPChartUploaded(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
-	resp := e.post(t, "/slack/commands", slashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("c0")), nil)
+	metrics := testkit.VLLM(t)
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
+	resp := e.post(t, "/slack/commands", testkit.SlashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("c0")), nil)
 	if body := readAll(t, resp.Body); !strings.Contains(body, "not enough history") {
 		t.Errorf("chart without history = %s; want a note that there is not enough history yet", body)
 	}
@@ -517,13 +488,13 @@ func TestHTTPChartUploaded(t *testing.T) {
 	if n := len(e.fake.Calls("files.getUploadURLExternal")); n != 0 {
 		t.Fatalf("uploads without history = %d; want none", n)
 	}
-	e.mon.Sample(context.Background())
-	e.mon.Sample(context.Background())
-	resp = e.post(t, "/slack/commands", slashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("c1")), nil)
+	e.Mon.Sample(context.Background())
+	e.Mon.Sample(context.Background())
+	resp = e.post(t, "/slack/commands", testkit.SlashBody("/runwatch", "chart", "C1", "U222", e.fake.ResponseURL("c1")), nil)
 	if body := readAll(t, resp.Body); !strings.Contains(body, "synth · chart") {
 		t.Errorf("chart answer = %s; want the chart's caption", body)
 	}
-	done := e.fake.wait(t, "files.completeUploadExternal", 1)
+	done := e.fake.Wait(t, "files.completeUploadExternal", 1)
 	if done[0].Form.Get("channel_id") != "C1" {
 		t.Errorf("chart shared in %q; want C1", done[0].Form.Get("channel_id"))
 	}
@@ -547,6 +518,6 @@ func TestHTTPInteractionsAcknowledged(t *testing.T) {
 		t.Errorf("unsigned interaction = %d; want 401", resp.StatusCode)
 	}
 	if n := len(e.fake.Calls("")); n != 0 {
-		t.Errorf("Slack calls for a shortcut = %v; want none", e.fake.methods())
+		t.Errorf("Slack calls for a shortcut = %v; want none", e.fake.Methods())
 	}
 }

@@ -48,7 +48,7 @@ var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 // (admitFull): the transport answers so that Slack shows the presser it did not go through.
 func (s *slackApp) interaction(cb slack.InteractionCallback) bool {
 	if cb.Type != slack.InteractionTypeBlockActions || !slackUserID.MatchString(cb.User.ID) {
-		s.metrics.event("ignored")
+		s.metrics.Event("ignored")
 		return true
 	}
 	admitted := true
@@ -61,7 +61,7 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) bool {
 		}
 		if !ok || !pressActions[action] {
 			s.log.Debug("Slack interaction ignored", "action_id", a.ActionID, "block_id", a.BlockID)
-			s.metrics.event("ignored")
+			s.metrics.Event("ignored")
 			continue
 		}
 		// Slack may deliver a press twice (a retry after a slow acknowledgement, a second
@@ -69,10 +69,10 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) bool {
 		if a.ActionTs != "" {
 			switch s.seen.admit("press:" + cb.User.ID + "\x00" + a.ActionTs + "\x00" + a.BlockID + "\x00" + a.ActionID) {
 			case admitSeen:
-				s.metrics.event("duplicate")
+				s.metrics.Event("duplicate")
 				continue
 			case admitFull:
-				s.metrics.event("busy")
+				s.metrics.Event("busy")
 				admitted = false
 				continue
 			}
@@ -94,7 +94,7 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) bool {
 		// Presses count against the presser's rate limit as questions do: each is an evaluation and an
 		// edit, and a flood of them would take every answer slot from the channel.
 		if ok, wait, warned := s.limiter.allow(p.user); !ok {
-			s.metrics.event("rate_limited")
+			s.metrics.Event("rate_limited")
 			// Told only where the press itself would be answered: a Home view's "channel" that is not a DM
 			// would have the note posted for a whole channel.
 			if !warned && pressRefusal(p) == "" {
@@ -103,7 +103,7 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) bool {
 			}
 			continue
 		}
-		s.metrics.event("pressed")
+		s.metrics.Event("pressed")
 		s.background(func(ctx context.Context) { s.press(ctx, p) })
 	}
 	return admitted
@@ -153,7 +153,7 @@ func (s *slackApp) press(ctx context.Context, p press) {
 	}
 	if rep.Refused || rep.Ephemeral {
 		if rep.Refused {
-			s.metrics.event("refused")
+			s.metrics.Event("refused")
 		}
 		s.tell(ctx, p, rep.Message)
 		return
@@ -206,7 +206,7 @@ func (s *slackApp) tell(ctx context.Context, p press, msg reports.Message) {
 	} else {
 		err = s.api.Ephemeral(ctx, p.channel, p.user, p.threadTS, msg)
 	}
-	s.metrics.posted("ephemeral", err)
+	s.metrics.Posted("ephemeral", err)
 	if err != nil {
 		s.log.Warn("answer to a button press not delivered", "action", p.action, "err", err)
 	}

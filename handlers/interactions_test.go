@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 	"runwatch/state"
@@ -74,7 +74,7 @@ var pressSeq atomic.Int64
 // pressPayload is a block_actions payload as Slack sends it for a press on msg, a chat call the
 // fake recorded whose message ts is ts: container, channel, user, the message with its blocks, and
 // one action of the message's runwatch actions block (action "menu" picks value from the menu).
-func pressPayload(t testing.TB, f *slackFake, msg slackCall, ts, user, action, value string) []byte {
+func pressPayload(t testing.TB, f *testkit.Slack, msg testkit.Call, ts, user, action, value string) []byte {
 	t.Helper()
 	blockID, _ := controlsOf(t, msg.Form.Get("blocks"))
 	if blockID == "" {
@@ -87,7 +87,7 @@ func pressPayload(t testing.TB, f *slackFake, msg slackCall, ts, user, action, v
 		a = map[string]any{"type": "overflow", "action_id": action, "block_id": blockID, "action_ts": actionTS,
 			"selected_option": map[string]any{"text": map[string]any{"type": "plain_text", "text": value}, "value": value}}
 	}
-	channel := channelID(msg.Form.Get("channel"))
+	channel := testkit.ChannelID(msg.Form.Get("channel"))
 	p := map[string]any{
 		"type": "block_actions", "api_app_id": "A111", "token": "legacy-verification-token", "trigger_id": "1.2.3",
 		"user":      map[string]any{"id": user, "username": "someone", "team_id": "T111"},
@@ -107,9 +107,9 @@ func pressPayload(t testing.TB, f *slackFake, msg slackCall, ts, user, action, v
 }
 
 // postStatus fires the scheduled status of e's first run once and returns the post and its ts.
-func postStatus(t *testing.T, e *httpEnv) (slackCall, string) {
+func postStatus(t *testing.T, e *httpEnv) (testkit.Call, string) {
 	t.Helper()
-	dir, err := state.Open(e.stateDir)
+	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +118,10 @@ func postStatus(t *testing.T, e *httpEnv) (slackCall, string) {
 		t.Fatal(err)
 	}
 	from := len(e.fake.Calls(""))
-	if err := sched.fire(context.Background(), e.file.Runs[0].Name, e.mon.Now(), false); err != nil {
+	if err := sched.fire(context.Background(), e.File.Runs[0].Name, e.Mon.Now(), false); err != nil {
 		t.Fatalf("scheduled status: %v", err)
 	}
-	i, c := e.fake.waitMatch(t, from, "the status post", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	i, c := e.fake.WaitMatch(t, from, "the status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	return c, fmt.Sprintf("1700000000.%06d", i+1)
 }
 
@@ -148,7 +148,7 @@ func (e *httpEnv) waitIdle() { e.app.wait(20 * time.Second) }
 // Snooze 1 h twenty times at once gets at most the burst answered (each an edit of the message), is told once
 // to wait, and the rest are dropped; another admin's press still goes through.
 func TestPressFloodIsLimited(t *testing.T) {
-	e := newHTTPEnv(t, botOpts{env: config.Env{Admins: []string{"UADMIN", "UOTHER"}}})
+	e := newHTTPEnv(t, botOpts{Env: config.Env{Admins: []string{"UADMIN", "UOTHER"}}})
 	frozen := time.Now()
 	e.app.limiter.now = func() time.Time { return frozen } // no refill: the limit's counts are exact
 	post, ts := postStatus(t, e)
@@ -171,7 +171,7 @@ func TestPressFloodIsLimited(t *testing.T) {
 	}
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UOTHER", actUnsnooze, ""), nil)
 	e.waitIdle()
-	if _, ok := e.mon.SnoozedUntil("synth"); ok {
+	if _, ok := e.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("another admin's Unsnooze after the flood did not go through")
 	}
 }
@@ -183,10 +183,10 @@ func TestPressSnoozeAsAdmin(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("signed press = %d; want 200", resp.StatusCode)
 	}
-	upd := e.fake.wait(t, "chat.update", 1)[0]
+	upd := e.fake.Wait(t, "chat.update", 1)[0]
 	e.waitIdle()
-	until, ok := e.mon.SnoozedUntil("synth")
-	if !ok || until.Sub(e.mon.Now()) < 59*time.Minute || until.Sub(e.mon.Now()) > 61*time.Minute {
+	until, ok := e.Mon.SnoozedUntil("synth")
+	if !ok || until.Sub(e.Mon.Now()) < 59*time.Minute || until.Sub(e.Mon.Now()) > 61*time.Minute {
 		t.Fatalf("after an admin's Snooze 1 h: snoozed %v until %v; want about an hour", ok, until)
 	}
 	if upd.Form.Get("channel") != "CSYNTH" || upd.Form.Get("ts") != ts {
@@ -205,34 +205,34 @@ func TestPressSnoozeAsAdmin(t *testing.T) {
 
 	// A message Slack will not let runwatch edit: the presser is told the change holds.
 	w := e.fake
-	w.failNext("chat.update", fakeFailure{status: http.StatusOK, body: `{"ok":false,"error":"cant_update_message"}`})
-	w.respCode.Store(http.StatusNotFound)
+	w.FailNext("chat.update", testkit.Failure{Status: http.StatusOK, Body: `{"ok":false,"error":"cant_update_message"}`})
+	w.RespCode.Store(http.StatusNotFound)
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actUnsnooze, ""), nil)
-	eph := e.fake.wait(t, "chat.postEphemeral", 1)[0]
+	eph := e.fake.Wait(t, "chat.postEphemeral", 1)[0]
 	e.waitIdle()
-	w.respCode.Store(0)
+	w.RespCode.Store(0)
 	if txt := eph.Form.Get("text"); !strings.Contains(txt, "back on") || !strings.Contains(txt, "could not be updated") {
 		t.Errorf("after a failed update the presser got %q; want the change confirmed", txt)
 	}
-	if _, ok := e.mon.SnoozedUntil("synth"); ok {
+	if _, ok := e.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("Unsnooze did not hold when the message could not be updated")
 	}
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
-	e.fake.wait(t, "chat.update", 3)
+	e.fake.Wait(t, "chat.update", 3)
 	e.waitIdle()
-	until, _ = e.mon.SnoozedUntil("synth")
+	until, _ = e.Mon.SnoozedUntil("synth")
 
 	// A restart: a new process over the same state directory still has the snooze.
-	again := newBotEnv(t, botOpts{stateDir: e.stateDir})
-	if u, ok := again.mon.SnoozedUntil("synth"); !ok || !u.Equal(until) {
+	again := newBotEnv(t, botOpts{StateDir: e.StateDir})
+	if u, ok := again.Mon.SnoozedUntil("synth"); !ok || !u.Equal(until) {
 		t.Errorf("after a restart snoozed %v until %v; want until %v", ok, u, until)
 	}
 
 	// From the menu: another duration.
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", reports.MenuID, "snooze:4h"), nil)
-	e.fake.wait(t, "chat.update", 2)
+	e.fake.Wait(t, "chat.update", 2)
 	e.waitIdle()
-	if u, _ := e.mon.SnoozedUntil("synth"); u.Sub(e.mon.Now()) < 3*time.Hour+59*time.Minute {
+	if u, _ := e.Mon.SnoozedUntil("synth"); u.Sub(e.Mon.Now()) < 3*time.Hour+59*time.Minute {
 		t.Errorf("after Snooze 4 h from the menu: until %v; want four hours on", u)
 	}
 }
@@ -243,17 +243,17 @@ func TestPressRefusedForNonAdmin(t *testing.T) {
 	for _, p := range []struct{ action, value string }{{actSnooze, "1h"}, {actStage, "review"}, {reports.MenuID, "snooze:1d"}} {
 		e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "U222", p.action, p.value), nil)
 	}
-	eph := e.fake.wait(t, "chat.postEphemeral", 3)
+	eph := e.fake.Wait(t, "chat.postEphemeral", 3)
 	e.waitIdle()
 	for _, c := range eph {
 		if c.Form.Get("user") != "U222" || c.Form.Get("channel") != "CSYNTH" || !strings.Contains(c.Form.Get("text"), "only runwatch admins") {
 			t.Errorf("refusal = %v; want an ephemeral 'only runwatch admins' to U222 in CSYNTH", c.Form)
 		}
 	}
-	if _, ok := e.mon.SnoozedUntil("synth"); ok {
+	if _, ok := e.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("a non-admin's press snoozed the run")
 	}
-	rs, _ := e.mon.RunStatus(context.Background(), "synth", monitor.Need{Stages: true})
+	rs, _ := e.Mon.RunStatus(context.Background(), "synth", monitor.Need{Stages: true})
 	for _, s := range rs.Stages {
 		if s.Name == "review" && s.State == reports.StageDone {
 			t.Errorf("a non-admin's press marked review done")
@@ -272,15 +272,15 @@ func TestPressForgedOrReplayedRefused(t *testing.T) {
 	stale := strconv.FormatInt(time.Now().Add(-10*time.Minute).Unix(), 10)
 	for name, h := range map[string]http.Header{
 		"unsigned":         {},
-		"wrong secret":     {"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {slackSign("not-the-secret", now, body)}},
-		"stale":            {"X-Slack-Request-Timestamp": {stale}, "X-Slack-Signature": {slackSign(e.secret, stale, body)}},
-		"signed elsewhere": {"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {slackSign(e.secret, now, append([]byte("x"), body...))}},
+		"wrong secret":     {"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {testkit.Sign("not-the-secret", now, body)}},
+		"stale":            {"X-Slack-Request-Timestamp": {stale}, "X-Slack-Signature": {testkit.Sign(e.secret, stale, body)}},
+		"signed elsewhere": {"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {testkit.Sign(e.secret, now, append([]byte("x"), body...))}},
 	} {
 		if resp := e.post(t, "/slack/interactions", body, h); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s press = %d; want 401", name, resp.StatusCode)
 		}
 	}
-	h := http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {slackSign(e.secret, now, body)}}
+	h := http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {testkit.Sign(e.secret, now, body)}}
 	if resp := e.post(t, "/slack/interactions", body, h); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the genuine press = %d; want 200", resp.StatusCode)
 	}
@@ -291,7 +291,7 @@ func TestPressForgedOrReplayedRefused(t *testing.T) {
 	n, _ := strconv.ParseInt(now, 10, 64)
 	retry := strconv.FormatInt(n-2, 10) // a timestamp, so a signature, the genuine press did not have
 	if resp := e.post(t, "/slack/interactions", body, http.Header{"X-Slack-Request-Timestamp": {retry},
-		"X-Slack-Signature": {slackSign(e.secret, retry, body)}}); resp.StatusCode != http.StatusOK {
+		"X-Slack-Signature": {testkit.Sign(e.secret, retry, body)}}); resp.StatusCode != http.StatusOK {
 		t.Errorf("Slack's retry of the press = %d; want 200", resp.StatusCode)
 	}
 	e.waitIdle()
@@ -304,10 +304,10 @@ func TestPressForgedOrReplayedRefused(t *testing.T) {
 }
 
 func TestPressFromAChannelNotAllowed(t *testing.T) {
-	e := newHTTPEnv(t, botOpts{env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"C0ELSEWHERE"}}})
+	e := newHTTPEnv(t, botOpts{Env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"C0ELSEWHERE"}}})
 	// The scheduler posts nothing to a channel the allow-lists leave out: this is a status posted
 	// there before they were narrowed.
-	rs, err := e.mon.RunStatus(context.Background(), "synth", monitor.All)
+	rs, err := e.Mon.RunStatus(context.Background(), "synth", monitor.All)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,22 +315,22 @@ func TestPressFromAChannelNotAllowed(t *testing.T) {
 	if _, _, err := e.app.api.Post(context.Background(), "#synth", "", e.bot.statusMessage(rs, false)); err != nil {
 		t.Fatal(err)
 	}
-	i, post := e.fake.waitMatch(t, from, "the status post", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	i, post := e.fake.WaitMatch(t, from, "the status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
-	eph := e.fake.wait(t, "chat.postEphemeral", 1)
+	eph := e.fake.Wait(t, "chat.postEphemeral", 1)
 	e.waitIdle()
 	if !strings.Contains(eph[0].Form.Get("text"), "allowed_channels") {
 		t.Errorf("press outside the allowed channels = %q; want the allow-list refusal", eph[0].Form.Get("text"))
 	}
-	if _, ok := e.mon.SnoozedUntil("synth"); ok {
+	if _, ok := e.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("a press from a channel not allowed snoozed the run")
 	}
 }
 
 func TestPressMarksStageWithSpaces(t *testing.T) {
 	const stage = "Training script updated"
-	e := newHTTPEnv(t, botOpts{run: func(r *config.Run) {
+	e := newHTTPEnv(t, botOpts{Run: func(r *config.Run) {
 		r.Stages = append(r.Stages, config.Stage{Name: stage, Check: "manual"})
 	}})
 	// review comes first and is pending too: mark it by slash command, quoted and not.
@@ -344,10 +344,10 @@ func TestPressMarksStageWithSpaces(t *testing.T) {
 		t.Fatalf("buttons = %v; want Mark %q done", btns, stage)
 	}
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actStage, stage), nil)
-	upd := e.fake.wait(t, "chat.update", 1)[0]
+	upd := e.fake.Wait(t, "chat.update", 1)[0]
 	e.waitIdle()
-	if !strings.Contains(upd.blocksText(t), ":white_check_mark: *"+stage+"*") {
-		t.Errorf("updated checklist = %s; want %q done", upd.blocksText(t), stage)
+	if !strings.Contains(upd.BlocksText(t), ":white_check_mark: *"+stage+"*") {
+		t.Errorf("updated checklist = %s; want %q done", upd.BlocksText(t), stage)
 	}
 	if _, btns := controlsOf(t, upd.Form.Get("blocks")); slices.ContainsFunc(btns, func(b string) bool { return strings.HasPrefix(b, "stage_done=") }) {
 		t.Errorf("buttons after the last manual stage is done = %v; want no Mark … done", btns)
@@ -359,7 +359,7 @@ func TestPressMarksStageWithSpaces(t *testing.T) {
 			t.Errorf("%s = %q; want the stage marked", text, rep.Message.Text())
 		}
 	}
-	rs, _ := e.mon.RunStatus(context.Background(), "synth", monitor.Need{Stages: true})
+	rs, _ := e.Mon.RunStatus(context.Background(), "synth", monitor.Need{Stages: true})
 	for _, s := range rs.Stages {
 		if s.Name == stage && s.State != reports.StageFailed {
 			t.Errorf("stage %q = %s after the last slash command; want failed", stage, s.State)
@@ -374,21 +374,21 @@ func TestPressLastLogLines(t *testing.T) {
 	for i := range 40 {
 		lines = append(lines, fmt.Sprintf("step %d <!channel> `tick` <https://evil.example|click> %s", i, strings.Repeat("é", 400)))
 	}
-	lines = append(lines, "export SLACK_BOT_TOKEN="+testBotToken.Reveal())
-	e.writeLogText(t, strings.Join(lines, "\n")+"\n")
+	lines = append(lines, "export SLACK_BOT_TOKEN="+testkit.BotToken.Reveal())
+	e.WriteLogText(t, strings.Join(lines, "\n")+"\n")
 	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "U222", reports.MenuID, "logs"), nil)
-	eph := e.fake.wait(t, "chat.postEphemeral", 1)[0]
+	eph := e.fake.Wait(t, "chat.postEphemeral", 1)[0]
 	e.waitIdle()
 	if eph.Form.Get("user") != "U222" {
 		t.Errorf("log lines shown to %q; want the presser U222 only", eph.Form.Get("user"))
 	}
-	text := eph.blocksText(t)
+	text := eph.BlocksText(t)
 	for _, bad := range []string{"<!channel>", "<https://"} {
 		if strings.Contains(text, bad) {
 			t.Errorf("log lines carry live markup %q:\n%s", bad, text)
 		}
 	}
-	if strings.Contains(text, testBotToken.Reveal()) || !strings.Contains(text, "SLACK_BOT_TOKEN=xoxb-[redacted]") {
+	if strings.Contains(text, testkit.BotToken.Reveal()) || !strings.Contains(text, "SLACK_BOT_TOKEN=xoxb-[redacted]") {
 		t.Errorf("a token in the log reached Slack:\n%s", text)
 	}
 	if !strings.Contains(text, "step 39 &lt;!channel&gt;") || strings.Contains(text, "step 9 ") {
@@ -411,13 +411,6 @@ func TestPressLastLogLines(t *testing.T) {
 
 func urlEscape(s string) string { return url.QueryEscape(s) }
 
-func (e *botEnv) writeLogText(t testing.TB, text string) {
-	t.Helper()
-	if err := os.WriteFile(e.log, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // warningEnv is an alerter and its claims delivering to the fake Slack, as the sampler does.
 type warningEnv struct {
 	*httpEnv
@@ -431,7 +424,7 @@ func newWarningEnv(t *testing.T) *warningEnv { return newWarningEnvWith(t, botOp
 func newWarningEnvWith(t *testing.T, o botOpts) *warningEnv {
 	t.Helper()
 	e := newHTTPEnv(t, o)
-	dir, err := state.Open(e.stateDir)
+	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +436,7 @@ func newWarningEnvWith(t *testing.T, o botOpts) *warningEnv {
 // step is one sampler tick at at: evaluate, shape the posts by the claims, deliver them.
 func (w *warningEnv) step(t *testing.T, at time.Time, evs ...monitor.Evaluation) []Post {
 	t.Helper()
-	snoozed := func(run string) bool { _, ok := w.mon.SnoozedUntil(run); return ok }
+	snoozed := func(run string) bool { _, ok := w.Mon.SnoozedUntil(run); return ok }
 	posts := w.claims.apply(w.alerter, w.alerter.Process(evs, at, snoozed), at, snoozed)
 	deliver := slackDeliver(w.bot, w.app.api, nil)
 	for _, p := range posts {
@@ -460,11 +453,11 @@ func (w *warningEnv) step(t *testing.T, at time.Time, evs ...monitor.Evaluation)
 // it" says why it cannot be taken here, not that the warning has cleared.
 func TestPressTakeReadOnly(t *testing.T) {
 	why := "`bot console` (pid 42) holds the state directory and this `bot serve` only reads it until the console exits"
-	w := newWarningEnvWith(t, botOpts{readOnly: why})
-	w.step(t, w.mon.Now(), ev("synth", stalled))
-	i, warning := w.fake.waitMatch(t, 0, "the warning", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	w := newWarningEnvWith(t, botOpts{ReadOnly: why})
+	w.step(t, w.Mon.Now(), ev("synth", stalled))
+	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, fmt.Sprintf("1700000000.%06d", i+1), "UADMIN", actTake, ""), nil)
-	eph := w.fake.wait(t, "chat.postEphemeral", 1)[0]
+	eph := w.fake.Wait(t, "chat.postEphemeral", 1)[0]
 	w.waitIdle()
 	if txt := eph.Form.Get("text"); !strings.Contains(txt, "pid 42") || strings.Contains(txt, "cleared") {
 		t.Errorf("I'm on it on a read-only serve = %q; want why it only reads, not that the warning cleared", txt)
@@ -476,11 +469,11 @@ func TestPressTakeReadOnly(t *testing.T) {
 
 func TestPressTakeWarning(t *testing.T) {
 	w := newWarningEnv(t)
-	t0 := w.mon.Now()
+	t0 := w.Mon.Now()
 	if posts := w.step(t, t0, ev("synth", stalled)); len(posts) != 1 || posts[0].Kind != AlertStall {
 		t.Fatalf("first stall = %v; want one warning", kinds(posts))
 	}
-	i, warning := w.fake.waitMatch(t, 0, "the warning", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
 	if _, btns := controlsOf(t, warning.Form.Get("blocks")); !slices.Equal(btns, []string{"take=", "snooze=1h", "menu=snooze:30m", "menu=snooze:4h", "menu=snooze:1d", "menu=logs"}) {
 		t.Errorf("warning buttons = %v; want I'm on it, Snooze 1 h and the menu with Last log lines", btns)
@@ -488,7 +481,7 @@ func TestPressTakeWarning(t *testing.T) {
 
 	// Not an admin: refused, nothing taken.
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, ts, "U222", actTake, ""), nil)
-	w.fake.wait(t, "chat.postEphemeral", 1)
+	w.fake.Wait(t, "chat.postEphemeral", 1)
 	w.waitIdle()
 	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
 		t.Fatalf("a non-admin took the warning")
@@ -496,10 +489,10 @@ func TestPressTakeWarning(t *testing.T) {
 
 	// An admin: the warning says who is on it, and its I'm on it button is gone.
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, ts, "UADMIN", actTake, ""), nil)
-	upd := w.fake.wait(t, "chat.update", 1)[0]
+	upd := w.fake.Wait(t, "chat.update", 1)[0]
 	w.waitIdle()
-	if upd.Form.Get("ts") != ts || !strings.Contains(upd.blocksText(t), ":eyes: <@UADMIN> is on it since") || !strings.Contains(upd.blocksText(t), "synth · stalled") {
-		t.Errorf("updated warning = %s; want the warning with who is on it", upd.blocksText(t))
+	if upd.Form.Get("ts") != ts || !strings.Contains(upd.BlocksText(t), ":eyes: <@UADMIN> is on it since") || !strings.Contains(upd.BlocksText(t), "synth · stalled") {
+		t.Errorf("updated warning = %s; want the warning with who is on it", upd.BlocksText(t))
 	}
 	checkBlockKitLimits(t, "taken warning", []byte(upd.Form.Get("blocks")), 50)
 	if _, btns := controlsOf(t, upd.Form.Get("blocks")); !slices.Equal(btns[:2], []string{"snooze=1h", "logs="}) {
@@ -507,21 +500,21 @@ func TestPressTakeWarning(t *testing.T) {
 	}
 	// Snooze from the warning: the run is snoozed, the warning says so and offers Unsnooze.
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, upd, ts, "UADMIN", reports.MenuID, "snooze:30m"), nil)
-	snoozedMsg := w.fake.wait(t, "chat.update", 2)[1]
+	snoozedMsg := w.fake.Wait(t, "chat.update", 2)[1]
 	w.waitIdle()
-	if txt := snoozedMsg.blocksText(t); !strings.Contains(txt, ":zzz: synth's warnings snoozed until") || !strings.Contains(txt, ":eyes: <@UADMIN> is on it") {
+	if txt := snoozedMsg.BlocksText(t); !strings.Contains(txt, ":zzz: synth's warnings snoozed until") || !strings.Contains(txt, ":eyes: <@UADMIN> is on it") {
 		t.Errorf("warning after Snooze 30 min = %s; want who is on it and the snooze", txt)
 	}
 	if _, btns := controlsOf(t, snoozedMsg.Form.Get("blocks")); btns[0] != "unsnooze=" {
 		t.Errorf("buttons of a snoozed warning = %v; want Unsnooze first", btns)
 	}
-	if strings.Count(snoozedMsg.blocksText(t), "is on it") != 1 {
-		t.Errorf("the state line was repeated instead of replaced: %s", snoozedMsg.blocksText(t))
+	if strings.Count(snoozedMsg.BlocksText(t), "is on it") != 1 {
+		t.Errorf("the state line was repeated instead of replaced: %s", snoozedMsg.BlocksText(t))
 	}
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, snoozedMsg, ts, "UADMIN", actUnsnooze, ""), nil)
-	w.fake.wait(t, "chat.update", 3)
+	w.fake.Wait(t, "chat.update", 3)
 	w.waitIdle()
-	if _, ok := w.mon.SnoozedUntil("synth"); ok {
+	if _, ok := w.Mon.SnoozedUntil("synth"); ok {
 		t.Fatalf("Unsnooze from the warning left the run snoozed")
 	}
 	// The claim survives a restart.
@@ -555,17 +548,17 @@ func TestPressTakeWarning(t *testing.T) {
 
 // statusPost has the scheduler post synth's status into the Socket Mode fake and returns the post and the ts
 // it was given, for a test to press its buttons.
-func (e *socketEnv) statusPost(t *testing.T) (slackCall, string) {
+func (e *socketEnv) statusPost(t *testing.T) (testkit.Call, string) {
 	t.Helper()
-	dir, _ := state.Open(e.stateDir)
+	dir, _ := state.Open(e.StateDir)
 	sched, err := NewScheduler(e.bot, e.app.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sched.fire(context.Background(), "synth", e.mon.Now(), false); err != nil {
+	if err := sched.fire(context.Background(), "synth", e.Mon.Now(), false); err != nil {
 		t.Fatal(err)
 	}
-	i, post := e.fake.waitMatch(t, 0, "the status post", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	i, post := e.fake.WaitMatch(t, 0, "the status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	return post, fmt.Sprintf("1700000000.%06d", i+1)
 }
 
@@ -579,11 +572,11 @@ func TestSocketModeButtonPress(t *testing.T) {
 	}
 	e.ws.send(envelope("env-press"))
 	e.ws.waitAck(t, "env-press")
-	e.fake.wait(t, "chat.update", 1)
+	e.fake.Wait(t, "chat.update", 1)
 	e.ws.send(envelope("env-press")) // redelivered: acknowledged, not answered again
 	e.ws.waitFor(t, "the second ack", func() bool { return len(e.ws.acksOf("env-press")) == 2 })
 	e.app.wait(10 * time.Second)
-	if _, ok := e.mon.SnoozedUntil("synth"); !ok {
+	if _, ok := e.Mon.SnoozedUntil("synth"); !ok {
 		t.Errorf("an admin's press over Socket Mode did not snooze the run")
 	}
 	if n := len(e.fake.Calls("chat.update")); n != 1 {

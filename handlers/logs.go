@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"runwatch/internal/redact"
 	"runwatch/probes"
 	"runwatch/reports"
 )
@@ -113,7 +114,7 @@ func isErrorLine(l string) bool {
 // AWS key shapes, an Authorization header's credentials, an environment dump's HF_TOKEN=,
 // WANDB_API_KEY=, ..._SECRET= values, a config's "api_key": … and a command line's --api-key ….
 func redactLogLine(l string) string {
-	l = redactToken.ReplaceAllString(l, "$1-[redacted]")
+	l = redact.SlackTokens(l)
 	// URLs before the name=value shapes: a query's token=… is the URL redactor's, which keeps the URL whole.
 	l = probes.RedactURLsIn(l)
 	l = redactHFToken.ReplaceAllString(l, "hf_[redacted]")

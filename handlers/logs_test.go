@@ -104,7 +104,7 @@ func TestLogsSaysOnlyYouInSlackAlone(t *testing.T) {
 	}{{"console", false}, {"cli", false}, {"mention", true}, {"slash", true}, {"dm", true}} {
 		rep := e.bot.Ask(context.Background(), Request{Text: "logs", Source: tt.source, User: "UADMIN"})
 		text := rep.Message.Text()
-		if !strings.Contains(text, "last 2 lines of "+e.log) || strings.Contains(text, "only you see this") != tt.only {
+		if !strings.Contains(text, "last 2 lines of "+e.Log) || strings.Contains(text, "only you see this") != tt.only {
 			t.Errorf("logs from %s = %q; want the lines, and %q only in Slack", tt.source, text, "only you see this")
 		}
 	}
@@ -123,7 +123,7 @@ func TestLogsErrorLines(t *testing.T) {
 		"  File \"gen.py\", line 12, in <module>\n" +
 		"RuntimeError: CUDA out of memory\n" +
 		"Progress: 300/25000 (2 errors), errors=2, 0.7 req/s\n"
-	if err := os.WriteFile(e.log, []byte(log), 0o644); err != nil {
+	if err := os.WriteFile(e.Log, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wantErrs := []string{"ERROR 12-06 10:00:01 engine.py:88 request 17 aborted", "Traceback (most recent call last):", "RuntimeError: CUDA out of memory"}
@@ -156,7 +156,7 @@ func TestLogsErrorLines(t *testing.T) {
 		t.Errorf("logs = %q; want the last lines", text)
 	}
 
-	e.writeLog(t, 300, 25000)
+	e.WriteLog(t, 300, 25000)
 	rep := e.bot.Ask(context.Background(), Request{Text: "show me the error log", Source: "console"})
 	if text := rep.Message.Text(); !strings.Contains(text, "No error lines among the last 2 lines of") || !strings.Contains(text, "Progress: 300/25000") {
 		t.Errorf("show me the error log (none in it) = %q; want it to say none, then the last lines", text)
@@ -194,7 +194,7 @@ func TestIsErrorLine(t *testing.T) {
 // "sk-proj-Sekr3tVa" (short of a key's 20 characters), "Bearer Sekr3t" (short of 8). Each secret is put
 // so that the cut falls at every byte of it in turn: no part of it is ever shown, in the text or the data.
 func TestLogLinesRedactedBeforeTheyAreCut(t *testing.T) {
-	e := newBotEnv(t, botOpts{noLogFile: true})
+	e := newBotEnv(t, botOpts{NoLogFile: true})
 	for _, secret := range []string{
 		"postgres://admin:Sekr3tPassw0rd@db.internal:5432/runs",
 		"OPENAI_KEY sk-proj-Sekr3tValue0123456789abcdef",
@@ -204,7 +204,7 @@ func TestLogLinesRedactedBeforeTheyAreCut(t *testing.T) {
 		at := strings.Index(secret, "Sekr3t")
 		for cut := at; cut <= len(secret); cut++ {
 			line := strings.Repeat("x", logLineBytes-cut-1) + " " + secret
-			if err := os.WriteFile(e.log, []byte("starting\n"+line+"\n"), 0o644); err != nil {
+			if err := os.WriteFile(e.Log, []byte("starting\n"+line+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			rep := e.bot.Ask(context.Background(), Request{Text: "logs", Source: "console"})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -18,22 +20,22 @@ import (
 // one over the same directory (a restart).
 type lostEnv struct {
 	*botEnv
-	fake  *slackFake
+	fake  *testkit.Slack
 	api   *SlackAPI
-	clock *testClock
-	ep    *faultEndpoint
-	logs  *logBuffer
+	clock *testkit.Clock
+	ep    *testkit.FaultEndpoint
+	logs  *testkit.LogBuffer
 }
 
 func (e *lostEnv) sampler(t *testing.T) *Sampler {
 	t.Helper()
-	s := NewSampler(e.bot, time.Second, e.logs.logger())
-	dir, err := state.Open(e.stateDir)
+	s := NewSampler(e.bot, time.Second, e.logs.Logger())
+	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.State = dir
-	s.Deliver = slackDeliver(e.bot, e.api, NewMetrics())
+	s.Deliver = slackDeliver(e.bot, e.api, botmetrics.New())
 	s.Find = slackFind(e.bot, e.api)
 	s.LoadState()
 	return s
@@ -45,8 +47,8 @@ func (e *lostEnv) tick(s *Sampler, at time.Duration) {
 }
 
 // topLevel is the top-level posts whose text has want (the note of the loss only when asked for).
-func (e *lostEnv) topLevel(want string) []slackCall {
-	var out []slackCall
+func (e *lostEnv) topLevel(want string) []testkit.Call {
+	var out []testkit.Call
 	for _, c := range e.fake.Calls("chat.postMessage") {
 		text := c.Form.Get("text")
 		if strings.Contains(text, "lost its record") && !strings.Contains(want, "lost its record") {
@@ -60,8 +62,8 @@ func (e *lostEnv) topLevel(want string) []slackCall {
 }
 
 // replies are the posts in the thread of the message ts.
-func (e *lostEnv) replies(ts string) []slackCall {
-	var out []slackCall
+func (e *lostEnv) replies(ts string) []testkit.Call {
+	var out []testkit.Call
 	for _, c := range e.fake.Calls("chat.postMessage") {
 		if c.Form.Get("thread_ts") == ts {
 			out = append(out, c)
@@ -82,20 +84,20 @@ func TestLostAlertStateDoesNotRepost(t *testing.T) {
 		{"garbage", func([]byte) []byte { return []byte("\x00\x00\x00\x00") }},
 	} {
 		t.Run(damage.name, func(t *testing.T) {
-			ep := newFaultEndpoint(t)
-			clock := &testClock{t: schedT0}
-			e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 500 * time.Millisecond, clock: clock}),
-				fake: newSlackFake(t), clock: clock, ep: ep, logs: &logBuffer{}}
+			ep := testkit.NewFaultEndpoint(t)
+			clock := testkit.NewClock(schedT0)
+			e := &lostEnv{botEnv: newBotEnv(t, botOpts{Metrics: []string{ep.URL()}, Timeout: 500 * time.Millisecond, Clock: clock}),
+				fake: testkit.NewSlack(t), clock: clock, ep: ep, logs: &testkit.LogBuffer{}}
 			e.api, _ = newTestAPI(t, e.fake, nil, nil)
 			first := e.sampler(t)
 			e.tick(first, 0)
-			ep.down()
+			ep.Down()
 			e.tick(first, time.Second)
 			e.tick(first, 2*time.Second)
 			if n := len(e.topLevel("source down")); n != 1 {
 				t.Fatalf("source down warnings before the restart = %d; want 1", n)
 			}
-			p := filepath.Join(e.stateDir, alertStateFile)
+			p := filepath.Join(e.StateDir, alertStateFile)
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -119,7 +121,7 @@ func TestLostAlertStateDoesNotRepost(t *testing.T) {
 				t.Errorf("log does not say where the corrupt file went:\n%s", logs)
 			}
 			// The source's recovery follows in the note's thread.
-			ep.up()
+			ep.Up()
 			for i := range 3 {
 				e.tick(second, time.Duration(8+i)*time.Second)
 			}
@@ -130,7 +132,7 @@ func TestLostAlertStateDoesNotRepost(t *testing.T) {
 				}
 			}
 			if resolved == 0 {
-				t.Errorf("no follow-up under the note once the source recovered: %v", e.fake.methods())
+				t.Errorf("no follow-up under the note once the source recovered: %v", e.fake.Methods())
 			}
 			if len(notes) == 1 && strings.Contains(notes[0].Form.Get("blocks"), `"actions"`) {
 				t.Errorf("the note carries a warning's buttons: %s", notes[0].Form.Get("blocks"))
@@ -168,20 +170,20 @@ func TestNullStateEntriesDoNotCrash(t *testing.T) {
 		alertStateFile:    `{"active": {"synth/stall": null, "gone/probe_down/x": null}}`,
 		scheduleStateFile: `{"runs": {"synth": null, "gone": null}}`,
 	} {
-		if err := os.WriteFile(filepath.Join(e.stateDir, name), []byte(body), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(e.StateDir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sched, err := NewScheduler(e.bot, e.api, mustOpen(t, e.stateDir), nil, nil)
+	sched, err := NewScheduler(e.bot, e.api, mustOpen(t, e.StateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSampler(e.bot, time.Second, (&logBuffer{}).logger())
-	s.State = mustOpen(t, e.stateDir)
-	s.Deliver = slackDeliver(e.bot, e.api, NewMetrics())
+	s := NewSampler(e.bot, time.Second, (&testkit.LogBuffer{}).Logger())
+	s.State = mustOpen(t, e.StateDir)
+	s.Deliver = slackDeliver(e.bot, e.api, botmetrics.New())
 	s.OnSample = sched.RetryPending
 	s.LoadState()
-	e.clock.Set(schedT0)
+	e.Clock.Set(schedT0)
 	s.Tick(context.Background())
 	startSched(t, sched, newStepClock(schedT0))
 	if err := sched.fire(context.Background(), "synth", schedT0, false); err != nil {
@@ -197,12 +199,12 @@ func TestNullStateEntriesDoNotCrash(t *testing.T) {
 // The restarted bot settled only the note itself, which names no warning, and the warnings it had
 // taken out of the posts stayed marked as posted: none of them was ever posted.
 func TestLostNoteInterruptedByACrash(t *testing.T) {
-	ep := newFaultEndpoint(t)
-	clock := &testClock{t: schedT0}
-	e := &lostEnv{botEnv: newBotEnv(t, botOpts{metrics: []string{ep.URL()}, timeout: 500 * time.Millisecond, clock: clock}),
-		fake: newSlackFake(t), clock: clock, ep: ep, logs: &logBuffer{}}
+	ep := testkit.NewFaultEndpoint(t)
+	clock := testkit.NewClock(schedT0)
+	e := &lostEnv{botEnv: newBotEnv(t, botOpts{Metrics: []string{ep.URL()}, Timeout: 500 * time.Millisecond, Clock: clock}),
+		fake: testkit.NewSlack(t), clock: clock, ep: ep, logs: &testkit.LogBuffer{}}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
-	p := filepath.Join(e.stateDir, alertStateFile)
+	p := filepath.Join(e.StateDir, alertStateFile)
 	if err := os.WriteFile(p, []byte("\x00\x00"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +225,7 @@ func TestLostNoteInterruptedByACrash(t *testing.T) {
 		}
 		return deliver(ctx, post)
 	}
-	ep.down()
+	ep.Down()
 	for i := 0; i < 4 && atCrash == nil; i++ {
 		e.tick(first, time.Duration(i)*time.Second)
 	}
@@ -239,6 +241,6 @@ func TestLostNoteInterruptedByACrash(t *testing.T) {
 		e.tick(second, time.Duration(10+i)*time.Second)
 	}
 	if n := len(e.topLevel("source down")) + len(e.topLevel("lost its record")); n == 0 {
-		t.Errorf("the source-down warning was never posted, alone or in a note, after a crash while posting the note: %v", e.fake.methods())
+		t.Errorf("the source-down warning was never posted, alone or in a note, after a crash while posting the note: %v", e.fake.Methods())
 	}
 }

@@ -12,7 +12,7 @@ import (
 // A progress stage whose source failed names the failure, the source first and its error, with a URL's
 // secrets redacted as in every other line: "no progress reported yet" read as a job that has not started.
 func TestProgressStageNamesTheFailedSource(t *testing.T) {
-	e := newBotEnv(t, botOpts{noLogFile: true, metrics: []string{"http://ops:hunter2@127.0.0.1:1/metrics?api_key=s3cr3t"}})
+	e := newBotEnv(t, botOpts{NoLogFile: true, Metrics: []string{"http://ops:hunter2@127.0.0.1:1/metrics?api_key=s3cr3t"}})
 	for _, q := range []string{"status", "what's left?"} {
 		text := e.bot.Ask(context.Background(), Request{Text: q, Source: "console"}).Message.Text()
 		var line string
@@ -21,7 +21,7 @@ func TestProgressStageNamesTheFailedSource(t *testing.T) {
 				line = l
 			}
 		}
-		if !strings.Contains(line, "no progress reading: log "+e.log+" failed: the log file does not exist") ||
+		if !strings.Contains(line, "no progress reading: log "+e.Log+" failed: the log file does not exist") ||
 			!strings.Contains(line, "(1 other source failed too)") {
 			t.Errorf("%s: generate stage = %q; want the log named with its error, and the other failed source counted", q, line)
 		}
@@ -52,9 +52,9 @@ func TestMissingLogSaysWhatIsBeside(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Log = tt.log(filepath.Dir(r.Log)) }})
+			e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Log = tt.log(filepath.Dir(r.Log)) }})
 			text := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "console"}).Message.Text() + "\n"
-			want := "log " + tt.log(e.dir) + ": " + tt.want(e.dir)
+			want := "log " + tt.log(e.Dir) + ": " + tt.want(e.Dir)
 			if !strings.Contains(text, want) || strings.Contains(text, "no such file") {
 				t.Errorf("ETA answer = %q; want %q, and the error said once", text, want)
 			}

@@ -39,17 +39,17 @@ func TestSocketModePressNotActedOnTwiceAcrossRestart(t *testing.T) {
 	first.ws.send(envelope("env-admin", admin))
 	first.ws.waitAck(t, "env-admin")
 	first.app.wait(10 * time.Second)
-	until, ok := first.mon.SnoozedUntil("synth")
+	until, ok := first.Mon.SnoozedUntil("synth")
 	if !ok {
 		t.Fatalf("the admin's press did not snooze the run")
 	}
-	if err := first.mon.Snooze("synth", time.Time{}); err != nil {
+	if err := first.Mon.Snooze("synth", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	first.ws.send(envelope("env-user", pressPayload(t, first.fake, post, ts, "U0SOMEONE", reports.MenuID, "snooze:1d")))
 	first.ws.waitAck(t, "env-user")
 	first.app.wait(10 * time.Second)
-	if _, ok := first.mon.SnoozedUntil("synth"); ok {
+	if _, ok := first.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("a non-admin's press snoozed the run")
 	}
 	refused := false
@@ -57,7 +57,7 @@ func TestSocketModePressNotActedOnTwiceAcrossRestart(t *testing.T) {
 		refused = refused || c.Form.Get("user") == "U0SOMEONE" && strings.Contains(c.Form.Get("text"), "only runwatch admins")
 	}
 	if !refused {
-		t.Errorf("the non-admin was not told why nothing changed: %v", first.fake.methods())
+		t.Errorf("the non-admin was not told why nothing changed: %v", first.fake.Methods())
 	}
 
 	second := process()
@@ -67,10 +67,10 @@ func TestSocketModePressNotActedOnTwiceAcrossRestart(t *testing.T) {
 		return len(second.ws.acksOf("env-admin")) == 1 && len(second.ws.acksOf("env-admin-retry")) == 1
 	})
 	second.app.wait(10 * time.Second)
-	if again, ok := second.mon.SnoozedUntil("synth"); ok {
+	if again, ok := second.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("after a restart the admin's press, delivered again, snoozed the run until %v (first: %v); want it acted on once", again, until)
 	}
 	if n := len(second.fake.Calls("chat.update")) + len(second.fake.Calls("chat.postEphemeral")); n != 0 {
-		t.Errorf("Slack calls for the redelivered press after a restart = %d (%v); want none", n, second.fake.methods())
+		t.Errorf("Slack calls for the redelivered press after a restart = %d (%v); want none", n, second.fake.Methods())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -47,16 +48,16 @@ func TestHTTPReplayHexCaseAndRestart(t *testing.T) {
 	}
 	snoozed := func() bool { _, ok := e.bot.mon.SnoozedUntil("synth"); return ok }
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	snooze := slashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", "")
-	sig := slackSign(e.secret, ts, snooze)
+	snooze := testkit.SlashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", "")
+	sig := testkit.Sign(e.secret, ts, snooze)
 	upper := "v0=" + strings.ToUpper(strings.TrimPrefix(sig, "v0="))
 
 	first := serve()
 	if code := send(first, snooze, ts, sig); code != http.StatusOK || !snoozed() {
 		t.Fatalf("snooze 14d = %d, snoozed %v; want 200 and snoozed", code, snoozed())
 	}
-	unsnooze := slashBody("/runwatch", "unsnooze synth", "C0SYNTH", "UADMIN", "")
-	if code := send(first, unsnooze, ts, slackSign(e.secret, ts, unsnooze)); code != http.StatusOK || snoozed() {
+	unsnooze := testkit.SlashBody("/runwatch", "unsnooze synth", "C0SYNTH", "UADMIN", "")
+	if code := send(first, unsnooze, ts, testkit.Sign(e.secret, ts, unsnooze)); code != http.StatusOK || snoozed() {
 		t.Fatalf("unsnooze = %d, snoozed %v; want 200 and not snoozed", code, snoozed())
 	}
 	refused := 0
@@ -76,8 +77,8 @@ func TestHTTPReplayHexCaseAndRestart(t *testing.T) {
 		}
 	}
 	now := strconv.FormatInt(time.Now().Unix()+1, 10)
-	status := slashBody("/runwatch", "runs", "C0SYNTH", "UADMIN", "")
-	if code := send(second, status, now, slackSign(e.secret, now, status)); code != http.StatusOK {
+	status := testkit.SlashBody("/runwatch", "runs", "C0SYNTH", "UADMIN", "")
+	if code := send(second, status, now, testkit.Sign(e.secret, now, status)); code != http.StatusOK {
 		t.Errorf("a new request after the restart = %d; want 200", code)
 	}
 	if t.Failed() {
@@ -114,14 +115,14 @@ func TestReplayCacheExpiresAndCompacts(t *testing.T) {
 }
 
 func TestEventsWithoutEventIDAnswered(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	metrics := testkit.VLLM(t)
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
 	// The third is Slack redelivering the first, signed anew.
 	now := time.Now().Unix()
 	for i, ts := range []string{"1700000100.000100", "1700000200.000200", "1700000100.000100"} {
-		body := mentionEvent("", "<@U111> ETA?", "U222", "C0SYNTH", ts, "")
+		body := testkit.MentionEvent("", "<@U111> ETA?", "U222", "C0SYNTH", ts, "")
 		at := strconv.FormatInt(now+int64(i), 10)
-		h := http.Header{"X-Slack-Request-Timestamp": {at}, "X-Slack-Signature": {slackSign(e.secret, at, body)}}
+		h := http.Header{"X-Slack-Request-Timestamp": {at}, "X-Slack-Signature": {testkit.Sign(e.secret, at, body)}}
 		if resp := e.post(t, "/slack/events", body, h); resp.StatusCode != http.StatusOK {
 			t.Fatalf("event %d = %d", i, resp.StatusCode)
 		}
@@ -173,8 +174,8 @@ func TestHTTPEveryEndpointRefusesForgeries(t *testing.T) {
 		path string
 		body []byte
 	}{
-		{"/slack/events", mentionEvent("EvSnooze1", "<@U111> snooze 14d", "UADMIN", "C0SYNTH", "1700000500.000100", "")},
-		{"/slack/commands", slashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", e.fake.ResponseURL("snooze"))},
+		{"/slack/events", testkit.MentionEvent("EvSnooze1", "<@U111> snooze 14d", "UADMIN", "C0SYNTH", "1700000500.000100", "")},
+		{"/slack/commands", testkit.SlashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", e.fake.ResponseURL("snooze"))},
 		{"/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", reports.MenuID, "snooze:14d")},
 	}
 	snoozed := func() bool { _, ok := e.bot.mon.SnoozedUntil("synth"); return ok }
@@ -190,10 +191,10 @@ func TestHTTPEveryEndpointRefusesForgeries(t *testing.T) {
 		}{
 			{"unsigned", ep.body, http.Header{}, http.StatusUnauthorized},
 			{"timestamp only", ep.body, http.Header{"X-Slack-Request-Timestamp": {now}}, http.StatusUnauthorized},
-			{"stale", ep.body, http.Header{"X-Slack-Request-Timestamp": {stale}, "X-Slack-Signature": {slackSign(e.secret, stale, ep.body)}}, http.StatusUnauthorized},
+			{"stale", ep.body, http.Header{"X-Slack-Request-Timestamp": {stale}, "X-Slack-Signature": {testkit.Sign(e.secret, stale, ep.body)}}, http.StatusUnauthorized},
 			{"body altered after signing", append(append([]byte{}, ep.body...), ' '), http.Header{"X-Slack-Request-Timestamp": {now},
-				"X-Slack-Signature": {slackSign(e.secret, now, ep.body)}}, http.StatusUnauthorized},
-			{"oversized, signed", big, http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {slackSign(e.secret, now, big)}}, http.StatusRequestEntityTooLarge},
+				"X-Slack-Signature": {testkit.Sign(e.secret, now, ep.body)}}, http.StatusUnauthorized},
+			{"oversized, signed", big, http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {testkit.Sign(e.secret, now, big)}}, http.StatusRequestEntityTooLarge},
 		}
 		calls := len(e.fake.Calls(""))
 		for _, f := range forged {
@@ -203,9 +204,9 @@ func TestHTTPEveryEndpointRefusesForgeries(t *testing.T) {
 		}
 		e.waitIdle()
 		if snoozed() || len(e.fake.Calls("")) != calls {
-			t.Fatalf("%s: after forged requests snoozed %v, Slack calls %v; want nothing done", ep.path, snoozed(), e.fake.methods()[calls:])
+			t.Fatalf("%s: after forged requests snoozed %v, Slack calls %v; want nothing done", ep.path, snoozed(), e.fake.Methods()[calls:])
 		}
-		genuine := http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {slackSign(e.secret, now, ep.body)}}
+		genuine := http.Header{"X-Slack-Request-Timestamp": {now}, "X-Slack-Signature": {testkit.Sign(e.secret, now, ep.body)}}
 		if resp := e.post(t, ep.path, ep.body, genuine); resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s genuine = %d; want 200", ep.path, resp.StatusCode)
 		}

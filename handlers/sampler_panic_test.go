@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 )
 
@@ -15,8 +16,8 @@ import (
 // whole bot before, and again on every restart.
 func TestSamplerSurvivesAPanic(t *testing.T) {
 	e := newBotEnv(t, botOpts{})
-	logs := &logBuffer{}
-	s := NewSampler(e.bot, time.Millisecond, logs.logger())
+	logs := &testkit.LogBuffer{}
+	s := NewSampler(e.bot, time.Millisecond, logs.Logger())
 	var ticks atomic.Int32
 	again := make(chan struct{})
 	s.OnEvaluate = func([]monitor.Evaluation) {

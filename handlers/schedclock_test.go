@@ -29,7 +29,7 @@ func TestScheduleLocalCronAcrossDST(t *testing.T) {
 			e := newSchedEnv(t, "new", "0 9 * * *", "")
 			e.bot.loc = london
 			e.fireAt(t, tc.first)
-			e.writeLog(t, 900, 25000)
+			e.WriteLog(t, 900, 25000)
 			// An hour before the next 09:00 is not due, whichever way the clocks went.
 			e.fireAt(t, tc.next.Add(-time.Hour))
 			if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
@@ -84,7 +84,7 @@ func TestScheduleWallClockJump(t *testing.T) {
 			t.Fatalf("at %s (wall clock) nothing reads the clock again: the hourly post waits for a timer that counts elapsed time only", clock.Now().Format(time.TimeOnly))
 		}
 	}
-	posts := e.fake.wait(t, "chat.postMessage", 1)
+	posts := e.fake.Wait(t, "chat.postMessage", 1)
 	if len(posts) != 1 {
 		t.Errorf("posts at %s = %d; want 1", clock.Now().Format(time.TimeOnly), len(posts))
 	}
@@ -97,19 +97,19 @@ func TestScheduleRestartAcrossTheHour(t *testing.T) {
 	first, second := postedThenRestarted(t)
 	second.fake = first.fake
 	second.api = first.api
-	s, err := NewScheduler(second.bot, first.api, mustOpen(t, first.stateDir), nil, nil)
+	s, err := NewScheduler(second.bot, first.api, mustOpen(t, first.StateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	restart := schedT0.Add(time.Hour + time.Second)
-	second.clock.Set(restart)
+	second.Clock.Set(restart)
 	startSched(t, s, newStepClock(restart))
-	first.fake.wait(t, "chat.postMessage", 2)
+	first.fake.Wait(t, "chat.postMessage", 2)
 
 	// Started again at 11:00:02, after the 11:00 post landed, it waits for 12:00.
-	third := newSchedEnv(t, "new", "@hourly", first.stateDir)
-	third.clock.Set(restart.Add(time.Second))
-	s3, err := NewScheduler(third.bot, third.api, mustOpen(t, first.stateDir), nil, nil)
+	third := newSchedEnv(t, "new", "@hourly", first.StateDir)
+	third.Clock.Set(restart.Add(time.Second))
+	s3, err := NewScheduler(third.bot, third.api, mustOpen(t, first.StateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,21 +126,21 @@ func TestScheduleRestartAcrossTheHour(t *testing.T) {
 func TestScheduleRestartJustBeforeTheHour(t *testing.T) {
 	t.Parallel()
 	first, second := postedThenRestarted(t)
-	s, err := NewScheduler(second.bot, second.api, mustOpen(t, first.stateDir), nil, nil)
+	s, err := NewScheduler(second.bot, second.api, mustOpen(t, first.StateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	restart := schedT0.Add(2*time.Hour - 40*time.Millisecond) // 11:00 was missed; 12:00 is 40 ms away
-	second.clock.Set(restart)
+	second.Clock.Set(restart)
 	clock := newStepClock(restart)
 	startSched(t, s, clock)
 	clock.awaitWaiter(t)
 	if n := len(second.fake.Calls("chat.postMessage")) + len(second.fake.Calls("chat.update")); n != 0 {
 		t.Errorf("posts 40 ms before the hour after missing the last = %d; want none until the hour", n)
 	}
-	second.clock.Set(restart.Add(40 * time.Millisecond))
+	second.Clock.Set(restart.Add(40 * time.Millisecond))
 	clock.advance(40 * time.Millisecond)
-	second.fake.wait(t, "chat.postMessage", 1)
+	second.fake.Wait(t, "chat.postMessage", 1)
 	clock.awaitWaiter(t)
 	if n := len(second.fake.Calls("chat.postMessage")); n != 1 {
 		t.Errorf("posts at the hour = %d; want 1", n)
@@ -152,9 +152,9 @@ func postedThenRestarted(t *testing.T) (first, second *schedEnv) {
 	t.Helper()
 	first = newSchedEnv(t, "new", "@hourly", "")
 	first.fireAt(t, schedT0)
-	first.writeLog(t, 900, 25000)
-	second = newSchedEnv(t, "new", "@hourly", first.stateDir)
-	second.writeLog(t, 900, 25000)
+	first.WriteLog(t, 900, 25000)
+	second = newSchedEnv(t, "new", "@hourly", first.StateDir)
+	second.WriteLog(t, 900, 25000)
 	return first, second
 }
 

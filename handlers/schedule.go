@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
 	"runwatch/monitor"
 	"runwatch/reports"
 	"runwatch/state"
@@ -81,7 +82,7 @@ type Scheduler struct {
 	poster  statusPoster
 	dir     *state.Dir
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *botmetrics.Metrics
 	// Clock tells the time and waits for the next fire; nil means the wall clock. Tests step it.
 	Clock Clock
 
@@ -115,7 +116,7 @@ func (s *Scheduler) now() time.Time {
 
 // NewScheduler prepares the schedules of every run with a channel; dir (nil: memory only) keeps
 // what was posted where. An invalid cron spec is an error naming the run.
-func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *Metrics) (*Scheduler, error) {
+func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *botmetrics.Metrics) (*Scheduler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -333,7 +334,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if err == nil && m.NoCharts && fresh {
 		s.uploadChart(pctx, r.Name, ch, thread)
 	}
-	s.metrics.posted("status_"+mode, err)
+	s.metrics.Posted("status_"+mode, err)
 	if err != nil {
 		m.Pending = true
 		s.save()
@@ -447,7 +448,7 @@ func (s *Scheduler) uploadChart(ctx context.Context, run, channel, thread string
 	}
 	err = s.poster.Upload(ctx, channel, thread, Attachment{Name: run + "-chart.png", Title: run + " throughput and ETA", Data: png,
 		AltText: "Chart of " + run + ": throughput (top) and ETA with its range (bottom)"})
-	s.metrics.posted("upload", err)
+	s.metrics.Posted("upload", err)
 	if err != nil {
 		s.log.Warn("chart PNG not uploaded", "run", run, "err", err)
 	}

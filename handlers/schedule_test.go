@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
@@ -21,14 +22,14 @@ var schedT0 = time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC)
 // schedEnv is a scheduler over a bot whose clock the test sets, posting to the fake Slack.
 type schedEnv struct {
 	*botEnv
-	fake  *slackFake
+	fake  *testkit.Slack
 	api   *SlackAPI
 	sched *Scheduler
 }
 
 func newSchedEnv(t *testing.T, mode, spec, stateDir string) *schedEnv {
 	t.Helper()
-	return newSchedEnvWith(t, botOpts{stateDir: stateDir, run: func(r *config.Run) {
+	return newSchedEnvWith(t, botOpts{StateDir: stateDir, Run: func(r *config.Run) {
 		r.PostMode, r.Schedule = mode, spec
 	}})
 }
@@ -36,10 +37,10 @@ func newSchedEnv(t *testing.T, mode, spec, stateDir string) *schedEnv {
 // newSchedEnvWith is newSchedEnv with the bot's options as given, on the test's clock.
 func newSchedEnvWith(t *testing.T, o botOpts) *schedEnv {
 	t.Helper()
-	o.clock = &testClock{t: schedT0}
-	e := &schedEnv{botEnv: newBotEnv(t, o), fake: newSlackFake(t)}
+	o.Clock = testkit.NewClock(schedT0)
+	e := &schedEnv{botEnv: newBotEnv(t, o), fake: testkit.NewSlack(t)}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
-	dir, err := state.Open(e.stateDir)
+	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func newSchedEnvWith(t *testing.T, o botOpts) *schedEnv {
 // fireAt sets the clocks to t and fires the run's schedule.
 func (e *schedEnv) fireAt(t *testing.T, at time.Time) {
 	t.Helper()
-	e.clock.Set(at)
+	e.Clock.Set(at)
 	if err := e.sched.fire(context.Background(), "synth", at, false); err != nil {
 		t.Fatalf("fire at %s = %v", at.Format(time.DateTime), err)
 	}
@@ -99,18 +100,18 @@ func TestScheduleModes(t *testing.T) {
 			var posted []string // ts of each step's post
 			for i, st := range tc.steps {
 				before := len(e.fake.Calls(""))
-				e.writeLog(t, st.done, 25000)
+				e.WriteLog(t, st.done, 25000)
 				e.fireAt(t, schedT0.Add(st.at))
 				calls := e.fake.Calls("")[before:]
 				if st.method == "" {
 					if len(calls) != 0 {
-						t.Errorf("step %d (+%s): calls %v; want none", i, st.at, e.fake.methods()[before:])
+						t.Errorf("step %d (+%s): calls %v; want none", i, st.at, e.fake.Methods()[before:])
 					}
 					posted = append(posted, "")
 					continue
 				}
 				if len(calls) != 1 || calls[0].Method != st.method {
-					t.Fatalf("step %d (+%s): calls %v; want one %s", i, st.at, e.fake.methods()[before:], st.method)
+					t.Fatalf("step %d (+%s): calls %v; want one %s", i, st.at, e.fake.Methods()[before:], st.method)
 				}
 				c := calls[0]
 				if ch := c.Form.Get("channel"); (i == 0 && ch != "#synth") || (i > 0 && ch != "CSYNTH") {
@@ -143,23 +144,23 @@ func TestScheduleRestartKeepsLivingMessage(t *testing.T) {
 	first.fireAt(t, schedT0)
 	posts := first.fake.Calls("chat.postMessage")
 	if len(posts) != 1 {
-		t.Fatalf("first post: %v", first.fake.methods())
+		t.Fatalf("first post: %v", first.fake.Methods())
 	}
 
 	// The process restarts: a new bot, scheduler and Slack connection over the same state directory.
-	second := newSchedEnv(t, "update", "@hourly", first.stateDir)
+	second := newSchedEnv(t, "update", "@hourly", first.StateDir)
 	if got := second.bot.ChannelID("#synth"); got != "CSYNTH" {
 		t.Errorf("after restart ChannelID(#synth) = %q; want the id learned before (CSYNTH)", got)
 	}
 	second.fireAt(t, schedT0.Add(20*time.Minute))
 	if calls := second.fake.Calls(""); len(calls) != 0 {
-		t.Fatalf("restart 20 min after an @hourly post made calls %v; want none", second.fake.methods())
+		t.Fatalf("restart 20 min after an @hourly post made calls %v; want none", second.fake.Methods())
 	}
-	second.writeLog(t, 900, 25000)
+	second.WriteLog(t, 900, 25000)
 	second.fireAt(t, schedT0.Add(time.Hour))
 	calls := second.fake.Calls("")
 	if len(calls) != 1 || calls[0].Method != "chat.update" {
-		t.Fatalf("first post after the restart = %v; want one chat.update of the living message", second.fake.methods())
+		t.Fatalf("first post after the restart = %v; want one chat.update of the living message", second.fake.Methods())
 	}
 	if calls[0].Form.Get("channel") != "CSYNTH" || calls[0].Form.Get("ts") != "1700000000.000001" {
 		t.Errorf("chat.update of %s/%s; want CSYNTH/1700000000.000001 (the message posted before the restart)", calls[0].Form.Get("channel"), calls[0].Form.Get("ts"))
@@ -170,16 +171,16 @@ func TestScheduleLivingMessageGone(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t, "update", "@hourly", "")
 	e.fireAt(t, schedT0)
-	e.fake.failNext("chat.update", fakeFailure{status: 200, body: `{"ok":false,"error":"message_not_found"}`})
-	e.writeLog(t, 900, 25000)
+	e.fake.FailNext("chat.update", testkit.Failure{Status: 200, Body: `{"ok":false,"error":"message_not_found"}`})
+	e.WriteLog(t, 900, 25000)
 	e.fireAt(t, schedT0.Add(time.Hour))
-	if got := strings.Join(e.fake.methods(), " "); got != "chat.postMessage chat.update chat.postMessage" {
+	if got := strings.Join(e.fake.Methods(), " "); got != "chat.postMessage chat.update chat.postMessage" {
 		t.Fatalf("calls = %s; want a new living message after chat.update says message_not_found", got)
 	}
-	e.writeLog(t, 1200, 25000)
+	e.WriteLog(t, 1200, 25000)
 	e.fireAt(t, schedT0.Add(2*time.Hour))
 	if up := e.fake.Calls("chat.update"); len(up) != 2 || up[1].Form.Get("ts") != "1700000000.000003" {
-		t.Errorf("next edit = %v; want chat.update of the new living message 1700000000.000003", e.fake.methods())
+		t.Errorf("next edit = %v; want chat.update of the new living message 1700000000.000003", e.fake.Methods())
 	}
 }
 
@@ -187,8 +188,8 @@ func TestScheduleFailedPostRetried(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t, "new", "@hourly", "")
 	e.api.MaxAttempts = 1
-	e.fake.failNext("chat.postMessage", fakeFailure{status: 500, body: "oops"})
-	e.clock.Set(schedT0)
+	e.fake.FailNext("chat.postMessage", testkit.Failure{Status: 500, Body: "oops"})
+	e.Clock.Set(schedT0)
 	if err := e.sched.fire(context.Background(), "synth", schedT0, false); err == nil {
 		t.Fatal("fire with Slack failing = nil; want the error")
 	}
@@ -266,7 +267,7 @@ func (c *stepClock) advance(d time.Duration) {
 
 func TestScheduleEveryPostsOnTime(t *testing.T) {
 	t.Parallel()
-	e := &schedEnv{botEnv: newBotEnv(t, botOpts{run: func(r *config.Run) { r.Schedule = "@every 1s" }}), fake: newSlackFake(t)}
+	e := &schedEnv{botEnv: newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Schedule = "@every 1s" }}), fake: testkit.NewSlack(t)}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
 	s, err := NewScheduler(e.bot, e.api, nil, nil, nil)
 	if err != nil {
@@ -281,12 +282,12 @@ func TestScheduleEveryPostsOnTime(t *testing.T) {
 		t.Errorf("posts half a second into an @every 1s schedule = %d; want none", n)
 	}
 	clock.advance(500 * time.Millisecond)
-	e.fake.wait(t, "chat.postMessage", 1)
+	e.fake.Wait(t, "chat.postMessage", 1)
 	// The job moves on (an unchanged status is not posted again), and the next second is due.
-	e.writeLog(t, 310, 25000)
+	e.WriteLog(t, 310, 25000)
 	clock.awaitWaiter(t)
 	clock.advance(time.Second)
-	posts := e.fake.wait(t, "chat.postMessage", 2)
+	posts := e.fake.Wait(t, "chat.postMessage", 2)
 	for _, p := range posts[:2] {
 		if p.Form.Get("channel") == "" || !strings.Contains(p.Form.Get("text"), "synth · status") {
 			t.Errorf("scheduled post = %v; want the status in the run's channel", p.Form)
@@ -306,7 +307,7 @@ func TestNewSchedulerRejectsBadSpec(t *testing.T) {
 		{"every hour", false}, {"@every", false}, {"61 * * * *", false},
 	}
 	for _, tc := range tests {
-		e := newBotEnv(t, botOpts{run: func(r *config.Run) { r.Schedule = tc.spec }})
+		e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Schedule = tc.spec }})
 		_, err := NewScheduler(e.bot, nil, nil, nil, nil)
 		if (err == nil) != tc.ok {
 			t.Errorf("NewScheduler(schedule %q) = %v; want ok %v", tc.spec, err, tc.ok)
@@ -345,7 +346,7 @@ func TestStatusDigest(t *testing.T) {
 // scheduled status said "No progress source configured"; it names the log that failed.
 func TestScheduleStatusNamesFailedLog(t *testing.T) {
 	e := newSchedEnv(t, "new", "@hourly", "")
-	if err := os.Remove(e.log); err != nil {
+	if err := os.Remove(e.Log); err != nil {
 		t.Fatal(err)
 	}
 	e.fireAt(t, schedT0)
@@ -354,7 +355,7 @@ func TestScheduleStatusNamesFailedLog(t *testing.T) {
 		t.Fatalf("posts = %d; want 1 status", len(posts))
 	}
 	text := posts[0].Form.Get("text")
-	if strings.Contains(text, "No progress source configured") || !strings.Contains(text, "No progress reading: `log "+e.log+"` failed") {
+	if strings.Contains(text, "No progress source configured") || !strings.Contains(text, "No progress reading: `log "+e.Log+"` failed") {
 		t.Errorf("status with its log deleted:\n%s\nwant it to name the failed log, not say no source is configured", text)
 	}
 }
@@ -381,8 +382,8 @@ func (p *crashPoster) PostTagged(ctx context.Context, channel, threadTS, id stri
 	return "", "", context.Canceled
 }
 
-// testClockAfter is a testClock as a scheduler's Clock, for calls that only ask the time.
-type testClockAfter struct{ *testClock }
+// testClockAfter is a testkit.Clock as a scheduler's Clock, for calls that only ask the time.
+type testClockAfter struct{ *testkit.Clock }
 
 func (testClockAfter) After(time.Duration) <-chan time.Time { return nil }
 
@@ -391,7 +392,7 @@ func (testClockAfter) After(time.Duration) <-chan time.Time { return nil }
 // same state directory and the same Slack.
 func killMidPost(t *testing.T, e *schedEnv, lost bool) *Scheduler {
 	t.Helper()
-	dir, err := state.Open(e.stateDir)
+	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,13 +403,13 @@ func killMidPost(t *testing.T, e *schedEnv, lost bool) *Scheduler {
 	}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(cp.release); <-done })
-	e.clock.Set(schedT0)
+	e.Clock.Set(schedT0)
 	go func() {
 		defer close(done)
 		first.fire(context.Background(), "synth", schedT0, false)
 	}()
 	<-cp.landed
-	dir2, err := state.Open(e.stateDir)
+	dir2, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +417,7 @@ func killMidPost(t *testing.T, e *schedEnv, lost bool) *Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	second.Clock = testClockAfter{e.clock}
+	second.Clock = testClockAfter{e.Clock}
 	return second
 }
 
@@ -445,8 +446,8 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 			t.Parallel()
 			e := newSchedEnv(t, tc.mode, "@hourly", "")
 			second := killMidPost(t, e, tc.lost)
-			statuses := func() []slackCall {
-				var out []slackCall
+			statuses := func() []testkit.Call {
+				var out []testkit.Call
 				for _, c := range e.fake.Calls("") {
 					if (c.Method == "chat.postMessage" || c.Method == "chat.update") && strings.Contains(c.Form.Get("text"), "synth · status") {
 						out = append(out, c)
@@ -454,20 +455,20 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 				}
 				return out
 			}
-			e.clock.Set(schedT0.Add(30 * time.Second))
+			e.Clock.Set(schedT0.Add(30 * time.Second))
 			second.RetryPending(context.Background())
 			if err := second.fire(context.Background(), "synth", schedT0.Add(time.Minute), false); err != nil {
 				t.Fatalf("fire after the restart = %v", err)
 			}
 			if got := statuses(); len(got) != 1 {
-				t.Fatalf("statuses after a kill mid-post and a restart = %d (%v); want one (lost before Slack had it: %v)", len(got), e.fake.methods(), tc.lost)
+				t.Fatalf("statuses after a kill mid-post and a restart = %d (%v); want one (lost before Slack had it: %v)", len(got), e.fake.Methods(), tc.lost)
 			}
-			e.writeLog(t, 900, 25000)
+			e.WriteLog(t, 900, 25000)
 			e.sched = second
 			e.fireAt(t, schedT0.Add(time.Hour))
 			got := statuses()
 			if len(got) != 2 || got[1].Method != tc.next {
-				t.Fatalf("an hour later: %v; want the landed status, then one %s", e.fake.methods(), tc.next)
+				t.Fatalf("an hour later: %v; want the landed status, then one %s", e.fake.Methods(), tc.next)
 			}
 			landed := got[0].TS
 			switch {
@@ -489,14 +490,14 @@ func TestScheduleKilledMidPostLookupFails(t *testing.T) {
 	e.api.MaxAttempts = 1
 	second := killMidPost(t, e, true)
 	posts := func() int { return len(e.fake.Calls("chat.postMessage")) }
-	e.fake.failNext("conversations.history", fakeFailure{status: 503, body: "down"})
-	e.clock.Set(schedT0.Add(30 * time.Second))
+	e.fake.FailNext("conversations.history", testkit.Failure{Status: 503, Body: "down"})
+	e.Clock.Set(schedT0.Add(30 * time.Second))
 	second.RetryPending(context.Background())
 	if n := posts(); n != 0 {
 		t.Fatalf("posts while Slack cannot be asked = %d; want none yet", n)
 	}
-	e.fake.failNext("conversations.history", fakeFailure{status: 200, body: `{"ok":false,"error":"channel_not_found"}`})
-	e.clock.Set(schedT0.Add(time.Minute))
+	e.fake.FailNext("conversations.history", testkit.Failure{Status: 200, Body: `{"ok":false,"error":"channel_not_found"}`})
+	e.Clock.Set(schedT0.Add(time.Minute))
 	second.RetryPending(context.Background())
 	if n := posts(); n != 1 {
 		t.Fatalf("posts once Slack refuses the look-up = %d; want the status posted again at once", n)
@@ -524,8 +525,8 @@ func (h *historyReads) History(name string) []reports.Observation {
 func TestScheduleUnchangedStatusDrawsNoChart(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t, "new", "@hourly", "")
-	reads := &historyReads{Runs: e.mon}
-	dir, err := state.Open(e.stateDir)
+	reads := &historyReads{Runs: e.Mon}
+	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,12 +536,12 @@ func TestScheduleUnchangedStatusDrawsNoChart(t *testing.T) {
 	}
 	fire := func(at time.Time) {
 		t.Helper()
-		e.clock.Set(at)
+		e.Clock.Set(at)
 		if err := sched.fire(context.Background(), "synth", at, false); err != nil {
 			t.Fatalf("fire at %s = %v", at.Format(time.DateTime), err)
 		}
 	}
-	e.writeLog(t, 25000, 25000)
+	e.WriteLog(t, 25000, 25000)
 	fire(schedT0)
 	if n := len(e.fake.Calls("chat.postMessage")); n != 1 || reads.n.Load() == 0 {
 		t.Fatalf("first status: %d posts, %d history reads; want 1 post, with its charts", n, reads.n.Load())
@@ -564,10 +565,10 @@ func TestScheduleFinishedRunPostsOnce(t *testing.T) {
 		f := free.Add(-3 << 30) // another job on the disk writes 3 GiB between samples
 		return probes.Usage{Total: 100 << 30, Free: uint64(f), Used: uint64(100<<30 - f)}, nil
 	}
-	e := newSchedEnvWith(t, botOpts{statfs: probes.NewStatFSFunc(2*time.Second, usage), run: func(r *config.Run) {
+	e := newSchedEnvWith(t, botOpts{StatFS: probes.NewStatFSFunc(2*time.Second, usage), Run: func(r *config.Run) {
 		r.PostMode, r.Schedule = "new", "@hourly"
 	}})
-	e.writeLog(t, 25000, 25000)
+	e.WriteLog(t, 25000, 25000)
 	steps := []struct {
 		at    time.Duration
 		stage string // a stage marked before this step

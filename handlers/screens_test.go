@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
 
@@ -23,7 +24,7 @@ var screensDir = flag.String("screens", "", "write the Block Kit JSON of a statu
 // show them. Without -screens it only checks that the capture works.
 func TestScreens(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 8, 20, 0, 0, time.UTC)
-	clock := &testClock{t: t0}
+	clock := testkit.NewClock(t0)
 	// A job whose pace changes: completions get longer after the first half hour, as in the demo.
 	tokens := func(m float64) float64 { return 41000*m + 9000*max(m-30, 0) }
 	items := func(m float64) int { return 300 + int(52*m-14*max(m-30, 0)) }
@@ -34,11 +35,11 @@ func TestScreens(t *testing.T) {
 			"# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} %g\n", 565000+tokens(m))
 	}))
 	t.Cleanup(metrics.Close)
-	w := newWarningEnvWith(t, botOpts{clock: clock, metrics: []string{metrics.URL + "/metrics"}, run: func(r *config.Run) {
+	w := newWarningEnvWith(t, botOpts{Clock: clock, Metrics: []string{metrics.URL + "/metrics"}, Run: func(r *config.Run) {
 		r.Name, r.Channel = "synth-25k", "#synth-25k"
 		r.Stages = []config.Stage{{Name: "download drafter", Check: "manual"}, {Name: "generate", Check: "progress"},
 			{Name: "Training script updated", Check: "manual"}}
-	}, file: func(f *config.File) {
+	}, File: func(f *config.File) {
 		r := f.Runs[0]
 		r.Name, r.Channel, r.Metrics = "hidden-states", "#hidden-states", nil
 		r.Stages = []config.Stage{{Name: "extract", Check: "progress"}}
@@ -47,8 +48,8 @@ func TestScreens(t *testing.T) {
 	w.alerter.Channel = func(run string) string { return "#" + run }
 	for i := range 100 {
 		clock.Set(t0.Add(time.Duration(i) * time.Minute))
-		w.writeLog(t, items(float64(i)), 25000)
-		w.mon.Sample(t.Context())
+		w.WriteLog(t, items(float64(i)), 25000)
+		w.Mon.Sample(t.Context())
 	}
 	if rep := w.bot.Ask(t.Context(), Request{Text: "stage \"download drafter\" done synth-25k", User: "UADMIN", Source: "console"}); rep.Refused {
 		t.Fatal(rep.Message.Text())
@@ -70,7 +71,7 @@ func TestScreens(t *testing.T) {
 	}
 	w.claims.Take(open[0].Key, "U0ALICE", clock.Now(), time.Hour)
 	w.post(t, "/slack/events", homeOpened("EvScreens", "UADMIN", "D0ADMIN"), nil)
-	home := w.fake.wait(t, "views.publish", 1)[0]
+	home := w.fake.Wait(t, "views.publish", 1)[0]
 	w.waitIdle()
 
 	var view publishedView

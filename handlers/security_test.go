@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
 
@@ -21,13 +22,13 @@ import (
 func TestSecurityNonAdminCannotMutate(t *testing.T) {
 	// The monitor's clock stands still: the checklist compared before and after carries an "as of"
 	// time that would otherwise differ across a minute boundary.
-	clock := &testClock{t: time.Date(2026, 11, 29, 7, 58, 59, 0, time.UTC)}
-	e := newHTTPEnv(t, botOpts{clock: clock})
+	clock := testkit.NewClock(time.Date(2026, 11, 29, 7, 58, 59, 0, time.UTC))
+	e := newHTTPEnv(t, botOpts{Clock: clock})
 	ctx := context.Background()
 	if rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", User: "UADMIN", Source: "mention"}); rep.Refused {
 		t.Fatalf("admin snooze refused: %s", rep.Message.Text())
 	}
-	snooze, _ := e.mon.SnoozedUntil("synth")
+	snooze, _ := e.Mon.SnoozedUntil("synth")
 	stages := func() string {
 		st := e.bot.Ask(ctx, Request{Text: "status", Source: "console"}).Message.Text()
 		_, checklist, _ := strings.Cut(st, "Checklist")
@@ -37,7 +38,7 @@ func TestSecurityNonAdminCannotMutate(t *testing.T) {
 	for _, text := range []string{"snooze 2d", "unsnooze", "stage review done", "stage review failed", "stage generate done synth"} {
 		t.Run(text, func(t *testing.T) {
 			// A slash command, signed like Slack's.
-			resp := e.post(t, "/slack/commands", slashBody("/runwatch", text, "C1", "UOTHER", e.fake.ResponseURL("x")), nil)
+			resp := e.post(t, "/slack/commands", testkit.SlashBody("/runwatch", text, "C1", "UOTHER", e.fake.ResponseURL("x")), nil)
 			if body := readAll(t, resp.Body); !strings.Contains(body, "only runwatch admins") || !strings.Contains(body, `"ephemeral"`) {
 				t.Errorf("/runwatch %s from a non-admin = %s; want an ephemeral refusal", text, body)
 			}
@@ -48,7 +49,7 @@ func TestSecurityNonAdminCannotMutate(t *testing.T) {
 					t.Errorf("%s %q from a non-admin = %q; want a refusal", req.Source, text, rep.Message.Text())
 				}
 			}
-			if u, ok := e.mon.SnoozedUntil("synth"); !ok || !u.Equal(snooze) {
+			if u, ok := e.Mon.SnoozedUntil("synth"); !ok || !u.Equal(snooze) {
 				t.Errorf("after %q from a non-admin the snooze is %v, %v; want the admin's %v", text, u, ok, snooze)
 			}
 			if got := stages(); got != before {
@@ -64,7 +65,7 @@ func TestSecurityNonAdminCannotMutate(t *testing.T) {
 // path, and a path inside the output is still answered.
 func TestSecurityPathsOutsideTheRun(t *testing.T) {
 	e := newBotEnv(t, botOpts{})
-	out := filepath.Join(e.dir, "out")
+	out := filepath.Join(e.Dir, "out")
 	// A symlink in the output onto another filesystem (/proc): following it leaves the run's mount.
 	if err := os.Symlink("/proc/self", filepath.Join(out, "to-proc")); err != nil {
 		t.Fatal(err)
@@ -100,20 +101,20 @@ func TestSecurityPathsOutsideTheRun(t *testing.T) {
 // user mention, a link) around real progress, and asks every question about it over HTTP mode:
 // the messages posted to Slack carry no live markup, in the text or the blocks.
 func TestSecurityLogMarkupNeverPings(t *testing.T) {
-	e := newHTTPEnv(t, botOpts{noLogFile: true, run: func(r *config.Run) { r.Total = 25000 }})
+	e := newHTTPEnv(t, botOpts{NoLogFile: true, Run: func(r *config.Run) { r.Total = 25000 }})
 	lines := []string{
 		"<!channel> <!here> <@U0ADMIN> starting <https://evil.example|click here> <#C0123|general>",
 		"Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s <!channel>",
 		"<!everyone> Processed prompts:  30%|███       | 980/3273 [00:13<00:00, 5753.50it/s] <!subteam^S123>",
 		"Progress: 320/25000 (0 errors), 0.7 req/s <https://evil.example/x|status> *bold* _it_ ~s~ `code` &amp; &lt;!channel&gt;",
 	}
-	if err := os.WriteFile(e.log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(e.Log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.mon.Sample(context.Background())
+	e.Mon.Sample(context.Background())
 	questions := []string{"ETA?", "status", "is it stuck?", "how fast are we going?", "where does the output go?", "help"}
 	for i, q := range questions {
-		e.post(t, "/slack/events", mentionEvent(fmt.Sprintf("EvMark%d", i), "<@U111> "+q, "U222", "C1", fmt.Sprintf("1700000300.%06d", i), ""), nil)
+		e.post(t, "/slack/events", testkit.MentionEvent(fmt.Sprintf("EvMark%d", i), "<@U111> "+q, "U222", "C1", fmt.Sprintf("1700000300.%06d", i), ""), nil)
 	}
 	e.app.wait(20 * time.Second)
 	calls := append(e.fake.Calls("chat.postMessage"), e.fake.Calls("chat.postEphemeral")...)
@@ -137,20 +138,20 @@ func TestSecurityLogMarkupNeverPings(t *testing.T) {
 // in its error pages (as a misbehaving proxy might), a source going down, requests with bad
 // signatures. No log line carries the bot token or the signing secret.
 func TestSecurityServeLogsNoCredentials(t *testing.T) {
-	ep := newFaultEndpoint(t)
+	ep := testkit.NewFaultEndpoint(t)
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
-	e := newBotEnv(t, botOpts{metrics: []string{ep.URL()}})
-	fake := newSlackFake(t)
-	echo := fakeFailure{status: 502, body: "<html>upstream said: Authorization: Bearer " + testBotToken.Reveal() + " secret=" + secret + "</html>"}
+	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}})
+	fake := testkit.NewSlack(t)
+	echo := testkit.Failure{Status: 502, Body: "<html>upstream said: Authorization: Bearer " + testkit.BotToken.Reveal() + " secret=" + secret + "</html>"}
 	for range 4 {
-		fake.failNext("chat.postMessage", echo)
+		fake.FailNext("chat.postMessage", echo)
 	}
-	fake.failNext("chat.postMessage", fakeFailure{status: 200, body: `{"ok":false,"error":"invalid_auth ` + testBotToken.Reveal() + `"}`})
-	logs := &logBuffer{}
-	ep.down()
+	fake.FailNext("chat.postMessage", testkit.Failure{Status: 200, Body: `{"ok":false,"error":"invalid_auth ` + testkit.BotToken.Reveal() + `"}`})
+	logs := &testkit.LogBuffer{}
+	ep.Down()
 	s := startServe(t, e, fake, secret, logs)
 	// Requests with bad signatures, and one with the secret itself in the body.
-	for _, body := range []string{"token=" + secret, "text=" + testBotToken.Reveal()} {
+	for _, body := range []string{"token=" + secret, "text=" + testkit.BotToken.Reveal()} {
 		req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/commands", strings.NewReader(body))
 		req.Header.Set("X-Slack-Request-Timestamp", fmt.Sprint(time.Now().Unix()))
 		req.Header.Set("X-Slack-Signature", "v0="+secret)
@@ -168,7 +169,7 @@ func TestSecurityServeLogsNoCredentials(t *testing.T) {
 	if !strings.Contains(out, "warning not delivered") || !strings.Contains(out, "invalid_auth xoxb-[redacted]") {
 		t.Fatalf("the log lacks the refused warning with its error redacted; the test did not reach the paths it means to:\n%s", out)
 	}
-	for _, cred := range []string{testBotToken.Reveal(), secret, "AbCdEfGhIjKl"} {
+	for _, cred := range []string{testkit.BotToken.Reveal(), secret, "AbCdEfGhIjKl"} {
 		if strings.Contains(out, cred) {
 			t.Errorf("a credential (%.8s…) reached the log:\n%s", cred, out)
 		}
@@ -181,8 +182,8 @@ func TestSecurityServeLogsNoCredentials(t *testing.T) {
 // admin may change both.
 func TestSecurityRunAdminsOwnTheirRun(t *testing.T) {
 	e := newBotEnv(t, botOpts{
-		run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} },
-		file: func(f *config.File) {
+		Run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} },
+		File: func(f *config.File) {
 			other := f.Runs[0]
 			other.Name, other.Channel, other.Admins = "other", "#other", nil
 			f.Runs = append(f.Runs, other)
@@ -205,7 +206,7 @@ func TestSecurityRunAdminsOwnTheirRun(t *testing.T) {
 	} {
 		e.bot.Ask(ctx, Request{Text: "unsnooze " + c.run, User: "UADMIN", Source: "console"})
 		rep := e.bot.Ask(ctx, Request{Text: "snooze 2h " + c.run, Channel: c.channel, User: c.user, Source: c.source})
-		_, snoozed := e.mon.SnoozedUntil(c.run)
+		_, snoozed := e.Mon.SnoozedUntil(c.run)
 		if snoozed != c.want || rep.Refused == c.want {
 			t.Errorf("%s by %s in %s: snooze %s = %q (refused %v), snoozed %v; want snoozed %v",
 				c.source, c.user, c.channel, c.run, rep.Message.Text(), rep.Refused, snoozed, c.want)
@@ -225,7 +226,7 @@ func TestSecurityRunAdminsOwnTheirRun(t *testing.T) {
 // bearer header: the last log lines answer (its text,
 // its blocks and the JSON data behind it) shows the lines with none of them.
 func TestSecurityLogLinesCarryNoCredentials(t *testing.T) {
-	e := newBotEnv(t, botOpts{noLogFile: true, run: func(r *config.Run) { r.Total = 25000 }})
+	e := newBotEnv(t, botOpts{NoLogFile: true, Run: func(r *config.Run) { r.Total = 25000 }})
 	const (
 		token = "xoxb-1234-5678-TokenLeak"
 		pass  = "Pa55wordLeak"
@@ -243,7 +244,7 @@ func TestSecurityLogLinesCarryNoCredentials(t *testing.T) {
 		"connect http://wandb:" + pass + "@wandb.local/api?api_key=" + key + " ok\n" +
 		"GET https://bucket.s3.amazonaws.com/x?X-Amz-Signature=" + sig + "&X-Amz-Expires=60\n" +
 		"Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"
-	if err := os.WriteFile(e.log, []byte(log), 0o644); err != nil {
+	if err := os.WriteFile(e.Log, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	rep := e.bot.Ask(context.Background(), Request{Text: "/runwatch logs", Source: "console"})
@@ -288,7 +289,7 @@ func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newSchedEnvWith(t, botOpts{env: config.Env{AllowedChannels: tc.env}, run: func(r *config.Run) {
+			e := newSchedEnvWith(t, botOpts{Env: config.Env{AllowedChannels: tc.env}, Run: func(r *config.Run) {
 				r.Channel, r.AllowedChannels = tc.channel, tc.own
 			}})
 			e.bot.LearnChannel(tc.channel, tc.learned)
@@ -310,17 +311,17 @@ func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
 // user can send any payload Slack would sign for them. An admin of one run who names their run
 // beside another run's warning takes nothing: the warning must belong to the run the check was on.
 func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
-	w := newWarningEnvWith(t, botOpts{env: config.Env{Admins: []string{"UNOBODY"}}, run: func(r *config.Run) {
+	w := newWarningEnvWith(t, botOpts{Env: config.Env{Admins: []string{"UNOBODY"}}, Run: func(r *config.Run) {
 		r.Admins = []string{"USYNTH"}
-	}, file: func(f *config.File) {
+	}, File: func(f *config.File) {
 		other := f.Runs[0]
 		other.Name, other.Admins = "other", []string{"UOTHER"}
 		f.Runs = append(f.Runs, other)
 	}})
-	if posts := w.step(t, w.mon.Now(), ev("other", stalled)); len(posts) != 1 {
+	if posts := w.step(t, w.Mon.Now(), ev("other", stalled)); len(posts) != 1 {
 		t.Fatalf("other's stall = %v; want one warning", kinds(posts))
 	}
-	i, warning := w.fake.waitMatch(t, 0, "the warning", func(c slackCall) bool { return c.Method == "chat.postMessage" })
+	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
 	form, err := url.ParseQuery(string(pressPayload(t, w.fake, warning, ts, "USYNTH", actTake, "")))
 	if err != nil {
@@ -335,7 +336,7 @@ func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
 	}
 	body := url.Values{"payload": {strings.ReplaceAll(payload, genuine, forged)}}.Encode()
 	w.post(t, "/slack/interactions", []byte(body), nil)
-	w.fake.wait(t, "chat.postEphemeral", 1)
+	w.fake.Wait(t, "chat.postEphemeral", 1)
 	w.waitIdle()
 	if cl, ok := w.claims.Get(key); ok {
 		t.Errorf("synth's admin took other's warning through a forged block_id: %+v", cl)
@@ -346,9 +347,9 @@ func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
 // not answered about elsewhere, and not named there either: not in `runs` (with its channel and
 // snooze), not in the list a refusal or a question back offers.
 func TestSecurityRunsKeptToTheirChannels(t *testing.T) {
-	e := newBotEnv(t, botOpts{run: func(r *config.Run) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) {
 		r.AllowedChannels = []string{"CSYNTH"}
-	}, file: func(f *config.File) {
+	}, File: func(f *config.File) {
 		secret := f.Runs[0]
 		secret.Name, secret.Channel, secret.AllowedChannels = "skunkworks", "#skunkworks", []string{"CSKUNK"}
 		f.Runs = append(f.Runs, secret)
@@ -387,7 +388,7 @@ func TestSecurityHomePressAnswersOnlyInADM(t *testing.T) {
 			dm, actLogs, controlRef{Run: "synth"}.encode(), i)
 		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
 	}
-	posts := w.fake.wait(t, "chat.postMessage", 1)
+	posts := w.fake.Wait(t, "chat.postMessage", 1)
 	w.waitIdle()
 	for _, c := range w.fake.Calls("chat.postMessage") {
 		if ch := c.Form.Get("channel"); ch != "D0ADMIN" {
@@ -426,9 +427,9 @@ func TestSecurityHomePressFloodTellsNoChannel(t *testing.T) {
 // dropped as an argument like any other word, so the command went to the channel's own run: synth's
 // warnings were snoozed for a request about skunkworks.
 func TestSecurityHiddenRunNamedToAChangeChangesNothing(t *testing.T) {
-	e := newBotEnv(t, botOpts{env: config.Env{Admins: []string{"UADMIN"}}, run: func(r *config.Run) {
+	e := newBotEnv(t, botOpts{Env: config.Env{Admins: []string{"UADMIN"}}, Run: func(r *config.Run) {
 		r.Channel, r.AllowedChannels = "CSYNTH", []string{"CSYNTH"}
-	}, file: func(f *config.File) {
+	}, File: func(f *config.File) {
 		secret := f.Runs[0]
 		secret.Name, secret.Channel, secret.AllowedChannels = "skunkworks", "CSKUNK", []string{"CSKUNK"}
 		f.Runs = append(f.Runs, secret)
@@ -452,7 +453,7 @@ func TestSecurityHiddenRunNamedToAChangeChangesNothing(t *testing.T) {
 // name) teaches it, and the run's statuses and warnings may go there from then on. A command from another
 // channel teaches nothing.
 func TestSecurityChannelIDLearnedFromASlashCommand(t *testing.T) {
-	e := newHTTPEnv(t, botOpts{env: config.Env{AllowedChannels: []string{"CSYNTH"}}, run: func(r *config.Run) { r.Channel = "#synth" }})
+	e := newHTTPEnv(t, botOpts{Env: config.Env{AllowedChannels: []string{"CSYNTH"}}, Run: func(r *config.Run) { r.Channel = "#synth" }})
 	run, _ := e.bot.mon.Config().RunByName("synth")
 	if e.bot.PostAllowed(run, run.Channel) {
 		t.Fatal("setup: #synth admitted before its id is known")
@@ -486,10 +487,10 @@ func TestSecurityAnswersQuoteNoPastedCredentials(t *testing.T) {
 		"stage api_key=Sekr3tStageName done",
 		// A path inside the run's output that cannot be resolved (a file taken for a directory): the refusal
 		// quoted it redacted, and the error after it quoted it whole.
-		"how much space is left on " + e.dir + "/out/gen.jsonl/api_key=Sekr3tInAPath?",
-		"are we writing to " + e.dir + "/out/gen.jsonl/hf_Sekr3tHuggingFace0123456789?",
+		"how much space is left on " + e.Dir + "/out/gen.jsonl/api_key=Sekr3tInAPath?",
+		"are we writing to " + e.Dir + "/out/gen.jsonl/hf_Sekr3tHuggingFace0123456789?",
 	}
-	if err := os.WriteFile(filepath.Join(e.dir, "out", "gen.jsonl"), []byte("{}\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(e.Dir, "out", "gen.jsonl"), []byte("{}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range questions {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/testkit"
 	"runwatch/state"
 
 	"github.com/slack-go/slack"
@@ -26,8 +28,8 @@ import (
 // directory, and Slack redelivers the event (its acknowledgement lost with the process): the new process
 // acknowledges it and does not answer it a second time. A new event after the restart is answered.
 func TestHTTPEventAnsweredOnceAcrossRestart(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	metrics := testkit.VLLM(t)
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
 	dir, err := state.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +50,7 @@ func TestHTTPEventAnsweredOnceAcrossRestart(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/slack/events", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Slack-Request-Timestamp", ts)
-		req.Header.Set("X-Slack-Signature", slackSign(e.secret, ts, body))
+		req.Header.Set("X-Slack-Signature", testkit.Sign(e.secret, ts, body))
 		if retry != "" {
 			req.Header.Set("X-Slack-Retry-Num", retry)
 			req.Header.Set("X-Slack-Retry-Reason", "http_timeout")
@@ -62,7 +64,7 @@ func TestHTTPEventAnsweredOnceAcrossRestart(t *testing.T) {
 			t.Errorf("delivery (retry %q) = %d; want 200", retry, resp.StatusCode)
 		}
 	}
-	body := mentionEvent("Ev900", "<@U111> ETA?", "U222", "C0SYNTH", "1700000100.000100", "")
+	body := testkit.MentionEvent("Ev900", "<@U111> ETA?", "U222", "C0SYNTH", "1700000100.000100", "")
 
 	first, srv1 := process()
 	deliver(srv1, body, "")
@@ -78,7 +80,7 @@ func TestHTTPEventAnsweredOnceAcrossRestart(t *testing.T) {
 	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
 		t.Errorf("answers after Slack redelivered the event across a restart = %d; want still 1", n)
 	}
-	deliver(srv2, mentionEvent("Ev901", "<@U111> ETA?", "U222", "C0SYNTH", "1700000200.000100", ""), "")
+	deliver(srv2, testkit.MentionEvent("Ev901", "<@U111> ETA?", "U222", "C0SYNTH", "1700000200.000100", ""), "")
 	second.wait(10 * time.Second)
 	if n := len(e.fake.Calls("chat.postMessage")); n != 2 {
 		t.Errorf("answers after a new event = %d; want 2", n)
@@ -216,8 +218,8 @@ func TestKeyJournalFullShrinks(t *testing.T) {
 // is answered 503 with Retry-After (Slack retries it), not acknowledged and not answered; the retry, once a
 // key is past seenKeep, is acknowledged and answered once, and only the oldest key went for it.
 func TestHTTPEventRefusedWhenFull(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newHTTPEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	metrics := testkit.VLLM(t)
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
 	now := time.Unix(1_800_000_000, 0)
 	e.app.seen.mu.Lock()
 	e.app.seen.max = 2
@@ -225,7 +227,7 @@ func TestHTTPEventRefusedWhenFull(t *testing.T) {
 	e.app.seen.mu.Unlock()
 	deliver := func(id string, want int) {
 		t.Helper()
-		resp := e.post(t, "/slack/events", mentionEvent(id, "<@U111> ETA?", "U222", "C0SYNTH", "1700000100."+id[2:], ""), nil)
+		resp := e.post(t, "/slack/events", testkit.MentionEvent(id, "<@U111> ETA?", "U222", "C0SYNTH", "1700000100."+id[2:], ""), nil)
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("delivery of %s = %d; want %d", id, resp.StatusCode, want)
@@ -260,14 +262,14 @@ func TestHTTPEventRefusedWhenFull(t *testing.T) {
 func TestBusyCommandSaysWhy(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	rec := httptest.NewRecorder()
-	busy(rec, NewMetrics(), log, "/slack/commands")
+	busy(rec, botmetrics.New(), log, "/slack/commands")
 	var msg slack.WebhookMessage
 	if err := json.Unmarshal(rec.Body.Bytes(), &msg); rec.Code != http.StatusOK || err != nil ||
 		msg.ResponseType != slack.ResponseTypeEphemeral || !strings.Contains(msg.Text, "Ask again in a minute") {
 		t.Errorf("busy command = %d %s; want 200 with an ephemeral word of why", rec.Code, rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	busy(rec, NewMetrics(), log, "/slack/events")
+	busy(rec, botmetrics.New(), log, "/slack/events")
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("busy event = %d, Retry-After %q; want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"))
 	}
@@ -385,13 +387,13 @@ func TestSeenJournalCloseErrorLogged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out logBuffer
+	var out testkit.LogBuffer
 	s := newSlackSeen(seenMax)
 	if err := s.persist(dir, func(err error) { t.Error(err) }); err != nil {
 		t.Fatal(err)
 	}
 	s.journal.Close() // the file's close fails from now on, as one that lost a late write would
-	s.closeOrLog(out.logger())
+	s.closeOrLog(out.Logger())
 	if got := out.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "journal="+seenJournal) || !strings.Contains(got, "already closed") {
 		t.Errorf("log after a failed close = %q; want a warning naming %s and the error", got, seenJournal)
 	}
@@ -399,13 +401,13 @@ func TestSeenJournalCloseErrorLogged(t *testing.T) {
 		t.Errorf("journal kept after close; want keys in memory only")
 	}
 
-	out = logBuffer{}
+	out = testkit.LogBuffer{}
 	r := newSlackSeen(seenMax)
 	if err := r.persist(dir, func(err error) { t.Error(err) }); err != nil {
 		t.Fatal(err)
 	}
-	r.closeOrLog(out.logger())
-	r.closeOrLog(out.logger()) // closed already: nothing to close, nothing to say
+	r.closeOrLog(out.Logger())
+	r.closeOrLog(out.Logger()) // closed already: nothing to close, nothing to say
 	if got := out.String(); got != "" {
 		t.Errorf("log after a clean close = %q; want nothing", got)
 	}

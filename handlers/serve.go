@@ -16,6 +16,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/redact"
 	"runwatch/probes"
 	"runwatch/state"
 )
@@ -93,10 +95,10 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	red := NewRedactor(o.Env.SlackBotToken, o.Env.SlackAppToken, o.Env.SlackSigningSecret)
-	log := RedactLogger(o.Log, red)
+	red := redact.New(o.Env.SlackBotToken.Reveal(), o.Env.SlackAppToken.Reveal(), o.Env.SlackSigningSecret.Reveal())
+	log := redact.Logger(o.Log, red)
 	b.Log = log
-	metrics := NewMetrics()
+	metrics := botmetrics.New()
 	api := NewSlackAPI(SlackAPIOptions{Token: o.Env.SlackBotToken, APIURL: o.Env.SlackAPIURL, HTTP: o.HTTP,
 		Redactor: red, Metrics: metrics, Log: log})
 
@@ -254,7 +256,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 // slackDeliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
 // thread with a link to it; a failed post returns its error so the alerter tries again on the
 // next tick. Each post carries its intent ID as message metadata (see slackFind).
-func slackDeliver(b *Bot, api *SlackAPI, metrics *Metrics) func(ctx context.Context, p Post) (string, error) {
+func slackDeliver(b *Bot, api *SlackAPI, metrics *botmetrics.Metrics) func(ctx context.Context, p Post) (string, error) {
 	links := &permalinks{}
 	return func(ctx context.Context, p Post) (string, error) {
 		if p.Channel == "" {
@@ -275,7 +277,7 @@ func slackDeliver(b *Bot, api *SlackAPI, metrics *Metrics) func(ctx context.Cont
 			}
 		}
 		ch, ts, err := api.PostTagged(ctx, channel, p.ThreadRef, p.ID, p.Message)
-		metrics.posted(p.Kind, err)
+		metrics.Posted(p.Kind, err)
 		if err == nil {
 			b.LearnChannel(p.Channel, ch)
 		}

@@ -20,15 +20,16 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 )
 
 func TestServeCredentials(t *testing.T) {
 	e := newBotEnv(t, botOpts{})
-	fake := newSlackFake(t)
-	rejecting := newSlackFake(t)
-	rejecting.authErr = "invalid_auth"
-	noSocket := newSlackFake(t)
-	noSocket.openErr = "invalid_auth"
+	fake := testkit.NewSlack(t)
+	rejecting := testkit.NewSlack(t)
+	rejecting.AuthErr = "invalid_auth"
+	noSocket := testkit.NewSlack(t)
+	noSocket.OpenErr = "invalid_auth"
 	secret := config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5")
 	tests := []struct {
 		name string
@@ -36,14 +37,14 @@ func TestServeCredentials(t *testing.T) {
 		want string
 	}{
 		{"nothing set", config.Env{}, "no Slack connection configured"},
-		{"HTTP without a signing secret", config.Env{HTTPAddr: "127.0.0.1:0", SlackBotToken: testBotToken}, "SLACK_SIGNING_SECRET is not set"},
-		{"a bot token as the app token", config.Env{SlackAppToken: testBotToken, SlackBotToken: testBotToken}, "SLACK_APP_TOKEN does not start with xapp-"},
-		{"no bot token", config.Env{SlackAppToken: testAppToken}, "SLACK_BOT_TOKEN is not set"},
-		{"a user token as the bot token", config.Env{SlackAppToken: testAppToken, SlackBotToken: config.NewSecret("xoxp-1-2-3-abcdef")}, "SLACK_BOT_TOKEN does not start with xoxb-"},
-		{"a bad API URL", config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: "ftp://example/"}, "SLACK_API_URL"},
-		{"bot token rejected", config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: rejecting.APIURL()}, "SLACK_BOT_TOKEN was rejected by Slack (invalid_auth)"},
-		{"app token rejected", config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: noSocket.APIURL(), StateDir: t.TempDir()}, "SLACK_APP_TOKEN was rejected by Slack (invalid_auth)"},
-		{"HTTP address unusable", config.Env{HTTPAddr: "256.0.0.1:1", SlackSigningSecret: secret, SlackBotToken: testBotToken, SlackAPIURL: fake.APIURL(), StateDir: t.TempDir()}, "RUNWATCH_HTTP_ADDR"},
+		{"HTTP without a signing secret", config.Env{HTTPAddr: "127.0.0.1:0", SlackBotToken: testkit.BotToken}, "SLACK_SIGNING_SECRET is not set"},
+		{"a bot token as the app token", config.Env{SlackAppToken: testkit.BotToken, SlackBotToken: testkit.BotToken}, "SLACK_APP_TOKEN does not start with xapp-"},
+		{"no bot token", config.Env{SlackAppToken: testkit.AppToken}, "SLACK_BOT_TOKEN is not set"},
+		{"a user token as the bot token", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: config.NewSecret("xoxp-1-2-3-abcdef")}, "SLACK_BOT_TOKEN does not start with xoxb-"},
+		{"a bad API URL", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: "ftp://example/"}, "SLACK_API_URL"},
+		{"bot token rejected", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: rejecting.APIURL()}, "SLACK_BOT_TOKEN was rejected by Slack (invalid_auth)"},
+		{"app token rejected", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: noSocket.APIURL(), StateDir: t.TempDir()}, "SLACK_APP_TOKEN was rejected by Slack (invalid_auth)"},
+		{"HTTP address unusable", config.Env{HTTPAddr: "256.0.0.1:1", SlackSigningSecret: secret, SlackBotToken: testkit.BotToken, SlackAPIURL: fake.APIURL(), StateDir: t.TempDir()}, "RUNWATCH_HTTP_ADDR"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,7 +73,7 @@ type serving struct {
 	done   chan error
 }
 
-func startServe(t *testing.T, e *botEnv, fake *slackFake, secret string, logs *logBuffer) *serving {
+func startServe(t *testing.T, e *botEnv, fake *testkit.Slack, secret string, logs *testkit.LogBuffer) *serving {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,9 +81,9 @@ func startServe(t *testing.T, e *botEnv, fake *slackFake, secret string, logs *l
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &serving{addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
-	env := config.Env{SlackBotToken: testBotToken, SlackSigningSecret: config.NewSecret(secret), SlackAPIURL: fake.APIURL(), StateDir: e.stateDir}
+	env := config.Env{SlackBotToken: testkit.BotToken, SlackSigningSecret: config.NewSecret(secret), SlackAPIURL: fake.APIURL(), StateDir: e.StateDir}
 	go func() {
-		s.done <- Serve(ctx, e.bot, ServeOptions{Env: env, Log: logs.logger(), SampleEvery: time.Second, Listener: ln})
+		s.done <- Serve(ctx, e.bot, ServeOptions{Env: env, Log: logs.Logger(), SampleEvery: time.Second, Listener: ln})
 	}()
 	t.Cleanup(func() { s.stop(t) })
 	return s
@@ -105,8 +106,8 @@ func (s *serving) stop(t *testing.T) {
 	}
 }
 
-func statusPosts(calls []slackCall) []slackCall {
-	var out []slackCall
+func statusPosts(calls []testkit.Call) []testkit.Call {
+	var out []testkit.Call
 	for _, c := range calls {
 		if strings.Contains(c.Form.Get("text"), "synth · status") {
 			out = append(out, c)
@@ -116,27 +117,27 @@ func statusPosts(calls []slackCall) []slackCall {
 }
 
 func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
-	metrics := vllmMetrics(t)
+	metrics := testkit.VLLM(t)
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
-	opts := botOpts{metrics: []string{metrics.URL + "/metrics"}, run: func(r *config.Run) {
+	opts := botOpts{Metrics: []string{metrics.URL + "/metrics"}, Run: func(r *config.Run) {
 		r.Schedule, r.PostMode = "@every 1s", "update"
 	}}
 	first := newBotEnv(t, opts)
-	fake := newSlackFake(t)
-	logs := &logBuffer{}
+	fake := testkit.NewSlack(t)
+	logs := &testkit.LogBuffer{}
 	s := startServe(t, first, fake, secret, logs)
 
-	isStatus := func(c slackCall) bool { return strings.Contains(c.Form.Get("text"), "synth · status") }
-	i, _ := fake.waitMatch(t, 0, "the first status post", func(c slackCall) bool { return c.Method == "chat.postMessage" && isStatus(c) })
+	isStatus := func(c testkit.Call) bool { return strings.Contains(c.Form.Get("text"), "synth · status") }
+	i, _ := fake.WaitMatch(t, 0, "the first status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" && isStatus(c) })
 	livingTS := fmt.Sprintf("1700000000.%06d", i+1)
 
 	// An admin snoozes the run's warnings through a signed slash command.
-	body := slashBody("/runwatch", "snooze 2h", "C0SYNTH", "UADMIN", fake.ResponseURL("snooze"))
+	body := testkit.SlashBody("/runwatch", "snooze 2h", "C0SYNTH", "UADMIN", fake.ResponseURL("snooze"))
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/commands", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", slackSign(secret, ts, body))
+	req.Header.Set("X-Slack-Signature", testkit.Sign(secret, ts, body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -151,12 +152,12 @@ func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
 
 	// Restart: a new process (new bot, new monitor) over the same state directory.
 	before := len(fake.Calls(""))
-	second := newBotEnv(t, botOpts{metrics: opts.metrics, run: opts.run, stateDir: first.stateDir})
-	if _, ok := second.mon.SnoozedUntil("synth"); !ok {
+	second := newBotEnv(t, botOpts{Metrics: opts.Metrics, Run: opts.Run, StateDir: first.StateDir})
+	if _, ok := second.Mon.SnoozedUntil("synth"); !ok {
 		t.Fatalf("after restart synth is not snoozed")
 	}
 	startServe(t, second, fake, secret, logs)
-	_, update := fake.waitMatch(t, before, "a status after the restart", func(c slackCall) bool {
+	_, update := fake.WaitMatch(t, before, "a status after the restart", func(c testkit.Call) bool {
 		return (c.Method == "chat.update" || c.Method == "chat.postMessage") && isStatus(c)
 	})
 	if update.Method != "chat.update" {
@@ -171,7 +172,7 @@ func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
 	if n := len(statusPosts(fake.Calls("chat.postMessage"))); n != 1 {
 		t.Errorf("status messages posted = %d; want 1 living message across the restart", n)
 	}
-	if strings.Contains(logs.String(), testBotToken.Reveal()) || strings.Contains(logs.String(), secret) {
+	if strings.Contains(logs.String(), testkit.BotToken.Reveal()) || strings.Contains(logs.String(), secret) {
 		t.Errorf("a credential reached the log")
 	}
 }
@@ -180,20 +181,20 @@ func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
 // mode, the probes (a vLLM metrics endpoint and a progress log), the answer, and chat.postMessage
 // arriving at the fake Slack. It reports the median.
 func BenchmarkMentionETA(b *testing.B) {
-	metrics := vllmMetrics(b)
-	e := newHTTPEnv(b, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	metrics := testkit.VLLM(b)
+	e := newHTTPEnv(b, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
 	var durs []time.Duration
 	i := 0
 	for b.Loop() {
 		i++
-		body := mentionEvent(fmt.Sprintf("EvB%d", i), "<@U111> ETA?", "U222", "C1", fmt.Sprintf("1700000000.%06d", i), "")
+		body := testkit.MentionEvent(fmt.Sprintf("EvB%d", i), "<@U111> ETA?", "U222", "C1", fmt.Sprintf("1700000000.%06d", i), "")
 		start := time.Now()
 		resp := e.post(b, "/slack/events", body, nil)
 		if resp.StatusCode != http.StatusOK {
 			b.Fatalf("event = %d", resp.StatusCode)
 		}
 		for len(e.fake.Calls("chat.postMessage")) < i {
-			<-e.fake.notify
+			<-e.fake.Notify
 		}
 		durs = append(durs, time.Since(start))
 	}
@@ -207,7 +208,7 @@ func BenchmarkMentionETA(b *testing.B) {
 func TestWarningsThreadedAndRetried(t *testing.T) {
 	t.Parallel()
 	var down atomic.Bool
-	vllm := vllmMetrics(t)
+	vllm := testkit.VLLM(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if down.Load() {
 			http.Error(w, "engine restarting", http.StatusServiceUnavailable)
@@ -222,8 +223,8 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 		io.Copy(w, resp.Body)
 	}))
 	t.Cleanup(srv.Close)
-	e := newBotEnv(t, botOpts{metrics: []string{srv.URL + "/metrics"}})
-	fake := newSlackFake(t)
+	e := newBotEnv(t, botOpts{Metrics: []string{srv.URL + "/metrics"}})
+	fake := testkit.NewSlack(t)
 	api, _ := newTestAPI(t, fake, nil, nil)
 	api.MaxAttempts = 1
 	s := NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
@@ -232,12 +233,12 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 
 	down.Store(true)
 	s.Tick(ctx) // seen once: a single failure is not worth a warning
-	fake.failNext("chat.postMessage", fakeFailure{status: 500, body: "down"})
+	fake.FailNext("chat.postMessage", testkit.Failure{Status: 500, Body: "down"})
 	s.Tick(ctx) // confirmed, but Slack fails: kept for the next tick
 	s.Tick(ctx) // delivered
 	posts := fake.Calls("chat.postMessage")
 	if len(posts) != 2 {
-		t.Fatalf("chat.postMessage calls = %d (%v); want the failed warning and its retry", len(posts), fake.methods())
+		t.Fatalf("chat.postMessage calls = %d (%v); want the failed warning and its retry", len(posts), fake.Methods())
 	}
 	warning := posts[1]
 	if warning.Form.Get("channel") != "#synth" || warning.Form.Get("thread_ts") != "" || !strings.Contains(warning.Form.Get("text"), "is failing") {
@@ -262,28 +263,28 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 // that the run posts nowhere: the check ran before the scheduler restored the id, and said so while the
 // bot went on posting there.
 func TestServeAllowListCheckAfterTheChannelIsKnown(t *testing.T) {
-	metrics := vllmMetrics(t)
+	metrics := testkit.VLLM(t)
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
-	opts := botOpts{metrics: []string{metrics.URL + "/metrics"}, run: func(r *config.Run) {
+	opts := botOpts{Metrics: []string{metrics.URL + "/metrics"}, Run: func(r *config.Run) {
 		r.Channel, r.Schedule = "#synth", "@every 1s"
 	}}
 	first := newBotEnv(t, opts)
-	fake := newSlackFake(t)
-	s := startServe(t, first, fake, secret, &logBuffer{})
-	isStatus := func(c slackCall) bool {
+	fake := testkit.NewSlack(t)
+	s := startServe(t, first, fake, secret, &testkit.LogBuffer{})
+	isStatus := func(c testkit.Call) bool {
 		return (c.Method == "chat.postMessage" || c.Method == "chat.update") && strings.Contains(c.Form.Get("text"), "synth · status")
 	}
 	// The second status is posted after the first one's memory (the channel's id) was saved.
-	i, _ := fake.waitMatch(t, 0, "the first status post", isStatus)
-	fake.waitMatch(t, i+1, "the second status post", isStatus)
+	i, _ := fake.WaitMatch(t, 0, "the first status post", isStatus)
+	fake.WaitMatch(t, i+1, "the second status post", isStatus)
 	s.stop(t)
 
-	opts.env, opts.stateDir = config.Env{AllowedChannels: []string{"CSYNTH"}}, first.stateDir
+	opts.Env, opts.StateDir = config.Env{AllowedChannels: []string{"CSYNTH"}}, first.StateDir
 	second := newBotEnv(t, opts)
-	logs := &logBuffer{}
+	logs := &testkit.LogBuffer{}
 	before := len(fake.Calls(""))
 	startServe(t, second, fake, secret, logs)
-	fake.waitMatch(t, before, "a status after the restart", isStatus)
+	fake.WaitMatch(t, before, "a status after the restart", isStatus)
 	if strings.Contains(logs.String(), "not in allowed_channels") {
 		t.Errorf("the log says synth posts nowhere while it posts to its listed channel:\n%s", logs.String())
 	}
@@ -295,7 +296,7 @@ func TestServeAllowListCheckAfterTheChannelIsKnown(t *testing.T) {
 func TestServeBadAPIURLQuotedRedacted(t *testing.T) {
 	e := newBotEnv(t, botOpts{})
 	for _, u := range []string{"ftp://admin:Sekr3tPw@proxy.internal/api/?key=K3yValue1", "admin:Sekr3tPw@proxy.internal/api/"} {
-		env := config.Env{SlackAppToken: testAppToken, SlackBotToken: testBotToken, SlackAPIURL: u}
+		env := config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: u}
 		err := Serve(context.Background(), e.bot, ServeOptions{Env: env, SampleEvery: time.Hour})
 		if err == nil || !strings.Contains(err.Error(), "SLACK_API_URL") || strings.Contains(err.Error(), "Sekr3tPw") || strings.Contains(err.Error(), "K3yValue1") {
 			t.Errorf("Serve(SLACK_API_URL=%q) = %v; want an error naming SLACK_API_URL without its password or key", u, err)
@@ -328,13 +329,13 @@ func TestServeClosesItsJournals(t *testing.T) {
 	for _, readOnly := range []string{"bot console, pid 1, holds the state directory", ""} {
 		t.Run(fmt.Sprintf("read-only=%v", readOnly != ""), func(t *testing.T) {
 			e := newBotEnv(t, botOpts{})
-			fake := newSlackFake(t)
+			fake := testkit.NewSlack(t)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := config.Env{SlackBotToken: testBotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
-				SlackAPIURL: fake.APIURL(), StateDir: e.stateDir}
+			env := config.Env{SlackBotToken: testkit.BotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
+				SlackAPIURL: fake.APIURL(), StateDir: e.StateDir}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
@@ -348,27 +349,27 @@ func TestServeClosesItsJournals(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if open := openIn(t, e.stateDir); len(open) < 2 {
+			if open := openIn(t, e.StateDir); len(open) < 2 {
 				t.Fatalf("files open in the state directory while serving: %v; want both journals", open)
 			}
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatalf("Serve after cancel = %v; want nil", err)
 			}
-			if open := openIn(t, e.stateDir); len(open) != 0 {
+			if open := openIn(t, e.StateDir); len(open) != 0 {
 				t.Errorf("files still open in the state directory after Serve returned: %v; want none", open)
 			}
 		})
 	}
 	t.Run("listener refused", func(t *testing.T) {
 		e := newBotEnv(t, botOpts{})
-		fake := newSlackFake(t)
-		env := config.Env{HTTPAddr: "256.0.0.1:1", SlackBotToken: testBotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
-			SlackAPIURL: fake.APIURL(), StateDir: e.stateDir}
+		fake := testkit.NewSlack(t)
+		env := config.Env{HTTPAddr: "256.0.0.1:1", SlackBotToken: testkit.BotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
+			SlackAPIURL: fake.APIURL(), StateDir: e.StateDir}
 		if err := Serve(context.Background(), e.bot, ServeOptions{Env: env, SampleEvery: time.Hour, ReadOnly: "a console holds it"}); err == nil {
 			t.Fatalf("Serve on an unusable address = nil; want an error")
 		}
-		if open := openIn(t, e.stateDir); len(open) != 0 {
+		if open := openIn(t, e.StateDir); len(open) != 0 {
 			t.Errorf("files still open in the state directory after Serve failed: %v; want none", open)
 		}
 	})

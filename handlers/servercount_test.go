@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
 
@@ -16,8 +17,8 @@ import (
 func TestServerCountSaysItRunsFromTheServerStart(t *testing.T) {
 	questions := []string{"ETA?", "status", "what's left?", "is it stuck?"}
 	for _, src := range []string{"prometheus", "metrics", "log"} {
-		runs := replyRuns(t)
-		runs.rs.Progress = &reports.Progress{Done: 11500, Total: 25000, Source: src}
+		runs := testkit.ReplyRuns(t)
+		runs.RS.Progress = &reports.Progress{Done: 11500, Total: 25000, Source: src}
 		b := NewBot(runs, time.UTC, config.Env{})
 		shown := 0
 		for _, q := range questions {
@@ -48,10 +49,10 @@ func TestServerCountSaysItRunsFromTheServerStart(t *testing.T) {
 // count it is: "No items left: all 25,000 are done" alone claimed the job's own count.
 func TestFinishedServerCountSaysItRunsFromTheServerStart(t *testing.T) {
 	for _, src := range []string{"prometheus", "metrics", "log"} {
-		runs := replyRuns(t)
-		runs.rs.Progress = &reports.Progress{Done: 25000, Total: 25000, Source: src}
-		runs.rs.ETA = &reports.ETA{State: reports.StateDone, Reason: "all done", Progress: 1}
-		runs.rs.Stages = nil
+		runs := testkit.ReplyRuns(t)
+		runs.RS.Progress = &reports.Progress{Done: 25000, Total: 25000, Source: src}
+		runs.RS.ETA = &reports.ETA{State: reports.StateDone, Reason: "all done", Progress: 1}
+		runs.RS.Stages = nil
 		b := NewBot(runs, time.UTC, config.Env{})
 		for _, q := range []string{"ETA?", "status", "what's left?", "is it stuck?"} {
 			got := b.Ask(context.Background(), Request{Text: q, Source: "mention", Channel: "C1"}).Message.Text()

@@ -25,9 +25,9 @@ func TestNoServersSaysWhatTheRunHas(t *testing.T) {
 		want, not string
 	}{
 		{"a log alone", botOpts{}, "so I follow it from its log alone", "nothing else"},
-		{"nothing", botOpts{noLogFile: true, run: func(r *config.Run) { r.Log = "" }},
+		{"nothing", botOpts{NoLogFile: true, Run: func(r *config.Run) { r.Log = "" }},
 			"nothing else to follow the job by: the run has no `metrics:`, `prometheus:` or `log:`", "its log alone"},
-		{"prometheus", botOpts{run: func(r *config.Run) { r.Prometheus = &config.Prometheus{URL: prom.URL} }},
+		{"prometheus", botOpts{Run: func(r *config.Run) { r.Prometheus = &config.Prometheus{URL: prom.URL} }},
 			"No inference servers found: Prometheus (`prometheus:`) has no vLLM, SGLang or TGI series for this run", "no `metrics:` endpoints or `prometheus:`"},
 	}
 	for _, tt := range tests {
@@ -46,7 +46,7 @@ func TestNoServersSaysWhatTheRunHas(t *testing.T) {
 // says there is no run file and how to make one, not "add log: to the run file".
 func TestDefaultRunSaysThereIsNoRunFile(t *testing.T) {
 	dir := t.TempDir()
-	e := newBotEnv(t, botOpts{noLogFile: true, file: func(f *config.File) { *f = *config.Default(dir) }})
+	e := newBotEnv(t, botOpts{NoLogFile: true, File: func(f *config.File) { *f = *config.Default(dir) }})
 	// The status and what's left said "No progress source configured (add log:, metrics: or prometheus: to the
 	// run file)" beside an ETA that said there is none.
 	for _, q := range []string{"ETA?", "is it stuck?", "status", "what's left?"} {

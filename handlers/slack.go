@@ -20,6 +20,8 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/redact"
 	"runwatch/reports"
 )
 
@@ -34,8 +36,8 @@ type SlackAPIOptions struct {
 	APIURL string
 	// HTTP is the client for every call; nil gets one with a 30 s timeout.
 	HTTP     *http.Client
-	Redactor *Redactor
-	Metrics  *Metrics
+	Redactor *redact.Redactor
+	Metrics  *botmetrics.Metrics
 	Log      *slog.Logger
 }
 
@@ -49,8 +51,8 @@ type SlackAPI struct {
 	client  *slack.Client
 	http    *http.Client
 	apiURL  *url.URL
-	redact  *Redactor
-	metrics *Metrics
+	redact  *redact.Redactor
+	metrics *botmetrics.Metrics
 	log     *slog.Logger
 
 	// MaxAttempts bounds the tries of one call (default 4).
@@ -184,7 +186,7 @@ func (a *SlackAPI) call(ctx context.Context, method string, f func(ctx context.C
 			err = fmt.Errorf("%w (the next try, in %s, would be past the deadline)", err, wait.Round(time.Millisecond))
 			break
 		}
-		a.metrics.slackRetry(method, reason)
+		a.metrics.SlackRetry(method, reason)
 		a.log.Debug("slack call failed; retrying", "method", method, "attempt", failed+limited, "wait", wait, "err", a.redact.Redact(err.Error()))
 		if serr := a.sleep(ctx, wait); serr != nil {
 			break
@@ -326,7 +328,7 @@ type slackApp struct {
 	bot     *Bot
 	api     *SlackAPI
 	log     *slog.Logger
-	metrics *Metrics
+	metrics *botmetrics.Metrics
 	self    SlackIdentity
 	seen    *keyJournal
 	// inline is how long a slash command may take before it is acknowledged with "working on it"
@@ -347,7 +349,7 @@ type slackApp struct {
 
 const defaultInlineBudget = 2 * time.Second
 
-func newSlackApp(base context.Context, b *Bot, api *SlackAPI, self SlackIdentity, m *Metrics, log *slog.Logger) *slackApp {
+func newSlackApp(base context.Context, b *Bot, api *SlackAPI, self SlackIdentity, m *botmetrics.Metrics, log *slog.Logger) *slackApp {
 	return &slackApp{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(seenMax),
 		inline: defaultInlineBudget, base: base, slots: make(chan struct{}, 8), limiter: newUserLimiter(), posts: make(chan struct{}, 16)}
 }
@@ -367,7 +369,7 @@ func (s *slackApp) wait(d time.Duration) {
 
 func (s *slackApp) upload(ctx context.Context, channel, thread string, f Attachment) {
 	err := s.api.Upload(ctx, channel, thread, f)
-	s.metrics.posted("upload", err)
+	s.metrics.Posted("upload", err)
 	if err != nil {
 		s.log.Warn("file upload failed", "file", f.Name, "err", err)
 	}
@@ -389,7 +391,7 @@ func (s *slackApp) detach(f func(ctx context.Context)) {
 // which replies that the answer failed; this is for the rest (posting it, the App Home).
 func (s *slackApp) survive() {
 	if r := recover(); r != nil {
-		s.metrics.event("panicked")
+		s.metrics.Event("panicked")
 		s.log.Error("an answer failed with a panic; the bot goes on", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 	}
 }
@@ -423,17 +425,17 @@ type chatRequest struct {
 func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) bool {
 	switch s.seen.admit(eventKey(eventID, ev)) {
 	case admitSeen:
-		s.metrics.event("duplicate")
+		s.metrics.Event("duplicate")
 		return true
 	case admitFull:
-		s.metrics.event("busy")
+		s.metrics.Event("busy")
 		return false
 	}
 	var cr chatRequest
 	switch in := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
 		if in.BotID != "" || in.User == "" || in.User == s.self.UserID || in.Edited != nil {
-			s.metrics.event("ignored")
+			s.metrics.Event("ignored")
 			return true
 		}
 		thread := in.ThreadTimeStamp
@@ -443,38 +445,38 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) bool {
 		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "mention"}, thread: thread}
 	case *slackevents.MessageEvent:
 		if in.ChannelType != "im" || in.SubType != "" || in.BotID != "" || in.User == "" || in.User == s.self.UserID {
-			s.metrics.event("ignored")
+			s.metrics.Event("ignored")
 			return true
 		}
 		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "dm"}, thread: in.ThreadTimeStamp}
 	case *slackevents.AppHomeOpenedEvent:
 		if in.Tab != "home" || !slackUserID.MatchString(in.User) {
-			s.metrics.event("ignored")
+			s.metrics.Event("ignored")
 			return true
 		}
 		// Each opening publishes a fresh view: a flood of them counts against the user's limit, unanswered
 		// past it (the tab keeps the view published last).
 		if ok, _, _ := s.limiter.allow(in.User); !ok {
-			s.metrics.event("rate_limited")
+			s.metrics.Event("rate_limited")
 			return true
 		}
-		s.metrics.event("answered")
+		s.metrics.Event("answered")
 		s.background(func(ctx context.Context) { s.home(ctx, in.User, in.Channel) })
 		return true
 	default:
-		s.metrics.event("ignored")
+		s.metrics.Event("ignored")
 		return true
 	}
 	ok, wait, warned := s.limiter.allow(cr.req.User)
 	if !ok {
-		s.metrics.event("rate_limited")
+		s.metrics.Event("rate_limited")
 		if !warned {
 			// Told once per empty bucket; the flood itself gets no answers.
 			s.detach(func(ctx context.Context) { s.post(ctx, cr, rateLimited(wait)) })
 		}
 		return true
 	}
-	s.metrics.event("answered")
+	s.metrics.Event("answered")
 	f := s.ask(cr.req)
 	s.detach(func(ctx context.Context) { s.answer(ctx, cr, f) })
 	return true
@@ -488,7 +490,7 @@ func (s *slackApp) answer(ctx context.Context, cr chatRequest, f *flight) {
 	if !ok {
 		return
 	}
-	s.metrics.answered(cr.req.Source, time.Since(start))
+	s.metrics.Answered(cr.req.Source, time.Since(start))
 	s.post(ctx, cr, rep)
 }
 
@@ -513,7 +515,7 @@ func (s *slackApp) post(ctx context.Context, cr chatRequest, rep Reply) {
 			return err
 		})
 	}
-	s.metrics.posted(kind, err)
+	s.metrics.Posted(kind, err)
 	if err != nil {
 		s.log.Warn("answer not delivered", "channel", cr.req.Channel, "intent", rep.Intent, "err", err)
 		return

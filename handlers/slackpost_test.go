@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
 
@@ -114,7 +115,7 @@ func TestPostNotRepeatedWhenItMayHaveLanded(t *testing.T) {
 			b := &brokenSlack{landed: tc.landed, broken: map[string]bool{}}
 			srv := httptest.NewServer(b)
 			defer srv.Close()
-			api := NewSlackAPI(SlackAPIOptions{Token: testBotToken, APIURL: srv.URL + "/api/"})
+			api := NewSlackAPI(SlackAPIOptions{Token: testkit.BotToken, APIURL: srv.URL + "/api/"})
 			api.sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 			ts, err := tc.call(api)
 			if (err == nil) != tc.ok {

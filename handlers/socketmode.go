@@ -113,9 +113,9 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		envelope := "envelope:" + req.EnvelopeID
 		switch sm.app.seen.admit(envelope) {
 		case admitSeen:
-			sm.app.metrics.event("duplicate")
+			sm.app.metrics.Event("duplicate")
 		case admitFull:
-			sm.app.metrics.event("busy")
+			sm.app.metrics.Event("busy")
 			return
 		default:
 			if ok {
@@ -143,7 +143,7 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		case admitFull:
 			// Acknowledged with a word of why, not left for Slack's bare "failed": a command is not delivered
 			// again, and nothing was done for it.
-			sm.app.metrics.event("busy")
+			sm.app.metrics.Event("busy")
 			sm.ack(ctx, req.EnvelopeID, busyCommand())
 			return
 		}
@@ -174,7 +174,7 @@ func (sm *socketMode) handle(ctx context.Context, evt socketmode.Event) {
 		envelope := "envelope:" + req.EnvelopeID
 		switch sm.app.seen.admit(envelope) {
 		case admitFull:
-			sm.app.metrics.event("busy")
+			sm.app.metrics.Event("busy")
 			return // unacknowledged: Slack shows the presser it failed (a press is not delivered again)
 		case admitNew:
 			if cb, ok := evt.Data.(slack.InteractionCallback); ok && !sm.app.interaction(cb) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/internal/redact"
+	"runwatch/internal/testkit"
 	"runwatch/state"
 
 	"github.com/gorilla/websocket"
@@ -174,25 +176,25 @@ func fixtureWith(t *testing.T, name string, edit func(m map[string]any)) []byte 
 
 type socketEnv struct {
 	*botEnv
-	fake   *slackFake
+	fake   *testkit.Slack
 	ws     *socketFake
 	app    *slackApp
 	done   chan error
 	cancel context.CancelFunc
-	logs   *logBuffer
+	logs   *testkit.LogBuffer
 }
 
 func newSocketEnv(t *testing.T, o botOpts) *socketEnv {
 	t.Helper()
-	e := &socketEnv{botEnv: newBotEnv(t, o), fake: newSlackFake(t), logs: &logBuffer{}, done: make(chan error, 1)}
+	e := &socketEnv{botEnv: newBotEnv(t, o), fake: testkit.NewSlack(t), logs: &testkit.LogBuffer{}, done: make(chan error, 1)}
 	e.ws = newSocketFake(t, readFixture(t, "slack_socketmode_hello_pysdk.json"), readFixture(t, "slack_socketmode_hello_slackgo.json"))
-	e.fake.wsURL = e.ws.URL()
-	log := RedactLogger(e.logs.logger(), NewRedactor(testBotToken, testAppToken))
+	e.fake.WSURL = e.ws.URL()
+	log := redact.Logger(e.logs.Logger(), redact.New(testkit.BotToken.Reveal(), testkit.AppToken.Reveal()))
 	api, _ := newTestAPI(t, e.fake, log, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.app = newSlackApp(ctx, e.bot, api, SlackIdentity{UserID: "U111"}, nil, log)
-	sm := newSocketMode(e.app, testAppToken, testBotToken, e.fake.APIURL(), nil, log)
+	sm := newSocketMode(e.app, testkit.AppToken, testkit.BotToken, e.fake.APIURL(), nil, log)
 	go func() { e.done <- sm.run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
@@ -205,7 +207,7 @@ func newSocketEnv(t *testing.T, o botOpts) *socketEnv {
 			t.Errorf("socket mode did not stop")
 		}
 		e.app.wait(10 * time.Second)
-		if l := e.logs.String(); strings.Contains(l, testAppToken.Reveal()) || strings.Contains(l, testBotToken.Reveal()) {
+		if l := e.logs.String(); strings.Contains(l, testkit.AppToken.Reveal()) || strings.Contains(l, testkit.BotToken.Reveal()) {
 			t.Errorf("a token reached the log:\n%s", l)
 		}
 	})
@@ -213,8 +215,8 @@ func newSocketEnv(t *testing.T, o botOpts) *socketEnv {
 }
 
 func TestSocketMode(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newSocketEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	metrics := testkit.VLLM(t)
+	e := newSocketEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
 	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
 	if opens := e.fake.Calls("apps.connections.open"); len(opens) != 1 {
 		t.Fatalf("apps.connections.open calls = %d; want 1", len(opens))
@@ -226,7 +228,7 @@ func TestSocketMode(t *testing.T) {
 	e.ws.send(mention)
 	e.ws.waitAck(t, "cda4159a-72a5-4744-aba3-4d66eb52682b")
 	e.app.wait(10 * time.Second)
-	eph := e.fake.wait(t, "chat.postEphemeral", 1)
+	eph := e.fake.Wait(t, "chat.postEphemeral", 1)
 	if c := eph[0]; c.Form.Get("channel") != "C111" || c.Form.Get("user") != "U222" || c.Form.Get("thread_ts") != "1610241741.000200" ||
 		!strings.Contains(c.Form.Get("text"), "Try one of these") {
 		t.Errorf("answer to the fixture mention = %v; want the short help to U222 in C111, thread 1610241741.000200", c.Form)
@@ -264,8 +266,8 @@ func TestSocketMode(t *testing.T) {
 	e.ws.waitAck(t, "env-eta")
 	e.ws.waitAck(t, "env-self")
 	e.app.wait(10 * time.Second)
-	posts := e.fake.wait(t, "chat.postMessage", 1)
-	if len(posts) != 1 || posts[0].Form.Get("thread_ts") != "1610241741.000200" || !strings.Contains(posts[0].blocksText(t), "synth · ETA") {
+	posts := e.fake.Wait(t, "chat.postMessage", 1)
+	if len(posts) != 1 || posts[0].Form.Get("thread_ts") != "1610241741.000200" || !strings.Contains(posts[0].BlocksText(t), "synth · ETA") {
 		t.Errorf("posts = %d; want one ETA answer in the mention's thread (and nothing for the bot's own mention)", len(posts))
 	}
 
@@ -319,26 +321,26 @@ func TestSocketMode(t *testing.T) {
 	e.ws.send(dm)
 	e.ws.waitAck(t, "env-dm")
 	e.app.wait(10 * time.Second)
-	posts = e.fake.wait(t, "chat.postMessage", 2)
-	if p := posts[1]; p.Form.Get("channel") != "D111" || !strings.Contains(p.blocksText(t), "synth · progress") {
+	posts = e.fake.Wait(t, "chat.postMessage", 2)
+	if p := posts[1]; p.Form.Get("channel") != "D111" || !strings.Contains(p.BlocksText(t), "synth · progress") {
 		t.Errorf("DM answer after reconnecting = %v; want the progress answer in D111", p.Form)
 	}
 }
 
 func TestSocketModeRejectedAppToken(t *testing.T) {
-	e := &socketEnv{botEnv: newBotEnv(t, botOpts{}), fake: newSlackFake(t)}
-	e.fake.openErr = "invalid_auth"
-	log := (&logBuffer{}).logger()
+	e := &socketEnv{botEnv: newBotEnv(t, botOpts{}), fake: testkit.NewSlack(t)}
+	e.fake.OpenErr = "invalid_auth"
+	log := (&testkit.LogBuffer{}).Logger()
 	api, _ := newTestAPI(t, e.fake, log, nil)
 	app := newSlackApp(context.Background(), e.bot, api, SlackIdentity{UserID: "U111"}, nil, log)
-	sm := newSocketMode(app, testAppToken, testBotToken, e.fake.APIURL(), nil, log)
+	sm := newSocketMode(app, testkit.AppToken, testkit.BotToken, e.fake.APIURL(), nil, log)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err := sm.run(ctx)
 	if err == nil || !strings.Contains(err.Error(), "SLACK_APP_TOKEN") || !strings.Contains(err.Error(), "invalid_auth") {
 		t.Fatalf("run with a rejected app token = %v; want an error naming SLACK_APP_TOKEN", err)
 	}
-	if strings.Contains(err.Error(), testAppToken.Reveal()) {
+	if strings.Contains(err.Error(), testkit.AppToken.Reveal()) {
 		t.Errorf("error shows the token: %v", err)
 	}
 }
@@ -370,13 +372,13 @@ func TestSocketModeRedeliveredSlashCommand(t *testing.T) {
 	snooze := env("slash-snooze", "/runwatch", "snooze 2h", "UADMIN")
 	e.ws.send(snooze)
 	e.ws.waitAck(t, "slash-snooze")
-	first, ok := e.mon.SnoozedUntil("synth")
+	first, ok := e.Mon.SnoozedUntil("synth")
 	if !ok {
 		t.Fatalf("the admin's snooze was not done: %s", acks("slash-snooze")[0].Payload)
 	}
 	e.ws.send(snooze)
 	e.ws.waitFor(t, "the second ack", func() bool { return len(acks("slash-snooze")) == 2 })
-	if again, _ := e.mon.SnoozedUntil("synth"); !again.Equal(first) {
+	if again, _ := e.Mon.SnoozedUntil("synth"); !again.Equal(first) {
 		t.Errorf("the redelivered snooze moved the snooze from %v to %v; want it done once", first, again)
 	}
 	e.app.wait(5 * time.Second)
@@ -410,8 +412,8 @@ func TestSocketModeAcksWhatItCannotParse(t *testing.T) {
 // a new envelope is left unacknowledged (Slack delivers it again) and not answered; delivered again once
 // a key is past seenKeep, it is acknowledged and answered once.
 func TestSocketModeFullLeavesUnacknowledged(t *testing.T) {
-	metrics := vllmMetrics(t)
-	e := newSocketEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+	metrics := testkit.VLLM(t)
+	e := newSocketEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
 	now := time.Unix(1_800_000_000, 0)
 	e.app.seen.mu.Lock()
 	e.app.seen.max = 2 // one mention: its envelope and its event
@@ -447,7 +449,7 @@ func TestSocketModeFullLeavesUnacknowledged(t *testing.T) {
 // restart (a new app restoring the journal from the state directory), Slack's redelivery of that envelope is
 // answered: a restored key made it a duplicate, acknowledged and never answered.
 func TestSocketModeRefusedEventAnsweredAfterRestart(t *testing.T) {
-	metrics := vllmMetrics(t)
+	metrics := testkit.VLLM(t)
 	dir, err := state.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -455,7 +457,7 @@ func TestSocketModeRefusedEventAnsweredAfterRestart(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	// process is one runwatch over dir: its delivered-request journal restored, at most max keys.
 	process := func(max int) *socketEnv {
-		e := newSocketEnv(t, botOpts{metrics: []string{metrics.URL + "/metrics"}})
+		e := newSocketEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
 		e.app.seen.mu.Lock()
 		e.app.seen.max = max
 		e.app.seen.now = func() time.Time { return now }

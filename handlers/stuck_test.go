@@ -32,7 +32,7 @@ func TestStuckAnswerFollowsTheQuestion(t *testing.T) {
 		{25000, "is it still running?", "[done] No, it finished"},
 	}
 	for _, tt := range tests {
-		e.writeLog(t, tt.done, 25000)
+		e.WriteLog(t, tt.done, 25000)
 		text := ask(tt.q)
 		if lead := strings.SplitN(text, "\n", 3)[1]; !strings.HasPrefix(lead, tt.lead) {
 			t.Errorf("%q at %d done = %q; want it to start %q", tt.q, tt.done, lead, tt.lead)

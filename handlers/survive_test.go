@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/redact"
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -16,9 +19,9 @@ import (
 // is freed, and the other answers go on; before, the panic stopped bot serve and every run it watched, and Go
 // printed it to stderr as it was.
 func TestAnswerPanicLeavesTheBotRunning(t *testing.T) {
-	var lb logBuffer
-	log := RedactLogger(lb.logger(), NewRedactor())
-	m := NewMetrics()
+	var lb testkit.LogBuffer
+	log := redact.Logger(lb.Logger(), redact.New())
+	m := botmetrics.New()
 	app := newSlackApp(context.Background(), nil, nil, SlackIdentity{UserID: "U111"}, m, log)
 	app.slots = make(chan struct{}, 1) // one slot: a panic that kept it would block the next answer for good
 	app.background(func(context.Context) { panic("answer blew up near xoxb-1234567890-abcdefghij") })
@@ -60,9 +63,9 @@ func (panicRuns) RunStatus(context.Context, string, monitor.Need) (reports.RunSt
 // and bot ask stopped with Go's crash report.
 func TestAskPanicIsAReply(t *testing.T) {
 	e := newBotEnv(t, botOpts{})
-	var lb logBuffer
-	b := NewBot(panicRuns{e.mon}, time.UTC, config.Env{})
-	b.Log = RedactLogger(lb.logger(), NewRedactor())
+	var lb testkit.LogBuffer
+	b := NewBot(panicRuns{e.Mon}, time.UTC, config.Env{})
+	b.Log = redact.Logger(lb.Logger(), redact.New())
 	rep := b.Ask(context.Background(), Request{Text: "ETA?", Source: "console"})
 	if !rep.Refused || rep.Intent != "failed" || !strings.Contains(rep.Message.Text(), "That answer failed with an internal error") {
 		t.Errorf("a panicking answer = %+v; want the failure said, refused", rep)

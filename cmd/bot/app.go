@@ -16,6 +16,7 @@ import (
 
 	"runwatch/config"
 	"runwatch/handlers"
+	"runwatch/internal/redact"
 	"runwatch/monitor"
 	"runwatch/probes"
 	"runwatch/reports"
@@ -92,7 +93,7 @@ func (a *app) setup(ctx context.Context, demo bool) error {
 	}
 	a.env = env
 	// Everything logged from here on has the configured secrets redacted too, not only token shapes and URLs.
-	a.log = handlers.RedactLogger(a.log, a.redactor())
+	a.log = redact.Logger(a.log, a.redactor())
 	if demo {
 		d, err := startDemo(ctx, a.log)
 		if err != nil {
@@ -231,8 +232,8 @@ func (a *app) bot(m *monitor.Monitor) *handlers.Bot {
 
 // redactor redacts the Slack secrets the environment gave (none before it is loaded), anything shaped like
 // a token, and the password and query of any URL.
-func (a *app) redactor() *handlers.Redactor {
-	return handlers.NewRedactor(a.env.SlackBotToken, a.env.SlackAppToken, a.env.SlackSigningSecret)
+func (a *app) redactor() *redact.Redactor {
+	return redact.New(a.env.SlackBotToken.Reveal(), a.env.SlackAppToken.Reveal(), a.env.SlackSigningSecret.Reveal())
 }
 
 // start loads the configuration (the demo's with demo) and builds the monitor; the caller must

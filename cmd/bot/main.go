@@ -12,9 +12,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runwatch/internal/redact"
 	"syscall"
-
-	"runwatch/handlers"
 )
 
 // exit codes
@@ -95,7 +94,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, configPath: *configPath, cmd: cmd}
-	a.log = handlers.RedactLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})), a.redactor())
+	a.log = redact.Logger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})), a.redactor())
 	err := cmd.run(ctx, a, rest[1:])
 	var ue usageError
 	switch {

@@ -1,6 +1,9 @@
-// Package redact removes the credentials a URL can carry from the URL and from text that holds URLs.
-// It is the one URL redactor: probes names configured URLs with it (probes.RedactURL, RedactURLsIn), and
-// flight redacts a panic's text with it before the panic is an error anyone sees.
+// Package redact keeps credentials out of what runwatch logs and says. It is the one URL redactor: it
+// removes the credentials a URL can carry from the URL and from text that holds URLs (probes names
+// configured URLs with it, probes.RedactURL and RedactURLsIn, and flight redacts a panic's text with it
+// before the panic is an error anyone sees); and the one secret redactor (Redactor): the configured
+// secrets, Slack token shapes and webhook URLs, with the slog handler that passes every log record
+// through it (Logger).
 package redact
 
 import (

@@ -1,4 +1,9 @@
-package handlers
+// Package botmetrics is the bot's own Prometheus metrics, which `bot serve` serves on /metrics: its samples
+// and probe failures, what it posted to Slack and the retries that took, the Slack requests it refused,
+// the events it received and how long answers took. It is its own package because three others count
+// into it (the Slack transport, the scheduled posts, the sampler's wiring) and none of them owns the
+// registry.
+package botmetrics
 
 import (
 	"net/http"
@@ -25,8 +30,8 @@ type Metrics struct {
 	answers       *prometheus.HistogramVec
 }
 
-// NewMetrics registers the bot's metrics, plus the Go runtime and process collectors.
-func NewMetrics() *Metrics {
+// New registers the bot's metrics, plus the Go runtime and process collectors.
+func New() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		samples: prometheus.NewCounter(prometheus.CounterOpts{
@@ -77,7 +82,7 @@ func (m *Metrics) ObserveEvaluations(evs []monitor.Evaluation) {
 	}
 }
 
-func (m *Metrics) posted(kind string, err error) {
+func (m *Metrics) Posted(kind string, err error) {
 	if m == nil {
 		return
 	}
@@ -88,25 +93,25 @@ func (m *Metrics) posted(kind string, err error) {
 	m.posts.WithLabelValues(kind, result).Inc()
 }
 
-func (m *Metrics) slackRetry(method, reason string) {
+func (m *Metrics) SlackRetry(method, reason string) {
 	if m != nil {
 		m.retries.WithLabelValues(method, reason).Inc()
 	}
 }
 
-func (m *Metrics) reject(reason string) {
+func (m *Metrics) Reject(reason string) {
 	if m != nil {
 		m.rejected.WithLabelValues(reason).Inc()
 	}
 }
 
-func (m *Metrics) event(result string) {
+func (m *Metrics) Event(result string) {
 	if m != nil {
 		m.events.WithLabelValues(result).Inc()
 	}
 }
 
-func (m *Metrics) answered(source string, d time.Duration) {
+func (m *Metrics) Answered(source string, d time.Duration) {
 	if m != nil {
 		m.answers.WithLabelValues(source).Observe(d.Seconds())
 	}

@@ -1,7 +1,8 @@
-package handlers
+package botmetrics
 
 import (
 	"errors"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -12,24 +13,26 @@ import (
 )
 
 func TestMetrics(t *testing.T) {
-	m := NewMetrics()
+	m := New()
 	evs := []monitor.Evaluation{
 		{Run: reports.RunStatus{Name: "synth", Problems: []reports.Problem{{Probe: "metrics http://10.0.0.1:8000/metrics", Error: "no answer within 2s"}}}},
 		{Run: reports.RunStatus{Name: "extract"}},
 	}
 	m.ObserveEvaluations(evs)
 	m.ObserveEvaluations(evs)
-	m.posted("stall", nil)
-	m.posted("status_update", errors.New("boom"))
-	m.slackRetry("chat.postMessage", "rate_limited")
-	m.answered("mention", 30*time.Millisecond)
+	m.Posted("stall", nil)
+	m.Posted("status_update", errors.New("boom"))
+	m.SlackRetry("chat.postMessage", "rate_limited")
+	m.Answered("mention", 30*time.Millisecond)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	resp, err := srv.Client().Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := readAll(t, resp.Body)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(b)
 	for _, want := range []string{
 		"runwatch_samples_total 2",
 		`runwatch_probe_failures_total{probe="metrics http://10.0.0.1:8000/metrics",run="synth"} 2`,
@@ -49,6 +52,6 @@ func TestMetrics(t *testing.T) {
 	// A nil Metrics records nothing and does not panic: the console runs without one.
 	var none *Metrics
 	none.ObserveEvaluations(evs)
-	none.posted("x", nil)
-	none.answered("x", time.Second)
+	none.Posted("x", nil)
+	none.Answered("x", time.Second)
 }
