@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"runwatch/config"
-	"runwatch/handlers"
+	"runwatch/conversation"
 	"runwatch/monitor"
 	"runwatch/probes"
 )
@@ -213,8 +213,8 @@ func TestExporterThroughPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bot := handlers.NewBot(m, time.UTC, config.Env{})
-	reply := bot.Ask(context.Background(), handlers.Request{Text: "are we writing to " + shared + "?", Source: "cli"})
+	bot := conversation.NewBot(m, time.UTC, config.Env{})
+	reply := bot.Ask(context.Background(), conversation.Request{Text: "are we writing to " + shared + "?", Source: "cli"})
 	text := reply.Message.Text()
 	t.Logf("answer:\n%s", text)
 	if !strings.Contains(text, "Yes — 1 process is writing") || !strings.Contains(text, "on host 127.0.0.1: sleep (1 process) → "+shared) {

@@ -163,12 +163,12 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 	if ev.Shift != nil {
 		out = append(out, condition{kind: AlertShift, key: rs.Name + "/" + AlertShift,
 			summary: "ETA moved: " + ev.Shift.Reason,
-			msg:     reports.Message{Title: rs.Name + " · ETA moved", Sections: etaSections(rs, a.loc, ":warning: "+reports.Esc(ev.Shift.Reason))}})
+			msg:     reports.Message{Title: rs.Name + " · ETA moved", Sections: reports.ETASections(rs, a.loc, ":warning: "+reports.Esc(ev.Shift.Reason))}})
 	}
 	if rs.ETA != nil && rs.ETA.State == reports.StateStalled {
 		out = append(out, condition{kind: AlertStall, key: rs.Name + "/" + AlertStall,
 			summary: "no progress",
-			msg:     reports.Message{Title: title("stalled"), Sections: etaSections(rs, a.loc, "")}})
+			msg:     reports.Message{Title: title("stalled"), Sections: reports.ETASections(rs, a.loc, "")}})
 	}
 	if rs.ETA != nil && rs.ETA.State == reports.StateDone {
 		line := ":white_check_mark: *" + reports.Esc(rs.Name) + " finished.*"
@@ -212,23 +212,6 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 				reports.Code(p.Probe), reports.Esc(p.Error))}}})
 	}
 	return out
-}
-
-func etaSections(rs reports.RunStatus, loc *time.Location, lead string) []string {
-	var lines []string
-	if lead != "" {
-		lines = append(lines, lead)
-	}
-	if rs.ETA != nil {
-		lines = append(lines, reports.ETALine(*rs.ETA, loc))
-	}
-	if rs.Progress != nil {
-		lines = append(lines, reports.ProgressLine(*rs.Progress))
-	}
-	if rs.Throughput != nil {
-		lines = append(lines, reports.ThroughputBeside(*rs.Throughput, rs.Finish))
-	}
-	return []string{strings.Join(lines, "\n")}
 }
 
 // Process updates the alert state from one evaluation per run and returns what to post. snoozed
@@ -471,4 +454,10 @@ func (a *Alerter) Undelivered(p Post) {
 	if al := a.State.Active[p.Key]; al != nil && !followUp(p.Kind) {
 		al.Posted = time.Time{}
 	}
+}
+
+// isWarning reports whether a post of this kind is a warning that buttons can act on: not a
+// follow-up, a reminder or the good news that a job finished.
+func isWarning(kind string) bool {
+	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
 }

@@ -1,10 +1,14 @@
 package handlers
 
 import (
+	"encoding/json"
+	"flag"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -162,4 +166,85 @@ func TestAlerterStateFromBeforeFlapping(t *testing.T) {
 	if posts := a.Process([]monitor.Evaluation{ev("synth", stalled)}, t0.Add(10*time.Minute), never); len(posts) != 0 {
 		t.Errorf("held stall from an old state file = %+v; want nothing within its cooldown", posts)
 	}
+}
+
+// TestWarningsGolden runs the alerter over the same fake status, sampled twice (a failing source
+// is worth a warning the second time), and compares every warning it posts with
+// testdata/replies/warning_<kind>.{txt,blocks.json}.golden.
+func TestWarningsGolden(t *testing.T) {
+	runs := testkit.ReplyRuns(t)
+	a := NewAlerter(time.UTC, func(string) string { return "#synth" })
+	ev := monitor.Evaluation{Run: runs.RS, Sample: true,
+		Shift: &reports.Shift{Reason: "completions got longer: 650 -> 1,066 tokens per item (+64%) while throughput held"}}
+	notSnoozed := func(string) bool { return false }
+	posts := a.Process([]monitor.Evaluation{ev}, runs.At, notSnoozed)
+	posts = append(posts, a.Process([]monitor.Evaluation{ev}, runs.At.Add(30*time.Second), notSnoozed)...)
+	// Later the job stalls, and later still it finishes.
+	stalled := runs.RS
+	since := float64(runs.At.Unix()) - 900
+	stalled.ETA = &reports.ETA{State: reports.StateStalled, StalledSince: &since, Reason: "no progress for 15 min (stall_after 10 min)"}
+	posts = append(posts, a.Process([]monitor.Evaluation{{Run: stalled, Sample: true}}, runs.At.Add(time.Hour), notSnoozed)...)
+	done := runs.RS
+	done.Progress = &reports.Progress{Done: 25000, Total: 25000, Source: "log"}
+	done.ETA = &reports.ETA{State: reports.StateDone, Reason: "all 25,000 items done"}
+	posts = append(posts, a.Process([]monitor.Evaluation{{Run: done, Sample: true}}, runs.At.Add(5*time.Hour), notSnoozed)...)
+	kinds := map[string]bool{}
+	for _, p := range posts {
+		kinds[p.Kind] = true
+	}
+	for _, k := range []string{AlertShift, AlertProtected, AlertProbe, AlertStall, AlertFinished} {
+		if !kinds[k] {
+			t.Errorf("warnings = %v; want one of kind %s", kinds, k)
+		}
+	}
+	seen := map[string]bool{}
+	for _, p := range posts {
+		// A reminder repeats its warning word for word: one golden file per kind.
+		if seen[p.Kind] {
+			continue
+		}
+		seen[p.Kind] = true
+		name := "warning_" + p.Kind
+		replyGolden(t, filepath.Join("replies", name+".txt.golden"), []byte(p.Message.Text()+"\n"))
+		blocks, err := json.MarshalIndent(p.Message.Blocks(), "", "  ")
+		if err != nil {
+			t.Fatalf("marshal blocks: %v", err)
+		}
+		replyGoldenJSON(t, filepath.Join("replies", name+".blocks.json.golden"), blocks)
+	}
+}
+
+func TestFinishedPostSummarises(t *testing.T) {
+	a := NewAlerter(time.UTC, nil)
+	t0 := time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+	fin := &reports.FinishSummary{StartedAt: float64(t0.Add(-5 * time.Hour).Unix()), FinishedAt: float64(t0.Unix()), DurationS: 5 * 3600,
+		Items: 25000, Errors: 3, Tokens: 25e6, AvgTokensPerS: 25e6 / (5 * 3600), PeakTokensPerS: 1700, AvgItemsPerS: 25000.0 / (5 * 3600)}
+	done := ev("synth", func(rs *reports.RunStatus) {
+		rs.ETA = &reports.ETA{State: reports.StateDone, Reason: "all done"}
+		rs.Progress = &reports.Progress{Done: 25000, Total: 25000, Errors: 3}
+		rs.Finish = fin
+	})
+	posts := a.Process([]monitor.Evaluation{done}, t0, func(string) bool { return false })
+	if len(posts) != 1 {
+		t.Fatalf("posts = %v", kinds(posts))
+	}
+	text := posts[0].Message.Text()
+	for _, want := range []string{"after 5 h", "25,000 items", "3 errors", "25M tokens", "Averaged 1,389 tok/s", "peak 1,700 tok/s"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("finished post = %q; want %q", text, want)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func replyGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	testkit.Golden(t, filepath.Join("testdata", name), got, *update)
+}
+
+// replyGoldenJSON compares Block Kit after unmarshalling, so formatting does not matter.
+func replyGoldenJSON(t *testing.T, name string, got []byte) {
+	t.Helper()
+	testkit.GoldenJSON(t, filepath.Join("testdata", name), got, *update)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"runwatch/conversation"
 	"runwatch/reports"
 )
 
@@ -17,7 +18,7 @@ import (
 type flight struct {
 	running chan struct{} // closed once it holds an answer slot
 	done    chan struct{} // closed when rep is set (or the app shut down: ok false)
-	rep     Reply
+	rep     conversation.Reply
 	ok      bool
 }
 
@@ -33,12 +34,12 @@ func (f *flight) started() bool {
 
 // wait returns the evaluation's reply once it is done; ok is false when ctx ended first or the app
 // shut down before it answered.
-func (f *flight) wait(ctx context.Context) (Reply, bool) {
+func (f *flight) wait(ctx context.Context) (conversation.Reply, bool) {
 	select {
 	case <-f.done:
 		return f.rep, f.ok
 	case <-ctx.Done():
-		return Reply{}, false
+		return conversation.Reply{}, false
 	}
 }
 
@@ -49,32 +50,11 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// shareKey says which requests get the same answer: same command and text, same channel, same
-// source, and the same admin standing. Mutating commands are never shared: each is its own act.
-func (b *Bot) shareKey(req Request) (string, bool) {
-	name := req.Command
-	if name == "" {
-		name, _ = b.commandSyntax(req.Text)
-	}
-	if name == "" {
-		name = ParseQuestion(req.Text, b.mon.RunNames(), nil).Intent
-	}
-	if cmd, ok := b.command(name); ok && cmd.Mutating {
-		return "", false
-	}
-	if name == "" && req.Command == "" {
-		// An unrecognised slash argument or sentence: cheap to answer, not worth sharing.
-		return "", false
-	}
-	return strings.Join([]string{req.Source, req.Command, strings.Join(strings.Fields(strings.ToLower(req.Text)), " "), req.Run,
-		req.Channel, req.ChannelName, b.adminScope(req.User)}, "\x00"), true
-}
-
 // ask starts (or joins) the evaluation of req and returns its flight. It never waits for an answer
 // slot: a new evaluation that finds every slot busy queues in the background, and the caller sees
 // that it has not started (flight.started) and can acknowledge at once.
-func (s *slackApp) ask(req Request) *flight {
-	key, share := s.bot.shareKey(req)
+func (s *slackApp) ask(req conversation.Request) *flight {
+	key, share := s.bot.ShareKey(req)
 	if share {
 		s.flights.mu.Lock()
 		if f := s.flights.m[key]; f != nil {
@@ -185,15 +165,15 @@ func (l *userLimiter) allow(user string) (ok bool, wait time.Duration, warned bo
 }
 
 // rateLimited is the polite answer to a user over the limit.
-func rateLimited(wait time.Duration) Reply {
+func rateLimited(wait time.Duration) conversation.Reply {
 	return rateLimitedTo("asked several questions", "Ask", wait)
 }
 
 // rateLimitedTo is rateLimited for what the user did too often ("pressed several buttons") and what to do
 // again ("Press").
-func rateLimitedTo(did, again string, wait time.Duration) Reply {
+func rateLimitedTo(did, again string, wait time.Duration) conversation.Reply {
 	secs := max(1, int(wait.Round(time.Second)/time.Second))
-	return Reply{Intent: "rate_limited", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
+	return conversation.Reply{Intent: "rate_limited", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
 		":raised_hand: You've %s in a few seconds and I'm still on the earlier ones. %s again in %d s, please.", did, again, secs)}}}
 }
 
@@ -203,7 +183,7 @@ func rateLimitedTo(did, again string, wait time.Duration) Reply {
 // is busy, the acknowledgement says it is working on it and the answer follows through
 // response_url. The reply is returned too when it was ready inline, so that a caller who cannot
 // deliver the inline message can follow up with it rather than ask again.
-func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *Reply) {
+func (s *slackApp) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply) {
 	start := time.Now()
 	if ok, wait, _ := s.limiter.allow(sc.User); !ok {
 		s.metrics.Event("rate_limited")
@@ -258,18 +238,11 @@ type slashRequest struct {
 // as "#synth" posts its statuses and warnings only once that id is known, and without the channels:read
 // scope a command from the channel is where it comes from (a post the bot made there is the other).
 func (s *slackApp) learnSlashChannel(sc slashRequest) {
-	if sc.Channel == "" || sc.ChannelName == "" {
-		return
-	}
-	for _, r := range s.bot.mon.Config().Runs {
-		if strings.HasPrefix(r.Channel, "#") && normChannel(r.Channel) == normChannel(sc.ChannelName) {
-			s.bot.LearnChannel(r.Channel, sc.Channel)
-		}
-	}
+	s.bot.LearnChannelName(sc.ChannelName, sc.Channel)
 }
 
-func (s *slackApp) slashToRequest(sc slashRequest) Request {
-	req := Request{Text: sc.Text, Channel: sc.Channel, ChannelName: sc.ChannelName, User: sc.User, Source: "slash"}
+func (s *slackApp) slashToRequest(sc slashRequest) conversation.Request {
+	req := conversation.Request{Text: sc.Text, Channel: sc.Channel, ChannelName: sc.ChannelName, User: sc.User, Source: "slash"}
 	for _, c := range s.bot.Commands() {
 		if c.Slash != "" && c.Slash == sc.Command {
 			req.Command = c.Name
@@ -281,7 +254,7 @@ func (s *slackApp) slashToRequest(sc slashRequest) Request {
 	return req
 }
 
-func slashMessage(rep Reply) *slack.WebhookMessage {
+func slashMessage(rep conversation.Reply) *slack.WebhookMessage {
 	blocks := slack.Blocks{BlockSet: rep.Message.Blocks()}
 	msg := &slack.WebhookMessage{Text: fallbackText(rep.Message), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
 	if rep.Ephemeral {
@@ -292,7 +265,7 @@ func slashMessage(rep Reply) *slack.WebhookMessage {
 
 // followUp delivers a slash command's answer after the acknowledgement: through response_url, or
 // as a message when that fails.
-func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep Reply) {
+func (s *slackApp) followUp(ctx context.Context, sc slashRequest, rep conversation.Reply) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	err := errors.New("no response_url")

@@ -5,34 +5,6 @@ import (
 	"time"
 )
 
-func TestShareKey(t *testing.T) {
-	e := newBotEnv(t, botOpts{})
-	b := e.bot
-	eta := Request{Command: "eta", Channel: "C1", User: "U222", Source: "slash"}
-	k1, ok1 := b.shareKey(eta)
-	other := eta
-	other.User = "U333"
-	k2, ok2 := b.shareKey(other)
-	if !ok1 || !ok2 || k1 != k2 {
-		t.Errorf("shareKey(/eta by two non-admins) = %q %v, %q %v; want one shared key", k1, ok1, k2, ok2)
-	}
-	admin := eta
-	admin.User = "UADMIN"
-	if k, _ := b.shareKey(admin); k == k1 {
-		t.Errorf("an admin's /eta shares a non-admin's key; want them apart (refusals differ)")
-	}
-	elsewhere := eta
-	elsewhere.Channel = "C2"
-	if k, _ := b.shareKey(elsewhere); k == k1 {
-		t.Errorf("/eta in another channel shares the key; want them apart (allow-lists differ)")
-	}
-	for _, text := range []string{"snooze 2h", "unsnooze", "stage review done"} {
-		if k, ok := b.shareKey(Request{Text: text, Channel: "C1", User: "UADMIN", Source: "slash"}); ok {
-			t.Errorf("shareKey(%q) = %q; want a mutating command never shared", text, k)
-		}
-	}
-}
-
 func TestUserLimiter(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	l := newUserLimiter()

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
@@ -309,23 +310,23 @@ func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
 		"what is the meaning of life", "ETA?", "", "thanks", "hello"}
 	for _, text := range texts {
 		for _, user := range []string{"UADMIN", "U222"} {
-			rep := e.bot.Ask(context.Background(), Request{Text: text, Channel: "C0SYNTH", ChannelName: "synth", User: user, Source: "mention"})
+			rep := e.bot.Ask(context.Background(), conversation.Request{Text: text, Channel: "C0SYNTH", ChannelName: "synth", User: user, Source: "mention"})
 			asked[rep.Intent] = true
 			checkMessage(t, fmt.Sprintf("answer to %q from %s (%s)", text, user, rep.Intent), rep.Message)
 		}
 	}
-	for _, c := range commandTable() {
+	for _, c := range conversation.CommandTable() {
 		if !asked[c.Name] {
 			t.Errorf("no reply of command %s was checked; add a question that reaches it", c.Name)
 		}
 	}
-	checkMessage(t, "not allowed", notAllowed().Message)
+	checkMessage(t, "not allowed", conversation.NotAllowed().Message)
 
 	rs, err := e.Mon.RunStatus(context.Background(), "synth", monitor.All)
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := e.bot.statusMessage(rs, true)
+	status := e.bot.StatusMessage(rs, true)
 	if len(status.Charts) != 2 || status.Controls == nil {
 		t.Fatalf("status has %d charts and controls %v; want throughput and ETA charts and buttons", len(status.Charts), status.Controls)
 	}
@@ -353,7 +354,7 @@ func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
 	seen := map[string]bool{}
 	for _, p := range posts {
 		seen[p.Kind] = true
-		p.Message.Controls = e.bot.warningControls(p.Run, p.Key, "")
+		p.Message.Controls = e.bot.WarningControls(p.Run, p.Key, "")
 		checkMessage(t, "warning "+p.Kind, p.Message)
 		w.alerter.Delivered(p, "1700000000.000100")
 	}

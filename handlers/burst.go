@@ -120,7 +120,7 @@ func burstPost(ps []Post) Post {
 	var texts []string
 	count := map[string]int{}
 	for _, q := range ps {
-		t := truncateRunes(strings.Join(strings.Fields(strings.Join(q.Message.Sections, " ")), " "), 300)
+		t := reports.TruncateRunes(strings.Join(strings.Fields(strings.Join(q.Message.Sections, " ")), " "), 300)
 		if count[t] == 0 {
 			texts = append(texts, t)
 		}

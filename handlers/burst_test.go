@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
@@ -193,7 +194,7 @@ func TestPressOnBurstKeepsItsText(t *testing.T) {
 	}
 	i, post := w.fake.WaitMatch(t, 0, "the burst", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
-	w.post(t, "/slack/interactions", pressPayload(t, w.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h"), nil)
 	upd := w.fake.Wait(t, "chat.update", 1)[0]
 	w.waitIdle()
 	if _, ok := w.Mon.SnoozedUntil("synth"); !ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 )
 
@@ -17,8 +18,8 @@ func TestConsoleShowsScheduledStatus(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			e := newBotEnv(t, botOpts{Clock: testkit.NewClock(schedT0), Run: func(r *config.Run) { r.PostMode, r.Schedule = mode, "@hourly" }})
 			var out testkit.LogBuffer
-			c := &Console{Bot: e.bot, In: strings.NewReader(""), Out: &out}
-			s, err := NewScheduler(e.bot, NewConsolePoster(c), nil, nil, nil)
+			c := &conversation.Console{Bot: e.bot, In: strings.NewReader(""), Out: &out}
+			s, err := NewScheduler(e.bot, conversation.NewConsolePoster(c), nil, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

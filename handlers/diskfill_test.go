@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/probes"
 	"runwatch/reports"
@@ -133,7 +134,7 @@ func TestNoDiskFullWarningFromABurst(t *testing.T) {
 			t.Fatalf("after %v (a 15-s burst at 3.86 MB/s, 84.3 GB free): warning %q; want none", time.Duration(r.n)*r.interval, w)
 		}
 		if i == 4 {
-			rep := r.e.bot.Ask(context.Background(), Request{Text: "will the disk fill?", Source: "console"})
+			rep := r.e.bot.Ask(context.Background(), conversation.Request{Text: "will the disk fill?", Source: "console"})
 			if text := rep.Message.Text(); strings.Contains(text, "(!!)") || strings.Contains(text, "rotating_light") {
 				t.Errorf("space answer in the burst = %q; want no alarm from 15 s of writes", text)
 			}

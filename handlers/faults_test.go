@@ -6,19 +6,17 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"runwatch/conversation"
 	"runwatch/internal/redact"
 	"runwatch/internal/testkit"
 	"runwatch/internal/tmpfs"
 	"runwatch/monitor"
-	"runwatch/probes"
 )
 
 // faultPosts collects what the sampler delivers.
@@ -60,21 +58,6 @@ func faultSampler(e *botEnv, posts *faultPosts) (*Sampler, *[]monitor.Evaluation
 	last := &[]monitor.Evaluation{}
 	s.OnEvaluate = func(evs []monitor.Evaluation) { *last = evs }
 	return s, last
-}
-
-// faultAsk asks the bot a question from the console and returns the answer's text.
-func faultAsk(e *botEnv, q string) string {
-	return e.bot.Ask(context.Background(), Request{Text: q, Source: "console"}).Message.Text()
-}
-
-// faultContainsAll reports the first of want that s lacks.
-func faultContainsAll(s string, want ...string) (string, bool) {
-	for _, w := range want {
-		if !strings.Contains(s, w) {
-			return w, false
-		}
-	}
-	return "", true
 }
 
 // faultBot is a bot over one endpoint with its sampler and what the sampler delivered.
@@ -341,67 +324,6 @@ func TestFaultJobLog(t *testing.T) {
 	}
 }
 
-// TestFaultStatfsNeverReturns stands in for a dead NFS server under the run's output: statfs on
-// its mount blocks until released. Questions are answered and name the mount; after the release
-// the free space is back.
-func TestFaultStatfsNeverReturns(t *testing.T) {
-	dir := t.TempDir()
-	table, err := probes.NewMounts("/proc").Read(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mt, ok := table.Lookup(dir)
-	if !ok {
-		t.Fatalf("no mount holds %s", dir)
-	}
-	release := make(chan struct{})
-	var once sync.Once
-	unblock := func() { once.Do(func() { close(release) }) }
-	t.Cleanup(unblock)
-	var calls atomic.Int32
-	usage := func(mountPoint string) (probes.Usage, error) {
-		if mountPoint == mt.MountPoint {
-			calls.Add(1)
-			<-release
-		}
-		return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
-	}
-	// Only the hung statfs meets the timeout; a second is far beyond the rest of an answer's work.
-	const timeout = time.Second
-	e := newBotEnv(t, botOpts{Timeout: timeout, StatFS: probes.NewStatFSFunc(timeout, usage)})
-	out := filepath.Join(e.Dir, "out")
-	var slowest time.Duration
-	for _, q := range []string{"how much space is left on " + out + "?", "status", "how much space is left on " + out + "?"} {
-		start := time.Now()
-		a := faultAsk(e, q)
-		slowest = max(slowest, time.Since(start))
-		// The probe's own timer and the answer's deadline are the same length; either may end the wait.
-		if !strings.Contains(a, "statfs "+mt.MountPoint+": ") || !strings.Contains(a, "not responding") && !strings.Contains(a, "no answer within") {
-			t.Errorf("%q while statfs hangs:\n%s\nwant the mount named as not responding", q, a)
-		}
-	}
-	if a := faultAsk(e, "ETA?"); !strings.Contains(a, "300 / 25,000") || strings.Contains(a, "statfs") {
-		t.Errorf("ETA while statfs hangs:\n%s\nwant the progress, untouched by storage", a)
-	}
-	if n := calls.Load(); n != 1 {
-		t.Errorf("statfs calls on the hung mount = %d; want 1 (no goroutine piles up per question)", n)
-	}
-	unblock()
-	// The stuck call's goroutine frees the mount once it returns: wait for that (polling the answer,
-	// with a bound that only guards against a hang).
-	var a string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if a = faultAsk(e, "how much space is left on "+out+"?"); !strings.Contains(a, "statfs ") {
-			break
-		}
-	}
-	if strings.Contains(a, "statfs ") || !strings.Contains(a, "42.9 GB free") {
-		t.Errorf("space after the mount came back:\n%s\nwant 40 GiB free and no problem", a)
-	}
-	t.Logf("figure: statfs never returns: answers within %v naming the mount (probe timeout %v), 1 stuck call however many questions; free space back on the next question after release",
-		slowest.Round(time.Millisecond), timeout)
-}
-
 // TestFaultStateDirReadOnly makes the state directory read-only under a running bot: answers go
 // on, an admin's snooze holds and says it is not saved, a warning names the state directory; once
 // it is writable again the warning resolves and a restart has the snooze.
@@ -416,7 +338,7 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 	s.Tick(ctx)
 
 	tmpfs.Remount(t, stateDir, "ro")
-	rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", Source: "console"})
+	rep := e.bot.Ask(ctx, conversation.Request{Text: "snooze 2h", Source: "console"})
 	if miss, ok := faultContainsAll(rep.Message.Text(), "snoozed for 2 h", "not saved yet", "read-only file system"); !ok {
 		t.Errorf("snooze on a read-only state dir:\n%s\nlacks %q", rep.Message.Text(), miss)
 	}
@@ -433,14 +355,14 @@ func TestFaultStateDirReadOnly(t *testing.T) {
 	if got := posts.since(n, AlertProbe); len(got) != 0 {
 		t.Errorf("warnings while snoozed = %+v; want none", got)
 	}
-	e.bot.Ask(ctx, Request{Text: "unsnooze", Source: "console"})
+	e.bot.Ask(ctx, conversation.Request{Text: "unsnooze", Source: "console"})
 	s.Tick(ctx)
 	s.Tick(ctx)
 	warnings := posts.since(n, AlertProbe)
 	if len(warnings) != 1 || !strings.Contains(warnings[0].Message.Text(), "not on disk") || !strings.Contains(warnings[0].Message.Text(), "read-only file system") {
 		t.Fatalf("warnings on a read-only state dir = %+v; want one naming it", warnings)
 	}
-	e.bot.Ask(ctx, Request{Text: "snooze 3h", Source: "console"})
+	e.bot.Ask(ctx, conversation.Request{Text: "snooze 3h", Source: "console"})
 
 	tmpfs.Remount(t, stateDir, "rw")
 	n = posts.count()
@@ -601,4 +523,19 @@ func TestFaultSocketModeDrops(t *testing.T) {
 		t.Errorf("log lacks the refused reconnections or the reconnection:\n%s", l)
 	}
 	t.Logf("figure: Socket Mode dropped (2 reconnections refused): reconnected in %v; the event lost in the drop answered once", reconnected.Round(time.Millisecond))
+}
+
+// faultAsk asks the bot a question from the console and returns the answer's text.
+func faultAsk(e *botEnv, q string) string {
+	return e.bot.Ask(context.Background(), conversation.Request{Text: q, Source: "console"}).Message.Text()
+}
+
+// faultContainsAll reports the first of want that s lacks.
+func faultContainsAll(s string, want ...string) (string, bool) {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return w, false
+		}
+	}
+	return "", true
 }

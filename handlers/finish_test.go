@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/monitor"
 	"runwatch/reports"
 	"runwatch/sim"
@@ -26,7 +27,7 @@ type finishJob struct {
 	job   *sim.Job
 	log   *os.File
 	now   time.Time
-	bot   *Bot
+	bot   *conversation.Bot
 	alert *Alerter
 	posts []Post
 	srv   *httptest.Server // the job's /metrics
@@ -67,7 +68,7 @@ func startFinishJob(t *testing.T, s sim.Scenario, from float64, edit ...func(r *
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.bot = NewBot(m, time.UTC, config.Env{})
+	f.bot = conversation.NewBot(m, time.UTC, config.Env{})
 	f.alert = NewAlerter(time.UTC, func(string) string { return "#demo" })
 	return f
 }
@@ -89,7 +90,7 @@ func (f *finishJob) step(t *testing.T, dt float64) []Post {
 
 func (f *finishJob) ask(t *testing.T, q string) string {
 	t.Helper()
-	return f.bot.Ask(context.Background(), Request{Text: q, Run: "demo", Source: "cli"}).Message.Text()
+	return f.bot.Ask(context.Background(), conversation.Request{Text: q, Run: "demo", Source: "cli"}).Message.Text()
 }
 
 // finishOf is what the bot says of a finished run: its ETA, status and throughput answers.
@@ -403,21 +404,6 @@ func TestAnswersAfterTheServerStoppedAtTheFinish(t *testing.T) {
 			if strings.Contains(got, bad) {
 				t.Errorf("%q = %q; want no %q after the finish", q, got, bad)
 			}
-		}
-	}
-}
-
-// A log-only run first seen after it finished: its throughput is one line, each rate once, in the throughput
-// and status answers (the log's elapsed time is the one span there is, the run's own average).
-func TestThroughputOfALogOnlyRunFirstSeenFinished(t *testing.T) {
-	e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Stages = nil }})
-	if err := os.WriteFile(e.Log, []byte("Progress: 25000/25000 (0 errors), 1.0 req/s, avg completion: 1066 tokens, elapsed: 25000s\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{"how fast?", "status"} {
-		got := e.bot.Ask(context.Background(), Request{Text: q, Source: "cli"}).Message.Text()
-		if want := "\n1,066 tok/s · 1.00 items/s (25,000 items in 6 h 57 min up to the finish)\n"; !strings.Contains(got, want) || strings.Contains(got, "run average") {
-			t.Errorf("%q = %q; want the line %q and no run average beside it", q, got, strings.TrimSpace(want))
 		}
 	}
 }

@@ -12,116 +12,16 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
-
-// fuzzBot is a bot over one run whose probes are cheap: the /proc fixture tree of the probes
-// package, a progress log and an output directory in dir.
-func fuzzBot(f *testing.F) *Bot {
-	f.Helper()
-	dir := f.TempDir()
-	log := filepath.Join(dir, "gen.log")
-	if err := os.WriteFile(log, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
-		f.Fatal(err)
-	}
-	out := filepath.Join(dir, "out")
-	os.MkdirAll(out, 0o755)
-	file := &config.File{Source: "fuzz", Runs: []config.Run{{Name: "synth", Channel: "#synth", Log: log, Outputs: []string{out},
-		Stages: []config.Stage{{Name: "review", Check: "manual"}}}}}
-	m, _, err := monitor.New(file, monitor.Options{ProcRoot: "../probes/testdata/proc", ProbeTimeout: time.Second, RateWindow: -1})
-	if err != nil {
-		f.Fatal(err)
-	}
-	return NewBot(m, time.UTC, config.Env{Admins: []string{"UADMIN"}})
-}
-
-// fuzzNoLiveMarkup fails when Slack text carries markup that would notify or link: a broadcast
-// (<!channel>, <!here>), a user or channel mention, or a link. The bot's own date tokens
-// (<!date^…>) are the only markup answers may hold.
-func fuzzNoLiveMarkup(t *testing.T, what, s string) {
-	t.Helper()
-	for i := strings.IndexByte(s, '<'); i >= 0; {
-		rest := s[i:]
-		if len(rest) > 1 && strings.ContainsRune("!@#", rune(rest[1])) && !strings.HasPrefix(rest, "<!date^") ||
-			strings.HasPrefix(rest, "<http") || strings.HasPrefix(rest, "<mailto") {
-			t.Fatalf("%s carries live Slack markup at %q:\n%s", what, rest[:min(len(rest), 40)], s)
-		}
-		j := strings.IndexByte(s[i+1:], '<')
-		if j < 0 {
-			break
-		}
-		i += 1 + j
-	}
-}
-
-// fuzzCheckReply checks what every answer must be, whatever was asked.
-func fuzzCheckReply(t *testing.T, text string, rep Reply) {
-	t.Helper()
-	if rep.Intent == "" && !rep.Refused && len(rep.Message.Sections) == 0 {
-		t.Fatalf("Ask(%q) = %+v; want an answer, a refusal or help", text, rep)
-	}
-	fuzzNoLiveMarkup(t, fmt.Sprintf("answer to %q", text), rep.Message.Mrkdwn())
-	blocks, err := json.Marshal(rep.Message.Blocks())
-	if err != nil {
-		t.Fatalf("blocks of the answer to %q: %v", text, err)
-	}
-	var decoded any
-	if err := json.Unmarshal(blocks, &decoded); err != nil {
-		t.Fatalf("blocks of the answer to %q do not round-trip: %v", text, err)
-	}
-	fuzzNoLiveMarkup(t, fmt.Sprintf("blocks of the answer to %q", text), string(blocks))
-}
-
-// FuzzCommandText feeds text to every slash command and as a mention from a user who is not an
-// admin: the parse never fails, an answer always comes back without live markup, and nothing
-// changes state without an admin.
-func FuzzCommandText(f *testing.F) {
-	b := fuzzBot(f)
-	var env struct {
-		Payload struct{ Text string } `json:"payload"`
-	}
-	if err := json.Unmarshal(readFixture(f, "slack_socketmode_slash_commands_envelope_pysdk.json"), &env); err != nil {
-		f.Fatal(err)
-	}
-	form, err := url.ParseQuery(string(readFixture(f, "slack_slash_command_weather_docs_body.txt")))
-	if err != nil {
-		f.Fatal(err)
-	}
-	for _, s := range []string{env.Payload.Text, form.Get("text"), "snooze 2h", "snooze 1d synth", "snooze -5m", "snooze 999999h",
-		"unsnooze", "stage review done", "stage review todo synth", "stage nope failed", "chart", "runs", "help", "synth",
-		"/storage /etc", "storage /proc/1", "eta synth", "<@U111> ETA?", "<!channel> status", "where does the output go?",
-		"will the hidden states fit?", "are we writing to /shared?", "how much space is left on ../../etc?"} {
-		f.Add(s)
-	}
-	app := &slackApp{bot: b}
-	slashes := []string{"/eta", "/storage", "/runwatch"}
-	f.Fuzz(func(t *testing.T, text string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		for _, cmd := range slashes {
-			req := app.slashToRequest(slashRequest{Command: cmd, Text: text, Channel: "C1", User: "U222"})
-			fuzzCheckReply(t, cmd+" "+text, b.Ask(ctx, req))
-		}
-		fuzzCheckReply(t, text, b.Ask(ctx, Request{Text: text, Channel: "C1", User: "U222", Source: "mention"}))
-		if _, snoozed := b.Monitor().SnoozedUntil("synth"); snoozed {
-			t.Fatalf("%q from a user who is not an admin snoozed the run", text)
-		}
-		rs, _ := b.Monitor().RunStatus(ctx, "synth", monitor.Need{Stages: true})
-		for _, s := range rs.Stages {
-			if s.Name == "review" && (s.State == reports.StageDone || s.State == reports.StageFailed) {
-				t.Fatalf("%q from a user who is not an admin marked stage review %q", text, s.State)
-			}
-		}
-	})
-}
 
 // fuzzSlackServer is HTTP mode over the fuzz bot. Answers go nowhere: the app's context is
 // cancelled, so an answer started in the background gives up at once instead of calling Slack.
@@ -197,7 +97,88 @@ func FuzzSlackRequest(f *testing.F) {
 		if err := json.Unmarshal(w.Body.Bytes(), &msg); err != nil {
 			t.Fatalf("slash answer to %q is not JSON: %v\n%s", body, err, w.Body)
 		}
-		fuzzNoLiveMarkup(t, "slash answer", msg.Text)
-		fuzzNoLiveMarkup(t, "slash answer blocks", string(msg.Blocks))
+		testkit.NoLiveMarkup(t, "slash answer", msg.Text)
+		testkit.NoLiveMarkup(t, "slash answer blocks", string(msg.Blocks))
+	})
+}
+
+// fuzzBot is a bot over one run whose probes are cheap: the /proc fixture tree of the probes
+// package, a progress log and an output directory in dir.
+func fuzzBot(f *testing.F) *conversation.Bot {
+	f.Helper()
+	dir := f.TempDir()
+	log := filepath.Join(dir, "gen.log")
+	if err := os.WriteFile(log, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	os.MkdirAll(out, 0o755)
+	file := &config.File{Source: "fuzz", Runs: []config.Run{{Name: "synth", Channel: "#synth", Log: log, Outputs: []string{out},
+		Stages: []config.Stage{{Name: "review", Check: "manual"}}}}}
+	m, _, err := monitor.New(file, monitor.Options{ProcRoot: "../probes/testdata/proc", ProbeTimeout: time.Second, RateWindow: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return conversation.NewBot(m, time.UTC, config.Env{Admins: []string{"UADMIN"}})
+}
+
+// fuzzCheckReply checks what every answer must be, whatever was asked.
+func fuzzCheckReply(t *testing.T, text string, rep conversation.Reply) {
+	t.Helper()
+	if rep.Intent == "" && !rep.Refused && len(rep.Message.Sections) == 0 {
+		t.Fatalf("Ask(%q) = %+v; want an answer, a refusal or help", text, rep)
+	}
+	testkit.NoLiveMarkup(t, fmt.Sprintf("answer to %q", text), rep.Message.Mrkdwn())
+	blocks, err := json.Marshal(rep.Message.Blocks())
+	if err != nil {
+		t.Fatalf("blocks of the answer to %q: %v", text, err)
+	}
+	var decoded any
+	if err := json.Unmarshal(blocks, &decoded); err != nil {
+		t.Fatalf("blocks of the answer to %q do not round-trip: %v", text, err)
+	}
+	testkit.NoLiveMarkup(t, fmt.Sprintf("blocks of the answer to %q", text), string(blocks))
+}
+
+// FuzzCommandText feeds text to every slash command and as a mention from a user who is not an
+// admin: the parse never fails, an answer always comes back without live markup, and nothing
+// changes state without an admin.
+func FuzzCommandText(f *testing.F) {
+	b := fuzzBot(f)
+	var env struct {
+		Payload struct{ Text string } `json:"payload"`
+	}
+	if err := json.Unmarshal(readFixture(f, "slack_socketmode_slash_commands_envelope_pysdk.json"), &env); err != nil {
+		f.Fatal(err)
+	}
+	form, err := url.ParseQuery(string(readFixture(f, "slack_slash_command_weather_docs_body.txt")))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{env.Payload.Text, form.Get("text"), "snooze 2h", "snooze 1d synth", "snooze -5m", "snooze 999999h",
+		"unsnooze", "stage review done", "stage review todo synth", "stage nope failed", "chart", "runs", "help", "synth",
+		"/storage /etc", "storage /proc/1", "eta synth", "<@U111> ETA?", "<!channel> status", "where does the output go?",
+		"will the hidden states fit?", "are we writing to /shared?", "how much space is left on ../../etc?"} {
+		f.Add(s)
+	}
+	app := &slackApp{bot: b}
+	slashes := []string{"/eta", "/storage", "/runwatch"}
+	f.Fuzz(func(t *testing.T, text string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for _, cmd := range slashes {
+			req := app.slashToRequest(slashRequest{Command: cmd, Text: text, Channel: "C1", User: "U222"})
+			fuzzCheckReply(t, cmd+" "+text, b.Ask(ctx, req))
+		}
+		fuzzCheckReply(t, text, b.Ask(ctx, conversation.Request{Text: text, Channel: "C1", User: "U222", Source: "mention"}))
+		if _, snoozed := b.Monitor().SnoozedUntil("synth"); snoozed {
+			t.Fatalf("%q from a user who is not an admin snoozed the run", text)
+		}
+		rs, _ := b.Monitor().RunStatus(ctx, "synth", monitor.Need{Stages: true})
+		for _, s := range rs.Stages {
+			if s.Name == "review" && (s.State == reports.StageDone || s.State == reports.StageFailed) {
+				t.Fatalf("%q from a user who is not an admin marked stage review %q", text, s.State)
+			}
+		}
 	})
 }

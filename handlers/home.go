@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"runwatch/conversation"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -30,16 +31,16 @@ const (
 // there and checked against the allow-lists as direct messages.
 func (s *slackApp) publishHome(ctx context.Context, user, dm string) error {
 	sctx, cancel := context.WithTimeout(ctx, s.bot.Budget)
-	st := s.bot.mon.Status(sctx, monitor.All)
+	st := s.bot.Monitor().Status(sctx, monitor.All)
 	cancel()
-	req := Request{Channel: dm, User: user, Source: "home"}
+	req := conversation.Request{Channel: dm, User: user, Source: "home"}
 	var runs []reports.RunStatus
 	for _, rs := range st.Runs {
-		if r, ok := s.bot.mon.Config().RunByName(rs.Name); ok && s.bot.allowedRequest(req, r) {
+		if r, ok := s.bot.Monitor().Config().RunByName(rs.Name); ok && s.bot.AllowedRequest(req, r) {
 			runs = append(runs, rs)
 		}
 	}
-	blocks := s.homeBlocks(runs, s.bot.mon.Now())
+	blocks := s.homeBlocks(runs, s.bot.Monitor().Now())
 	return s.api.PublishHome(ctx, user, dm, blocks)
 }
 
@@ -76,7 +77,7 @@ func (s *slackApp) homeBlocks(runs []reports.RunStatus, now time.Time) []slack.B
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "runwatch", false, false)),
 		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("%s you may see · as of %s · `/runwatch status <run>` in a channel for the whole picture",
-			reports.Plural(len(hs), "run", "runs"), reports.SlackTime(now, s.bot.loc)), false, false)),
+			reports.Plural(len(hs), "run", "runs"), reports.SlackTime(now, s.bot.Location())), false, false)),
 	}
 	if len(hs) == 0 {
 		return append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType,
@@ -127,7 +128,7 @@ func (s *slackApp) homeRunBlocks(h homeRun) []slack.Block {
 		head = append(head, reports.ThroughputLine(*rs.Throughput))
 	}
 	if rs.ETA != nil {
-		head = append(head, reports.ETALine(*rs.ETA, s.bot.loc))
+		head = append(head, reports.ETALine(*rs.ETA, s.bot.Location()))
 	}
 	head = append(head, reports.StorageVerdict(rs.Storage, rs.Plans))
 	out := []slack.Block{section(strings.Join(head, "\n"))}
@@ -139,28 +140,28 @@ func (s *slackApp) homeRunBlocks(h homeRun) []slack.Block {
 			out = append(out, section(fmt.Sprintf("…and %d more open warnings; they are in %s.", len(h.warnings)-i, reports.Esc(w.Channel))))
 			break
 		}
-		text := fmt.Sprintf(":warning: %s — since %s", reports.Esc(w.Summary), reports.SlackTime(w.Since, s.bot.loc))
+		text := fmt.Sprintf(":warning: %s — since %s", reports.Esc(w.Summary), reports.SlackTime(w.Since, s.bot.Location()))
 		var acc *slack.Accessory
 		if cl, ok := s.claims.Get(w.Key); ok {
 			text += fmt.Sprintf(" · :eyes: <@%s> is on it", cl.User)
 		} else {
-			acc = slack.NewAccessory(slack.NewButtonBlockElement(actTake, "", slack.NewTextBlockObject(slack.PlainTextType, "I'm on it", false, false)))
+			acc = slack.NewAccessory(slack.NewButtonBlockElement(conversation.ActTake, "", slack.NewTextBlockObject(slack.PlainTextType, "I'm on it", false, false)))
 		}
-		ref := controlRef{Run: rs.Name, Key: w.Key}.encode()
+		ref := conversation.ControlRef{Run: rs.Name, Key: w.Key}.Encode()
 		if len(ref) > reports.MaxBlockID {
 			ref, acc = "", nil
 		}
-		out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, truncateRunes(text, homeSectionMax), false, false), nil, acc,
+		out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, reports.TruncateRunes(text, homeSectionMax), false, false), nil, acc,
 			slack.SectionBlockOptionBlockID(ref)))
 	}
-	if b := s.bot.statusControls(rs).Block(); b != nil {
+	if b := s.bot.StatusControls(rs).Block(); b != nil {
 		out = append(out, b)
 	}
 	return append(out, slack.NewDividerBlock())
 }
 
 func section(text string) slack.Block {
-	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, truncateRunes(text, homeSectionMax-1), false, false), nil, nil)
+	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, reports.TruncateRunes(text, homeSectionMax-1), false, false), nil, nil)
 }
 
 // homeLine is a run in one line: its ETA and how many warnings are open.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
@@ -85,7 +86,7 @@ func TestAppHomePublishesEveryRun(t *testing.T) {
 	blocks, _ := json.Marshal(v.View.Blocks)
 	var ref string
 	for _, b := range parseBlocks(t, string(blocks)) {
-		if b.Accessory != nil && b.Accessory.ActionID == actTake {
+		if b.Accessory != nil && b.Accessory.ActionID == conversation.ActTake {
 			ref = b.BlockID
 		}
 	}
@@ -177,10 +178,10 @@ func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 	blocks, _ := json.Marshal(v.View.Blocks)
 	var take, controls string
 	for _, b := range parseBlocks(t, string(blocks)) {
-		if b.Accessory != nil && b.Accessory.ActionID == actTake {
+		if b.Accessory != nil && b.Accessory.ActionID == conversation.ActTake {
 			take = b.BlockID
 		}
-		if b.Type == "actions" && strings.HasPrefix(b.BlockID, refPrefix) && strings.Contains(b.BlockID, "synth") && controls == "" {
+		if b.Type == "actions" && strings.HasPrefix(b.BlockID, conversation.RefPrefix) && strings.Contains(b.BlockID, "synth") && controls == "" {
 			controls = b.BlockID
 		}
 	}
@@ -195,7 +196,7 @@ func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 	}
 	n := 0
 	for _, user := range []string{"U222", "UEXTRACT"} {
-		for _, p := range []struct{ action, block, value string }{{actTake, take, ""}, {actSnooze, controls, "1h"}} {
+		for _, p := range []struct{ action, block, value string }{{conversation.ActTake, take, ""}, {conversation.ActSnooze, controls, "1h"}} {
 			n++
 			press(user, "D0"+user, p.action, p.block, p.value, fmt.Sprintf("1700000200.%06d", n))
 			posts := w.fake.Wait(t, "chat.postMessage", 1+n) // the warning, then one refusal per press
@@ -211,7 +212,7 @@ func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 	if _, ok := w.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("a press by someone who does not administer synth snoozed it")
 	}
-	press("URUNADMIN", "D0RUN", actTake, take, "", "1700000300.000001")
+	press("URUNADMIN", "D0RUN", conversation.ActTake, take, "", "1700000300.000001")
 	w.fake.Wait(t, "views.publish", 2)
 	w.waitIdle()
 	if cl, ok := w.claims.Get("synth/" + AlertStall); !ok || cl.User != "URUNADMIN" {

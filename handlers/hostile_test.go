@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
@@ -50,19 +51,19 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 	texts := []string{"eta", "why", "ontrack", "runwatch left", "safe", "throughput", "stuck", "status", "storage",
 		"writes", "where", "space", "fit", "chart", "runs", "snooze 2h", "unsnooze", "stage stage-01 done", "stage", "logs", "help", "what"}
 	for _, text := range texts {
-		rep := e.bot.Ask(context.Background(), Request{Text: text, Channel: "C0SYNTH", ChannelName: "synth", User: "UADMIN", Source: "mention"})
+		rep := e.bot.Ask(context.Background(), conversation.Request{Text: text, Channel: "C0SYNTH", ChannelName: "synth", User: "UADMIN", Source: "mention"})
 		checkMessage(t, fmt.Sprintf("answer to %q (%s)", text, rep.Intent), rep.Message)
 	}
 	rs, err := e.Mon.RunStatus(context.Background(), name, monitor.All)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkMessage(t, "scheduled status", e.bot.statusMessage(rs, true))
-	checkMessage(t, "scheduled status without charts", e.bot.statusMessage(rs, false))
+	checkMessage(t, "scheduled status", e.bot.StatusMessage(rs, true))
+	checkMessage(t, "scheduled status without charts", e.bot.StatusMessage(rs, false))
 	for i := range 200 {
 		rs.Problems = append(rs.Problems, reports.Problem{Probe: fmt.Sprintf("metrics http://10.0.0.%d:8000/metrics?%s", i, strings.Repeat("q", 3000)), Error: strings.Repeat("connection refused ", 100)})
 	}
-	checkMessage(t, "status with 200 failing probes", e.bot.statusMessage(rs, true))
+	checkMessage(t, "status with 200 failing probes", e.bot.StatusMessage(rs, true))
 	w := &warningEnv{httpEnv: e, alerter: NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: NewClaims(nil, nil)}
 	hostile := ev(name, func(r *reports.RunStatus) {
 		*r = rs
@@ -76,7 +77,7 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 	seen := map[string]int{}
 	for i := range 3 {
 		for _, p := range w.alerter.Process([]monitor.Evaluation{hostile}, t0.Add(time.Duration(i)*time.Minute), func(string) bool { return false }) {
-			p.Message.Controls = e.bot.warningControls(p.Run, p.Key, "")
+			p.Message.Controls = e.bot.WarningControls(p.Run, p.Key, "")
 			checkMessage(t, "warning "+p.Kind, p.Message)
 			seen[p.Kind]++
 		}
@@ -95,6 +96,6 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 	if len(raw) > 250000 {
 		t.Errorf("App Home view of %d bytes", len(raw))
 	}
-	rep := e.bot.Ask(context.Background(), Request{Text: "runs", Channel: "C0SYNTH", ChannelName: "synth", User: "UADMIN", Source: "mention"})
+	rep := e.bot.Ask(context.Background(), conversation.Request{Text: "runs", Channel: "C0SYNTH", ChannelName: "synth", User: "UADMIN", Source: "mention"})
 	checkMessage(t, "runs", rep.Message)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"runwatch/conversation"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -25,7 +26,7 @@ const stateBlockID = "rw_state"
 // press is one button press, from either transport.
 type press struct {
 	action, arg string
-	ref         controlRef
+	ref         conversation.ControlRef
 	user        string
 	// channel is where the message is; for the App Home it is the user's DM with the bot, which
 	// the published view carries as its private_metadata.
@@ -38,7 +39,7 @@ type press struct {
 }
 
 // pressActions is the allow-list of what a press may do.
-var pressActions = map[string]bool{actSnooze: true, actUnsnooze: true, actTake: true, actStage: true, actLogs: true}
+var pressActions = map[string]bool{conversation.ActSnooze: true, conversation.ActUnsnooze: true, conversation.ActTake: true, conversation.ActStage: true, conversation.ActLogs: true}
 
 var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 
@@ -54,7 +55,7 @@ func (s *slackApp) interaction(cb slack.InteractionCallback) bool {
 	admitted := true
 	home := cb.Container.Type == "view" || cb.View.Type == slack.VTHomeTab
 	for _, a := range cb.ActionCallback.BlockActions {
-		ref, ok := parseRef(a.BlockID)
+		ref, ok := conversation.ParseRef(a.BlockID)
 		action, arg := a.ActionID, a.Value
 		if a.ActionID == reports.MenuID {
 			action, arg, _ = strings.Cut(a.SelectedOption.Value, ":")
@@ -131,21 +132,21 @@ func (s *slackApp) press(ctx context.Context, p press) {
 		s.log.Info("button press refused: "+why, "action", p.action)
 		return
 	}
-	req := Request{Run: p.ref.Run, Channel: p.channel, ChannelName: p.channelName, User: p.user, Source: "button"}
+	req := conversation.Request{Run: p.ref.Run, Channel: p.channel, ChannelName: p.channelName, User: p.user, Source: "button"}
 	if p.home {
 		req.Source = "home"
 	}
-	var rep Reply
+	var rep conversation.Reply
 	switch p.action {
-	case actTake:
+	case conversation.ActTake:
 		rep = s.take(req, p.ref)
-	case actSnooze:
+	case conversation.ActSnooze:
 		req.Command, req.Args = "snooze", []string{p.arg}
-	case actUnsnooze:
+	case conversation.ActUnsnooze:
 		req.Command, req.Args = "unsnooze", []string{}
-	case actStage:
+	case conversation.ActStage:
 		req.Command, req.Args = "stage", []string{p.arg, "done"}
-	case actLogs:
+	case conversation.ActLogs:
 		req.Command, req.Args = "logs", []string{}
 	}
 	if req.Command != "" {
@@ -171,28 +172,28 @@ func (s *slackApp) press(ctx context.Context, p press) {
 }
 
 // take is "I'm on it": for admins, like every change, and only on a warning that is still open.
-func (s *slackApp) take(req Request, ref controlRef) Reply {
-	run, ok := s.bot.mon.Config().RunByName(ref.Run)
-	if !ok || !s.bot.allowedRequest(req, run) {
-		return notAllowed()
+func (s *slackApp) take(req conversation.Request, ref conversation.ControlRef) conversation.Reply {
+	run, ok := s.bot.Monitor().Config().RunByName(ref.Run)
+	if !ok || !s.bot.AllowedRequest(req, run) {
+		return conversation.NotAllowed()
 	}
 	if !s.bot.IsAdmin(req.User, run) {
-		return adminOnly("take", "take warnings")
+		return conversation.AdminOnly("take", "take warnings")
 	}
 	// A serve that only answers while a console holds the state directory keeps no claims.
-	if err := s.bot.mon.ReadOnly(); err != nil {
-		return errorReply("take it", err)
+	if err := s.bot.Monitor().ReadOnly(); err != nil {
+		return conversation.ErrorReply("take it", err)
 	}
 	// The block_id names both the run and the warning: the warning must be that run's, or an admin
 	// of one run could take another's by naming their own run beside its key.
 	w, open := s.claims.openWarning(ref.Key)
 	if !open || w.Run != run.Name {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
+		return conversation.Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
 	}
-	cl, err := s.claims.Take(ref.Key, req.User, s.bot.mon.Now(), DefaultAlertPolicy().Cooldown[w.Kind])
-	rep := Reply{Message: reports.Message{Sections: []string{fmt.Sprintf("<@%s> is on %s.", cl.User, reports.Esc(w.Summary))}}}
+	cl, err := s.claims.Take(ref.Key, req.User, s.bot.Monitor().Now(), DefaultAlertPolicy().Cooldown[w.Kind])
+	rep := conversation.Reply{Message: reports.Message{Sections: []string{fmt.Sprintf("<@%s> is on %s.", cl.User, reports.Esc(w.Summary))}}}
 	if err != nil {
-		rep.Message.Sections = notSaved(rep.Message.Sections, err)
+		rep.Message.Sections = conversation.NotSaved(rep.Message.Sections, err)
 	}
 	return rep
 }
@@ -223,12 +224,12 @@ func (s *slackApp) refresh(ctx context.Context, p press) error {
 	var blocks []slack.Block
 	if !p.ref.Warning {
 		sctx, cancel := context.WithTimeout(ctx, s.bot.Budget)
-		rs, err := s.bot.mon.RunStatus(sctx, p.ref.Run, monitor.All)
+		rs, err := s.bot.Monitor().RunStatus(sctx, p.ref.Run, monitor.All)
 		cancel()
 		if err != nil {
 			return err
 		}
-		msg := s.bot.statusMessage(rs, hasChart(p.blocks))
+		msg := s.bot.StatusMessage(rs, hasChart(p.blocks))
 		text, blocks = fallbackText(msg), msg.Blocks()
 	} else {
 		text, blocks = p.text, s.warningBlocks(p.blocks, p.ref)
@@ -256,10 +257,10 @@ func hasChart(blocks []slack.Block) bool {
 
 // warningBlocks is a warning's message with its buttons and state line made current: its own text
 // stays as posted.
-func (s *slackApp) warningBlocks(blocks []slack.Block, ref controlRef) []slack.Block {
+func (s *slackApp) warningBlocks(blocks []slack.Block, ref conversation.ControlRef) []slack.Block {
 	var out []slack.Block
 	for _, b := range blocks {
-		if b.ID() == stateBlockID || b.BlockType() == slack.MBTAction && strings.HasPrefix(b.ID(), refPrefix) {
+		if b.ID() == stateBlockID || b.BlockType() == slack.MBTAction && strings.HasPrefix(b.ID(), conversation.RefPrefix) {
 			continue
 		}
 		out = append(out, b)
@@ -268,16 +269,16 @@ func (s *slackApp) warningBlocks(blocks []slack.Block, ref controlRef) []slack.B
 	var state []slack.MixedElement
 	if claimed {
 		state = append(state, slack.NewTextBlockObject(slack.MarkdownType,
-			fmt.Sprintf(":eyes: <@%s> is on it since %s", cl.User, reports.SlackTime(cl.At, s.bot.loc)), false, false))
+			fmt.Sprintf(":eyes: <@%s> is on it since %s", cl.User, reports.SlackTime(cl.At, s.bot.Location())), false, false))
 	}
-	if until, ok := s.bot.mon.SnoozedUntil(ref.Run); ok {
+	if until, ok := s.bot.Monitor().SnoozedUntil(ref.Run); ok {
 		state = append(state, slack.NewTextBlockObject(slack.MarkdownType,
-			fmt.Sprintf(":zzz: %s's warnings snoozed until %s", reports.Esc(ref.Run), reports.SlackTime(until, s.bot.loc)), false, false))
+			fmt.Sprintf(":zzz: %s's warnings snoozed until %s", reports.Esc(ref.Run), reports.SlackTime(until, s.bot.Location())), false, false))
 	}
 	if len(state) > 0 {
 		out = append(out, slack.NewContextBlock(stateBlockID, state...))
 	}
-	if b := s.bot.warningControls(ref.Run, ref.Key, cl.User).Block(); b != nil {
+	if b := s.bot.WarningControls(ref.Run, ref.Key, cl.User).Block(); b != nil {
 		out = append(out, b)
 	}
 	return out

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
@@ -51,7 +52,7 @@ func parseBlocks(t testing.TB, raw string) []slackBlock {
 func controlsOf(t testing.TB, raw string) (string, []string) {
 	t.Helper()
 	for _, b := range parseBlocks(t, raw) {
-		if b.Type != "actions" || !strings.HasPrefix(b.BlockID, refPrefix) {
+		if b.Type != "actions" || !strings.HasPrefix(b.BlockID, conversation.RefPrefix) {
 			continue
 		}
 		var out []string
@@ -133,7 +134,7 @@ func TestStatusPostHasButtons(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("status buttons = %v; want %v", got, want)
 	}
-	if r, ok := parseRef(ref); !ok || r.Run != "synth" || r.Key != "" {
+	if r, ok := conversation.ParseRef(ref); !ok || r.Run != "synth" || r.Key != "" {
 		t.Errorf("buttons' block_id %q = %+v; want the run synth and no warning", ref, r)
 	}
 	if !strings.Contains(post.Form.Get("text"), "synth · status") {
@@ -153,7 +154,7 @@ func TestPressFloodIsLimited(t *testing.T) {
 	e.app.limiter.now = func() time.Time { return frozen } // no refill: the limit's counts are exact
 	post, ts := postStatus(t, e)
 	for range 2 * defaultUserBurst {
-		e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+		e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h"), nil)
 	}
 	e.waitIdle()
 	updates := len(e.fake.Calls("chat.update"))
@@ -169,7 +170,7 @@ func TestPressFloodIsLimited(t *testing.T) {
 	if told != 1 {
 		t.Errorf("the flooding presser was told to wait %d times; want once", told)
 	}
-	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UOTHER", actUnsnooze, ""), nil)
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UOTHER", conversation.ActUnsnooze, ""), nil)
 	e.waitIdle()
 	if _, ok := e.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("another admin's Unsnooze after the flood did not go through")
@@ -179,7 +180,7 @@ func TestPressFloodIsLimited(t *testing.T) {
 func TestPressSnoozeAsAdmin(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{})
 	post, ts := postStatus(t, e)
-	resp := e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	resp := e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h"), nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("signed press = %d; want 200", resp.StatusCode)
 	}
@@ -207,7 +208,7 @@ func TestPressSnoozeAsAdmin(t *testing.T) {
 	w := e.fake
 	w.FailNext("chat.update", testkit.Failure{Status: http.StatusOK, Body: `{"ok":false,"error":"cant_update_message"}`})
 	w.RespCode.Store(http.StatusNotFound)
-	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actUnsnooze, ""), nil)
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActUnsnooze, ""), nil)
 	eph := e.fake.Wait(t, "chat.postEphemeral", 1)[0]
 	e.waitIdle()
 	w.RespCode.Store(0)
@@ -217,7 +218,7 @@ func TestPressSnoozeAsAdmin(t *testing.T) {
 	if _, ok := e.Mon.SnoozedUntil("synth"); ok {
 		t.Errorf("Unsnooze did not hold when the message could not be updated")
 	}
-	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h"), nil)
 	e.fake.Wait(t, "chat.update", 3)
 	e.waitIdle()
 	until, _ = e.Mon.SnoozedUntil("synth")
@@ -240,7 +241,7 @@ func TestPressSnoozeAsAdmin(t *testing.T) {
 func TestPressRefusedForNonAdmin(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{})
 	post, ts := postStatus(t, e)
-	for _, p := range []struct{ action, value string }{{actSnooze, "1h"}, {actStage, "review"}, {reports.MenuID, "snooze:1d"}} {
+	for _, p := range []struct{ action, value string }{{conversation.ActSnooze, "1h"}, {conversation.ActStage, "review"}, {reports.MenuID, "snooze:1d"}} {
 		e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "U222", p.action, p.value), nil)
 	}
 	eph := e.fake.Wait(t, "chat.postEphemeral", 3)
@@ -267,7 +268,7 @@ func TestPressRefusedForNonAdmin(t *testing.T) {
 func TestPressForgedOrReplayedRefused(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{})
 	post, ts := postStatus(t, e)
-	body := pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h")
+	body := pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h")
 	now := strconv.FormatInt(time.Now().Unix(), 10)
 	stale := strconv.FormatInt(time.Now().Add(-10*time.Minute).Unix(), 10)
 	for name, h := range map[string]http.Header{
@@ -312,12 +313,12 @@ func TestPressFromAChannelNotAllowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	from := len(e.fake.Calls(""))
-	if _, _, err := e.app.api.Post(context.Background(), "#synth", "", e.bot.statusMessage(rs, false)); err != nil {
+	if _, _, err := e.app.api.Post(context.Background(), "#synth", "", e.bot.StatusMessage(rs, false)); err != nil {
 		t.Fatal(err)
 	}
 	i, post := e.fake.WaitMatch(t, from, "the status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
-	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h"), nil)
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h"), nil)
 	eph := e.fake.Wait(t, "chat.postEphemeral", 1)
 	e.waitIdle()
 	if !strings.Contains(eph[0].Form.Get("text"), "allowed_channels") {
@@ -335,7 +336,7 @@ func TestPressMarksStageWithSpaces(t *testing.T) {
 	}})
 	// review comes first and is pending too: mark it by slash command, quoted and not.
 	for _, text := range []string{`stage review done`} {
-		if rep := e.bot.Ask(context.Background(), Request{Text: text, Source: "console"}); rep.Refused || rep.Ephemeral {
+		if rep := e.bot.Ask(context.Background(), conversation.Request{Text: text, Source: "console"}); rep.Refused || rep.Ephemeral {
 			t.Fatalf("%s = %q", text, rep.Message.Text())
 		}
 	}
@@ -343,7 +344,7 @@ func TestPressMarksStageWithSpaces(t *testing.T) {
 	if _, btns := controlsOf(t, post.Form.Get("blocks")); !slices.Contains(btns, "stage_done="+stage) {
 		t.Fatalf("buttons = %v; want Mark %q done", btns, stage)
 	}
-	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", actStage, stage), nil)
+	e.post(t, "/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActStage, stage), nil)
 	upd := e.fake.Wait(t, "chat.update", 1)[0]
 	e.waitIdle()
 	if !strings.Contains(upd.BlocksText(t), ":white_check_mark: *"+stage+"*") {
@@ -354,7 +355,7 @@ func TestPressMarksStageWithSpaces(t *testing.T) {
 	}
 	// The same by slash command, quoted (straight and curly) and unquoted.
 	for _, text := range []string{`stage "Training script updated" todo`, `stage “Training script updated” done`, `stage Training script updated failed`} {
-		rep := e.bot.Ask(context.Background(), Request{Text: text, Source: "console"})
+		rep := e.bot.Ask(context.Background(), conversation.Request{Text: text, Source: "console"})
 		if rep.Refused || rep.Ephemeral || !strings.Contains(rep.Message.Text(), stage) {
 			t.Errorf("%s = %q; want the stage marked", text, rep.Message.Text())
 		}
@@ -456,7 +457,7 @@ func TestPressTakeReadOnly(t *testing.T) {
 	w := newWarningEnvWith(t, botOpts{ReadOnly: why})
 	w.step(t, w.Mon.Now(), ev("synth", stalled))
 	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
-	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, fmt.Sprintf("1700000000.%06d", i+1), "UADMIN", actTake, ""), nil)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, fmt.Sprintf("1700000000.%06d", i+1), "UADMIN", conversation.ActTake, ""), nil)
 	eph := w.fake.Wait(t, "chat.postEphemeral", 1)[0]
 	w.waitIdle()
 	if txt := eph.Form.Get("text"); !strings.Contains(txt, "pid 42") || strings.Contains(txt, "cleared") {
@@ -480,7 +481,7 @@ func TestPressTakeWarning(t *testing.T) {
 	}
 
 	// Not an admin: refused, nothing taken.
-	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, ts, "U222", actTake, ""), nil)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, ts, "U222", conversation.ActTake, ""), nil)
 	w.fake.Wait(t, "chat.postEphemeral", 1)
 	w.waitIdle()
 	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
@@ -488,7 +489,7 @@ func TestPressTakeWarning(t *testing.T) {
 	}
 
 	// An admin: the warning says who is on it, and its I'm on it button is gone.
-	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, ts, "UADMIN", actTake, ""), nil)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, ts, "UADMIN", conversation.ActTake, ""), nil)
 	upd := w.fake.Wait(t, "chat.update", 1)[0]
 	w.waitIdle()
 	if upd.Form.Get("ts") != ts || !strings.Contains(upd.BlocksText(t), ":eyes: <@UADMIN> is on it since") || !strings.Contains(upd.BlocksText(t), "synth · stalled") {
@@ -511,7 +512,7 @@ func TestPressTakeWarning(t *testing.T) {
 	if strings.Count(snoozedMsg.BlocksText(t), "is on it") != 1 {
 		t.Errorf("the state line was repeated instead of replaced: %s", snoozedMsg.BlocksText(t))
 	}
-	w.post(t, "/slack/interactions", pressPayload(t, w.fake, snoozedMsg, ts, "UADMIN", actUnsnooze, ""), nil)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, snoozedMsg, ts, "UADMIN", conversation.ActUnsnooze, ""), nil)
 	w.fake.Wait(t, "chat.update", 3)
 	w.waitIdle()
 	if _, ok := w.Mon.SnoozedUntil("synth"); ok {
@@ -566,7 +567,7 @@ func TestSocketModeButtonPress(t *testing.T) {
 	e := newSocketEnv(t, botOpts{})
 	e.ws.waitFor(t, "the connection", func() bool { return e.ws.connections() == 1 })
 	post, ts := e.statusPost(t)
-	form, _ := url.ParseQuery(string(pressPayload(t, e.fake, post, ts, "UADMIN", actSnooze, "1h")))
+	form, _ := url.ParseQuery(string(pressPayload(t, e.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h")))
 	envelope := func(id string) []byte {
 		return []byte(`{"envelope_id":"` + id + `","type":"interactive","accepts_response_payload":false,"payload":` + form.Get("payload") + `}`)
 	}

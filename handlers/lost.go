@@ -66,7 +66,7 @@ func (l *lostAlerts) gather(a *Alerter, posts []Post) []Post {
 			if al := a.State.Active[p.Key]; al != nil && al.Summary != "" {
 				what += ": " + al.Summary
 			}
-			lines = append(lines, "• "+reports.Esc(truncateRunes(what, 200)))
+			lines = append(lines, "• "+reports.Esc(reports.TruncateRunes(what, 200)))
 		}
 		out = append(out, Post{Run: held[0].Run, Channel: ch, Kind: lostKind, Covers: covers, Message: reports.Message{
 			Title: "runwatch lost its record of its warnings",

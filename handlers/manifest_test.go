@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"runwatch/conversation"
 	"slices"
 	"strings"
 	"testing"
@@ -216,7 +217,7 @@ func TestManifest(t *testing.T) {
 	_, m := readManifest(t)
 	cmds := m.commands()
 	want := []string{"/runwatch"}
-	for _, c := range commandTable() {
+	for _, c := range conversation.CommandTable() {
 		if c.Slash != "" {
 			want = append(want, c.Slash)
 		}
@@ -269,13 +270,13 @@ func usageSubcommands(hint string) []string {
 	return out
 }
 
-func findCommand(name string) (Command, bool) {
-	for _, c := range commandTable() {
+func findCommand(name string) (conversation.Command, bool) {
+	for _, c := range conversation.CommandTable() {
 		if c.Name == name {
 			return c, true
 		}
 	}
-	return Command{}, false
+	return conversation.Command{}, false
 }
 
 // webAPIScopes maps each slack.Client call runwatch may make to its Web API method and the bot

@@ -46,7 +46,7 @@ func TestHTTPReplayHexCaseAndRestart(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	snoozed := func() bool { _, ok := e.bot.mon.SnoozedUntil("synth"); return ok }
+	snoozed := func() bool { _, ok := e.bot.Monitor().SnoozedUntil("synth"); return ok }
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	snooze := testkit.SlashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", "")
 	sig := testkit.Sign(e.secret, ts, snooze)
@@ -178,7 +178,7 @@ func TestHTTPEveryEndpointRefusesForgeries(t *testing.T) {
 		{"/slack/commands", testkit.SlashBody("/runwatch", "snooze 14d synth", "C0SYNTH", "UADMIN", e.fake.ResponseURL("snooze"))},
 		{"/slack/interactions", pressPayload(t, e.fake, post, ts, "UADMIN", reports.MenuID, "snooze:14d")},
 	}
-	snoozed := func() bool { _, ok := e.bot.mon.SnoozedUntil("synth"); return ok }
+	snoozed := func() bool { _, ok := e.bot.Monitor().SnoozedUntil("synth"); return ok }
 	for _, ep := range endpoints {
 		now := strconv.FormatInt(time.Now().Unix(), 10)
 		stale := strconv.FormatInt(time.Now().Add(-5*time.Minute-10*time.Second).Unix(), 10)
@@ -217,7 +217,7 @@ func TestHTTPEveryEndpointRefusesForgeries(t *testing.T) {
 		if !snoozed() {
 			t.Fatalf("%s: the genuine snooze 14d did not snooze the run", ep.path)
 		}
-		if err := e.bot.mon.Snooze("synth", time.Time{}); err != nil {
+		if err := e.bot.Monitor().Snooze("synth", time.Time{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"runwatch/conversation"
 	"runwatch/monitor"
 	"runwatch/reports"
 	"runwatch/state"
@@ -17,7 +18,7 @@ import (
 
 // Sampler probes every run on an interval, records the history and hands warnings to Notify.
 type Sampler struct {
-	bot      *Bot
+	bot      *conversation.Bot
 	interval time.Duration
 	log      *slog.Logger
 	Alerter  *Alerter
@@ -44,15 +45,15 @@ type Sampler struct {
 const alertStateFile = "alerts.json"
 
 // NewSampler builds a sampler for the bot's runs.
-func NewSampler(b *Bot, interval time.Duration, log *slog.Logger) *Sampler {
-	cfg := b.mon.Config()
+func NewSampler(b *conversation.Bot, interval time.Duration, log *slog.Logger) *Sampler {
+	cfg := b.Monitor().Config()
 	channel := func(run string) string {
 		if r, ok := cfg.RunByName(run); ok {
 			return r.Channel
 		}
 		return ""
 	}
-	return &Sampler{bot: b, interval: interval, log: log, Alerter: NewAlerter(b.loc, channel)}
+	return &Sampler{bot: b, interval: interval, log: log, Alerter: NewAlerter(b.Location(), channel)}
 }
 
 // LoadState restores the alerter's memory from the state directory. A memory that cannot be
@@ -112,17 +113,17 @@ func (s *Sampler) survivingTick(ctx context.Context) {
 func (s *Sampler) Tick(ctx context.Context) {
 	c, cancel := context.WithTimeout(ctx, max(s.interval, 10*time.Second))
 	defer cancel()
-	evs := s.bot.mon.Sample(c)
+	evs := s.bot.Monitor().Sample(c)
 	if ctx.Err() != nil {
 		return // shutting down: a half-finished sample proves nothing
 	}
-	now := s.bot.mon.Now()
+	now := s.bot.Monitor().Now()
 	if s.OnEvaluate != nil {
 		s.OnEvaluate(evs)
 	}
 	redo := s.recoverPending(ctx, now)
 	snoozed := func(run string) bool {
-		_, snoozed := s.bot.mon.SnoozedUntil(run)
+		_, snoozed := s.bot.Monitor().SnoozedUntil(run)
 		return snoozed
 	}
 	posts := s.Alerter.Process(evs, now, snoozed)

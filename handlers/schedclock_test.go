@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"runwatch/config"
 	"runwatch/state"
 	"testing"
 	"time"
@@ -26,8 +27,7 @@ func TestScheduleLocalCronAcrossDST(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newSchedEnv(t, "new", "0 9 * * *", "")
-			e.bot.loc = london
+			e := newSchedEnvWith(t, botOpts{Loc: london, Run: func(r *config.Run) { r.PostMode, r.Schedule = "new", "0 9 * * *" }})
 			e.fireAt(t, tc.first)
 			e.WriteLog(t, 900, 25000)
 			// An hour before the next 09:00 is not due, whichever way the clocks went.

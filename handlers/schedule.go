@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/monitor"
 	"runwatch/reports"
@@ -33,7 +34,7 @@ type statusPoster interface {
 	PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error)
 	FindTagged(ctx context.Context, channel, threadTS, id string, since time.Time) (string, error)
 	Update(ctx context.Context, channel, ts string, m reports.Message) error
-	Upload(ctx context.Context, channel, threadTS string, f Attachment) error
+	Upload(ctx context.Context, channel, threadTS string, f conversation.Attachment) error
 }
 
 // scheduleMemo is what the scheduler remembers about one run's posts, persisted so that a restart
@@ -78,7 +79,7 @@ type scheduleFile struct {
 // the last post is not posted again, and no run is posted more often than its schedule, restarts
 // included.
 type Scheduler struct {
-	bot     *Bot
+	bot     *conversation.Bot
 	poster  statusPoster
 	dir     *state.Dir
 	log     *slog.Logger
@@ -116,13 +117,13 @@ func (s *Scheduler) now() time.Time {
 
 // NewScheduler prepares the schedules of every run with a channel; dir (nil: memory only) keeps
 // what was posted where. An invalid cron spec is an error naming the run.
-func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *botmetrics.Metrics) (*Scheduler, error) {
+func NewScheduler(b *conversation.Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *botmetrics.Metrics) (*Scheduler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Scheduler{bot: b, poster: p, dir: dir, log: log, metrics: m,
 		memo: scheduleFile{Runs: map[string]*scheduleMemo{}}, specs: map[string]cron.Schedule{}}
-	for _, r := range b.mon.Config().Runs {
+	for _, r := range b.Monitor().Config().Runs {
 		if r.Channel == "" {
 			continue
 		}
@@ -151,7 +152,7 @@ func NewScheduler(b *Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *b
 			log.Warn("scheduled-post state not restored; the next post starts a new message", "err", err)
 		}
 	}
-	for _, r := range b.mon.Config().Runs {
+	for _, r := range b.Monitor().Config().Runs {
 		if m := s.memo.Runs[r.Name]; m != nil && m.Channel == r.Channel {
 			b.LearnChannel(r.Channel, m.ChannelID)
 		}
@@ -172,7 +173,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 	}
 	s.stop = make(chan struct{})
 	for name, sch := range s.specs {
-		due := sch.Next(clock.Now().In(s.bot.loc))
+		due := sch.Next(clock.Now().In(s.bot.Location()))
 		// A missed time is posted now, unless the next is about to come (within a tenth of the period):
 		// a restart at 10:59:59.96 posted the missed 10:00 and then 11:00 40 ms later, two statuses in a row.
 		if s.missed(name, sch, clock.Now()) && due.Sub(clock.Now()) > sch.Next(due).Sub(due)/10 {
@@ -194,7 +195,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 				if err := s.fire(ctx, name, clock.Now(), false); err != nil {
 					s.log.Warn("scheduled status not posted; will retry", "run", name, "err", err)
 				}
-				due = sch.Next(clock.Now().In(s.bot.loc))
+				due = sch.Next(clock.Now().In(s.bot.Location()))
 			}
 		}()
 	}
@@ -214,11 +215,11 @@ func (s *Scheduler) missed(name string, sch cron.Schedule, now time.Time) bool {
 	if m == nil || m.LastPost.IsZero() || m.Pending || m.Intent != nil {
 		return false
 	}
-	r, ok := s.bot.mon.Config().RunByName(name)
+	r, ok := s.bot.Monitor().Config().RunByName(name)
 	if !ok || m.Channel != r.Channel {
 		return false
 	}
-	return !sch.Next(m.LastPost.In(s.bot.loc)).After(now)
+	return !sch.Next(m.LastPost.In(s.bot.Location())).After(now)
 }
 
 // Stop stops the schedules and waits (at most d) for a post in progress.
@@ -272,7 +273,7 @@ func (s *Scheduler) memoFor(r *config.Run) *scheduleMemo {
 func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.bot.mon.Config().RunByName(name)
+	r, ok := s.bot.Monitor().Config().RunByName(name)
 	sch := s.specs[name]
 	if !ok || sch == nil {
 		return nil
@@ -293,15 +294,15 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	// cron rounds to whole seconds; a second of slack keeps an on-time fire due. The schedule is
 	// read in the bot's zone, as Start reads it: in UTC, a local 09:00 the day the clocks change
 	// would fall an hour after the day's fire, and be skipped.
-	if !m.Pending && !m.LastPost.IsZero() && sch.Next(m.LastPost.In(s.bot.loc)).After(now.Add(time.Second)) {
+	if !m.Pending && !m.LastPost.IsZero() && sch.Next(m.LastPost.In(s.bot.Location())).After(now.Add(time.Second)) {
 		s.log.Debug("scheduled status not due yet", "run", name, "last", m.LastPost)
 		return nil
 	}
-	rs, err := s.bot.mon.RunStatus(ctx, name, monitor.All)
+	rs, err := s.bot.Monitor().RunStatus(ctx, name, monitor.All)
 	if err != nil {
 		return err
 	}
-	msg := s.bot.statusMessage(rs, false)
+	msg := s.bot.StatusMessage(rs, false)
 	digest := statusDigest(msg)
 	if rs.End() == reports.EndDone {
 		digest = finishedDigest(rs)
@@ -312,7 +313,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	if !m.NoCharts {
 		// Drawn for a status that goes out only: the digest leaves the charts out.
-		msg.Charts = s.bot.trendCharts(r.Name)
+		msg.Charts = s.bot.TrendCharts(r.Name)
 	}
 	channel := m.ChannelID
 	if channel == "" {
@@ -420,10 +421,10 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 		}
 		return ch, "", true, err
 	case "thread":
-		day := now.In(s.bot.loc).Format("2006-01-02")
+		day := now.In(s.bot.Location()).Format("2006-01-02")
 		if m.ParentTS == "" || m.ParentDay != day {
 			parent := msg
-			parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.loc).Format("Mon 2 Jan"))
+			parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.Location()).Format("Mon 2 Jan"))
 			parent.Context = append(append([]string{}, msg.Context...), "hourly updates in the thread")
 			var ts string
 			ch, ts, err = s.post(ctx, m, channel, "", intent("parent", day), parent)
@@ -441,12 +442,12 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 
 // uploadChart shares the run's chart as a PNG beside a status whose chart block Slack refused.
 func (s *Scheduler) uploadChart(ctx context.Context, run, channel, thread string) {
-	png, err := reports.RenderChart(s.bot.mon.History(run), s.bot.mon.EstimateConfig(run), reports.ChartOptions{
-		Title: run + " · throughput and ETA", Loc: s.bot.loc, Memo: s.bot.charts.of(run)})
+	png, err := reports.RenderChart(s.bot.Monitor().History(run), s.bot.Monitor().EstimateConfig(run), reports.ChartOptions{
+		Title: run + " · throughput and ETA", Loc: s.bot.Location(), Memo: s.bot.ChartMemo(run)})
 	if err != nil {
 		return // not enough history yet: the status says so itself
 	}
-	err = s.poster.Upload(ctx, channel, thread, Attachment{Name: run + "-chart.png", Title: run + " throughput and ETA", Data: png,
+	err = s.poster.Upload(ctx, channel, thread, conversation.Attachment{Name: run + "-chart.png", Title: run + " throughput and ETA", Data: png,
 		AltText: "Chart of " + run + ": throughput (top) and ETA with its range (bottom)"})
 	s.metrics.Posted("upload", err)
 	if err != nil {

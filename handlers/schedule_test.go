@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/probes"
 	"runwatch/reports"
@@ -510,7 +511,7 @@ func TestScheduleKilledMidPostLookupFails(t *testing.T) {
 
 // historyReads counts the bot's reads of a run's history: in a scheduled post, the charts are what reads it.
 type historyReads struct {
-	Runs
+	conversation.Runs
 	n atomic.Int64
 }
 
@@ -530,7 +531,7 @@ func TestScheduleUnchangedStatusDrawsNoChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := NewScheduler(NewBot(reads, time.UTC, config.Env{}), e.api, dir, nil, nil)
+	sched, err := NewScheduler(conversation.NewBot(reads, time.UTC, config.Env{}), e.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +583,7 @@ func TestScheduleFinishedRunPostsOnce(t *testing.T) {
 	}
 	for _, st := range steps {
 		if st.stage != "" {
-			if rep := e.bot.Ask(context.Background(), Request{Text: "stage " + st.stage + " done", User: "UADMIN", Source: "mention"}); rep.Refused {
+			if rep := e.bot.Ask(context.Background(), conversation.Request{Text: "stage " + st.stage + " done", User: "UADMIN", Source: "mention"}); rep.Refused {
 				t.Fatalf("stage %s done = %q", st.stage, rep.Message.Text())
 			}
 		}

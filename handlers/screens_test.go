@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
@@ -51,7 +52,7 @@ func TestScreens(t *testing.T) {
 		w.WriteLog(t, items(float64(i)), 25000)
 		w.Mon.Sample(t.Context())
 	}
-	if rep := w.bot.Ask(t.Context(), Request{Text: "stage \"download drafter\" done synth-25k", User: "UADMIN", Source: "console"}); rep.Refused {
+	if rep := w.bot.Ask(t.Context(), conversation.Request{Text: "stage \"download drafter\" done synth-25k", User: "UADMIN", Source: "console"}); rep.Refused {
 		t.Fatal(rep.Message.Text())
 	}
 	post, _ := postStatus(t, w.httpEnv)

@@ -7,12 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
@@ -25,12 +25,12 @@ func TestSecurityNonAdminCannotMutate(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2026, 11, 29, 7, 58, 59, 0, time.UTC))
 	e := newHTTPEnv(t, botOpts{Clock: clock})
 	ctx := context.Background()
-	if rep := e.bot.Ask(ctx, Request{Text: "snooze 2h", User: "UADMIN", Source: "mention"}); rep.Refused {
+	if rep := e.bot.Ask(ctx, conversation.Request{Text: "snooze 2h", User: "UADMIN", Source: "mention"}); rep.Refused {
 		t.Fatalf("admin snooze refused: %s", rep.Message.Text())
 	}
 	snooze, _ := e.Mon.SnoozedUntil("synth")
 	stages := func() string {
-		st := e.bot.Ask(ctx, Request{Text: "status", Source: "console"}).Message.Text()
+		st := e.bot.Ask(ctx, conversation.Request{Text: "status", Source: "console"}).Message.Text()
 		_, checklist, _ := strings.Cut(st, "Checklist")
 		return checklist
 	}
@@ -43,7 +43,7 @@ func TestSecurityNonAdminCannotMutate(t *testing.T) {
 				t.Errorf("/runwatch %s from a non-admin = %s; want an ephemeral refusal", text, body)
 			}
 			// A mention and a direct message.
-			for _, req := range []Request{{Text: "<@U111> " + text, Channel: "C1", User: "UOTHER", Source: "mention"},
+			for _, req := range []conversation.Request{{Text: "<@U111> " + text, Channel: "C1", User: "UOTHER", Source: "mention"},
 				{Text: text, Channel: "D1", User: "UOTHER", Source: "dm"}} {
 				if rep := e.bot.Ask(ctx, req); !rep.Refused || !rep.Ephemeral {
 					t.Errorf("%s %q from a non-admin = %q; want a refusal", req.Source, text, rep.Message.Text())
@@ -58,43 +58,6 @@ func TestSecurityNonAdminCannotMutate(t *testing.T) {
 		})
 	}
 	t.Logf("figure: 5 mutating commands × slash, mention, DM from a non-admin: 15 refusals, state unchanged")
-}
-
-// TestSecurityPathsOutsideTheRun asks about paths that are not the run's, including ones that get
-// there by .. or by a symlink inside an output: each is refused without saying anything about the
-// path, and a path inside the output is still answered.
-func TestSecurityPathsOutsideTheRun(t *testing.T) {
-	e := newBotEnv(t, botOpts{})
-	out := filepath.Join(e.Dir, "out")
-	// A symlink in the output onto another filesystem (/proc): following it leaves the run's mount.
-	if err := os.Symlink("/proc/self", filepath.Join(out, "to-proc")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(out, "part-1"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	refused := []string{"/etc", "/proc/1/environ", "/root/.ssh",
-		out + "/../../../../../../../../../etc/shadow", filepath.Join(out, "to-proc"), filepath.Join(out, "to-proc", "environ")}
-	for _, p := range refused {
-		for _, q := range []string{"how much space is left on " + p + "?", "are we writing to " + p + "?", "/storage " + p} {
-			rep := e.bot.Ask(ctx, Request{Text: q, Channel: "C1", User: "U222", Source: "mention"})
-			text := rep.Message.Text()
-			if !rep.Refused || !strings.Contains(text, "isn't one of them") {
-				t.Errorf("%q = %q; want a refusal", q, text)
-			}
-			for _, leak := range []string{"free", "resolves", "ext4", "proc"} {
-				if strings.Contains(strings.ReplaceAll(text, p, ""), leak) && !strings.Contains(out, leak) {
-					t.Errorf("%q refused but says %q: %s", q, leak, text)
-				}
-			}
-		}
-	}
-	t.Logf("figure: %d paths outside the run (absolute, .., a symlink onto /proc) × 3 questions: all refused, nothing said about them", len(refused))
-	inside := filepath.Join(out, "part-1")
-	if rep := e.bot.Ask(ctx, Request{Text: "how much space is left on " + inside + "?", Channel: "C1", User: "U222", Source: "mention"}); rep.Refused {
-		t.Errorf("a path inside the output was refused: %s", rep.Message.Text())
-	}
 }
 
 // TestSecurityLogMarkupNeverPings writes a job log whose lines carry Slack markup (a broadcast, a
@@ -123,8 +86,8 @@ func TestSecurityLogMarkupNeverPings(t *testing.T) {
 	}
 	sawProgress := false
 	for _, c := range calls {
-		fuzzNoLiveMarkup(t, c.Method+" text", c.Form.Get("text"))
-		fuzzNoLiveMarkup(t, c.Method+" blocks", c.Form.Get("blocks"))
+		testkit.NoLiveMarkup(t, c.Method+" text", c.Form.Get("text"))
+		testkit.NoLiveMarkup(t, c.Method+" blocks", c.Form.Get("blocks"))
 		sawProgress = sawProgress || strings.Contains(c.Form.Get("text"), "320 / 25,000")
 	}
 	if !sawProgress {
@@ -175,95 +138,6 @@ func TestSecurityServeLogsNoCredentials(t *testing.T) {
 		}
 	}
 	t.Logf("figure: bot serve logging at debug through echoed tokens and bad signatures: %d log lines, 0 credentials", strings.Count(out, "\n"))
-}
-
-// TestSecurityRunAdminsOwnTheirRun gives one run its own admins (the run file's per-run `admins:`):
-// they may change that run, by command and through a DM, and nothing of another run; a global
-// admin may change both.
-func TestSecurityRunAdminsOwnTheirRun(t *testing.T) {
-	e := newBotEnv(t, botOpts{
-		Run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} },
-		File: func(f *config.File) {
-			other := f.Runs[0]
-			other.Name, other.Channel, other.Admins = "other", "#other", nil
-			f.Runs = append(f.Runs, other)
-			f.AllowedChannels = []string{"C1"}
-		},
-	})
-	ctx := context.Background()
-	for _, c := range []struct {
-		user, source, channel, run string
-		want                       bool
-	}{
-		{"URUNADMIN", "mention", "C1", "synth", true},
-		{"URUNADMIN", "dm", "D1", "synth", true},
-		{"URUNADMIN", "mention", "C1", "other", false},
-		{"URUNADMIN", "dm", "D1", "other", false},
-		{"UADMIN", "mention", "C1", "other", true},
-		{"UADMIN", "dm", "D1", "synth", true},
-		{"UOTHER", "mention", "C1", "synth", false},
-		{"UOTHER", "dm", "D1", "synth", false},
-	} {
-		e.bot.Ask(ctx, Request{Text: "unsnooze " + c.run, User: "UADMIN", Source: "console"})
-		rep := e.bot.Ask(ctx, Request{Text: "snooze 2h " + c.run, Channel: c.channel, User: c.user, Source: c.source})
-		_, snoozed := e.Mon.SnoozedUntil(c.run)
-		if snoozed != c.want || rep.Refused == c.want {
-			t.Errorf("%s by %s in %s: snooze %s = %q (refused %v), snoozed %v; want snoozed %v",
-				c.source, c.user, c.channel, c.run, rep.Message.Text(), rep.Refused, snoozed, c.want)
-		}
-	}
-	// Read-only answers in a DM stay the run's too: a run admin asks about their run, not the other.
-	if rep := e.bot.Ask(ctx, Request{Text: "eta other", Channel: "D1", User: "URUNADMIN", Source: "dm"}); !rep.Refused {
-		t.Errorf("a run admin's DM about another run = %q; want a refusal", rep.Message.Text())
-	}
-	if rep := e.bot.Ask(ctx, Request{Text: "eta synth", Channel: "D1", User: "URUNADMIN", Source: "dm"}); rep.Refused {
-		t.Errorf("a run admin's DM about their run = %q; want an answer", rep.Message.Text())
-	}
-}
-
-// TestSecurityLogLinesCarryNoCredentials writes a job log whose lines print a Slack token, a URL
-// with a password and an api_key, a presigned S3 URL, a Hugging Face token, an environment dump and a
-// bearer header: the last log lines answer (its text,
-// its blocks and the JSON data behind it) shows the lines with none of them.
-func TestSecurityLogLinesCarryNoCredentials(t *testing.T) {
-	e := newBotEnv(t, botOpts{NoLogFile: true, Run: func(r *config.Run) { r.Total = 25000 }})
-	const (
-		token = "xoxb-1234-5678-TokenLeak"
-		pass  = "Pa55wordLeak"
-		key   = "ApiKeyLeak"
-		sig   = "AmzSigLeak"
-		hf    = "hf_HuggingFaceTokenLeak0123456789"
-		wandb = "0123456789abcdefWandbKeyLeak"
-		oauth = "BearerTokenLeak.abc"
-	)
-	log := "starting\n" +
-		"SLACK_BOT_TOKEN=" + token + "\n" +
-		"env: HF_TOKEN=" + hf + " WANDB_API_KEY=" + wandb + " max_tokens=4096\n" +
-		"login with " + hf + "; headers {'Authorization': 'Bearer " + oauth + "'}\n" +
-		"GET http://10.0.0.1:8000/v1?token=" + key + " ok\n" +
-		"connect http://wandb:" + pass + "@wandb.local/api?api_key=" + key + " ok\n" +
-		"GET https://bucket.s3.amazonaws.com/x?X-Amz-Signature=" + sig + "&X-Amz-Expires=60\n" +
-		"Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"
-	if err := os.WriteFile(e.Log, []byte(log), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	rep := e.bot.Ask(context.Background(), Request{Text: "/runwatch logs", Source: "console"})
-	data, _ := json.Marshal(rep.Data)
-	blocks, _ := json.Marshal(rep.Message.Blocks())
-	places := map[string]string{"text": rep.Message.Text(), "blocks": string(blocks), "data": string(data)}
-	for where, s := range places {
-		if !strings.Contains(s, "wandb.local/api?api_key=[redacted]") || !strings.Contains(s, "Progress: 300/25000") {
-			t.Errorf("logs %s = %s; want the lines, their URLs redacted", where, s)
-		}
-		if !strings.Contains(s, "max_tokens=4096") || !strings.Contains(s, "v1?token=[redacted] ok") {
-			t.Errorf("logs %s = %s; want max_tokens=4096 left as it is, and a URL's query redacted once", where, s)
-		}
-		for _, leak := range []string{"TokenLeak", pass, key, sig, hf, "HuggingFace", wandb, oauth} {
-			if strings.Contains(s, leak) {
-				t.Errorf("logs %s holds %q:\n%s", where, leak, s)
-			}
-		}
-	}
 }
 
 // TestSecurityPostsOnlyToAllowedChannels: the allow-lists bind what runwatch posts unasked (the
@@ -323,13 +197,13 @@ func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
 	}
 	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
-	form, err := url.ParseQuery(string(pressPayload(t, w.fake, warning, ts, "USYNTH", actTake, "")))
+	form, err := url.ParseQuery(string(pressPayload(t, w.fake, warning, ts, "USYNTH", conversation.ActTake, "")))
 	if err != nil {
 		t.Fatal(err)
 	}
 	key := "other/" + AlertStall
 	jsonText := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	genuine, forged := jsonText(controlRef{Run: "other", Key: key}.encode()), jsonText(controlRef{Run: "synth", Key: key}.encode())
+	genuine, forged := jsonText(conversation.ControlRef{Run: "other", Key: key}.Encode()), jsonText(conversation.ControlRef{Run: "synth", Key: key}.Encode())
 	payload := form.Get("payload")
 	if !strings.Contains(payload, genuine) {
 		t.Fatalf("the warning's press does not carry block_id %q: %s", genuine, payload)
@@ -343,38 +217,6 @@ func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
 	}
 }
 
-// TestSecurityRunsKeptToTheirChannels: a run whose allowed_channels keep it to its own channel is
-// not answered about elsewhere, and not named there either: not in `runs` (with its channel and
-// snooze), not in the list a refusal or a question back offers.
-func TestSecurityRunsKeptToTheirChannels(t *testing.T) {
-	e := newBotEnv(t, botOpts{Run: func(r *config.Run) {
-		r.AllowedChannels = []string{"CSYNTH"}
-	}, File: func(f *config.File) {
-		secret := f.Runs[0]
-		secret.Name, secret.Channel, secret.AllowedChannels = "skunkworks", "#skunkworks", []string{"CSKUNK"}
-		f.Runs = append(f.Runs, secret)
-	}})
-	ctx := context.Background()
-	for _, text := range []string{"runs", "ETA?", "ETA for synth-99k?", "status nosuchrun"} {
-		rep := e.bot.Ask(ctx, Request{Text: text, Channel: "CSYNTH", User: "U222", Source: "mention"})
-		if txt := rep.Message.Text(); strings.Contains(txt, "skunkworks") || strings.Contains(fmt.Sprint(rep.Data), "skunkworks") {
-			t.Errorf("%q in synth's channel = %q (data %v); want no word of the run kept to another channel", text, txt, rep.Data)
-		}
-	}
-	// Asked for by name, it is answered as a name nobody configured: no other answer confirms it exists.
-	guessed := e.bot.Ask(ctx, Request{Text: "ETA for skunkworks?", Channel: "CSYNTH", User: "U222", Source: "mention"})
-	unknown := e.bot.Ask(ctx, Request{Text: "ETA for skunkworkz?", Channel: "CSYNTH", User: "U222", Source: "mention"})
-	if g, u := guessed.Message.Text(), strings.ReplaceAll(unknown.Message.Text(), "skunkworkz", "skunkworks"); g != u || !guessed.Refused {
-		t.Errorf("ETA for the hidden run's name = %q; want the same refusal as a name nobody configured, %q", g, u)
-	}
-	if rep := e.bot.Ask(ctx, Request{Text: "runs", Channel: "CSKUNK", User: "U222", Source: "mention"}); !strings.Contains(rep.Message.Text(), "skunkworks") {
-		t.Errorf("runs in its own channel = %q; want it listed", rep.Message.Text())
-	}
-	if rep := e.bot.Ask(ctx, Request{Text: "runs", Source: "console"}); !strings.Contains(rep.Message.Text(), "skunkworks") || !strings.Contains(rep.Message.Text(), "synth") {
-		t.Errorf("runs at the console = %q; want every run", rep.Message.Text())
-	}
-}
-
 // TestSecurityHomePressAnswersOnlyInADM: a press on the App Home is answered in the DM its view's
 // private_metadata names, and counts as a DM for the allow-lists. Metadata naming a channel (a
 // forged payload) gets no answer at all: not the log lines, meant for the presser only, posted
@@ -385,7 +227,7 @@ func TestSecurityHomePressAnswersOnlyInADM(t *testing.T) {
 		payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":"UADMIN","team_id":"T111"},"api_app_id":"A111","trigger_id":"1.2.3",`+
 			`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":%q,"blocks":[]},`+
 			`"actions":[{"type":"button","action_id":%q,"block_id":%q,"value":"","action_ts":"1700000400.%06d"}]}`,
-			dm, actLogs, controlRef{Run: "synth"}.encode(), i)
+			dm, conversation.ActLogs, conversation.ControlRef{Run: "synth"}.Encode(), i)
 		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
 	}
 	posts := w.fake.Wait(t, "chat.postMessage", 1)
@@ -411,7 +253,7 @@ func TestSecurityHomePressFloodTellsNoChannel(t *testing.T) {
 		payload := fmt.Sprintf(`{"type":"block_actions","user":{"id":"UADMIN","team_id":"T111"},"api_app_id":"A111","trigger_id":"1.2.3",`+
 			`"container":{"type":"view","view_id":"V0001"},"view":{"id":"V0001","type":"home","private_metadata":"C0GENERAL","blocks":[]},`+
 			`"actions":[{"type":"button","action_id":%q,"block_id":%q,"value":"","action_ts":"1700000500.%06d"}]}`,
-			actLogs, controlRef{Run: "synth"}.encode(), i)
+			conversation.ActLogs, conversation.ControlRef{Run: "synth"}.Encode(), i)
 		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
 	}
 	w.waitIdle()
@@ -422,39 +264,13 @@ func TestSecurityHomePressFloodTellsNoChannel(t *testing.T) {
 	}
 }
 
-// TestSecurityHiddenRunNamedToAChangeChangesNothing: an admin in one run's channel who names a run kept to
-// other channels ("snooze 2h skunkworks") is refused as for a name nobody configured. The hidden name was
-// dropped as an argument like any other word, so the command went to the channel's own run: synth's
-// warnings were snoozed for a request about skunkworks.
-func TestSecurityHiddenRunNamedToAChangeChangesNothing(t *testing.T) {
-	e := newBotEnv(t, botOpts{Env: config.Env{Admins: []string{"UADMIN"}}, Run: func(r *config.Run) {
-		r.Channel, r.AllowedChannels = "CSYNTH", []string{"CSYNTH"}
-	}, File: func(f *config.File) {
-		secret := f.Runs[0]
-		secret.Name, secret.Channel, secret.AllowedChannels = "skunkworks", "CSKUNK", []string{"CSKUNK"}
-		f.Runs = append(f.Runs, secret)
-	}})
-	ctx := context.Background()
-	for _, text := range []string{"snooze 2h skunkworks", "runwatch snooze 2h skunkworks"} {
-		rep := e.bot.Ask(ctx, Request{Text: text, Channel: "CSYNTH", User: "UADMIN", Source: "mention"})
-		if _, snoozed := e.bot.mon.SnoozedUntil("synth"); snoozed || !rep.Refused {
-			t.Errorf("%q in synth's channel = %q (refused %v), synth snoozed %v; want a refusal and nothing snoozed", text, rep.Message.Text(), rep.Refused, snoozed)
-		}
-	}
-	rep := e.bot.Ask(ctx, Request{Text: "skunkworks", Command: "eta", Args: []string{"skunkworks"}, Channel: "CSYNTH", User: "U222", Source: "slash"})
-	nobody := e.bot.Ask(ctx, Request{Text: "skunkworkz", Command: "eta", Args: []string{"skunkworkz"}, Channel: "CSYNTH", User: "U222", Source: "slash"})
-	if g, u := rep.Message.Text(), strings.ReplaceAll(nobody.Message.Text(), "skunkworkz", "skunkworks"); g != u {
-		t.Errorf("/eta naming the hidden run = %q; want the refusal of a name nobody configured, %q", g, u)
-	}
-}
-
 // TestSecurityChannelIDLearnedFromASlashCommand: a run written as "#synth" with allowed_channels listing ids
 // posts nothing until the name's id is known; a slash command from the channel (Slack signs its id and its
 // name) teaches it, and the run's statuses and warnings may go there from then on. A command from another
 // channel teaches nothing.
 func TestSecurityChannelIDLearnedFromASlashCommand(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{Env: config.Env{AllowedChannels: []string{"CSYNTH"}}, Run: func(r *config.Run) { r.Channel = "#synth" }})
-	run, _ := e.bot.mon.Config().RunByName("synth")
+	run, _ := e.bot.Monitor().Config().RunByName("synth")
 	if e.bot.PostAllowed(run, run.Channel) {
 		t.Fatal("setup: #synth admitted before its id is known")
 	}
@@ -467,41 +283,4 @@ func TestSecurityChannelIDLearnedFromASlashCommand(t *testing.T) {
 		t.Error("after a slash command from #synth (CSYNTH), its posts are still refused; want them admitted")
 	}
 	e.app.wait(10 * time.Second)
-}
-
-// TestSecurityAnswersQuoteNoPastedCredentials is the red team's: an answer that quotes the question back ("I
-// don't know how to answer `…` yet", "I don't watch a run called `…`", "`…` is not a stage state", a path it
-// refuses) quoted a token or a password pasted into it by mistake, and in a DM posted it again as a message of
-// the bot's own. What the answers quote is redacted as log lines are.
-func TestSecurityAnswersQuoteNoPastedCredentials(t *testing.T) {
-	e := newBotEnv(t, botOpts{})
-	questions := []string{
-		"my token is xoxb-1234-5678-Sekr3tSlackValue can you use it",
-		"curl https://admin:Sekr3tPassw0rd@grafana.local/api?api_key=Sekr3tKeyValue",
-		"HF_TOKEN=hf_Sekr3tHuggingFace0123456789",
-		"ETA for sk-proj-Sekr3tOpenAIValue0123456789?",
-		"runwatch sk-proj-Sekr3tOpenAIValue0123456789",
-		"how much space is left on /data/api_key=Sekr3tInAPath?",
-		"snooze api_key=Sekr3tSnoozeArg",
-		"stage review password=Sekr3tStageWord",
-		"stage api_key=Sekr3tStageName done",
-		// A path inside the run's output that cannot be resolved (a file taken for a directory): the refusal
-		// quoted it redacted, and the error after it quoted it whole.
-		"how much space is left on " + e.Dir + "/out/gen.jsonl/api_key=Sekr3tInAPath?",
-		"are we writing to " + e.Dir + "/out/gen.jsonl/hf_Sekr3tHuggingFace0123456789?",
-	}
-	if err := os.WriteFile(filepath.Join(e.Dir, "out", "gen.jsonl"), []byte("{}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range questions {
-		for _, src := range []string{"dm", "mention", "slash"} {
-			rep := e.bot.Ask(context.Background(), Request{Text: q, Source: src, User: "UADMIN", Channel: "D0123"})
-			blocks, _ := json.Marshal(rep.Message.Blocks())
-			for where, s := range map[string]string{"text": rep.Message.Text(), "blocks": string(blocks)} {
-				if strings.Contains(strings.ToLower(s), "sekr3") {
-					t.Errorf("%s %q: answer %s = %s; want the pasted credential redacted", src, q, where, s)
-				}
-			}
-		}
-	}
 }

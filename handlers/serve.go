@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
 	"runwatch/probes"
@@ -90,7 +91,7 @@ func checkCredentials(env config.Env, haveListener bool) (slackModes, error) {
 // Serve runs the long-lived bot until ctx ends: the sampler and its warnings, the scheduled status
 // posts, and the Slack transports (Socket Mode, HTTP mode or both); with o.ReadOnly, the transports
 // alone. It returns an error naming the variable when credentials are missing or rejected.
-func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
+func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	modes, err := checkCredentials(o.Env, o.Listener != nil)
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 		return err
 	}
 	// After NewScheduler: the channel ids it restored decide whether a "#name" channel is in a list of ids.
-	for _, r := range b.mon.Config().Runs {
+	for _, r := range b.Monitor().Config().Runs {
 		if r.Channel == "" {
 			log.Info("run has no channel: no scheduled posts or warnings for it", "run", r.Name)
 		} else if !b.PostAllowed(&r, r.Channel) {
@@ -225,12 +226,12 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 	}
 	if o.ReadOnly != "" {
 		log.Info("runwatch answering read-only: no warnings or scheduled posts until it has the state directory", "why", o.ReadOnly,
-			"as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.mon.Config().Runs))
+			"as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.Monitor().Config().Runs))
 		if o.Out != nil {
 			fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; answering read-only on %s (%s). Ctrl-C stops.\n", self.User, strings.Join(how, " and "), o.ReadOnly)
 		}
 	} else {
-		log.Info("runwatch serving", "as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.mon.Config().Runs))
+		log.Info("runwatch serving", "as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.Monitor().Config().Runs))
 		if o.Out != nil {
 			fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; serving %s. Ctrl-C stops.\n", self.User, strings.Join(how, " and "))
 		}
@@ -256,20 +257,20 @@ func Serve(ctx context.Context, b *Bot, o ServeOptions) error {
 // slackDeliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
 // thread with a link to it; a failed post returns its error so the alerter tries again on the
 // next tick. Each post carries its intent ID as message metadata (see slackFind).
-func slackDeliver(b *Bot, api *SlackAPI, metrics *botmetrics.Metrics) func(ctx context.Context, p Post) (string, error) {
+func slackDeliver(b *conversation.Bot, api *SlackAPI, metrics *botmetrics.Metrics) func(ctx context.Context, p Post) (string, error) {
 	links := &permalinks{}
 	return func(ctx context.Context, p Post) (string, error) {
 		if p.Channel == "" {
 			return "", nil // nowhere to post; logged at start
 		}
-		if r, ok := b.mon.Config().RunByName(p.Run); !ok || !b.PostAllowed(r, p.Channel) {
+		if r, ok := b.Monitor().Config().RunByName(p.Run); !ok || !b.PostAllowed(r, p.Channel) {
 			return "", nil // a channel the allow-lists do not admit; logged at start
 		}
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		channel := b.ChannelID(p.Channel)
 		if p.ThreadRef == "" && isWarning(p.Kind) {
-			p.Message.Controls = b.warningControls(p.Run, p.Key, "")
+			p.Message.Controls = b.WarningControls(p.Run, p.Key, "")
 		}
 		if p.ThreadRef != "" {
 			if link := links.get(ctx, api, channel, p.ThreadRef); link != "" {
@@ -287,7 +288,7 @@ func slackDeliver(b *Bot, api *SlackAPI, metrics *botmetrics.Metrics) func(ctx c
 
 // slackFind asks Slack whether a post a crash interrupted landed: a message with its intent ID in
 // its metadata, in the channel's history (or the thread's replies).
-func slackFind(b *Bot, api *SlackAPI) func(ctx context.Context, pp PendingPost) (string, error) {
+func slackFind(b *conversation.Bot, api *SlackAPI) func(ctx context.Context, pp PendingPost) (string, error) {
 	return func(ctx context.Context, pp PendingPost) (string, error) {
 		if pp.Post.Channel == "" || pp.Post.ID == "" {
 			return "", nil

@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"strings"
-
 	"runwatch/reports"
 )
 
@@ -11,19 +9,6 @@ const (
 	AlertFinishShare = "finish_share" // a finish reason's share jumped (truncated, aborted, failed)
 	AlertDrafterDrop = "drafter_drop" // the drafter's acceptance fell
 )
-
-// etaSignalLines are the finish shares and drafter lines an ETA answer carries when they matter:
-// many truncated or lost samples, a jump, a drafter that got worse (which slows the job too).
-func etaSignalLines(rs reports.RunStatus) string {
-	var lines []string
-	if rs.Quality.Matters() {
-		lines = append(lines, reports.QualityLine(*rs.Quality))
-	}
-	if rs.Drafter != nil && rs.Drafter.Drop != nil {
-		lines = append(lines, reports.DrafterLine(*rs.Drafter))
-	}
-	return strings.Join(lines, "\n")
-}
 
 // signalConditions are the warnings the engines' signals raise.
 func signalConditions(rs reports.RunStatus) []condition {

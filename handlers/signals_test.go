@@ -4,55 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"runwatch/config"
-	"runwatch/monitor"
+	"runwatch/conversation"
+	"runwatch/internal/testkit"
 	"runwatch/reports"
 )
-
-// signalsServer serves the given bodies, advancing one on each call of next.
-func signalsServer(t *testing.T, bodies [][]byte) (url string, next func()) {
-	t.Helper()
-	var i atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8; escaping=underscores")
-		w.Write(bodies[min(int(i.Load()), len(bodies)-1)])
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/metrics", func() { i.Add(1) }
-}
-
-func signalsFixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "engines", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// signalsBot is a bot over one run whose only progress source is the metrics endpoint at url, with a
-// clock the test moves.
-func signalsBot(t *testing.T, url string, now *time.Time) *Bot {
-	t.Helper()
-	file := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Channel: "#synth", Metrics: []string{url}, MaxTokens: 64, Total: 1000}}}
-	m, _, err := monitor.New(file, monitor.Options{ProcRoot: "../probes/testdata/proc", ProbeTimeout: 5 * time.Second, RateWindow: -1,
-		Now: func() time.Time { return *now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return NewBot(m, time.UTC, config.Env{})
-}
 
 func TestFinishShareWarningEndToEnd(t *testing.T) {
 	tests := []struct {
@@ -67,9 +29,9 @@ func TestFinishShareWarningEndToEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var bodies [][]byte
 			for _, b := range tt.batches {
-				bodies = append(bodies, signalsFixture(t, fmt.Sprintf("llmd_sim_vllm_finish_reason_batch%d.txt", b)))
+				bodies = append(bodies, testkit.Fixture(t, fmt.Sprintf("llmd_sim_vllm_finish_reason_batch%d.txt", b)))
 			}
-			url, next := signalsServer(t, bodies)
+			url, next := testkit.Recorded(t, bodies)
 			now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 			b := signalsBot(t, url, &now)
 			a := NewAlerter(time.UTC, func(string) string { return "#synth" })
@@ -99,31 +61,8 @@ func TestFinishShareWarningEndToEnd(t *testing.T) {
 	}
 }
 
-func TestSignalsInAnswers(t *testing.T) {
-	url, next := signalsServer(t, [][]byte{signalsFixture(t, "llmd_sim_vllm_finish_reason_batch4.txt"), signalsFixture(t, "llmd_sim_vllm_finish_reason_batch6.txt")})
-	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	b := signalsBot(t, url, &now)
-	ctx := context.Background()
-
-	// 22 of 160 (14%) hit max_tokens: worth a line in the status and in the ETA answer.
-	status := b.Ask(ctx, Request{Text: "status", Run: "synth", Source: "cli"})
-	if !strings.Contains(status.Message.Text(), "14% of completions hit max_tokens (64): those samples are truncated (of 160 finished)") {
-		t.Errorf("status = %q; want the truncated share", status.Message.Text())
-	}
-	eta := b.Ask(ctx, Request{Text: "eta", Run: "synth", Source: "cli"})
-	if !strings.Contains(eta.Message.Text(), "14% of completions hit max_tokens") {
-		t.Errorf("eta = %q; want the truncated share (it matters at 14%%)", eta.Message.Text())
-	}
-	now = now.Add(time.Minute)
-	next()
-	eta = b.Ask(ctx, Request{Text: "eta", Run: "synth", Source: "cli"})
-	if !strings.Contains(eta.Message.Text(), "rose from 14% of the 160 before to 100% of the latest 80 finished requests") {
-		t.Errorf("eta after the jump = %q; want the jump", eta.Message.Text())
-	}
-}
-
 func TestDrafterInStatusAndWarning(t *testing.T) {
-	base := string(signalsFixture(t, "vllm_v1_spec_decode_opt125m_ngram_pr24127_constructed.txt"))
+	base := string(testkit.Fixture(t, "vllm_v1_spec_decode_opt125m_ngram_pr24127_constructed.txt"))
 	num := regexp.MustCompile(`(?m)^(vllm:spec_decode_num_(drafts|draft_tokens|accepted_tokens|accepted_tokens_per_pos)_total\{[^}]*\}) ([0-9.]+)$`)
 	scaled := func(drafts, accepted float64) []byte {
 		return []byte(num.ReplaceAllStringFunc(base, func(line string) string {
@@ -136,7 +75,7 @@ func TestDrafterInStatusAndWarning(t *testing.T) {
 			return fmt.Sprintf("%s %g", m[1], v*f)
 		}))
 	}
-	url, next := signalsServer(t, [][]byte{scaled(1, 1), scaled(5, 5), scaled(9, 9), scaled(13, 10)})
+	url, next := testkit.Recorded(t, [][]byte{scaled(1, 1), scaled(5, 5), scaled(9, 9), scaled(13, 10)})
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	b := signalsBot(t, url, &now)
 	a := NewAlerter(time.UTC, func(string) string { return "#synth" })
@@ -167,4 +106,9 @@ func TestDrafterInStatusAndWarning(t *testing.T) {
 	if drops != 1 {
 		t.Errorf("drafter warnings = %d; want 1 (after the fourth sample)", drops)
 	}
+}
+
+func signalsBot(t *testing.T, url string, now *time.Time) *conversation.Bot {
+	t.Helper()
+	return conversation.NewBot(testkit.MetricsOnly(t, url, now), time.UTC, config.Env{})
 }

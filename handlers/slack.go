@@ -20,6 +20,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
 	"runwatch/reports"
@@ -197,7 +198,7 @@ func (a *SlackAPI) call(ctx context.Context, method string, f func(ctx context.C
 
 // fallbackText is the notification text of a message (Slack truncates past 4,000 characters).
 func fallbackText(m reports.Message) string {
-	return truncateRunes(m.Mrkdwn(), 3000)
+	return reports.TruncateRunes(m.Mrkdwn(), 3000)
 }
 
 func msgOptions(m reports.Message) []slack.MsgOption {
@@ -259,7 +260,7 @@ func (a *SlackAPI) Ephemeral(ctx context.Context, channel, user, threadTS string
 
 // Upload shares a file in a channel (in a thread when threadTS is set) through Slack's external
 // upload flow: files.getUploadURLExternal, the upload, files.completeUploadExternal.
-func (a *SlackAPI) Upload(ctx context.Context, channel, threadTS string, f Attachment) error {
+func (a *SlackAPI) Upload(ctx context.Context, channel, threadTS string, f conversation.Attachment) error {
 	if len(f.Data) == 0 {
 		return errors.New("upload: the file is empty")
 	}
@@ -325,7 +326,7 @@ func (a *SlackAPI) postResponseURL(ctx context.Context, responseURL string, msg 
 
 // slackApp is the Slack conversation both transports share.
 type slackApp struct {
-	bot     *Bot
+	bot     *conversation.Bot
 	api     *SlackAPI
 	log     *slog.Logger
 	metrics *botmetrics.Metrics
@@ -349,7 +350,7 @@ type slackApp struct {
 
 const defaultInlineBudget = 2 * time.Second
 
-func newSlackApp(base context.Context, b *Bot, api *SlackAPI, self SlackIdentity, m *botmetrics.Metrics, log *slog.Logger) *slackApp {
+func newSlackApp(base context.Context, b *conversation.Bot, api *SlackAPI, self SlackIdentity, m *botmetrics.Metrics, log *slog.Logger) *slackApp {
 	return &slackApp{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(seenMax),
 		inline: defaultInlineBudget, base: base, slots: make(chan struct{}, 8), limiter: newUserLimiter(), posts: make(chan struct{}, 16)}
 }
@@ -367,7 +368,7 @@ func (s *slackApp) wait(d time.Duration) {
 	}
 }
 
-func (s *slackApp) upload(ctx context.Context, channel, thread string, f Attachment) {
+func (s *slackApp) upload(ctx context.Context, channel, thread string, f conversation.Attachment) {
 	err := s.api.Upload(ctx, channel, thread, f)
 	s.metrics.Posted("upload", err)
 	if err != nil {
@@ -414,7 +415,7 @@ func (s *slackApp) background(f func(ctx context.Context)) {
 
 // chatRequest is a mention or a direct message to answer.
 type chatRequest struct {
-	req    Request
+	req    conversation.Request
 	thread string
 }
 
@@ -442,13 +443,13 @@ func (s *slackApp) event(eventID string, ev slackevents.EventsAPIEvent) bool {
 		if thread == "" {
 			thread = in.TimeStamp
 		}
-		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "mention"}, thread: thread}
+		cr = chatRequest{req: conversation.Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "mention"}, thread: thread}
 	case *slackevents.MessageEvent:
 		if in.ChannelType != "im" || in.SubType != "" || in.BotID != "" || in.User == "" || in.User == s.self.UserID {
 			s.metrics.Event("ignored")
 			return true
 		}
-		cr = chatRequest{req: Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "dm"}, thread: in.ThreadTimeStamp}
+		cr = chatRequest{req: conversation.Request{Text: in.Text, Channel: in.Channel, User: in.User, Source: "dm"}, thread: in.ThreadTimeStamp}
 	case *slackevents.AppHomeOpenedEvent:
 		if in.Tab != "home" || !slackUserID.MatchString(in.User) {
 			s.metrics.Event("ignored")
@@ -495,7 +496,7 @@ func (s *slackApp) answer(ctx context.Context, cr chatRequest, f *flight) {
 }
 
 // post delivers a reply to a mention or DM, at most cap(s.posts) at a time.
-func (s *slackApp) post(ctx context.Context, cr chatRequest, rep Reply) {
+func (s *slackApp) post(ctx context.Context, cr chatRequest, rep conversation.Reply) {
 	select {
 	case s.posts <- struct{}{}:
 		defer func() { <-s.posts }()

@@ -19,7 +19,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
 	"runwatch/internal/testkit"
@@ -211,7 +211,7 @@ func TestSlackAPIUpload(t *testing.T) {
 	f := testkit.NewSlack(t)
 	api, _ := newTestAPI(t, f, nil, nil)
 	png := []byte("\x89PNG\r\n\x1a\nnot really a chart")
-	if err := api.Upload(context.Background(), "C1", "1700000000.000009", Attachment{Name: "synth-chart.png", Title: "synth", AltText: "a chart", Data: png}); err != nil {
+	if err := api.Upload(context.Background(), "C1", "1700000000.000009", conversation.Attachment{Name: "synth-chart.png", Title: "synth", AltText: "a chart", Data: png}); err != nil {
 		t.Fatalf("Upload = %v", err)
 	}
 	get := f.Calls("files.getUploadURLExternal")
@@ -226,7 +226,7 @@ func TestSlackAPIUpload(t *testing.T) {
 	if len(done) != 1 || done[0].Form.Get("channel_id") != "C1" || done[0].Form.Get("thread_ts") != "1700000000.000009" || !strings.Contains(done[0].Form.Get("files"), "F0001") {
 		t.Errorf("files.completeUploadExternal = %+v; want the file shared in the thread", done)
 	}
-	if err := api.Upload(context.Background(), "C1", "", Attachment{Name: "empty.png"}); err == nil {
+	if err := api.Upload(context.Background(), "C1", "", conversation.Attachment{Name: "empty.png"}); err == nil {
 		t.Errorf("Upload(empty) = nil; want an error")
 	}
 }
@@ -278,55 +278,6 @@ func TestSlackSeen(t *testing.T) {
 	}
 }
 
-func TestBotAllowedChannels(t *testing.T) {
-	e := newBotEnv(t, botOpts{
-		Env: config.Env{AllowedChannels: []string{"C0ENV"}, Admins: []string{"UADMIN"}},
-		File: func(f *config.File) {
-			f.AllowedChannels = []string{"#ops"}
-			f.Runs[0].AllowedChannels = []string{"#synth"}
-			f.Runs = append(f.Runs, config.Run{Name: "extract", Channel: "#extract", Log: f.Runs[0].Log})
-		},
-	})
-	e.bot.LearnChannel("#synth", "C0SYNTH")
-	e.bot.LearnChannel("#extract", "C0EXTRACT")
-	tests := []struct {
-		name    string
-		req     Request
-		refused bool
-		run     string
-	}{
-		{"the run's channel, by learned id", Request{Text: "ETA?", Channel: "C0SYNTH", User: "U1", Source: "mention"}, false, "synth"},
-		{"the environment's channel", Request{Text: "ETA for synth?", Channel: "C0ENV", User: "U1", Source: "mention"}, false, "synth"},
-		{"a top-level channel by name", Request{Text: "ETA for synth?", Channel: "C0OPS", ChannelName: "ops", User: "U1", Source: "slash"}, false, "synth"},
-		{"another channel", Request{Text: "ETA?", Channel: "C0RANDOM", User: "U1", Source: "mention"}, true, ""},
-		{"a channel named like an allowed id", Request{Text: "ETA for synth?", Channel: "C0RANDOM", ChannelName: "c0env", User: "U1", Source: "slash"}, true, ""},
-		{"extract's channel is not on synth's list", Request{Text: "ETA for synth?", Channel: "C0EXTRACT", User: "U1", Source: "mention"}, true, ""},
-		{"a DM from a user", Request{Text: "ETA for synth?", Channel: "D1", User: "U1", Source: "dm"}, true, ""},
-		{"a DM from an admin", Request{Text: "ETA for synth?", Channel: "D1", User: "UADMIN", Source: "dm"}, false, "synth"},
-		{"the console has no channel", Request{Text: "ETA for synth?", Source: "console"}, false, "synth"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			rep := e.bot.Ask(context.Background(), tc.req)
-			if rep.Refused != tc.refused || (!tc.refused && rep.Run != tc.run) {
-				t.Errorf("Ask(%+v) = refused %v, run %q (%s); want refused %v, run %q", tc.req, rep.Refused, rep.Run, rep.Message.Text(), tc.refused, tc.run)
-			}
-			if tc.refused && (!rep.Ephemeral || !strings.Contains(rep.Message.Text(), "allowed_channels")) {
-				t.Errorf("refusal = %q (ephemeral %v); want a polite ephemeral refusal", rep.Message.Text(), rep.Ephemeral)
-			}
-		})
-	}
-	refused := 0
-	for _, tc := range tests {
-		if tc.refused {
-			refused++
-		}
-	}
-	if !t.Failed() {
-		t.Logf("figure: %d requests from channels and DMs: %d outside the allow-lists refused (ephemeral, naming allowed_channels), %d answered", len(tests), refused, len(tests)-refused)
-	}
-}
-
 // TestResponseURLNotInErrors: a response_url is a credential of sorts (anyone holding it posts in the
 // channel); neither Respond nor ReplaceOriginal returns an error that names it, whether Slack refuses the
 // post or the connection fails.
@@ -356,11 +307,11 @@ type botOpts = testkit.Options
 // botEnv is a bot over testkit's world: one run, "synth", with real probes.
 type botEnv struct {
 	*testkit.World
-	bot *Bot
+	bot *conversation.Bot
 }
 
 func newBotEnv(t testing.TB, o botOpts) *botEnv {
 	t.Helper()
 	w := testkit.NewWorld(t, o)
-	return &botEnv{World: w, bot: NewBot(w.Mon, time.UTC, w.Env)}
+	return &botEnv{World: w, bot: conversation.NewBot(w.Mon, w.Loc, w.Env)}
 }

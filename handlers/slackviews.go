@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"runwatch/conversation"
 	"runwatch/reports"
 )
 
@@ -16,7 +17,7 @@ import (
 // UpdateBlocks edits a message in place with blocks as they are (a warning whose buttons changed).
 func (a *SlackAPI) UpdateBlocks(ctx context.Context, channel, ts, text string, blocks []slack.Block) error {
 	return a.call(ctx, "chat.update", func(ctx context.Context) error {
-		_, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(truncateRunes(text, 3000), false),
+		_, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(reports.TruncateRunes(text, 3000), false),
 			slack.MsgOptionBlocks(blocks...))
 		return err
 	})
@@ -25,7 +26,7 @@ func (a *SlackAPI) UpdateBlocks(ctx context.Context, channel, ts, text string, b
 // ReplaceOriginal edits the message an interaction came from through its response_url: the way to
 // change an ephemeral message, which chat.update cannot reach.
 func (a *SlackAPI) ReplaceOriginal(ctx context.Context, responseURL, text string, blocks []slack.Block) error {
-	msg := &slack.WebhookMessage{Text: truncateRunes(text, 3000), Blocks: &slack.Blocks{BlockSet: blocks}, ReplaceOriginal: true}
+	msg := &slack.WebhookMessage{Text: reports.TruncateRunes(text, 3000), Blocks: &slack.Blocks{BlockSet: blocks}, ReplaceOriginal: true}
 	return a.postResponseURL(ctx, responseURL, msg)
 }
 
@@ -41,7 +42,7 @@ func (a *SlackAPI) PublishHome(ctx context.Context, user, metadata string, block
 
 // charted sends rep's message with send; where Slack refuses its charts, it sends the message
 // again without them and uploads the reply's PNG chart (in channel, thread) instead.
-func (s *slackApp) charted(ctx context.Context, rep Reply, channel, thread string, send func(m reports.Message) error) error {
+func (s *slackApp) charted(ctx context.Context, rep conversation.Reply, channel, thread string, send func(m reports.Message) error) error {
 	err := send(rep.Message)
 	if err == nil || len(rep.Message.Charts) == 0 || !chartRefused(err) {
 		return err

@@ -178,6 +178,15 @@ func truncate(s string, max int) string {
 	return s[:cut] + "…"
 }
 
+// TruncateRunes cuts s to at most n characters (runes, not bytes) and an ellipsis.
+func TruncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
 var (
 	slackToken = regexp.MustCompile(`<([^<>|]*)(\|([^<>]*))?>`)
 	boldRE     = regexp.MustCompile(`(^|[\s(\[])\*([^*\s]|[^*\s][^*\n]*?[^*\s])\*($|[\s.,;:!?)\]])`)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/handlers"
 	"runwatch/internal/redact"
 	"runwatch/monitor"
@@ -224,8 +225,8 @@ func (a *app) newMonitor(dir *state.Dir, longLived bool, why string) (*monitor.M
 	return m, nil
 }
 
-func (a *app) bot(m *monitor.Monitor) *handlers.Bot {
-	b := handlers.NewBot(m, time.Local, a.env)
+func (a *app) bot(m *monitor.Monitor) *conversation.Bot {
+	b := conversation.NewBot(m, time.Local, a.env)
 	b.Log = a.log
 	return b
 }
@@ -331,7 +332,7 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	b := a.bot(m)
-	c := &handlers.Console{Bot: b, In: a.stdin, Out: a.stdout}
+	c := &conversation.Console{Bot: b, In: a.stdin, Out: a.stdout}
 	if isTerminal(a.stdin) {
 		c.Prompt = "runwatch> "
 		fmt.Fprintf(a.stdout, "runwatch console: %s from %s. Ask \"help\" for what I can answer; Ctrl-D quits.\n",
@@ -347,7 +348,7 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 		defer cancel()
 		go s.Run(sctx)
 		// The scheduled statuses too, printed where a channel would get them (runs with a channel).
-		sched, err := handlers.NewScheduler(b, handlers.NewConsolePoster(c), nil, a.log, nil)
+		sched, err := handlers.NewScheduler(b, conversation.NewConsolePoster(c), nil, a.log, nil)
 		if err != nil {
 			return err
 		}
@@ -407,7 +408,7 @@ func runAsk(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep := a.bot(m).Ask(ctx, handlers.Request{Text: question, Run: *run, Source: "cli"})
+	rep := a.bot(m).Ask(ctx, conversation.Request{Text: question, Run: *run, Source: "cli"})
 	if *asJSON {
 		out := map[string]any{}
 		for k, v := range rep.Data {
@@ -461,7 +462,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		}
 		msg := reports.RenderStatus(rs, m.Now(), time.Local)
 		if run, ok := a.file.RunByName(rs.Name); ok {
-			handlers.SayNoRunFile(run, &msg)
+			conversation.SayNoRunFile(run, &msg)
 		}
 		fmt.Fprintln(a.stdout, msg.Text())
 	}

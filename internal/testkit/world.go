@@ -68,7 +68,8 @@ type Options struct {
 	Metrics   []string
 	Run       func(r *config.Run)
 	File      func(f *config.File)
-	Env       config.Env // for the bot built over the world (admins, allow-lists); UADMIN is an admin by default
+	Env       config.Env     // for the bot built over the world (admins, allow-lists); UADMIN is an admin by default
+	Loc       *time.Location // the bot's time zone; nil: UTC
 	Clock     *Clock
 	StateDir  string
 	Timeout   time.Duration
@@ -88,8 +89,9 @@ type World struct {
 	Log      string
 	StateDir string
 	Clock    *Clock // nil: wall clock
-	// Env is the options' Env, with UADMIN an admin when it names none.
+	// Env is the options' Env, with UADMIN an admin when it names none; Loc their time zone (UTC by default).
 	Env config.Env
+	Loc *time.Location
 }
 
 // NewWorld builds the world in a directory of the test's.
@@ -100,7 +102,10 @@ func NewWorld(t testing.TB, o Options) *World {
 	if name == "" {
 		name = "gen.log"
 	}
-	w := &World{Dir: dir, Log: filepath.Join(dir, name), StateDir: o.StateDir, Clock: o.Clock, Env: o.Env}
+	w := &World{Dir: dir, Log: filepath.Join(dir, name), StateDir: o.StateDir, Clock: o.Clock, Env: o.Env, Loc: o.Loc}
+	if w.Loc == nil {
+		w.Loc = time.UTC
+	}
 	if w.StateDir == "" {
 		w.StateDir = filepath.Join(dir, "state")
 	}

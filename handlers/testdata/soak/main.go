@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/conversation"
 	"runwatch/handlers"
 	"runwatch/monitor"
 	"runwatch/sim"
@@ -140,7 +141,7 @@ func soak(runs, hours int, every time.Duration, askEvery, maxHistory int, dir st
 	if len(problems) > 0 {
 		return fmt.Errorf("monitor: %v", problems)
 	}
-	bot := handlers.NewBot(m, time.UTC, config.Env{})
+	bot := conversation.NewBot(m, time.UTC, config.Env{})
 	sampler := handlers.NewSampler(bot, every, slog.New(slog.DiscardHandler))
 	sampler.State = sd
 	posts := 0
@@ -174,7 +175,7 @@ func soak(runs, hours int, every time.Duration, askEvery, maxHistory int, dir st
 			before := ms.TotalAlloc
 			q := questions[(tick/askEvery)%len(questions)]
 			start := time.Now()
-			rep := bot.Ask(ctx, handlers.Request{Text: q + " " + file.Runs[tick%runs].Name, Source: "console"})
+			rep := bot.Ask(ctx, conversation.Request{Text: q + " " + file.Runs[tick%runs].Name, Source: "console"})
 			asks = append(asks, float64(time.Since(start).Microseconds())/1000)
 			runtime.ReadMemStats(&ms)
 			askBytes += ms.TotalAlloc - before

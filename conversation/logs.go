@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func handleLogs(ctx context.Context, b *Bot, q Query) Reply {
 		if errors.Is(err, context.DeadlineExceeded) {
 			what = "read the log in time (is its filesystem hung?)"
 		}
-		rep := errorReply(what, err)
+		rep := ErrorReply(what, err)
 		rep.Ephemeral = true
 		return rep
 	}

@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"context"
@@ -59,5 +59,26 @@ func TestMissingLogSaysWhatIsBeside(t *testing.T) {
 				t.Errorf("ETA answer = %q; want %q, and the error said once", text, want)
 			}
 		})
+	}
+}
+
+// A run with neither a log nor metrics: each answer leads with its own subject, so the throughput answer does
+// not open with "ETA: unknown".
+func TestNoProgressSourceAnswers(t *testing.T) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Log, r.Metrics = "", nil }})
+	tests := []struct{ text, lead string }{
+		{"ETA?", "ETA: unknown — run synth has no progress source."},
+		{"how fast are we going?", "Throughput: unknown — run synth has no progress source."},
+		{"is it stuck?", "(~) Can't tell — run synth has no progress source."},
+	}
+	for _, tt := range tests {
+		text := e.bot.Ask(context.Background(), Request{Text: tt.text, Source: "console"}).Message.Text()
+		if _, body, _ := strings.Cut(text, "\n"); !strings.HasPrefix(body, tt.lead) {
+			t.Errorf("Ask(%q) = %q; want its answer to start %q", tt.text, text, tt.lead)
+		}
+		// A run read from Prometheus is as good a source as a log or a scrape: the advice names all three.
+		if !strings.Contains(text, "prometheus:") {
+			t.Errorf("Ask(%q) = %q; want the advice to name prometheus: beside log: and metrics:", tt.text, text)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"net/url"
@@ -13,15 +13,15 @@ import (
 
 // Action ids of runwatch's buttons: the allow-list of what a press may ask for.
 const (
-	actSnooze   = "snooze"
-	actUnsnooze = "unsnooze"
-	actTake     = "take"
-	actStage    = "stage_done"
-	actLogs     = "logs"
+	ActSnooze   = "snooze"
+	ActUnsnooze = "unsnooze"
+	ActTake     = "take"
+	ActStage    = "stage_done"
+	ActLogs     = "logs"
 )
 
-// refPrefix marks an actions block as runwatch's; a press whose block_id lacks it is ignored.
-const refPrefix = "rw:"
+// RefPrefix marks an actions block as runwatch's; a press whose block_id lacks it is ignored.
+const RefPrefix = "rw:"
 
 // snoozeChoices are the menu's snooze durations; the button snoozes for an hour.
 var snoozeChoices = []struct{ text, dur string }{{"Snooze 30 min", "30m"}, {"Snooze 4 h", "4h"}, {"Snooze 1 day", "1d"}}
@@ -37,66 +37,68 @@ type controlView struct {
 	HasLog  bool
 }
 
-// controlRef is what comes back with a press: the run, and the warning when it is one. Warning marks
+// ControlRef is what comes back with a press: the run, and the warning when it is one. Warning marks
 // a warning without a key of its own (a burst of them, or a key too long for a block_id), so that a
 // press edits its buttons rather than rendering the run's status over its text.
-type controlRef struct {
+type ControlRef struct {
 	Run, Key string
 	Warning  bool
 }
 
-func (r controlRef) encode() string {
+// Encode is the block_id that carries r (at most reports.MaxBlockID long for a short key).
+func (r ControlRef) Encode() string {
 	v := url.Values{"r": {r.Run}}
 	if r.Key != "" {
 		v.Set("k", r.Key)
 	} else if r.Warning {
 		v.Set("w", "1")
 	}
-	return refPrefix + v.Encode()
+	return RefPrefix + v.Encode()
 }
 
-func parseRef(blockID string) (controlRef, bool) {
-	rest, ok := strings.CutPrefix(blockID, refPrefix)
+// ParseRef reads a block_id Encode made; ok is false for one that is not runwatch's.
+func ParseRef(blockID string) (ControlRef, bool) {
+	rest, ok := strings.CutPrefix(blockID, RefPrefix)
 	if !ok {
-		return controlRef{}, false
+		return ControlRef{}, false
 	}
 	v, err := url.ParseQuery(rest)
 	if err != nil || v.Get("r") == "" {
-		return controlRef{}, false
+		return ControlRef{}, false
 	}
-	return controlRef{Run: v.Get("r"), Key: v.Get("k"), Warning: v.Get("k") != "" || v.Get("w") == "1"}, true
+	return ControlRef{Run: v.Get("r"), Key: v.Get("k"), Warning: v.Get("k") != "" || v.Get("w") == "1"}, true
 }
 
 // controls returns the buttons for v: at most two buttons and the menu, in order of use — I'm on
 // it (an open warning nobody took), Snooze 1 h or Unsnooze, Mark <stage> done (a status with a
 // manual stage pending), Last log lines; what does not fit goes in the menu.
 func controls(v controlView) *reports.Controls {
-	c := &reports.Controls{Ref: controlRef{Run: v.Run, Key: v.Key, Warning: v.Warning}.encode()}
+	c := &reports.Controls{Ref: ControlRef{Run: v.Run, Key: v.Key, Warning: v.Warning}.Encode()}
 	if len(c.Ref) > reports.MaxBlockID {
 		// A key this long (a deep mount path) does not fit a block_id: keep the run's buttons.
-		c.Ref = controlRef{Run: v.Run, Warning: v.Warning}.encode()
+		c.Ref = ControlRef{Run: v.Run, Warning: v.Warning}.Encode()
 		v.Key = ""
 	}
 	if v.Key != "" && v.Owner == "" {
-		c.Buttons = append(c.Buttons, reports.Button{ID: actTake, Text: "I'm on it", Style: "primary"})
+		c.Buttons = append(c.Buttons, reports.Button{ID: ActTake, Text: "I'm on it", Style: "primary"})
 	}
 	if v.Snoozed {
-		c.Buttons = append(c.Buttons, reports.Button{ID: actUnsnooze, Text: "Unsnooze"})
+		c.Buttons = append(c.Buttons, reports.Button{ID: ActUnsnooze, Text: "Unsnooze"})
 	} else {
-		c.Buttons = append(c.Buttons, reports.Button{ID: actSnooze, Text: "Snooze 1 h", Value: "1h"})
+		c.Buttons = append(c.Buttons, reports.Button{ID: ActSnooze, Text: "Snooze 1 h", Value: "1h"})
 	}
 	if v.Key == "" && v.Stage != "" {
-		c.Buttons = append(c.Buttons, reports.Button{ID: actStage, Text: "Mark “" + v.Stage + "” done", Value: v.Stage, Style: "primary"})
+		c.Buttons = append(c.Buttons, reports.Button{ID: ActStage, Text: "Mark “" + v.Stage + "” done", Value: v.Stage, Style: "primary"})
 	}
 	logsShown := v.HasLog && len(c.Buttons) < maxButtons
 	if logsShown {
-		c.Buttons = append(c.Buttons, reports.Button{ID: actLogs, Text: "Last log lines"})
+		c.Buttons = append(c.Buttons, reports.Button{ID: ActLogs, Text: "Last log lines"})
 	}
 	for _, s := range snoozeChoices {
-		c.Menu = append(c.Menu, reports.Choice{Text: s.text, Value: actSnooze + ":" + s.dur})
+		c.Menu = append(c.Menu, reports.Choice{Text: s.text, Value: ActSnooze + ":" + s.dur})
 	}
 	if v.HasLog && !logsShown {
-		c.Menu = append(c.Menu, reports.Choice{Text: "Last log lines", Value: actLogs})
+		c.Menu = append(c.Menu, reports.Choice{Text: "Last log lines", Value: ActLogs})
 	}
 	return c
 }
@@ -120,8 +122,8 @@ func pendingManualStage(r *config.Run, stages []reports.StageStatus) string {
 	return ""
 }
 
-// statusControls are the buttons of a run's status.
-func (b *Bot) statusControls(rs reports.RunStatus) *reports.Controls {
+// StatusControls are the buttons of a run's status.
+func (b *Bot) StatusControls(rs reports.RunStatus) *reports.Controls {
 	r, ok := b.mon.Config().RunByName(rs.Name)
 	if !ok {
 		return nil
@@ -130,8 +132,8 @@ func (b *Bot) statusControls(rs reports.RunStatus) *reports.Controls {
 	return controls(controlView{Run: rs.Name, Snoozed: snoozed, Stage: pendingManualStage(r, rs.Stages), HasLog: r.Log != ""})
 }
 
-// warningControls are the buttons of a warning about run (key is the alerter's condition key).
-func (b *Bot) warningControls(run, key, owner string) *reports.Controls {
+// WarningControls are the buttons of a warning about run (key is the alerter's condition key).
+func (b *Bot) WarningControls(run, key, owner string) *reports.Controls {
 	r, ok := b.mon.Config().RunByName(run)
 	if !ok {
 		return nil
@@ -140,19 +142,13 @@ func (b *Bot) warningControls(run, key, owner string) *reports.Controls {
 	return controls(controlView{Run: run, Key: key, Warning: true, Snoozed: snoozed, Owner: owner, HasLog: r.Log != ""})
 }
 
-// statusMessage is a run's status with its buttons: the scheduled post, the /runwatch status answer
+// StatusMessage is a run's status with its buttons: the scheduled post, the /runwatch status answer
 // and the message refreshed after a press. charts adds Slack-drawn charts of the run's history.
-func (b *Bot) statusMessage(rs reports.RunStatus, charts bool) reports.Message {
+func (b *Bot) StatusMessage(rs reports.RunStatus, charts bool) reports.Message {
 	m := reports.RenderStatus(rs, b.mon.Now(), b.loc)
-	m.Controls = b.statusControls(rs)
+	m.Controls = b.StatusControls(rs)
 	if charts {
-		m.Charts = b.trendCharts(rs.Name)
+		m.Charts = b.TrendCharts(rs.Name)
 	}
 	return m
-}
-
-// isWarning reports whether a post of this kind is a warning that buttons can act on: not a
-// follow-up, a reminder or the good news that a job finished.
-func isWarning(kind string) bool {
-	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
 }

@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"testing"
@@ -85,7 +85,7 @@ func FuzzParseQuestion(f *testing.F) {
 		}
 		if q.Intent != "" {
 			found := false
-			for _, c := range commandTable() {
+			for _, c := range CommandTable() {
 				if c.Name == q.Intent {
 					found = true
 				}

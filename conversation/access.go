@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 // This file is who may ask where, where a run may post, and who may change a run: the channel and
 // admin allow-lists of the run file and the environment.
@@ -65,11 +65,11 @@ func (b *Bot) Allowed(channel string) bool {
 	return b.has(b.allowed, channel)
 }
 
-// allowedRequest applies the allow-lists to a request from a chat transport: the channel must be
+// AllowedRequest applies the allow-lists to a request from a chat transport: the channel must be
 // allowed, and a run with its own allowed_channels answers only there (or in the global lists'
 // channels). A direct message counts as allowed for the run's admins (before the run is known,
 // for anyone who administers some run).
-func (b *Bot) allowedRequest(req Request, run *config.Run) bool {
+func (b *Bot) AllowedRequest(req Request, run *config.Run) bool {
 	dm := req.Source == "dm" || req.Source == "home" || strings.HasPrefix(req.Channel, "D")
 	if dm && (run != nil && b.IsAdmin(req.User, run) || run == nil && b.adminScope(req.User) != "") {
 		return true
@@ -108,16 +108,17 @@ func (b *Bot) PostAllowed(run *config.Run, channel string) bool {
 	if strings.HasPrefix(channel, "#") {
 		req.ChannelName = channel
 	}
-	return b.allowedRequest(req, run)
+	return b.AllowedRequest(req, run)
 }
 
-// adminOnly is the polite refusal of a change to someone who is not an admin.
-func adminOnly(intent, verb string) Reply {
+// AdminOnly is the polite refusal of a change to someone who is not an admin.
+func AdminOnly(intent, verb string) Reply {
 	return Reply{Intent: intent, Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
 		fmt.Sprintf("Sorry, only runwatch admins can %s. Ask one of them, or have your user id added to `admins:`.", verb)}}}
 }
 
-func notAllowed() Reply {
+// NotAllowed is the polite refusal of a question from a channel the allow-lists do not admit.
+func NotAllowed() Reply {
 	return Reply{Intent: "not_allowed", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
 		"Sorry, I only answer in the channels listed in `allowed_channels`. Ask me there, or ask an admin to add this channel."}}}
 }
@@ -135,6 +136,19 @@ func (b *Bot) LearnChannel(name, id string) {
 	b.channelMu.Lock()
 	defer b.channelMu.Unlock()
 	b.channelIDs[normChannel(name)] = id
+}
+
+// LearnChannelName records id for the runs' channels the run file writes as "#name": a slash command
+// tells both the id and the name of the channel it was asked in.
+func (b *Bot) LearnChannelName(name, id string) {
+	if id == "" || name == "" {
+		return
+	}
+	for _, r := range b.mon.Config().Runs {
+		if strings.HasPrefix(r.Channel, "#") && normChannel(r.Channel) == normChannel(name) {
+			b.LearnChannel(r.Channel, id)
+		}
+	}
 }
 
 // ChannelID returns the id learned for a channel name, or the name itself when none is known.

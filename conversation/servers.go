@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"context"
@@ -17,7 +17,7 @@ var serversCommand = Command{Name: "servers", Usage: "servers [run]", NeedsRun: 
 func handleServers(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
-		return errorReply("check the servers", err)
+		return ErrorReply("check the servers", err)
 	}
 	m := reports.Message{Title: rs.Name + " · servers"}
 	if l := reports.EngineLineBeside(rs, b.loc); l != "" {

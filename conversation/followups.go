@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 func handleWhy(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
-		return errorReply("explain the ETA", err)
+		return ErrorReply("explain the ETA", err)
 	}
 	m := reports.AnswerWhy(rs.Name, rs.ETA, rs.Moves, b.loc)
 	if rs.ETA == nil {
@@ -29,7 +29,7 @@ func handleWhy(ctx context.Context, b *Bot, q Query) Reply {
 func handleOnTrack(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
-		return errorReply("compare the ETA with the first baseline estimate", err)
+		return ErrorReply("compare the ETA with the first baseline estimate", err)
 	}
 	m := reports.AnswerOnTrack(rs.Name, rs.ETA, rs.Moves, rs.Finish, b.loc)
 	if rs.ETA == nil {
@@ -42,7 +42,7 @@ func handleOnTrack(ctx context.Context, b *Bot, q Query) Reply {
 func handleLeft(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.All)
 	if err != nil {
-		return errorReply("list what is left", err)
+		return ErrorReply("list what is left", err)
 	}
 	m := reports.AnswerLeft(rs, b.loc)
 	SayNoRunFile(q.Run, &m)
@@ -58,7 +58,7 @@ func handleSafe(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	rs, err := storageStatus(ctx, b, q, monitor.Need{})
 	if err != nil {
-		return errorReply("check the protected mounts", err)
+		return ErrorReply("check the protected mounts", err)
 	}
 	m := reports.AnswerSafe(rs.Name, rs.Storage, t)
 	m.Context = append(m.Context, context1(rs)...)

@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 func handleStuck(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
-		return errorReply("check progress", err)
+		return ErrorReply("check progress", err)
 	}
 	m := reports.Message{Title: rs.Name + " · progress"}
 	// "is it stuck?" and "is it still running?" want opposite answers to the same facts.

@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"sync"
@@ -6,9 +6,9 @@ import (
 	"runwatch/reports"
 )
 
-// trendCharts are the run's throughput and ETA over its history, thinned to Slack's point limit from the
+// TrendCharts are the run's throughput and ETA over its history, thinned to Slack's point limit from the
 // points the PNG chart has: one memo serves both, and the scheduled post and the next answer reuse it.
-func (b *Bot) trendCharts(run string) []reports.Chart {
+func (b *Bot) TrendCharts(run string) []reports.Chart {
 	pts := b.charts.of(run).Series(b.mon.History(run), b.mon.EstimateConfig(run), reports.DefaultChartPoints)
 	return reports.TrendCharts(pts, b.loc)
 }
@@ -33,3 +33,6 @@ func (c *chartMemos) of(run string) *reports.ChartMemo {
 	}
 	return m
 }
+
+// ChartMemo is run's chart memo, which the scheduled posts' PNG chart shares with the answers'.
+func (b *Bot) ChartMemo(run string) *reports.ChartMemo { return b.charts.of(run) }

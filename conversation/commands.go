@@ -1,4 +1,4 @@
-package handlers
+package conversation
 
 import (
 	"context"
@@ -27,7 +27,8 @@ type Command struct {
 	Handler     func(ctx context.Context, b *Bot, q Query) Reply
 }
 
-func commandTable() []Command {
+// CommandTable is every command runwatch knows, in the order help lists them.
+func CommandTable() []Command {
 	return []Command{
 		{Name: "eta", Slash: "/eta", Usage: "/eta [run]", NeedsRun: true, Handler: handleETA,
 			Description: "When the run will finish, with a range and why the estimate moved.",
@@ -118,13 +119,13 @@ func problemsData(ps []reports.Problem) []reports.Problem {
 func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
-		return errorReply("estimate the ETA", err)
+		return ErrorReply("estimate the ETA", err)
 	}
 	lead := ""
 	if rs.ETA == nil {
 		lead = noProgressLine(q, rs)
 	}
-	m := reports.Message{Title: rs.Name + " · ETA", Sections: etaSections(rs, b.loc, lead)}
+	m := reports.Message{Title: rs.Name + " · ETA", Sections: reports.ETASections(rs, b.loc, lead)}
 	// Every ETA answer says how it got here: the finish of a finished run, else the last move.
 	if rs.Finish != nil {
 		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
@@ -159,7 +160,7 @@ func context1(rs reports.RunStatus) []string {
 func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
-		return errorReply("measure throughput", err)
+		return ErrorReply("measure throughput", err)
 	}
 	m := reports.Message{Title: rs.Name + " · throughput"}
 	if rs.Throughput != nil {
@@ -180,9 +181,9 @@ func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 func handleStatus(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.All)
 	if err != nil {
-		return errorReply("get the status", err)
+		return ErrorReply("get the status", err)
 	}
-	m := b.statusMessage(rs, false)
+	m := b.StatusMessage(rs, false)
 	SayNoRunFile(q.Run, &m)
 	return Reply{Message: m, Data: map[string]any{"status": rs}}
 }
@@ -238,7 +239,7 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 		return t, &r
 	}
 	if err != nil {
-		r := errorReply("look at "+redactQuoted(q.Question.Path), quotedError{err})
+		r := ErrorReply("look at "+redactQuoted(q.Question.Path), quotedError{err})
 		return t, &r
 	}
 	return t, nil
@@ -251,7 +252,7 @@ func handleWrites(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	rs, err := storageStatus(ctx, b, q, monitor.Need{})
 	if err != nil {
-		return errorReply("check writes", err)
+		return ErrorReply("check writes", err)
 	}
 	m := reports.AnswerWrites(rs.Name, rs.Storage, t)
 	m.Context = append(m.Context, context1(rs)...)
@@ -265,7 +266,7 @@ func handleWrites(ctx context.Context, b *Bot, q Query) Reply {
 func handleWhere(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := storageStatus(ctx, b, q, monitor.Need{})
 	if err != nil {
-		return errorReply("resolve the outputs", err)
+		return ErrorReply("resolve the outputs", err)
 	}
 	m := reports.AnswerWhere(rs.Name, rs.Storage)
 	m.Context = append(m.Context, context1(rs)...)
@@ -280,7 +281,7 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 	// Plans too: "will the disk fill?" is about the hidden states still to come, not only the pace so far.
 	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true, Plans: true})
 	if err != nil {
-		return errorReply("check free space", err)
+		return ErrorReply("check free space", err)
 	}
 	paths := append(append([]reports.PathInfo{}, rs.Storage.Paths...), rs.Storage.ProtectedMounts...)
 	if t.Path != "" {
@@ -310,7 +311,7 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 func handleFit(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Plans: true, Progress: true})
 	if err != nil {
-		return errorReply("check the plans", err)
+		return ErrorReply("check the plans", err)
 	}
 	// Every plan, the one the question names first: "will the hidden states fit?" must not hide the
 	// all-layers plan that does not.
@@ -351,7 +352,7 @@ func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	rs, err := storageStatus(ctx, b, q, monitor.Need{Progress: true, Plans: true})
 	if err != nil {
-		return errorReply("check storage", err)
+		return ErrorReply("check storage", err)
 	}
 	m := reports.Message{Title: rs.Name + " · storage"}
 	m.Sections = append(m.Sections, reports.StorageVerdict(rs.Storage, rs.Plans))
@@ -454,12 +455,12 @@ func handleChart(ctx context.Context, b *Bot, q Query) Reply {
 			reports.Code(q.Run.Name), who)}}}
 	}
 	if err != nil {
-		return errorReply("draw the chart", err)
+		return ErrorReply("draw the chart", err)
 	}
 	span := hist[len(hist)-1].T - hist[0].T
 	m := reports.Message{Title: q.Run.Name + " · chart", Sections: []string{fmt.Sprintf(
 		"Throughput and ETA of %s over the last %s (%s).", reports.Code(q.Run.Name), reports.Duration(span), reports.Plural(len(hist), "sample", "samples"))},
-		Charts: b.trendCharts(q.Run.Name)}
+		Charts: b.TrendCharts(q.Run.Name)}
 	file := &Attachment{
 		Name: q.Run.Name + "-chart.png", Title: q.Run.Name + " throughput and ETA", Data: png,
 		AltText: fmt.Sprintf("Chart of %s: throughput (top) and ETA with its range (bottom) over %s", q.Run.Name, reports.Duration(span)),
@@ -486,15 +487,15 @@ func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
 	until := b.mon.Now().Add(d)
 	err = b.mon.Snooze(q.Run.Name, until)
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
-		return errorReply("snooze "+q.Run.Name, err)
+		return ErrorReply("snooze "+q.Run.Name, err)
 	}
-	return Reply{Message: reports.Message{Sections: notSaved([]string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `/runwatch unsnooze` turns them back on.",
+	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `/runwatch unsnooze` turns them back on.",
 		reports.Code(q.Run.Name), reports.Duration(d.Seconds()), reports.SlackDateTime(until, b.loc))}, err)}, Data: map[string]any{"snoozed_until": until.UTC()}}
 }
 
-// notSaved adds to an admin command's answer that the change holds in memory but did not reach
+// NotSaved adds to an admin command's answer that the change holds in memory but did not reach
 // the state directory, when err says so.
-func notSaved(sections []string, err error) []string {
+func NotSaved(sections []string, err error) []string {
 	if err == nil {
 		return sections
 	}
@@ -524,13 +525,13 @@ func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
 	_, was := b.mon.SnoozedUntil(q.Run.Name)
 	err := b.mon.Snooze(q.Run.Name, time.Time{})
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
-		return errorReply("unsnooze "+q.Run.Name, err)
+		return ErrorReply("unsnooze "+q.Run.Name, err)
 	}
 	text := fmt.Sprintf(":bell: Warnings for %s are back on.", reports.Code(q.Run.Name))
 	if !was {
 		text = fmt.Sprintf(":bell: Warnings for %s were not snoozed: they are on.", reports.Code(q.Run.Name))
 	}
-	return Reply{Message: reports.Message{Sections: notSaved([]string{text}, err)}}
+	return Reply{Message: reports.Message{Sections: NotSaved([]string{text}, err)}}
 }
 
 func handleStage(ctx context.Context, b *Bot, q Query) Reply {
@@ -557,5 +558,18 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	if s == "" {
 		verb = "back to its automatic check"
 	}
-	return Reply{Message: reports.Message{Sections: notSaved([]string{fmt.Sprintf("Stage %s of %s %s.", reports.Code(name), reports.Code(q.Run.Name), verb)}, err)}}
+	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf("Stage %s of %s %s.", reports.Code(name), reports.Code(q.Run.Name), verb)}, err)}}
+}
+
+// etaSignalLines are the finish shares and drafter lines an ETA answer carries when they matter:
+// many truncated or lost samples, a jump, a drafter that got worse (which slows the job too).
+func etaSignalLines(rs reports.RunStatus) string {
+	var lines []string
+	if rs.Quality.Matters() {
+		lines = append(lines, reports.QualityLine(*rs.Quality))
+	}
+	if rs.Drafter != nil && rs.Drafter.Drop != nil {
+		lines = append(lines, reports.DrafterLine(*rs.Drafter))
+	}
+	return strings.Join(lines, "\n")
 }

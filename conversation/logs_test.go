@@ -1,9 +1,10 @@
-package handlers
+package conversation
 
 import (
 	"context"
 	"encoding/json"
 	"os"
+	"runwatch/config"
 	"strings"
 	"testing"
 )
@@ -213,6 +214,51 @@ func TestLogLinesRedactedBeforeTheyAreCut(t *testing.T) {
 				if strings.Contains(s, "Sekr3") || !strings.Contains(s, "starting") {
 					t.Errorf("logs %s, %q cut after %d bytes = %s; want the line without any of its secret", where, secret, cut, s)
 				}
+			}
+		}
+	}
+}
+
+// TestSecurityLogLinesCarryNoCredentials writes a job log whose lines print a Slack token, a URL
+// with a password and an api_key, a presigned S3 URL, a Hugging Face token, an environment dump and a
+// bearer header: the last log lines answer (its text,
+// its blocks and the JSON data behind it) shows the lines with none of them.
+func TestSecurityLogLinesCarryNoCredentials(t *testing.T) {
+	e := newBotEnv(t, botOpts{NoLogFile: true, Run: func(r *config.Run) { r.Total = 25000 }})
+	const (
+		token = "xoxb-1234-5678-TokenLeak"
+		pass  = "Pa55wordLeak"
+		key   = "ApiKeyLeak"
+		sig   = "AmzSigLeak"
+		hf    = "hf_HuggingFaceTokenLeak0123456789"
+		wandb = "0123456789abcdefWandbKeyLeak"
+		oauth = "BearerTokenLeak.abc"
+	)
+	log := "starting\n" +
+		"SLACK_BOT_TOKEN=" + token + "\n" +
+		"env: HF_TOKEN=" + hf + " WANDB_API_KEY=" + wandb + " max_tokens=4096\n" +
+		"login with " + hf + "; headers {'Authorization': 'Bearer " + oauth + "'}\n" +
+		"GET http://10.0.0.1:8000/v1?token=" + key + " ok\n" +
+		"connect http://wandb:" + pass + "@wandb.local/api?api_key=" + key + " ok\n" +
+		"GET https://bucket.s3.amazonaws.com/x?X-Amz-Signature=" + sig + "&X-Amz-Expires=60\n" +
+		"Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"
+	if err := os.WriteFile(e.Log, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep := e.bot.Ask(context.Background(), Request{Text: "/runwatch logs", Source: "console"})
+	data, _ := json.Marshal(rep.Data)
+	blocks, _ := json.Marshal(rep.Message.Blocks())
+	places := map[string]string{"text": rep.Message.Text(), "blocks": string(blocks), "data": string(data)}
+	for where, s := range places {
+		if !strings.Contains(s, "wandb.local/api?api_key=[redacted]") || !strings.Contains(s, "Progress: 300/25000") {
+			t.Errorf("logs %s = %s; want the lines, their URLs redacted", where, s)
+		}
+		if !strings.Contains(s, "max_tokens=4096") || !strings.Contains(s, "v1?token=[redacted] ok") {
+			t.Errorf("logs %s = %s; want max_tokens=4096 left as it is, and a URL's query redacted once", where, s)
+		}
+		for _, leak := range []string{"TokenLeak", pass, key, sig, hf, "HuggingFace", wandb, oauth} {
+			if strings.Contains(s, leak) {
+				t.Errorf("logs %s holds %q:\n%s", where, leak, s)
 			}
 		}
 	}

@@ -1,7 +1,8 @@
-// Package handlers is runwatch's conversation: the command table, question matching, the console
-// and Slack transports, scheduled posts and warnings. Handlers take a Request and return a Reply;
-// only the transport files touch a terminal or the Slack SDK.
-package handlers
+// Package conversation is runwatch's conversation: the command table (name, usage, examples, handler;
+// help is generated from it), question matching (ParseQuestion), the access rules (allow-lists, admins,
+// the runs a channel may hear of), the answers as neutral Reply values, and the terminal console. A
+// transport turns what it received into a Request and renders the Reply; nothing here knows Slack's SDK.
+package conversation
 
 import (
 	"context"
@@ -130,7 +131,7 @@ func NewBot(mon Runs, loc *time.Location, env config.Env) *Bot {
 	for _, l := range lists {
 		b.allowed.add(l...)
 	}
-	b.commands = commandTable()
+	b.commands = CommandTable()
 	return b
 }
 
@@ -175,8 +176,8 @@ func (b *Bot) Ask(ctx context.Context, req Request) (rep Reply) {
 func (b *Bot) ask(ctx context.Context, req Request) Reply {
 	ctx, cancel := context.WithTimeout(ctx, b.Budget)
 	defer cancel()
-	if req.Channel != "" && !b.allowedRequest(req, nil) {
-		return notAllowed()
+	if req.Channel != "" && !b.AllowedRequest(req, nil) {
+		return NotAllowed()
 	}
 	// The runs (and their plans) this request may hear of: a run its own allow-list keeps out of this
 	// channel is, here, a name nobody configured, so that no answer confirms it to whoever guesses it.
@@ -254,13 +255,13 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 			query.Question.Path = p
 		}
 	}
-	if req.Channel != "" && query.Run != nil && !b.allowedRequest(req, query.Run) {
-		rep := notAllowed()
+	if req.Channel != "" && query.Run != nil && !b.AllowedRequest(req, query.Run) {
+		rep := NotAllowed()
 		rep.Intent = cmd.Name
 		return rep
 	}
 	if cmd.Mutating && !b.IsAdmin(req.User, query.Run) && req.Source != "console" && req.Source != "cli" {
-		return adminOnly(cmd.Name, cmd.Verb)
+		return AdminOnly(cmd.Name, cmd.Verb)
 	}
 	rep := cmd.Handler(ctx, b, query)
 	rep.Intent = cmd.Name
@@ -353,7 +354,7 @@ func (b *Bot) visibleRuns(req Request) []*config.Run {
 	cfg := b.mon.Config()
 	var out []*config.Run
 	for i := range cfg.Runs {
-		if req.Channel == "" || b.allowedRequest(req, &cfg.Runs[i]) {
+		if req.Channel == "" || b.AllowedRequest(req, &cfg.Runs[i]) {
 			out = append(out, &cfg.Runs[i])
 		}
 	}
@@ -434,9 +435,9 @@ func (b *Bot) unknown(req Request) Reply {
 				names = append(names, reports.Code(c.Name))
 			}
 		}
-		lead := fmt.Sprintf("%s is not a runwatch command.", reports.Code(truncateRunes(words[0], 40)))
+		lead := fmt.Sprintf("%s is not a runwatch command.", reports.Code(reports.TruncateRunes(words[0], 40)))
 		if fixed := suggestQuestion(words[0]); fixed != "" {
-			lead += fmt.Sprintf(" Did you mean %s?", reports.Code(truncateRunes(strings.TrimSuffix(fixed, "?"), 40)))
+			lead += fmt.Sprintf(" Did you mean %s?", reports.Code(reports.TruncateRunes(strings.TrimSuffix(fixed, "?"), 40)))
 		}
 		return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
 			fmt.Sprintf("%s Commands: %s.", lead, strings.Join(names, ", ")),
@@ -448,12 +449,12 @@ func (b *Bot) unknown(req Request) Reply {
 	sections := func(quote func(string) string) []string {
 		lead := lead
 		if text != "" {
-			lead = fmt.Sprintf("I don't know how to answer %s yet.", quote(truncateRunes(text, 80)))
+			lead = fmt.Sprintf("I don't know how to answer %s yet.", quote(reports.TruncateRunes(text, 80)))
 			if fixed := suggestQuestion(text); fixed != "" {
 				if strings.HasSuffix(fixed, "?") {
-					lead += fmt.Sprintf(" Did you mean %s", quote(truncateRunes(fixed, 80)))
+					lead += fmt.Sprintf(" Did you mean %s", quote(reports.TruncateRunes(fixed, 80)))
 				} else {
-					lead += fmt.Sprintf(" Did you mean %s?", quote(truncateRunes(fixed, 80)))
+					lead += fmt.Sprintf(" Did you mean %s?", quote(reports.TruncateRunes(fixed, 80)))
 				}
 			}
 		}
@@ -466,16 +467,8 @@ func (b *Bot) unknown(req Request) Reply {
 	return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: sections(reports.Code), Plain: plain}}
 }
 
-func truncateRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
-}
-
-// errorReply turns an error into an answer a person can act on.
-func errorReply(what string, err error) Reply {
+// ErrorReply turns an error into an answer a person can act on.
+func ErrorReply(what string, err error) Reply {
 	msg := fmt.Sprintf(":warning: I couldn't %s: %s", what, reports.Esc(err.Error()))
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = fmt.Sprintf(":warning: I couldn't %s in time; a probe is slow. Try again, or check `status` for what failed.", what)
@@ -483,4 +476,25 @@ func errorReply(what string, err error) Reply {
 	// A change a read-only bot refuses (a one-shot bot ask, a console beside a serve) is declined, not failed.
 	refused := errors.Is(err, monitor.ErrReadOnly)
 	return Reply{Refused: refused, Ephemeral: refused, Message: reports.Message{Sections: []string{msg}}}
+}
+
+// ShareKey says which requests get the same answer: same command and text, same channel, same
+// source, and the same admin standing. Mutating commands are never shared: each is its own act.
+func (b *Bot) ShareKey(req Request) (string, bool) {
+	name := req.Command
+	if name == "" {
+		name, _ = b.commandSyntax(req.Text)
+	}
+	if name == "" {
+		name = ParseQuestion(req.Text, b.mon.RunNames(), nil).Intent
+	}
+	if cmd, ok := b.command(name); ok && cmd.Mutating {
+		return "", false
+	}
+	if name == "" && req.Command == "" {
+		// An unrecognised slash argument or sentence: cheap to answer, not worth sharing.
+		return "", false
+	}
+	return strings.Join([]string{req.Source, req.Command, strings.Join(strings.Fields(strings.ToLower(req.Text)), " "), req.Run,
+		req.Channel, req.ChannelName, b.adminScope(req.User)}, "\x00"), true
 }
