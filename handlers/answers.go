@@ -256,7 +256,7 @@ func (s *slackApp) slashToRequest(sc slashRequest) conversation.Request {
 
 func slashMessage(rep conversation.Reply) *slack.WebhookMessage {
 	blocks := slack.Blocks{BlockSet: rep.Message.Blocks()}
-	msg := &slack.WebhookMessage{Text: fallbackText(rep.Message), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
+	msg := &slack.WebhookMessage{Text: rep.Message.Fallback(), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
 	if rep.Ephemeral {
 		msg.ResponseType = slack.ResponseTypeEphemeral
 	}

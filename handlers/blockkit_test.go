@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -18,198 +15,9 @@ import (
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
+	"runwatch/posts"
 	"runwatch/reports"
 )
-
-// length and span are the shapes of blockkit-limits.json's entries.
-type (
-	length struct {
-		Max int `json:"max_length"`
-	}
-	span struct {
-		Min int `json:"min_items"`
-		Max int `json:"max_items"`
-	}
-)
-
-// blockKitLimits is the part of testdata/slack-spec/blockkit-limits.json the checks use.
-type blockKitLimits struct {
-	Text     length `json:"text"`
-	ActionID length `json:"action_id"`
-	BlockID  length `json:"block_id"`
-	Button   struct {
-		Text  length `json:"text"`
-		Value length `json:"value"`
-	} `json:"button"`
-	Option struct {
-		Text  length `json:"text"`
-		Value length `json:"value"`
-	} `json:"option"`
-	Overflow struct {
-		Options span `json:"options"`
-	} `json:"overflow"`
-	Actions struct {
-		Elements span `json:"elements"`
-	} `json:"actions"`
-	Context struct {
-		Elements span `json:"elements"`
-	} `json:"context"`
-	Header struct {
-		Text length `json:"text"`
-	} `json:"header"`
-	Section struct {
-		Text   length `json:"text"`
-		Fields struct {
-			Max     int `json:"max_items"`
-			ItemMax int `json:"item_max_length"`
-		} `json:"fields"`
-	} `json:"section"`
-	DataVisualization struct {
-		Title        length `json:"title"`
-		Series       span   `json:"series"`
-		SeriesName   length `json:"series_name"`
-		Data         span   `json:"data"`
-		PointLabel   length `json:"point_label"`
-		Categories   span   `json:"categories"`
-		CategoryName length `json:"category_label"`
-		AxisLabel    length `json:"axis_label"`
-	} `json:"data_visualization"`
-}
-
-var (
-	limitsOnce sync.Once
-	limits     blockKitLimits
-)
-
-// kitLimits loads Block Kit's limits from testdata once.
-func kitLimits(t testing.TB) blockKitLimits {
-	t.Helper()
-	limitsOnce.Do(func() {
-		b, err := os.ReadFile(filepath.Join("testdata", "slack-spec", "blockkit-limits.json"))
-		if err == nil {
-			err = json.Unmarshal(b, &limits)
-		}
-		if err != nil || limits.Section.Text.Max == 0 || limits.DataVisualization.Data.Max == 0 || limits.Overflow.Options.Max == 0 {
-			t.Fatalf("blockkit-limits.json: %v (section %d, chart points %d, overflow %d)", err,
-				limits.Section.Text.Max, limits.DataVisualization.Data.Max, limits.Overflow.Options.Max)
-		}
-	})
-	return limits
-}
-
-func runes(v any) int {
-	s, _ := v.(string)
-	return utf8.RuneCountInString(s)
-}
-
-func textOf(v any) string {
-	m, _ := v.(map[string]any)
-	s, _ := m["text"].(string)
-	return s
-}
-
-// checkBlockKitLimits checks every block of raw (a JSON array of blocks) against Slack's limits:
-// the block count, header, section, context, actions and button/menu limits, and the
-// data_visualization block's own (plus slack-go's validation of it).
-func checkBlockKitLimits(t testing.TB, what string, raw []byte, maxBlocks int) {
-	t.Helper()
-	for _, p := range blockKitProblems(kitLimits(t), raw, maxBlocks) {
-		t.Errorf("%s: %s", what, p)
-	}
-}
-
-// blockKitProblems lists what in raw Slack would refuse.
-func blockKitProblems(l blockKitLimits, raw []byte, maxBlocks int) []string {
-	var problems []string
-	errf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	var blocks []map[string]any
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return []string{"blocks are not JSON: " + err.Error()}
-	}
-	if len(blocks) == 0 || len(blocks) > maxBlocks {
-		errf("%d blocks; want 1 to %d", len(blocks), maxBlocks)
-	}
-	ids := map[string]bool{}
-	checkElement := func(e map[string]any) {
-		if n := runes(e["action_id"]); n > l.ActionID.Max {
-			errf("action_id of %d characters", n)
-		}
-		switch e["type"] {
-		case "button":
-			if n := utf8.RuneCountInString(textOf(e["text"])); n == 0 || n > l.Button.Text.Max {
-				errf("button text %q is %d characters", textOf(e["text"]), n)
-			}
-			if n := runes(e["value"]); n > l.Button.Value.Max {
-				errf("button value of %d characters", n)
-			}
-		case "overflow":
-			opts, _ := e["options"].([]any)
-			if len(opts) < l.Overflow.Options.Min || len(opts) > l.Overflow.Options.Max {
-				errf("overflow with %d options", len(opts))
-			}
-			for _, o := range opts {
-				om, _ := o.(map[string]any)
-				if n := utf8.RuneCountInString(textOf(om["text"])); n == 0 || n > l.Option.Text.Max {
-					errf("option text of %d characters", n)
-				}
-				if n := runes(om["value"]); n > l.Option.Value.Max {
-					errf("option value of %d characters", n)
-				}
-			}
-		default:
-			errf("element type %v is not one runwatch means to send", e["type"])
-		}
-	}
-	for i, b := range blocks {
-		if id, _ := b["block_id"].(string); id != "" {
-			if utf8.RuneCountInString(id) > l.BlockID.Max || ids[id] {
-				errf("block %d: block_id %q too long or not unique", i, id)
-			}
-			ids[id] = true
-		}
-		switch b["type"] {
-		case "header":
-			if n := utf8.RuneCountInString(textOf(b["text"])); n == 0 || n > l.Header.Text.Max {
-				errf("header of %d characters", n)
-			}
-		case "section":
-			if n := utf8.RuneCountInString(textOf(b["text"])); n == 0 || n > l.Section.Text.Max {
-				errf("section %d of %d characters", i, n)
-			}
-			if fs, _ := b["fields"].([]any); len(fs) > l.Section.Fields.Max {
-				errf("section with %d fields", len(fs))
-			}
-			if acc, ok := b["accessory"].(map[string]any); ok {
-				checkElement(acc)
-			}
-		case "context":
-			els, _ := b["elements"].([]any)
-			if len(els) == 0 || len(els) > l.Context.Elements.Max {
-				errf("context with %d elements", len(els))
-			}
-			for _, e := range els {
-				if n := utf8.RuneCountInString(textOf(e)); n == 0 || n > l.Text.Max {
-					errf("context text of %d characters", n)
-				}
-			}
-		case "actions":
-			els, _ := b["elements"].([]any)
-			if len(els) == 0 || len(els) > l.Actions.Elements.Max {
-				errf("actions with %d elements", len(els))
-			}
-			for _, e := range els {
-				em, _ := e.(map[string]any)
-				checkElement(em)
-			}
-		case "divider":
-		case "data_visualization":
-			problems = append(problems, chartProblems(b, l)...)
-		default:
-			errf("block type %v is not one runwatch means to send", b["type"])
-		}
-	}
-	return problems
-}
 
 func chartProblems(b map[string]any, l blockKitLimits) []string {
 	var problems []string
@@ -261,20 +69,6 @@ func chartProblems(b map[string]any, l blockKitLimits) []string {
 		}
 	}
 	return problems
-}
-
-// checkMessage checks a message as the Web API would get it: its blocks within the limits, and
-// a plain-text fallback for notifications and clients without blocks.
-func checkMessage(t testing.TB, what string, m reports.Message) {
-	t.Helper()
-	raw, err := json.Marshal(m.Blocks())
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	checkBlockKitLimits(t, what, raw, 50)
-	if fb := fallbackText(m); strings.TrimSpace(fb) == "" || utf8.RuneCountInString(fb) > 4000 {
-		t.Errorf("%s: fallback text %q; want a non-empty text within 4,000 characters", what, fb)
-	}
 }
 
 // withHistory takes n samples of e's run a minute apart on its test clock, the log moving on.
@@ -338,40 +132,40 @@ func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
 
 	// Every warning kind, with its buttons, its repeat in the thread, its resolution and the
 	// reminder of whoever took it.
-	w := &warningEnv{httpEnv: e, alerter: NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: NewClaims(nil, nil)}
-	shift := ev("synth", nil)
+	w := &warningEnv{httpEnv: e, alerter: posts.NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: posts.NewClaims(nil, nil)}
+	shift := testkit.Eval("synth", nil)
 	shift.Shift = &reports.Shift{Reason: strings.Repeat("completions got longer ", 200)}
-	evs := []monitor.Evaluation{shift, ev("extract", stalled), ev("synth", func(rs *reports.RunStatus) {
-		protectedWrite(rs)
+	evs := []monitor.Evaluation{shift, testkit.Eval("extract", testkit.Stalled), testkit.Eval("synth", func(rs *reports.RunStatus) {
+		testkit.ProtectedWrite(rs)
 		rs.Storage.Warnings = append(rs.Storage.Warnings,
-			reports.StorageWarning{Kind: AlertOutput, Mount: "/shared", Message: "output `/data/out` resolves to protected `/shared`"},
-			reports.StorageWarning{Kind: AlertDiskFull, Mount: "/data", Message: "`/data` fills in 2 h, before the ETA " + long})
+			reports.StorageWarning{Kind: posts.AlertOutput, Mount: "/shared", Message: "output `/data/out` resolves to protected `/shared`"},
+			reports.StorageWarning{Kind: posts.AlertDiskFull, Mount: "/data", Message: "`/data` fills in 2 h, before the ETA " + long})
 		rs.Problems = []reports.Problem{{Probe: "metrics http://127.0.0.1:1/metrics", Error: long}, {Probe: "state", Error: "read-only file system"}}
 	})}
 	t0 := clock.Now()
-	posts := w.alerter.Process(evs, t0, func(string) bool { return false })
-	posts = append(posts, w.alerter.Process(evs, t0.Add(time.Minute), func(string) bool { return false })...) // confirmations
+	sent := w.alerter.Process(evs, t0, func(string) bool { return false })
+	sent = append(sent, w.alerter.Process(evs, t0.Add(time.Minute), func(string) bool { return false })...) // confirmations
 	seen := map[string]bool{}
-	for _, p := range posts {
+	for _, p := range sent {
 		seen[p.Kind] = true
 		p.Message.Controls = e.bot.WarningControls(p.Run, p.Key, "")
 		checkMessage(t, "warning "+p.Kind, p.Message)
 		w.alerter.Delivered(p, "1700000000.000100")
 	}
-	for _, k := range []string{AlertShift, AlertStall, AlertProtected, AlertOutput, AlertDiskFull, AlertProbe} {
+	for _, k := range []string{posts.AlertShift, posts.AlertStall, posts.AlertProtected, posts.AlertOutput, posts.AlertDiskFull, posts.AlertProbe} {
 		if !seen[k] {
-			t.Errorf("no %s warning was checked (got %v)", k, kinds(posts))
+			t.Errorf("no %s warning was checked (got %v)", k, kinds(sent))
 		}
 	}
-	w.claims.apply(w.alerter, nil, t0, func(string) bool { return false })
-	w.claims.Take("extract/"+AlertStall, "UADMIN", t0, time.Hour)
-	later := w.claims.apply(w.alerter, w.alerter.Process(evs, t0.Add(3*time.Hour), func(string) bool { return false }), t0.Add(3*time.Hour), func(string) bool { return false })
-	gone := w.alerter.Process([]monitor.Evaluation{ev("synth", nil), ev("extract", nil)}, t0.Add(4*time.Hour), func(string) bool { return false })
+	w.claims.Apply(w.alerter, nil, t0, func(string) bool { return false })
+	w.claims.Take("extract/"+posts.AlertStall, "UADMIN", t0, time.Hour)
+	later := w.claims.Apply(w.alerter, w.alerter.Process(evs, t0.Add(3*time.Hour), func(string) bool { return false }), t0.Add(3*time.Hour), func(string) bool { return false })
+	gone := w.alerter.Process([]monitor.Evaluation{testkit.Eval("synth", nil), testkit.Eval("extract", nil)}, t0.Add(4*time.Hour), func(string) bool { return false })
 	for _, p := range append(later, gone...) {
 		seen[p.Kind] = true
 		checkMessage(t, "follow-up "+p.Kind, p.Message)
 	}
-	if !seen[AlertStall+"_reminder"] || !seen[AlertStall+"_resolved"] {
+	if !seen[posts.AlertStall+"_reminder"] || !seen[posts.AlertStall+"_resolved"] {
 		t.Errorf("no reminder or resolution was checked (got %v)", seen)
 	}
 	other := rs
@@ -429,4 +223,27 @@ func TestBlockKitCheckCatches(t *testing.T) {
 	if p := blockKitProblems(l, raw, 50); len(p) == 0 {
 		t.Errorf("51 blocks: no problem found")
 	}
+}
+
+// blockKitLimits are Block Kit's limits (testkit.Limits).
+type blockKitLimits = testkit.BlockKitLimits
+
+func kitLimits(t testing.TB) blockKitLimits { return testkit.Limits(t) }
+
+// blockKitProblems lists what in raw Slack would refuse, charts checked by slack-go's own validation.
+func blockKitProblems(l blockKitLimits, raw []byte, maxBlocks int) []string {
+	return testkit.BlockKitProblems(l, raw, maxBlocks, chartProblems)
+}
+
+// checkBlockKitLimits checks every block of raw (a JSON array of blocks) against Slack's limits, the
+// data_visualization block's own included (plus slack-go's validation of it).
+func checkBlockKitLimits(t testing.TB, what string, raw []byte, maxBlocks int) {
+	t.Helper()
+	testkit.CheckBlocks(t, what, raw, maxBlocks, chartProblems)
+}
+
+// checkMessage checks a message as the Web API would get it (testkit.CheckMessage).
+func checkMessage(t testing.TB, what string, m reports.Message) {
+	t.Helper()
+	testkit.CheckMessage(t, what, m, chartProblems)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 	"runwatch/state"
 )
 
@@ -35,11 +36,11 @@ func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{Clock: clock})
 	withHistory(t, e.botEnv, 45) // more samples than a Slack chart takes points
 	dir, _ := state.Open(e.StateDir)
-	sched, err := NewScheduler(e.bot, e.app.api, dir, nil, nil)
+	sched, err := posts.NewScheduler(e.bot, e.app.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sched.fire(context.Background(), "synth", clock.Now(), false); err != nil {
+	if err := sched.Fire(context.Background(), "synth", clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	post := e.fake.Wait(t, "chat.postMessage", 1)[0]
@@ -65,7 +66,7 @@ func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 	from := len(e.fake.Calls(""))
 	clock.Set(clock.Now().Add(time.Hour))
 	e.WriteLog(t, 9000, 25000)
-	if err := sched.fire(context.Background(), "synth", clock.Now(), false); err != nil {
+	if err := sched.Fire(context.Background(), "synth", clock.Now()); err != nil {
 		t.Fatalf("status where charts are refused = %v; want it posted without them", err)
 	}
 	var methods []string
@@ -87,7 +88,7 @@ func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 	from = len(e.fake.Calls("chat.postMessage"))
 	clock.Set(clock.Now().Add(time.Hour))
 	e.WriteLog(t, 12000, 25000)
-	if err := sched.fire(context.Background(), "synth", clock.Now(), false); err != nil {
+	if err := sched.Fire(context.Background(), "synth", clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.fake.Calls("chat.postMessage")) - from; n != 1 {

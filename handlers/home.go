@@ -11,6 +11,7 @@ import (
 
 	"runwatch/conversation"
 	"runwatch/monitor"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -58,7 +59,7 @@ func (s *slackApp) home(ctx context.Context, user, dm string) {
 // homeRun is one run's part of the Home tab.
 type homeRun struct {
 	rs       reports.RunStatus
-	warnings []OpenWarning
+	warnings []posts.OpenWarning
 }
 
 // homeBlocks lays out the Home tab within Slack's 100 blocks: runs with open warnings first, each

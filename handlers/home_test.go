@@ -10,6 +10,7 @@ import (
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -62,7 +63,7 @@ func TestAppHomeFloodIsLimited(t *testing.T) {
 
 func TestAppHomePublishesEveryRun(t *testing.T) {
 	w := newWarningEnvWith(t, botOpts{File: twoRuns})
-	w.step(t, w.Mon.Now(), ev("synth", stalled), ev("extract", nil))
+	w.step(t, w.Mon.Now(), testkit.Eval("synth", testkit.Stalled), testkit.Eval("extract", nil))
 	w.post(t, "/slack/events", homeOpened("EvHome1", "UADMIN", "D0HOME"), nil)
 	calls := w.fake.Wait(t, "views.publish", 1)
 	w.waitIdle()
@@ -99,7 +100,7 @@ func TestAppHomePublishesEveryRun(t *testing.T) {
 	if _, text := parseView(t, calls[1]); !strings.Contains(text, ":eyes: <@UADMIN> is on it") {
 		t.Errorf("App Home after I'm on it:\n%s\nwant who is on it", text)
 	}
-	if _, ok := w.claims.Get("synth/" + AlertStall); !ok {
+	if _, ok := w.claims.Get("synth/" + posts.AlertStall); !ok {
 		t.Errorf("I'm on it from the App Home took nothing")
 	}
 	if n := len(w.fake.Calls("chat.update")); n != 0 {
@@ -170,7 +171,7 @@ func TestAppHomeManyRunsWithin100Blocks(t *testing.T) {
 func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 	w := newWarningEnvWith(t, botOpts{File: twoRuns, Run: func(r *config.Run) { r.Admins = []string{"URUNADMIN"} }})
 	w.File.Runs[1].Admins = []string{"UEXTRACT"}
-	w.step(t, w.Mon.Now(), ev("synth", stalled), ev("extract", nil))
+	w.step(t, w.Mon.Now(), testkit.Eval("synth", testkit.Stalled), testkit.Eval("extract", nil))
 	w.post(t, "/slack/events", homeOpened("EvHomeA", "UADMIN", "D0HOME"), nil)
 	calls := w.fake.Wait(t, "views.publish", 1)
 	w.waitIdle()
@@ -199,14 +200,14 @@ func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 		for _, p := range []struct{ action, block, value string }{{conversation.ActTake, take, ""}, {conversation.ActSnooze, controls, "1h"}} {
 			n++
 			press(user, "D0"+user, p.action, p.block, p.value, fmt.Sprintf("1700000200.%06d", n))
-			posts := w.fake.Wait(t, "chat.postMessage", 1+n) // the warning, then one refusal per press
+			sent := w.fake.Wait(t, "chat.postMessage", 1+n) // the warning, then one refusal per press
 			w.waitIdle()
-			if c := posts[len(posts)-1]; c.Form.Get("channel") != "D0"+user || !strings.Contains(c.Form.Get("text"), "only runwatch admins") {
+			if c := sent[len(sent)-1]; c.Form.Get("channel") != "D0"+user || !strings.Contains(c.Form.Get("text"), "only runwatch admins") {
 				t.Errorf("%s by %s from the App Home = %v; want 'only runwatch admins' in their DM", p.action, user, c.Form)
 			}
 		}
 	}
-	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
+	if _, ok := w.claims.Get("synth/" + posts.AlertStall); ok {
 		t.Errorf("a press by someone who does not administer synth took its warning")
 	}
 	if _, ok := w.Mon.SnoozedUntil("synth"); ok {
@@ -215,7 +216,7 @@ func TestAppHomePressesAreAdminsOnly(t *testing.T) {
 	press("URUNADMIN", "D0RUN", conversation.ActTake, take, "", "1700000300.000001")
 	w.fake.Wait(t, "views.publish", 2)
 	w.waitIdle()
-	if cl, ok := w.claims.Get("synth/" + AlertStall); !ok || cl.User != "URUNADMIN" {
+	if cl, ok := w.claims.Get("synth/" + posts.AlertStall); !ok || cl.User != "URUNADMIN" {
 		t.Errorf("synth's own admin pressed I'm on it: claim %+v, %v; want URUNADMIN's", cl, ok)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -64,12 +65,12 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 		rs.Problems = append(rs.Problems, reports.Problem{Probe: fmt.Sprintf("metrics http://10.0.0.%d:8000/metrics?%s", i, strings.Repeat("q", 3000)), Error: strings.Repeat("connection refused ", 100)})
 	}
 	checkMessage(t, "status with 200 failing probes", e.bot.StatusMessage(rs, true))
-	w := &warningEnv{httpEnv: e, alerter: NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: NewClaims(nil, nil)}
-	hostile := ev(name, func(r *reports.RunStatus) {
+	w := &warningEnv{httpEnv: e, alerter: posts.NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: posts.NewClaims(nil, nil)}
+	hostile := testkit.Eval(name, func(r *reports.RunStatus) {
 		*r = rs
 		r.ETA = &reports.ETA{State: reports.StateStalled, StalledSince: new(1000.0), Reason: strings.Repeat("no progress ", 500)}
 		for i := range 50 {
-			r.Storage.Warnings = append(r.Storage.Warnings, reports.StorageWarning{Kind: AlertProtected, Mount: longDir + fmt.Sprint(i),
+			r.Storage.Warnings = append(r.Storage.Warnings, reports.StorageWarning{Kind: posts.AlertProtected, Mount: longDir + fmt.Sprint(i),
 				Message: fmt.Sprintf("%d processes are writing to protected `%s`", i, longDir)})
 		}
 	})
@@ -82,7 +83,7 @@ func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
 			seen[p.Kind]++
 		}
 	}
-	if seen[AlertStall] == 0 || seen[AlertProtected] < 50 {
+	if seen[posts.AlertStall] == 0 || seen[posts.AlertProtected] < 50 {
 		t.Errorf("warnings checked = %v; want the stall and 50 protected writes", seen)
 	}
 	many := []reports.RunStatus{}

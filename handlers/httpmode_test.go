@@ -377,11 +377,11 @@ func TestHTTPEventsAnsweredOnce(t *testing.T) {
 		}
 	}
 	e.app.wait(10 * time.Second)
-	posts := e.fake.Calls("chat.postMessage")
-	if len(posts) != 1 {
-		t.Fatalf("chat.postMessage calls = %d; want 1 answer for 1 event delivered 3 times", len(posts))
+	sent := e.fake.Calls("chat.postMessage")
+	if len(sent) != 1 {
+		t.Fatalf("chat.postMessage calls = %d; want 1 answer for 1 event delivered 3 times", len(sent))
 	}
-	p := posts[0]
+	p := sent[0]
 	if p.Form.Get("channel") != "C0SYNTH" || p.Form.Get("thread_ts") != "1700000000.000001" {
 		t.Errorf("answer went to %s thread %s; want C0SYNTH in the question's thread", p.Form.Get("channel"), p.Form.Get("thread_ts"))
 	}
@@ -391,8 +391,8 @@ func TestHTTPEventsAnsweredOnce(t *testing.T) {
 	// A mention at the top of a channel is answered in a thread under it.
 	e.post(t, "/slack/events", testkit.MentionEvent("Ev002", "<@U111> how fast are we going?", "U222", "C0SYNTH", "1700000300.000200", ""), nil)
 	e.app.wait(10 * time.Second)
-	if posts := e.fake.Calls("chat.postMessage"); len(posts) != 2 || posts[1].Form.Get("thread_ts") != "1700000300.000200" {
-		t.Errorf("top-level mention answer = %+v; want a reply in the thread of ts 1700000300.000200", posts)
+	if sent := e.fake.Calls("chat.postMessage"); len(sent) != 2 || sent[1].Form.Get("thread_ts") != "1700000300.000200" {
+		t.Errorf("top-level mention answer = %+v; want a reply in the thread of ts 1700000300.000200", sent)
 	}
 }
 
@@ -471,9 +471,9 @@ func TestHTTPDirectMessagesAndBots(t *testing.T) {
 			t.Errorf("after %s: answers = %d; want %d", tc.name, got, want)
 		}
 	}
-	posts := e.fake.Calls("chat.postMessage")
-	if len(posts) != 1 || posts[0].Form.Get("channel") != "D1" || posts[0].Form.Get("thread_ts") != "" {
-		t.Errorf("DM answer = %+v; want one post in D1, not threaded", posts)
+	sent := e.fake.Calls("chat.postMessage")
+	if len(sent) != 1 || sent[0].Form.Get("channel") != "D1" || sent[0].Form.Get("thread_ts") != "" {
+		t.Errorf("DM answer = %+v; want one post in D1, not threaded", sent)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"runwatch/conversation"
 	"runwatch/monitor"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -186,11 +187,11 @@ func (s *slackApp) take(req conversation.Request, ref conversation.ControlRef) c
 	}
 	// The block_id names both the run and the warning: the warning must be that run's, or an admin
 	// of one run could take another's by naming their own run beside its key.
-	w, open := s.claims.openWarning(ref.Key)
+	w, open := s.claims.Warning(ref.Key)
 	if !open || w.Run != run.Name {
 		return conversation.Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
 	}
-	cl, err := s.claims.Take(ref.Key, req.User, s.bot.Monitor().Now(), DefaultAlertPolicy().Cooldown[w.Kind])
+	cl, err := s.claims.Take(ref.Key, req.User, s.bot.Monitor().Now(), posts.DefaultAlertPolicy().Cooldown[w.Kind])
 	rep := conversation.Reply{Message: reports.Message{Sections: []string{fmt.Sprintf("<@%s> is on %s.", cl.User, reports.Esc(w.Summary))}}}
 	if err != nil {
 		rep.Message.Sections = conversation.NotSaved(rep.Message.Sections, err)
@@ -230,7 +231,7 @@ func (s *slackApp) refresh(ctx context.Context, p press) error {
 			return err
 		}
 		msg := s.bot.StatusMessage(rs, hasChart(p.blocks))
-		text, blocks = fallbackText(msg), msg.Blocks()
+		text, blocks = msg.Fallback(), msg.Blocks()
 	} else {
 		text, blocks = p.text, s.warningBlocks(p.blocks, p.ref)
 	}

@@ -17,6 +17,7 @@ import (
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
+	"runwatch/posts"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -114,12 +115,12 @@ func postStatus(t *testing.T, e *httpEnv) (testkit.Call, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := NewScheduler(e.bot, e.app.api, dir, nil, nil)
+	sched, err := posts.NewScheduler(e.bot, e.app.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	from := len(e.fake.Calls(""))
-	if err := sched.fire(context.Background(), e.File.Runs[0].Name, e.Mon.Now(), false); err != nil {
+	if err := sched.Fire(context.Background(), e.File.Runs[0].Name, e.Mon.Now()); err != nil {
 		t.Fatalf("scheduled status: %v", err)
 	}
 	i, c := e.fake.WaitMatch(t, from, "the status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
@@ -415,8 +416,8 @@ func urlEscape(s string) string { return url.QueryEscape(s) }
 // warningEnv is an alerter and its claims delivering to the fake Slack, as the sampler does.
 type warningEnv struct {
 	*httpEnv
-	alerter *Alerter
-	claims  *Claims
+	alerter *posts.Alerter
+	claims  *posts.Claims
 	dir     *state.Dir
 }
 
@@ -429,25 +430,25 @@ func newWarningEnvWith(t *testing.T, o botOpts) *warningEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &warningEnv{httpEnv: e, alerter: NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: NewClaims(dir, nil), dir: dir}
+	w := &warningEnv{httpEnv: e, alerter: posts.NewAlerter(time.UTC, func(string) string { return "#synth" }), claims: posts.NewClaims(dir, nil), dir: dir}
 	e.app.claims = w.claims
 	return w
 }
 
 // step is one sampler tick at at: evaluate, shape the posts by the claims, deliver them.
-func (w *warningEnv) step(t *testing.T, at time.Time, evs ...monitor.Evaluation) []Post {
+func (w *warningEnv) step(t *testing.T, at time.Time, evs ...monitor.Evaluation) []posts.Post {
 	t.Helper()
 	snoozed := func(run string) bool { _, ok := w.Mon.SnoozedUntil(run); return ok }
-	posts := w.claims.apply(w.alerter, w.alerter.Process(evs, at, snoozed), at, snoozed)
-	deliver := slackDeliver(w.bot, w.app.api, nil)
-	for _, p := range posts {
+	sent := w.claims.Apply(w.alerter, w.alerter.Process(evs, at, snoozed), at, snoozed)
+	deliver := Deliver(w.bot, w.app.api, nil)
+	for _, p := range sent {
 		ref, err := deliver(context.Background(), p)
 		if err != nil {
 			t.Fatalf("deliver %s: %v", p.Kind, err)
 		}
 		w.alerter.Delivered(p, ref)
 	}
-	return posts
+	return sent
 }
 
 // TestPressTakeReadOnly: a serve that only answers (a console holds the state directory) keeps no claims; "I'm on
@@ -455,7 +456,7 @@ func (w *warningEnv) step(t *testing.T, at time.Time, evs ...monitor.Evaluation)
 func TestPressTakeReadOnly(t *testing.T) {
 	why := "`bot console` (pid 42) holds the state directory and this `bot serve` only reads it until the console exits"
 	w := newWarningEnvWith(t, botOpts{ReadOnly: why})
-	w.step(t, w.Mon.Now(), ev("synth", stalled))
+	w.step(t, w.Mon.Now(), testkit.Eval("synth", testkit.Stalled))
 	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, fmt.Sprintf("1700000000.%06d", i+1), "UADMIN", conversation.ActTake, ""), nil)
 	eph := w.fake.Wait(t, "chat.postEphemeral", 1)[0]
@@ -463,7 +464,7 @@ func TestPressTakeReadOnly(t *testing.T) {
 	if txt := eph.Form.Get("text"); !strings.Contains(txt, "pid 42") || strings.Contains(txt, "cleared") {
 		t.Errorf("I'm on it on a read-only serve = %q; want why it only reads, not that the warning cleared", txt)
 	}
-	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
+	if _, ok := w.claims.Get("synth/" + posts.AlertStall); ok {
 		t.Errorf("a read-only serve took the warning")
 	}
 }
@@ -471,8 +472,8 @@ func TestPressTakeReadOnly(t *testing.T) {
 func TestPressTakeWarning(t *testing.T) {
 	w := newWarningEnv(t)
 	t0 := w.Mon.Now()
-	if posts := w.step(t, t0, ev("synth", stalled)); len(posts) != 1 || posts[0].Kind != AlertStall {
-		t.Fatalf("first stall = %v; want one warning", kinds(posts))
+	if sent := w.step(t, t0, testkit.Eval("synth", testkit.Stalled)); len(sent) != 1 || sent[0].Kind != posts.AlertStall {
+		t.Fatalf("first stall = %v; want one warning", kinds(sent))
 	}
 	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
@@ -484,7 +485,7 @@ func TestPressTakeWarning(t *testing.T) {
 	w.post(t, "/slack/interactions", pressPayload(t, w.fake, warning, ts, "U222", conversation.ActTake, ""), nil)
 	w.fake.Wait(t, "chat.postEphemeral", 1)
 	w.waitIdle()
-	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
+	if _, ok := w.claims.Get("synth/" + posts.AlertStall); ok {
 		t.Fatalf("a non-admin took the warning")
 	}
 
@@ -519,27 +520,27 @@ func TestPressTakeWarning(t *testing.T) {
 		t.Fatalf("Unsnooze from the warning left the run snoozed")
 	}
 	// The claim survives a restart.
-	if cl, ok := NewClaims(w.dir, nil).Get("synth/" + AlertStall); !ok || cl.User != "UADMIN" {
+	if cl, ok := posts.NewClaims(w.dir, nil).Get("synth/" + posts.AlertStall); !ok || cl.User != "UADMIN" {
 		t.Errorf("claims after a restart = %+v, %v; want UADMIN's", cl, ok)
 	}
 
 	// Still stalled: no repeat of the warning; the owner is reminded after the cooldown, again
 	// after another one, and the resolution names them.
-	if posts := w.step(t, t0.Add(30*time.Minute), ev("synth", stalled)); len(posts) != 0 {
-		t.Errorf("within the reminder interval: %v; want nothing", kinds(posts))
+	if sent := w.step(t, t0.Add(30*time.Minute), testkit.Eval("synth", testkit.Stalled)); len(sent) != 0 {
+		t.Errorf("within the reminder interval: %v; want nothing", kinds(sent))
 	}
 	for _, at := range []time.Duration{62 * time.Minute, 2*time.Hour + 3*time.Minute} {
-		posts := w.step(t, t0.Add(at), ev("synth", stalled))
-		if len(posts) != 1 || posts[0].Kind != AlertStall+"_reminder" || posts[0].ThreadRef != ts ||
-			!strings.Contains(posts[0].Message.Mrkdwn(), "<@UADMIN>, this is still not resolved") {
-			t.Errorf("at +%s: %+v; want one reminder to UADMIN in the warning's thread", at, posts)
+		sent := w.step(t, t0.Add(at), testkit.Eval("synth", testkit.Stalled))
+		if len(sent) != 1 || sent[0].Kind != posts.AlertStall+"_reminder" || sent[0].ThreadRef != ts ||
+			!strings.Contains(sent[0].Message.Mrkdwn(), "<@UADMIN>, this is still not resolved") {
+			t.Errorf("at +%s: %+v; want one reminder to UADMIN in the warning's thread", at, sent)
 		}
 	}
-	posts := w.step(t, t0.Add(3*time.Hour), ev("synth", nil))
-	if len(posts) != 1 || !strings.Contains(posts[0].Message.Mrkdwn(), "<@UADMIN> was on it") {
-		t.Errorf("resolution = %+v; want it to name who was on it", posts)
+	sent := w.step(t, t0.Add(3*time.Hour), testkit.Eval("synth", nil))
+	if len(sent) != 1 || !strings.Contains(sent[0].Message.Mrkdwn(), "<@UADMIN> was on it") {
+		t.Errorf("resolution = %+v; want it to name who was on it", sent)
 	}
-	if _, ok := w.claims.Get("synth/" + AlertStall); ok {
+	if _, ok := w.claims.Get("synth/" + posts.AlertStall); ok {
 		t.Errorf("the claim outlived its warning")
 	}
 	if open := w.claims.Open("synth"); len(open) != 0 {
@@ -552,11 +553,11 @@ func TestPressTakeWarning(t *testing.T) {
 func (e *socketEnv) statusPost(t *testing.T) (testkit.Call, string) {
 	t.Helper()
 	dir, _ := state.Open(e.StateDir)
-	sched, err := NewScheduler(e.bot, e.app.api, dir, nil, nil)
+	sched, err := posts.NewScheduler(e.bot, e.app.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sched.fire(context.Background(), "synth", e.Mon.Now(), false); err != nil {
+	if err := sched.Fire(context.Background(), "synth", e.Mon.Now()); err != nil {
 		t.Fatal(err)
 	}
 	i, post := e.fake.WaitMatch(t, 0, "the status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
@@ -582,5 +583,38 @@ func TestSocketModeButtonPress(t *testing.T) {
 	}
 	if n := len(e.fake.Calls("chat.update")); n != 1 {
 		t.Errorf("chat.update calls = %d; want 1 (the redelivered envelope is not answered)", n)
+	}
+}
+
+// Snooze pressed on a burst's post (its buttons name no single warning) snoozes the run and edits the post's
+// buttons, keeping its list. The press took the post for a status and drew the run's status over the list.
+func TestPressOnBurstKeepsItsText(t *testing.T) {
+	w := newWarningEnv(t)
+	var sent []posts.Post
+	for i := range 4 {
+		sent = append(sent, posts.Post{Run: "synth", Channel: "#synth", Kind: posts.AlertProtected, Key: fmt.Sprintf("synth/%s/n%d", posts.AlertProtected, i),
+			Message: reports.Message{Title: "synth · protected write", Sections: []string{fmt.Sprintf("On host n%d, 1 process is writing to protected /shared.", i)}}})
+	}
+	burst := posts.Coalesce(sent)
+	if len(burst) != 1 {
+		t.Fatalf("coalesce(4) = %d posts; want 1", len(burst))
+	}
+	if _, err := Deliver(w.bot, w.app.api, nil)(context.Background(), burst[0]); err != nil {
+		t.Fatal(err)
+	}
+	i, post := w.fake.WaitMatch(t, 0, "the burst", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
+	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, post, ts, "UADMIN", conversation.ActSnooze, "1h"), nil)
+	upd := w.fake.Wait(t, "chat.update", 1)[0]
+	w.waitIdle()
+	if _, ok := w.Mon.SnoozedUntil("synth"); !ok {
+		t.Fatalf("Snooze 1 h on the burst did not snooze the run")
+	}
+	txt := upd.BlocksText(t)
+	if upd.Form.Get("ts") != ts || !strings.Contains(txt, "4 at once") || !strings.Contains(txt, "On host n3") || !strings.Contains(txt, ":zzz: synth's warnings snoozed until") {
+		t.Errorf("the burst after Snooze 1 h = %s; want its list kept and the snooze said", txt)
+	}
+	if _, btns := controlsOf(t, upd.Form.Get("blocks")); len(btns) == 0 || btns[0] != "unsnooze=" {
+		t.Errorf("buttons of the snoozed burst = %v; want Unsnooze first", btns)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -60,11 +61,11 @@ func TestScreens(t *testing.T) {
 	// No ETA figure in the warning: the picture's ETA line is the estimator's, and a second, fixed one beside
 	// it (it said 6 h 40 min under an ETA of 7 h 42 min) contradicted it.
 	diskFull := func(rs *reports.RunStatus) {
-		rs.Storage.Warnings = []reports.StorageWarning{{Kind: AlertDiskFull, Mount: "/data",
+		rs.Storage.Warnings = []reports.StorageWarning{{Kind: posts.AlertDiskFull, Mount: "/data",
 			Message: "`/data` has 74.0 GB free and fills in 3 h 10 min at the current rate, before the job ends."}}
 	}
 	for i := range 2 {
-		w.step(t, clock.Now().Add(time.Duration(i)*time.Minute), ev("hidden-states", protectedWrite), ev("synth-25k", diskFull))
+		w.step(t, clock.Now().Add(time.Duration(i)*time.Minute), testkit.Eval("hidden-states", testkit.ProtectedWrite), testkit.Eval("synth-25k", diskFull))
 	}
 	open := w.claims.Open("hidden-states")
 	if len(open) != 1 {

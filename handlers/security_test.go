@@ -14,7 +14,7 @@ import (
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
-	"runwatch/reports"
+	"runwatch/posts"
 )
 
 // TestSecurityNonAdminCannotMutate tries every command that changes state, from a user who is not
@@ -140,47 +140,6 @@ func TestSecurityServeLogsNoCredentials(t *testing.T) {
 	t.Logf("figure: bot serve logging at debug through echoed tokens and bad signatures: %d log lines, 0 credentials", strings.Count(out, "\n"))
 }
 
-// TestSecurityPostsOnlyToAllowedChannels: the allow-lists bind what runwatch posts unasked (the
-// scheduled status, warnings) as they bind its answers. A run whose channel they leave out gets
-// neither; one they list, by name or by id (once Slack has reported the name's id), gets both.
-func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
-	tests := []struct {
-		name    string
-		env     []string // RUNWATCH_ALLOWED_CHANNELS
-		own     []string // the run's allowed_channels
-		channel string
-		learned string // the id Slack reported for the channel's name before
-		want    bool
-	}{
-		{"no allow-list", nil, nil, "#synth", "", true},
-		{"listed by name", []string{"#synth"}, nil, "#synth", "", true},
-		{"listed by id", []string{"CSYNTH"}, nil, "CSYNTH", "", true},
-		{"listed by id, the name's id learned", []string{"CSYNTH"}, nil, "#synth", "CSYNTH", true},
-		{"another channel listed", []string{"C0ELSEWHERE"}, nil, "#synth", "", false},
-		{"another channel listed, the name's id learned", []string{"C0ELSEWHERE"}, nil, "#synth", "CSYNTH", false},
-		{"the run's own list leaves it out", nil, []string{"C0OWN"}, "#synth", "", false},
-		{"the run's own list names it", nil, []string{"#synth"}, "#synth", "", true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newSchedEnvWith(t, botOpts{Env: config.Env{AllowedChannels: tc.env}, Run: func(r *config.Run) {
-				r.Channel, r.AllowedChannels = tc.channel, tc.own
-			}})
-			e.bot.LearnChannel(tc.channel, tc.learned)
-			e.fireAt(t, schedT0)
-			deliver := slackDeliver(e.bot, e.api, nil)
-			if _, err := deliver(context.Background(), Post{Run: "synth", Channel: tc.channel, Kind: AlertStall, Key: "synth/stall",
-				Message: reports.Message{Title: "synth is stalled"}}); err != nil {
-				t.Fatalf("deliver = %v", err)
-			}
-			if n, want := len(e.fake.Calls("chat.postMessage")), map[bool]int{true: 2, false: 0}[tc.want]; n != want {
-				t.Errorf("channel %s, allowed %v (run's own %v): %d posts; want %d (the status and the warning, or nothing)",
-					tc.channel, tc.env, tc.own, n, want)
-			}
-		})
-	}
-}
-
 // TestSecurityForgedTakeStaysInItsRun: a press's block_id names its run and its warning, and a
 // user can send any payload Slack would sign for them. An admin of one run who names their run
 // beside another run's warning takes nothing: the warning must belong to the run the check was on.
@@ -192,8 +151,8 @@ func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
 		other.Name, other.Admins = "other", []string{"UOTHER"}
 		f.Runs = append(f.Runs, other)
 	}})
-	if posts := w.step(t, w.Mon.Now(), ev("other", stalled)); len(posts) != 1 {
-		t.Fatalf("other's stall = %v; want one warning", kinds(posts))
+	if sent := w.step(t, w.Mon.Now(), testkit.Eval("other", testkit.Stalled)); len(sent) != 1 {
+		t.Fatalf("other's stall = %v; want one warning", kinds(sent))
 	}
 	i, warning := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
 	ts := fmt.Sprintf("1700000000.%06d", i+1)
@@ -201,7 +160,7 @@ func TestSecurityForgedTakeStaysInItsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := "other/" + AlertStall
+	key := "other/" + posts.AlertStall
 	jsonText := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	genuine, forged := jsonText(conversation.ControlRef{Run: "other", Key: key}.Encode()), jsonText(conversation.ControlRef{Run: "synth", Key: key}.Encode())
 	payload := form.Get("payload")
@@ -230,15 +189,15 @@ func TestSecurityHomePressAnswersOnlyInADM(t *testing.T) {
 			dm, conversation.ActLogs, conversation.ControlRef{Run: "synth"}.Encode(), i)
 		w.post(t, "/slack/interactions", []byte("payload="+urlEscape(payload)), nil)
 	}
-	posts := w.fake.Wait(t, "chat.postMessage", 1)
+	sent := w.fake.Wait(t, "chat.postMessage", 1)
 	w.waitIdle()
 	for _, c := range w.fake.Calls("chat.postMessage") {
 		if ch := c.Form.Get("channel"); ch != "D0ADMIN" {
 			t.Errorf("an App Home press answered in %s: %q; want answers in the presser's DM only", ch, c.Form.Get("text"))
 		}
 	}
-	if !strings.Contains(posts[0].Form.Get("text"), "last log lines") {
-		t.Errorf("the press from the DM = %q; want the log lines", posts[0].Form.Get("text"))
+	if !strings.Contains(sent[0].Form.Get("text"), "last log lines") {
+		t.Errorf("the press from the DM = %q; want the log lines", sent[0].Form.Get("text"))
 	}
 }
 

@@ -13,12 +13,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/slack-go/slack"
-
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
+	"runwatch/posts"
 	"runwatch/probes"
 	"runwatch/state"
 )
@@ -107,11 +106,8 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	self, err := api.AuthTest(actx)
 	cancel()
 	if err != nil {
-		if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
-			switch se.Err {
-			case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired", "not_allowed_token_type":
-				return fmt.Errorf("SLACK_BOT_TOKEN was rejected by Slack (%s): copy the Bot User OAuth Token from OAuth & Permissions, and reinstall the app if it was revoked", se.Err)
-			}
+		if code, ok := TokenRejected(err); ok {
+			return fmt.Errorf("SLACK_BOT_TOKEN was rejected by Slack (%s): copy the Bot User OAuth Token from OAuth & Permissions, and reinstall the app if it was revoked", code)
 		}
 		return fmt.Errorf("check SLACK_BOT_TOKEN with auth.test: %w", err)
 	}
@@ -120,7 +116,7 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("RUNWATCH_STATE_DIR: %w", err)
 	}
-	sched, err := NewScheduler(b, api, dir, log, metrics)
+	sched, err := posts.NewScheduler(b, api, dir, log, metrics)
 	if err != nil {
 		return err
 	}
@@ -159,15 +155,15 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
 	if o.ReadOnly == "" {
-		sampler := NewSampler(b, every, log)
+		sampler := posts.NewSampler(b, every, log)
 		sampler.State = dir
 		sampler.LoadState()
-		sampler.Claims = NewClaims(dir, log)
+		sampler.Claims = posts.NewClaims(dir, log)
 		app.claims = sampler.Claims
 		sampler.OnEvaluate = metrics.ObserveEvaluations
 		sampler.OnSample = sched.RetryPending
-		sampler.Deliver = slackDeliver(b, api, metrics)
-		sampler.Find = slackFind(b, api)
+		sampler.Deliver = Deliver(b, api, metrics)
+		sampler.Find = Find(b, api)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -252,47 +248,4 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	app.wait(5 * time.Second)
 	wg.Wait()
 	return result
-}
-
-// slackDeliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
-// thread with a link to it; a failed post returns its error so the alerter tries again on the
-// next tick. Each post carries its intent ID as message metadata (see slackFind).
-func slackDeliver(b *conversation.Bot, api *SlackAPI, metrics *botmetrics.Metrics) func(ctx context.Context, p Post) (string, error) {
-	links := &permalinks{}
-	return func(ctx context.Context, p Post) (string, error) {
-		if p.Channel == "" {
-			return "", nil // nowhere to post; logged at start
-		}
-		if r, ok := b.Monitor().Config().RunByName(p.Run); !ok || !b.PostAllowed(r, p.Channel) {
-			return "", nil // a channel the allow-lists do not admit; logged at start
-		}
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		channel := b.ChannelID(p.Channel)
-		if p.ThreadRef == "" && isWarning(p.Kind) {
-			p.Message.Controls = b.WarningControls(p.Run, p.Key, "")
-		}
-		if p.ThreadRef != "" {
-			if link := links.get(ctx, api, channel, p.ThreadRef); link != "" {
-				p.Message.Context = append(p.Message.Context, "<"+link+"|↑ the first warning>")
-			}
-		}
-		ch, ts, err := api.PostTagged(ctx, channel, p.ThreadRef, p.ID, p.Message)
-		metrics.Posted(p.Kind, err)
-		if err == nil {
-			b.LearnChannel(p.Channel, ch)
-		}
-		return ts, err
-	}
-}
-
-// slackFind asks Slack whether a post a crash interrupted landed: a message with its intent ID in
-// its metadata, in the channel's history (or the thread's replies).
-func slackFind(b *conversation.Bot, api *SlackAPI) func(ctx context.Context, pp PendingPost) (string, error) {
-	return func(ctx context.Context, pp PendingPost) (string, error) {
-		if pp.Post.Channel == "" || pp.Post.ID == "" {
-			return "", nil
-		}
-		return api.FindTagged(ctx, b.ChannelID(pp.Post.Channel), pp.Post.ThreadRef, pp.Post.ID, pp.At)
-	}
 }

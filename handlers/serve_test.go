@@ -21,6 +21,7 @@ import (
 
 	"runwatch/config"
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 )
 
 func TestServeCredentials(t *testing.T) {
@@ -227,8 +228,8 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 	fake := testkit.NewSlack(t)
 	api, _ := newTestAPI(t, fake, nil, nil)
 	api.MaxAttempts = 1
-	s := NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
-	s.Deliver = slackDeliver(e.bot, api, nil)
+	s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = Deliver(e.bot, api, nil)
 	ctx := context.Background()
 
 	down.Store(true)
@@ -236,11 +237,11 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 	fake.FailNext("chat.postMessage", testkit.Failure{Status: 500, Body: "down"})
 	s.Tick(ctx) // confirmed, but Slack fails: kept for the next tick
 	s.Tick(ctx) // delivered
-	posts := fake.Calls("chat.postMessage")
-	if len(posts) != 2 {
-		t.Fatalf("chat.postMessage calls = %d (%v); want the failed warning and its retry", len(posts), fake.Methods())
+	sent := fake.Calls("chat.postMessage")
+	if len(sent) != 2 {
+		t.Fatalf("chat.postMessage calls = %d (%v); want the failed warning and its retry", len(sent), fake.Methods())
 	}
-	warning := posts[1]
+	warning := sent[1]
 	if warning.Form.Get("channel") != "#synth" || warning.Form.Get("thread_ts") != "" || !strings.Contains(warning.Form.Get("text"), "is failing") {
 		t.Errorf("warning = %v; want a new message in #synth saying the metrics endpoint is failing", warning.Form)
 	}
@@ -248,11 +249,11 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 
 	down.Store(false)
 	s.Tick(ctx)
-	posts = fake.Calls("chat.postMessage")
-	if len(posts) != 3 {
-		t.Fatalf("chat.postMessage calls = %d; want the follow-up after recovery", len(posts))
+	sent = fake.Calls("chat.postMessage")
+	if len(sent) != 3 {
+		t.Fatalf("chat.postMessage calls = %d; want the follow-up after recovery", len(sent))
 	}
-	follow := posts[2]
+	follow := sent[2]
 	if follow.Form.Get("channel") != "CSYNTH" || follow.Form.Get("thread_ts") != warningTS || !strings.Contains(follow.Form.Get("text"), "Resolved") {
 		t.Errorf("follow-up = %v; want 'Resolved' in the warning's thread %s (channel id CSYNTH)", follow.Form, warningTS)
 	}

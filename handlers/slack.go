@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -23,6 +20,7 @@ import (
 	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -40,6 +38,8 @@ type SlackAPIOptions struct {
 	Redactor *redact.Redactor
 	Metrics  *botmetrics.Metrics
 	Log      *slog.Logger
+	// Sleep waits d between tries unless ctx ends first; nil sleeps. Tests record the waits instead.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // SlackAPI posts, updates, sends ephemeral messages, uploads files and answers response URLs. Every
@@ -82,10 +82,14 @@ func NewSlackAPI(o SlackAPIOptions) *SlackAPI {
 		slack.OptionHTTPClient(o.HTTP),
 		slack.OptionLog(logLogger(log)),
 	}
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = sleepCtx
+	}
 	return &SlackAPI{
 		client: slack.New(o.Token.Reveal(), opts...), http: o.HTTP, apiURL: u, redact: o.Redactor,
 		metrics: o.Metrics, log: log, MaxAttempts: 4, Backoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second,
-		sleep: sleepCtx,
+		sleep: sleep,
 	}
 }
 
@@ -103,57 +107,20 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // SlackError is a failed Web API call after its retries. Its text is redacted; Unwrap gives the
-// SDK's error for classification (errors.As with slack.SlackErrorResponse).
+// SDK's error (errors.As with slack.SlackErrorResponse) and what classify made of it (errors.Is with
+// ErrGone, ErrRefused, ErrChartsRefused).
 type SlackError struct {
 	Method string
 	msg    string
 	err    error
+	kinds  []error
 }
 
 // Error returns the redacted message.
 func (e *SlackError) Error() string { return "slack " + e.Method + ": " + e.msg }
 
-// Unwrap returns the SDK's error.
-func (e *SlackError) Unwrap() error { return e.err }
-
-// slackRetryable classifies an error from the SDK: whether another try may succeed, and how long
-// Slack asked us to wait (0: use the backoff).
-func slackRetryable(err error) (retry bool, wait time.Duration, reason string) {
-	if _, ok := errors.AsType[noRetry](err); ok {
-		return false, 0, ""
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false, 0, ""
-	}
-	if rl, ok := errors.AsType[*slack.RateLimitedError](err); ok {
-		return true, max(rl.RetryAfter, time.Second), "rate_limited"
-	}
-	if sc, ok := errors.AsType[slack.StatusCodeError](err); ok {
-		if sc.Code >= 500 {
-			return true, 0, "server_error"
-		}
-		if sc.Code == http.StatusTooManyRequests {
-			return true, time.Second, "rate_limited"
-		}
-		return false, 0, ""
-	}
-	if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
-		switch se.Err {
-		case "internal_error", "fatal_error", "service_unavailable", "request_timeout":
-			return true, 0, "server_error"
-		case "ratelimited", "rate_limited":
-			return true, time.Second, "rate_limited"
-		}
-		return false, 0, ""
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
-		return true, 0, "network"
-	}
-	if _, ok := errors.AsType[net.Error](err); ok {
-		return true, 0, "network"
-	}
-	return false, 0, ""
-}
+// Unwrap returns the SDK's error and its kinds.
+func (e *SlackError) Unwrap() []error { return append([]error{e.err}, e.kinds...) }
 
 // maxRateLimitWaits bounds how many 429s one call waits out; Slack's Retry-After is usually a
 // few seconds, and the caller's deadline usually ends the wait first.
@@ -170,7 +137,8 @@ func (a *SlackAPI) call(ctx context.Context, method string, f func(ctx context.C
 		if err == nil {
 			return nil
 		}
-		retry, wait, reason := slackRetryable(err)
+		f := classify(err)
+		retry, wait, reason := f.retry, f.wait, f.reason
 		if reason == "rate_limited" {
 			limited++
 		} else {
@@ -193,17 +161,12 @@ func (a *SlackAPI) call(ctx context.Context, method string, f func(ctx context.C
 			break
 		}
 	}
-	return &SlackError{Method: method, msg: a.redact.Redact(err.Error()), err: err}
-}
-
-// fallbackText is the notification text of a message (Slack truncates past 4,000 characters).
-func fallbackText(m reports.Message) string {
-	return reports.TruncateRunes(m.Mrkdwn(), 3000)
+	return &SlackError{Method: method, msg: a.redact.Redact(err.Error()), err: err, kinds: classify(err).kinds()}
 }
 
 func msgOptions(m reports.Message) []slack.MsgOption {
 	return []slack.MsgOption{
-		slack.MsgOptionText(fallbackText(m), false),
+		slack.MsgOptionText(m.Fallback(), false),
 		slack.MsgOptionBlocks(m.Blocks()...),
 		slack.MsgOptionDisableLinkUnfurl(),
 		slack.MsgOptionDisableMediaUnfurl(),
@@ -251,7 +214,7 @@ func (a *SlackAPI) Ephemeral(ctx context.Context, channel, user, threadTS string
 	}
 	return a.call(ctx, "chat.postEphemeral", func(ctx context.Context) error {
 		_, err := a.client.PostEphemeralContext(ctx, channel, user, opts...)
-		if err != nil && mayHaveLanded(err) {
+		if err != nil && classify(err).landed {
 			return noRetry{err} // shown to the user already, perhaps: not twice
 		}
 		return err
@@ -291,7 +254,7 @@ func (a *SlackAPI) ResponseURLAllowed(u string) bool {
 // Respond answers a slash command through its response_url.
 func (a *SlackAPI) Respond(ctx context.Context, responseURL string, m reports.Message, ephemeral bool) error {
 	blocks := slack.Blocks{BlockSet: m.Blocks()}
-	msg := &slack.WebhookMessage{Text: fallbackText(m), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
+	msg := &slack.WebhookMessage{Text: m.Fallback(), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
 	if ephemeral {
 		msg.ResponseType = slack.ResponseTypeEphemeral
 	}
@@ -310,7 +273,7 @@ func (a *SlackAPI) postResponseURL(ctx context.Context, responseURL string, msg 
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = fmt.Errorf("post: %w", ue.Err)
 		}
-		if err != nil && mayHaveLanded(err) {
+		if err != nil && classify(err).landed {
 			return noRetry{err} // in the channel already, perhaps: not twice
 		}
 		return err
@@ -345,7 +308,7 @@ type slackApp struct {
 	limiter *userLimiter
 	posts   chan struct{}
 	// claims is "I'm on it" and the open warnings (nil: no sampler, nothing to take).
-	claims *Claims
+	claims *posts.Claims
 }
 
 const defaultInlineBudget = 2 * time.Second

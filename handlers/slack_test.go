@@ -5,15 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,22 +19,22 @@ import (
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
 // newTestAPI is a SlackAPI on the fake that records its waits instead of sleeping.
 func newTestAPI(t testing.TB, f *testkit.Slack, log *slog.Logger, m *botmetrics.Metrics) (*SlackAPI, *[]time.Duration) {
 	t.Helper()
-	api := NewSlackAPI(SlackAPIOptions{Token: testkit.BotToken, APIURL: f.APIURL(), Redactor: redact.New(testkit.BotToken.Reveal(), testkit.AppToken.Reveal()),
-		Metrics: m, Log: log})
 	var mu sync.Mutex
 	waits := &[]time.Duration{}
-	api.sleep = func(ctx context.Context, d time.Duration) error {
-		mu.Lock()
-		*waits = append(*waits, d)
-		mu.Unlock()
-		return ctx.Err()
-	}
+	api := NewSlackAPI(SlackAPIOptions{Token: testkit.BotToken, APIURL: f.APIURL(), Redactor: redact.New(testkit.BotToken.Reveal(), testkit.AppToken.Reveal()),
+		Metrics: m, Log: log, Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			*waits = append(*waits, d)
+			mu.Unlock()
+			return ctx.Err()
+		}})
 	return api, waits
 }
 
@@ -50,35 +46,6 @@ func readFixture(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func TestSlackRetryable(t *testing.T) {
-	tests := []struct {
-		name  string
-		err   error
-		retry bool
-		wait  time.Duration
-	}{
-		{"429 with Retry-After", &slack.RateLimitedError{RetryAfter: 7 * time.Second}, true, 7 * time.Second},
-		{"429 with Retry-After 0", &slack.RateLimitedError{}, true, time.Second},
-		{"503", slack.StatusCodeError{Code: 503, Status: "503 Service Unavailable"}, true, 0},
-		{"404", slack.StatusCodeError{Code: 404, Status: "404 Not Found"}, false, 0},
-		{"internal_error", slack.SlackErrorResponse{Err: "internal_error"}, true, 0},
-		{"channel_not_found", slack.SlackErrorResponse{Err: "channel_not_found"}, false, 0},
-		{"invalid_auth", fmt.Errorf("post: %w", slack.SlackErrorResponse{Err: "invalid_auth"}), false, 0},
-		{"connection refused", &url.Error{Op: "Post", URL: "x", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}, true, 0},
-		{"unexpected EOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true, 0},
-		{"canceled", context.Canceled, false, 0},
-		{"deadline", &url.Error{Op: "Post", URL: "x", Err: context.DeadlineExceeded}, false, 0},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			retry, wait, _ := slackRetryable(tc.err)
-			if retry != tc.retry || wait != tc.wait {
-				t.Errorf("slackRetryable(%v) = %v, %v; want %v, %v", tc.err, retry, wait, tc.retry, tc.wait)
-			}
-		})
-	}
 }
 
 func TestSlackAPIHonoursRetryAfter(t *testing.T) {
@@ -314,4 +281,12 @@ func newBotEnv(t testing.TB, o botOpts) *botEnv {
 	t.Helper()
 	w := testkit.NewWorld(t, o)
 	return &botEnv{World: w, bot: conversation.NewBot(w.Mon, w.Loc, w.Env)}
+}
+
+func kinds(ps []posts.Post) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Kind)
+	}
+	return out
 }

@@ -2,13 +2,8 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strconv"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -49,7 +44,7 @@ func (a *SlackAPI) PostTagged(ctx context.Context, channel, threadTS, id string,
 		}
 		var err error
 		ch, ts, err = a.client.PostMessageContext(ctx, channel, opts...)
-		if err != nil && mayHaveLanded(err) {
+		if err != nil && classify(err).landed {
 			if id == "" {
 				return noRetry{fmt.Errorf("%w (it may have been posted: not posting it again)", err)}
 			}
@@ -59,29 +54,6 @@ func (a *SlackAPI) PostTagged(ctx context.Context, channel, threadTS, id string,
 	})
 	return ch, ts, err
 }
-
-// mayHaveLanded reports whether a failed call may have reached Slack after all: the connection
-// broke or timed out once the request was sent. (A connection refused never reached it; Go's
-// transport already retries a request on a kept-alive connection the server had closed.)
-func mayHaveLanded(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return false
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
-		return true
-	}
-	ne, ok := errors.AsType[net.Error](err)
-	return ok && ne.Timeout()
-}
-
-// noRetry marks an error the retry loop must not try again.
-type noRetry struct{ err error }
-
-func (e noRetry) Error() string { return e.err.Error() }
-func (e noRetry) Unwrap() error { return e.err }
 
 // findTaggedPages bounds the history read while looking for a tagged post: the post was made
 // moments before a crash, so it is among the newest messages.
@@ -136,32 +108,4 @@ func (a *SlackAPI) Permalink(ctx context.Context, channel, ts string) (string, e
 		return err
 	})
 	return link, err
-}
-
-// permalinks caches the permalinks of the warnings follow-ups link to: one chat.getPermalink per
-// thread, not per follow-up.
-type permalinks struct {
-	mu    sync.Mutex
-	links map[string]string
-}
-
-func (p *permalinks) get(ctx context.Context, api *SlackAPI, channel, ts string) string {
-	key := channel + "/" + ts
-	p.mu.Lock()
-	link, ok := p.links[key]
-	p.mu.Unlock()
-	if ok {
-		return link
-	}
-	link, err := api.Permalink(ctx, channel, ts)
-	if err != nil {
-		return ""
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.links == nil || len(p.links) > 1024 {
-		p.links = map[string]string{}
-	}
-	p.links[key] = link
-	return link
 }

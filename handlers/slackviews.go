@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
-	"net/http"
 
 	"github.com/slack-go/slack"
 
@@ -44,7 +42,7 @@ func (a *SlackAPI) PublishHome(ctx context.Context, user, metadata string, block
 // again without them and uploads the reply's PNG chart (in channel, thread) instead.
 func (s *slackApp) charted(ctx context.Context, rep conversation.Reply, channel, thread string, send func(m reports.Message) error) error {
 	err := send(rep.Message)
-	if err == nil || len(rep.Message.Charts) == 0 || !chartRefused(err) {
+	if err == nil || len(rep.Message.Charts) == 0 || !classify(err).charts {
 		return err
 	}
 	s.log.Info("Slack refused the chart blocks; sending without them, with the chart as a PNG", "err", err)
@@ -54,16 +52,4 @@ func (s *slackApp) charted(ctx context.Context, rep conversation.Reply, channel,
 		s.upload(ctx, channel, thread, *rep.Fallback)
 	}
 	return err
-}
-
-// chartRefused reports whether Slack refused a message because of its blocks: a workspace or
-// client without data_visualization says invalid_blocks (a response_url says 400).
-func chartRefused(err error) bool {
-	if se, ok := errors.AsType[slack.SlackErrorResponse](err); ok {
-		return se.Err == "invalid_blocks" || se.Err == "invalid_blocks_format"
-	}
-	if sc, ok := errors.AsType[slack.StatusCodeError](err); ok {
-		return sc.Code == http.StatusBadRequest
-	}
-	return false
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -58,12 +57,11 @@ func (sm *socketMode) run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			switch msg := err.Error(); msg {
-			case "invalid_auth", "not_authed", "account_inactive", "token_revoked", "not_allowed_token_type":
-				return errAppTokenRejected(msg)
+			if code, ok := TokenRejected(err); ok {
+				return errAppTokenRejected(code)
 			}
-			if sc, ok := errors.AsType[slack.StatusCodeError](err); ok && sc.Code == http.StatusNotFound {
-				return errAppTokenRejected(sc.Status)
+			if c := classify(err); c.status == http.StatusNotFound {
+				return errAppTokenRejected(fmt.Sprintf("%d %s", c.status, http.StatusText(c.status)))
 			}
 			return fmt.Errorf("socket mode: %w", err)
 		case evt := <-sm.client.Events:

@@ -266,9 +266,9 @@ func TestSocketMode(t *testing.T) {
 	e.ws.waitAck(t, "env-eta")
 	e.ws.waitAck(t, "env-self")
 	e.app.wait(10 * time.Second)
-	posts := e.fake.Wait(t, "chat.postMessage", 1)
-	if len(posts) != 1 || posts[0].Form.Get("thread_ts") != "1610241741.000200" || !strings.Contains(posts[0].BlocksText(t), "synth · ETA") {
-		t.Errorf("posts = %d; want one ETA answer in the mention's thread (and nothing for the bot's own mention)", len(posts))
+	sent := e.fake.Wait(t, "chat.postMessage", 1)
+	if len(sent) != 1 || sent[0].Form.Get("thread_ts") != "1610241741.000200" || !strings.Contains(sent[0].BlocksText(t), "synth · ETA") {
+		t.Errorf("posts = %d; want one ETA answer in the mention's thread (and nothing for the bot's own mention)", len(sent))
 	}
 
 	// Slash commands: the answer rides in the acknowledgement.
@@ -321,8 +321,8 @@ func TestSocketMode(t *testing.T) {
 	e.ws.send(dm)
 	e.ws.waitAck(t, "env-dm")
 	e.app.wait(10 * time.Second)
-	posts = e.fake.Wait(t, "chat.postMessage", 2)
-	if p := posts[1]; p.Form.Get("channel") != "D111" || !strings.Contains(p.BlocksText(t), "synth · progress") {
+	sent = e.fake.Wait(t, "chat.postMessage", 2)
+	if p := sent[1]; p.Form.Get("channel") != "D111" || !strings.Contains(p.BlocksText(t), "synth · progress") {
 		t.Errorf("DM answer after reconnecting = %v; want the progress answer in D111", p.Form)
 	}
 }

@@ -65,6 +65,10 @@ func SlackDateTime(t time.Time, loc *time.Location) string {
 	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), lt.Format("Mon 2 Jan 15:04 MST"))
 }
 
+// Fallback is the message's notification text, sent beside its blocks: its mrkdwn, cut to 3,000
+// characters (Slack truncates past 4,000).
+func (m Message) Fallback() string { return TruncateRunes(m.Mrkdwn(), 3000) }
+
 // Mrkdwn renders the message as one mrkdwn text (Slack's notification fallback).
 func (m Message) Mrkdwn() string {
 	var b strings.Builder

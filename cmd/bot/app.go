@@ -19,6 +19,7 @@ import (
 	"runwatch/handlers"
 	"runwatch/internal/redact"
 	"runwatch/monitor"
+	"runwatch/posts"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/sim"
@@ -342,13 +343,13 @@ func runConsole(ctx context.Context, a *app, args []string) error {
 		}
 	}
 	if !*noSample {
-		s := handlers.NewSampler(b, a.sampleInterval(), a.log)
+		s := posts.NewSampler(b, a.sampleInterval(), a.log)
 		s.Notify = func(msg reports.Message) { c.Notify(msg.Text()) }
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go s.Run(sctx)
 		// The scheduled statuses too, printed where a channel would get them (runs with a channel).
-		sched, err := handlers.NewScheduler(b, conversation.NewConsolePoster(c), nil, a.log, nil)
+		sched, err := posts.NewScheduler(b, conversation.NewConsolePoster(c), nil, a.log, nil)
 		if err != nil {
 			return err
 		}

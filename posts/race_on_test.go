@@ -1,6 +1,6 @@
-//go:build !race
+//go:build race
 
-package handlers
+package posts_test
 
 // raceDetector is true in a build with the race detector.
-const raceDetector = false
+const raceDetector = true

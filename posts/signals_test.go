@@ -1,4 +1,4 @@
-package handlers
+package posts_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -34,12 +35,12 @@ func TestFinishShareWarningEndToEnd(t *testing.T) {
 			url, next := testkit.Recorded(t, bodies)
 			now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 			b := signalsBot(t, url, &now)
-			a := NewAlerter(time.UTC, func(string) string { return "#synth" })
+			a := posts.NewAlerter(time.UTC, func(string) string { return "#synth" })
 			var warned []int
 			for i := range bodies {
 				evs := b.Monitor().Sample(context.Background())
 				for _, p := range a.Process(evs, now, func(string) bool { return false }) {
-					if p.Kind == AlertFinishShare {
+					if p.Kind == posts.AlertFinishShare {
 						warned = append(warned, i)
 						text := p.Message.Text()
 						if !strings.Contains(text, "completions that hit max_tokens (64) rose from 14% of the 160 before to 100% of the latest 40 finished requests") {
@@ -78,12 +79,12 @@ func TestDrafterInStatusAndWarning(t *testing.T) {
 	url, next := testkit.Recorded(t, [][]byte{scaled(1, 1), scaled(5, 5), scaled(9, 9), scaled(13, 10)})
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	b := signalsBot(t, url, &now)
-	a := NewAlerter(time.UTC, func(string) string { return "#synth" })
+	a := posts.NewAlerter(time.UTC, func(string) string { return "#synth" })
 	var drops int
 	for i := 0; i < 4; i++ {
 		evs := b.Monitor().Sample(context.Background())
 		for _, p := range a.Process(evs, now, func(string) bool { return false }) {
-			if p.Kind == AlertDrafterDrop {
+			if p.Kind == posts.AlertDrafterDrop {
 				drops++
 				if i != 3 || !strings.Contains(p.Message.Text(), "drafter acceptance fell from 89% of the 2,655 draft tokens before to 22% of the latest 1,180") {
 					t.Errorf("sample %d: drafter warning %q", i, p.Message.Text())

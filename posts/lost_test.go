@@ -1,4 +1,4 @@
-package handlers
+package posts_test
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"runwatch/handlers"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -21,27 +23,27 @@ import (
 type lostEnv struct {
 	*botEnv
 	fake  *testkit.Slack
-	api   *SlackAPI
+	api   *handlers.SlackAPI
 	clock *testkit.Clock
 	ep    *testkit.FaultEndpoint
 	logs  *testkit.LogBuffer
 }
 
-func (e *lostEnv) sampler(t *testing.T) *Sampler {
+func (e *lostEnv) sampler(t *testing.T) *posts.Sampler {
 	t.Helper()
-	s := NewSampler(e.bot, time.Second, e.logs.Logger())
+	s := posts.NewSampler(e.bot, time.Second, e.logs.Logger())
 	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.State = dir
-	s.Deliver = slackDeliver(e.bot, e.api, botmetrics.New())
-	s.Find = slackFind(e.bot, e.api)
+	s.Deliver = handlers.Deliver(e.bot, e.api, botmetrics.New())
+	s.Find = handlers.Find(e.bot, e.api)
 	s.LoadState()
 	return s
 }
 
-func (e *lostEnv) tick(s *Sampler, at time.Duration) {
+func (e *lostEnv) tick(s *posts.Sampler, at time.Duration) {
 	e.clock.Set(schedT0.Add(at))
 	s.Tick(context.Background())
 }
@@ -97,7 +99,7 @@ func TestLostAlertStateDoesNotRepost(t *testing.T) {
 			if n := len(e.topLevel("source down")); n != 1 {
 				t.Fatalf("source down warnings before the restart = %d; want 1", n)
 			}
-			p := filepath.Join(e.StateDir, alertStateFile)
+			p := filepath.Join(e.StateDir, posts.AlertStateFile)
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -141,52 +143,31 @@ func TestLostAlertStateDoesNotRepost(t *testing.T) {
 	}
 }
 
-// A note standing for many warnings stays within Slack's limits.
-func TestLostAlertsNoteWithinLimits(t *testing.T) {
-	a := NewAlerter(time.UTC, nil)
-	var posts []Post
-	for i := range 60 {
-		key := fmt.Sprintf("run-%02d/%s", i, AlertStall)
-		a.State.Active[key] = &ActiveAlert{Kind: AlertStall, Summary: strings.Repeat("no progress ", 300)}
-		posts = append(posts, Post{Run: fmt.Sprintf("run-%02d", i), Channel: "#c", Kind: AlertStall, Key: key,
-			Message: reports.Message{Title: strings.Repeat("stalled ", 20)}})
-	}
-	out := newLostAlerts(a.Policy).gather(a, posts)
-	if len(out) != 1 || out[0].Kind != lostKind {
-		t.Fatalf("gather(60 warnings in one channel) = %d posts; want one note", len(out))
-	}
-	checkMessage(t, "note of the lost alert state", out[0].Message)
-	raw, _ := json.Marshal(out[0].Message.Blocks())
-	if !strings.Contains(string(raw), "and 40 more") {
-		t.Errorf("note blocks %s; want 20 warnings and \"and 40 more\"", raw)
-	}
-}
-
 // State files that decode but hold null entries (a hand edit, a bug in an older version) do not
 // crash the bot at its first sample: a null warning or a null run's schedule was dereferenced.
 func TestNullStateEntriesDoNotCrash(t *testing.T) {
 	e := newSchedEnv(t, "new", "@hourly", "")
 	for name, body := range map[string]string{
-		alertStateFile:    `{"active": {"synth/stall": null, "gone/probe_down/x": null}}`,
-		scheduleStateFile: `{"runs": {"synth": null, "gone": null}}`,
+		posts.AlertStateFile:    `{"active": {"synth/stall": null, "gone/probe_down/x": null}}`,
+		posts.ScheduleStateFile: `{"runs": {"synth": null, "gone": null}}`,
 	} {
 		if err := os.WriteFile(filepath.Join(e.StateDir, name), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	sched, err := NewScheduler(e.bot, e.api, mustOpen(t, e.StateDir), nil, nil)
+	sched, err := posts.NewScheduler(e.bot, e.api, mustOpen(t, e.StateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewSampler(e.bot, time.Second, (&testkit.LogBuffer{}).Logger())
+	s := posts.NewSampler(e.bot, time.Second, (&testkit.LogBuffer{}).Logger())
 	s.State = mustOpen(t, e.StateDir)
-	s.Deliver = slackDeliver(e.bot, e.api, botmetrics.New())
+	s.Deliver = handlers.Deliver(e.bot, e.api, botmetrics.New())
 	s.OnSample = sched.RetryPending
 	s.LoadState()
 	e.Clock.Set(schedT0)
 	s.Tick(context.Background())
 	startSched(t, sched, newStepClock(schedT0))
-	if err := sched.fire(context.Background(), "synth", schedT0, false); err != nil {
+	if err := sched.Fire(context.Background(), "synth", schedT0); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
@@ -204,7 +185,7 @@ func TestLostNoteInterruptedByACrash(t *testing.T) {
 	e := &lostEnv{botEnv: newBotEnv(t, botOpts{Metrics: []string{ep.URL()}, Timeout: 500 * time.Millisecond, Clock: clock}),
 		fake: testkit.NewSlack(t), clock: clock, ep: ep, logs: &testkit.LogBuffer{}}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
-	p := filepath.Join(e.StateDir, alertStateFile)
+	p := filepath.Join(e.StateDir, posts.AlertStateFile)
 	if err := os.WriteFile(p, []byte("\x00\x00"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +195,8 @@ func TestLostNoteInterruptedByACrash(t *testing.T) {
 	first := e.sampler(t)
 	var atCrash []byte
 	deliver := first.Deliver
-	first.Deliver = func(ctx context.Context, post Post) (string, error) {
-		if post.Kind == lostKind && atCrash == nil {
+	first.Deliver = func(ctx context.Context, post posts.Post) (string, error) {
+		if post.Kind == posts.LostKind && atCrash == nil {
 			b, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -242,5 +223,26 @@ func TestLostNoteInterruptedByACrash(t *testing.T) {
 	}
 	if n := len(e.topLevel("source down")) + len(e.topLevel("lost its record")); n == 0 {
 		t.Errorf("the source-down warning was never posted, alone or in a note, after a crash while posting the note: %v", e.fake.Methods())
+	}
+}
+
+// A note standing for many warnings stays within Slack's limits.
+func TestLostAlertsNoteWithinLimits(t *testing.T) {
+	a := posts.NewAlerter(time.UTC, nil)
+	var sent []posts.Post
+	for i := range 60 {
+		key := fmt.Sprintf("run-%02d/%s", i, posts.AlertStall)
+		a.State.Active[key] = &posts.ActiveAlert{Kind: posts.AlertStall, Summary: strings.Repeat("no progress ", 300)}
+		sent = append(sent, posts.Post{Run: fmt.Sprintf("run-%02d", i), Channel: "#c", Kind: posts.AlertStall, Key: key,
+			Message: reports.Message{Title: strings.Repeat("stalled ", 20)}})
+	}
+	out := posts.LostNote(a, sent)
+	if len(out) != 1 || out[0].Kind != posts.LostKind {
+		t.Fatalf("gather(60 warnings in one channel) = %d posts; want one note", len(out))
+	}
+	testkit.CheckMessage(t, "note of the lost alert state", out[0].Message, nil)
+	raw, _ := json.Marshal(out[0].Message.Blocks())
+	if !strings.Contains(string(raw), "and 40 more") {
+		t.Errorf("note blocks %s; want 20 warnings and \"and 40 more\"", raw)
 	}
 }

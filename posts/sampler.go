@@ -1,4 +1,11 @@
-package handlers
+// Package posts is what runwatch says unasked: the Sampler probes every run on an interval, the Alerter
+// turns its evaluations into warnings and their lifecycle (confirmed, repeated after a cooldown, threaded,
+// flapping, resolved, bursts coalesced, a lost memory listed once), Claims keep "I'm on it" and the open
+// warnings, and the Scheduler posts each run's status on its cron schedule. Every post is recorded as an
+// intent before it is sent, so that a crash does not post it twice. It declares what it needs of a chat
+// service (Poster, Sampler.Deliver and Find) and the errors that tell it what became of a post; the Slack
+// transport provides them.
+package posts
 
 import (
 	"context"
@@ -128,7 +135,7 @@ func (s *Sampler) Tick(ctx context.Context) {
 	}
 	posts := s.Alerter.Process(evs, now, snoozed)
 	if s.Claims != nil {
-		posts = s.Claims.apply(s.Alerter, posts, now, snoozed)
+		posts = s.Claims.Apply(s.Alerter, posts, now, snoozed)
 	}
 	if s.lost != nil && s.Deliver != nil {
 		posts = s.lost.gather(s.Alerter, posts)

@@ -1,4 +1,4 @@
-package handlers
+package posts
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package handlers
+package posts
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"github.com/slack-go/slack"
 
 	"runwatch/config"
 	"runwatch/conversation"
@@ -28,9 +27,21 @@ const DefaultSchedule = "@hourly"
 
 const scheduleStateFile = "schedule.json"
 
-// statusPoster is what the scheduler needs from Slack: posts tagged with an intent ID, and the
+// Errors a poster's calls wrap (errors.Is) to tell the scheduler what became of a post.
+var (
+	// ErrGone says the message cannot be edited any more (deleted, too old, its channel archived):
+	// the living message is posted anew.
+	ErrGone = errors.New("the message is gone")
+	// ErrRefused says the chat service answered and refused the call: asking again will not change it.
+	ErrRefused = errors.New("refused by the chat service")
+	// ErrChartsRefused says the chat service refused the message's charts: it goes without them, the
+	// chart as a PNG beside it.
+	ErrChartsRefused = errors.New("charts refused")
+)
+
+// Poster is what the scheduler needs from Slack: posts tagged with an intent ID, and the
 // look-up of a tagged post a crash interrupted.
-type statusPoster interface {
+type Poster interface {
 	PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error)
 	FindTagged(ctx context.Context, channel, threadTS, id string, since time.Time) (string, error)
 	Update(ctx context.Context, channel, ts string, m reports.Message) error
@@ -80,7 +91,7 @@ type scheduleFile struct {
 // included.
 type Scheduler struct {
 	bot     *conversation.Bot
-	poster  statusPoster
+	poster  Poster
 	dir     *state.Dir
 	log     *slog.Logger
 	metrics *botmetrics.Metrics
@@ -117,7 +128,7 @@ func (s *Scheduler) now() time.Time {
 
 // NewScheduler prepares the schedules of every run with a channel; dir (nil: memory only) keeps
 // what was posted where. An invalid cron spec is an error naming the run.
-func NewScheduler(b *conversation.Bot, p statusPoster, dir *state.Dir, log *slog.Logger, m *botmetrics.Metrics) (*Scheduler, error) {
+func NewScheduler(b *conversation.Bot, p Poster, dir *state.Dir, log *slog.Logger, m *botmetrics.Metrics) (*Scheduler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -267,6 +278,11 @@ func (s *Scheduler) memoFor(r *config.Run) *scheduleMemo {
 	return m
 }
 
+// Fire posts run's status now if it is due: what its schedule does at its time.
+func (s *Scheduler) Fire(ctx context.Context, name string, now time.Time) error {
+	return s.fire(ctx, name, now, false)
+}
+
 // fire posts run's status if it is due at now: not before the schedule's next time after the last
 // post (so a restart does not post early), and only if the status changed. retry forces a post
 // that failed earlier.
@@ -326,7 +342,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, digest, now)
-	if err != nil && len(msg.Charts) > 0 && chartRefused(err) {
+	if err != nil && len(msg.Charts) > 0 && errors.Is(err, ErrChartsRefused) {
 		s.log.Info("Slack refused the chart block; posting without it, with the chart as a PNG", "run", name, "err", err)
 		m.NoCharts, msg.Charts = true, nil
 		ch, thread, _, err = s.deliver(pctx, r, m, mode, channel, msg, digest, now)
@@ -366,7 +382,7 @@ func (s *Scheduler) settle(ctx context.Context, r *config.Run, m *scheduleMemo, 
 	if err != nil {
 		// Slack's own refusal (a channel named, not an id; no channels:history scope) will not
 		// change: post again now. A Slack that does not answer is asked again, up to pendingGiveUp.
-		if _, refused := errors.AsType[slack.SlackErrorResponse](err); !refused && now.Sub(in.At) < pendingGiveUp {
+		if !errors.Is(err, ErrRefused) && now.Sub(in.At) < pendingGiveUp {
 			return fmt.Errorf("cannot tell whether the status posted before a restart landed: %w", err)
 		}
 		s.log.Warn("cannot tell whether the status posted before a restart landed; posting it again", "run", r.Name, "err", err)
@@ -409,7 +425,7 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 	case "update":
 		if m.LivingTS != "" {
 			err = s.poster.Update(ctx, channel, m.LivingTS, msg)
-			if err == nil || !livingMessageGone(err) {
+			if err == nil || !errors.Is(err, ErrGone) {
 				return channel, "", false, err
 			}
 			s.log.Info("living status message is gone; posting a new one", "run", r.Name, "err", err)
@@ -462,20 +478,6 @@ func (s *Scheduler) save() {
 	if err := s.dir.Save(scheduleStateFile, s.memo); err != nil {
 		s.log.Warn("scheduled-post state not saved", "err", err)
 	}
-}
-
-// livingMessageGone reports whether chat.update failed because the message cannot be edited any
-// more (deleted, too old), so a new living message must be posted.
-func livingMessageGone(err error) bool {
-	se, ok := errors.AsType[slack.SlackErrorResponse](err)
-	if !ok {
-		return false
-	}
-	switch se.Err {
-	case "message_not_found", "cant_update_message", "edit_window_closed", "channel_not_found", "is_archived":
-		return true
-	}
-	return false
 }
 
 // finishedDigest fingerprints a finished run's status by what can still change for it: its count,

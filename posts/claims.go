@@ -1,4 +1,4 @@
-package handlers
+package posts
 
 import (
 	"errors"
@@ -116,8 +116,8 @@ func (c *Claims) Open(run string) []OpenWarning {
 	return out
 }
 
-// openWarning returns the open warning with key, as of the last sample.
-func (c *Claims) openWarning(key string) (OpenWarning, bool) {
+// Warning returns the open warning with key, as of the last sample.
+func (c *Claims) Warning(key string) (OpenWarning, bool) {
 	for _, w := range c.Open("") {
 		if w.Key == key {
 			return w, true
@@ -126,11 +126,11 @@ func (c *Claims) openWarning(key string) (OpenWarning, bool) {
 	return OpenWarning{}, false
 }
 
-// apply runs on the sampler's goroutine after the alerter's Process: it keeps the claims in step
+// Apply runs on the sampler's goroutine after the alerter's Process: it keeps the claims in step
 // with the alert state and shapes the posts. A claimed warning is not repeated (its owner gets the
 // reminder instead), a reminder is due when its time has come and re-arms for another interval,
 // and a warning's "resolved" follow-up names who took it, which ends the claim.
-func (c *Claims) apply(a *Alerter, posts []Post, now time.Time, snoozed func(run string) bool) []Post {
+func (c *Claims) Apply(a *Alerter, posts []Post, now time.Time, snoozed func(run string) bool) []Post {
 	st, loc := a.State, a.loc
 	cooldown := func(kind string) time.Duration { return max(a.Policy.Cooldown[kind], minRemind) }
 	channel := func(run string) string {

@@ -1,8 +1,9 @@
-package handlers
+package posts_test
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -12,7 +13,11 @@ import (
 
 	"runwatch/config"
 	"runwatch/conversation"
+	"runwatch/handlers"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/redact"
 	"runwatch/internal/testkit"
+	"runwatch/posts"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
@@ -24,8 +29,8 @@ var schedT0 = time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC)
 type schedEnv struct {
 	*botEnv
 	fake  *testkit.Slack
-	api   *SlackAPI
-	sched *Scheduler
+	api   *handlers.SlackAPI
+	sched *posts.Scheduler
 }
 
 func newSchedEnv(t *testing.T, mode, spec, stateDir string) *schedEnv {
@@ -45,7 +50,7 @@ func newSchedEnvWith(t *testing.T, o botOpts) *schedEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sched, err = NewScheduler(e.bot, e.api, dir, nil, nil)
+	e.sched, err = posts.NewScheduler(e.bot, e.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +61,7 @@ func newSchedEnvWith(t *testing.T, o botOpts) *schedEnv {
 func (e *schedEnv) fireAt(t *testing.T, at time.Time) {
 	t.Helper()
 	e.Clock.Set(at)
-	if err := e.sched.fire(context.Background(), "synth", at, false); err != nil {
+	if err := e.sched.Fire(context.Background(), "synth", at); err != nil {
 		t.Fatalf("fire at %s = %v", at.Format(time.DateTime), err)
 	}
 }
@@ -143,8 +148,8 @@ func TestScheduleRestartKeepsLivingMessage(t *testing.T) {
 	t.Parallel()
 	first := newSchedEnv(t, "update", "@hourly", "")
 	first.fireAt(t, schedT0)
-	posts := first.fake.Calls("chat.postMessage")
-	if len(posts) != 1 {
+	sent := first.fake.Calls("chat.postMessage")
+	if len(sent) != 1 {
 		t.Fatalf("first post: %v", first.fake.Methods())
 	}
 
@@ -191,13 +196,13 @@ func TestScheduleFailedPostRetried(t *testing.T) {
 	e.api.MaxAttempts = 1
 	e.fake.FailNext("chat.postMessage", testkit.Failure{Status: 500, Body: "oops"})
 	e.Clock.Set(schedT0)
-	if err := e.sched.fire(context.Background(), "synth", schedT0, false); err == nil {
+	if err := e.sched.Fire(context.Background(), "synth", schedT0); err == nil {
 		t.Fatal("fire with Slack failing = nil; want the error")
 	}
 	e.sched.RetryPending(context.Background())
-	posts := e.fake.Calls("chat.postMessage")
-	if len(posts) != 2 {
-		t.Fatalf("chat.postMessage calls = %d; want the failure and its retry", len(posts))
+	sent := e.fake.Calls("chat.postMessage")
+	if len(sent) != 2 {
+		t.Fatalf("chat.postMessage calls = %d; want the failure and its retry", len(sent))
 	}
 	// Posted now: another retry or an on-time fire at the same moment does not post it twice.
 	e.sched.RetryPending(context.Background())
@@ -270,7 +275,7 @@ func TestScheduleEveryPostsOnTime(t *testing.T) {
 	t.Parallel()
 	e := &schedEnv{botEnv: newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Schedule = "@every 1s" }}), fake: testkit.NewSlack(t)}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
-	s, err := NewScheduler(e.bot, e.api, nil, nil, nil)
+	s, err := posts.NewScheduler(e.bot, e.api, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,14 +293,14 @@ func TestScheduleEveryPostsOnTime(t *testing.T) {
 	e.WriteLog(t, 310, 25000)
 	clock.awaitWaiter(t)
 	clock.advance(time.Second)
-	posts := e.fake.Wait(t, "chat.postMessage", 2)
-	for _, p := range posts[:2] {
+	sent := e.fake.Wait(t, "chat.postMessage", 2)
+	for _, p := range sent[:2] {
 		if p.Form.Get("channel") == "" || !strings.Contains(p.Form.Get("text"), "synth · status") {
 			t.Errorf("scheduled post = %v; want the status in the run's channel", p.Form)
 		}
 	}
-	if posts[1].Form.Get("channel") != "CSYNTH" {
-		t.Errorf("second post went to %q; want the channel id learned from the first", posts[1].Form.Get("channel"))
+	if sent[1].Form.Get("channel") != "CSYNTH" {
+		t.Errorf("second post went to %q; want the channel id learned from the first", sent[1].Form.Get("channel"))
 	}
 }
 
@@ -309,7 +314,7 @@ func TestNewSchedulerRejectsBadSpec(t *testing.T) {
 	}
 	for _, tc := range tests {
 		e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Schedule = tc.spec }})
-		_, err := NewScheduler(e.bot, nil, nil, nil, nil)
+		_, err := posts.NewScheduler(e.bot, nil, nil, nil, nil)
 		if (err == nil) != tc.ok {
 			t.Errorf("NewScheduler(schedule %q) = %v; want ok %v", tc.spec, err, tc.ok)
 		}
@@ -337,7 +342,7 @@ func TestStatusDigest(t *testing.T) {
 		{"a probe failed", failing, false},
 	}
 	for _, tc := range tests {
-		if got := statusDigest(tc.m) == statusDigest(base); got != tc.same {
+		if got := posts.StatusDigest(tc.m) == posts.StatusDigest(base); got != tc.same {
 			t.Errorf("%s: same digest = %v; want %v", tc.name, got, tc.same)
 		}
 	}
@@ -351,11 +356,11 @@ func TestScheduleStatusNamesFailedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.fireAt(t, schedT0)
-	posts := e.fake.Calls("chat.postMessage")
-	if len(posts) != 1 {
-		t.Fatalf("posts = %d; want 1 status", len(posts))
+	sent := e.fake.Calls("chat.postMessage")
+	if len(sent) != 1 {
+		t.Fatalf("posts = %d; want 1 status", len(sent))
 	}
-	text := posts[0].Form.Get("text")
+	text := sent[0].Form.Get("text")
 	if strings.Contains(text, "No progress source configured") || !strings.Contains(text, "No progress reading: `log "+e.Log+"` failed") {
 		t.Errorf("status with its log deleted:\n%s\nwant it to name the failed log, not say no source is configured", text)
 	}
@@ -364,7 +369,7 @@ func TestScheduleStatusNamesFailedLog(t *testing.T) {
 // crashPoster is Slack through the real API, except that the first post lands (or, lost, does
 // not) and then never returns: the process is killed before the bot hears Slack's answer.
 type crashPoster struct {
-	*SlackAPI
+	*handlers.SlackAPI
 	lost            bool // the kill comes before the post reaches Slack
 	landed, release chan struct{}
 	once            sync.Once
@@ -391,14 +396,14 @@ func (testClockAfter) After(time.Duration) <-chan time.Time { return nil }
 // killMidPost fires the run's schedule at schedT0 with a scheduler whose post is cut off once its intent is
 // saved (after Slack took it, or lost on the way when lost), and returns the scheduler a restart makes over the
 // same state directory and the same Slack.
-func killMidPost(t *testing.T, e *schedEnv, lost bool) *Scheduler {
+func killMidPost(t *testing.T, e *schedEnv, lost bool) *posts.Scheduler {
 	t.Helper()
 	dir, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp := &crashPoster{SlackAPI: e.api, lost: lost, landed: make(chan struct{}), release: make(chan struct{})}
-	first, err := NewScheduler(e.bot, cp, dir, nil, nil)
+	first, err := posts.NewScheduler(e.bot, cp, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,14 +412,14 @@ func killMidPost(t *testing.T, e *schedEnv, lost bool) *Scheduler {
 	e.Clock.Set(schedT0)
 	go func() {
 		defer close(done)
-		first.fire(context.Background(), "synth", schedT0, false)
+		first.Fire(context.Background(), "synth", schedT0)
 	}()
 	<-cp.landed
 	dir2, err := state.Open(e.StateDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := NewScheduler(e.bot, e.api, dir2, nil, nil)
+	second, err := posts.NewScheduler(e.bot, e.api, dir2, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +463,7 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 			}
 			e.Clock.Set(schedT0.Add(30 * time.Second))
 			second.RetryPending(context.Background())
-			if err := second.fire(context.Background(), "synth", schedT0.Add(time.Minute), false); err != nil {
+			if err := second.Fire(context.Background(), "synth", schedT0.Add(time.Minute)); err != nil {
 				t.Fatalf("fire after the restart = %v", err)
 			}
 			if got := statuses(); len(got) != 1 {
@@ -490,21 +495,21 @@ func TestScheduleKilledMidPostLookupFails(t *testing.T) {
 	e := newSchedEnv(t, "new", "@hourly", "")
 	e.api.MaxAttempts = 1
 	second := killMidPost(t, e, true)
-	posts := func() int { return len(e.fake.Calls("chat.postMessage")) }
+	sent := func() int { return len(e.fake.Calls("chat.postMessage")) }
 	e.fake.FailNext("conversations.history", testkit.Failure{Status: 503, Body: "down"})
 	e.Clock.Set(schedT0.Add(30 * time.Second))
 	second.RetryPending(context.Background())
-	if n := posts(); n != 0 {
+	if n := sent(); n != 0 {
 		t.Fatalf("posts while Slack cannot be asked = %d; want none yet", n)
 	}
 	e.fake.FailNext("conversations.history", testkit.Failure{Status: 200, Body: `{"ok":false,"error":"channel_not_found"}`})
 	e.Clock.Set(schedT0.Add(time.Minute))
 	second.RetryPending(context.Background())
-	if n := posts(); n != 1 {
+	if n := sent(); n != 1 {
 		t.Fatalf("posts once Slack refuses the look-up = %d; want the status posted again at once", n)
 	}
 	second.RetryPending(context.Background())
-	if n := posts(); n != 1 {
+	if n := sent(); n != 1 {
 		t.Errorf("posts after another tick = %d; want still 1", n)
 	}
 }
@@ -531,14 +536,14 @@ func TestScheduleUnchangedStatusDrawsNoChart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := NewScheduler(conversation.NewBot(reads, time.UTC, config.Env{}), e.api, dir, nil, nil)
+	sched, err := posts.NewScheduler(conversation.NewBot(reads, time.UTC, config.Env{}), e.api, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fire := func(at time.Time) {
 		t.Helper()
 		e.Clock.Set(at)
-		if err := sched.fire(context.Background(), "synth", at, false); err != nil {
+		if err := sched.Fire(context.Background(), "synth", at); err != nil {
 			t.Fatalf("fire at %s = %v", at.Format(time.DateTime), err)
 		}
 	}
@@ -573,7 +578,7 @@ func TestScheduleFinishedRunPostsOnce(t *testing.T) {
 	steps := []struct {
 		at    time.Duration
 		stage string // a stage marked before this step
-		posts int    // statuses posted by the end of this step
+		sent  int    // statuses posted by the end of this step
 	}{
 		{0, "", 1},
 		{time.Hour, "", 1},
@@ -588,12 +593,269 @@ func TestScheduleFinishedRunPostsOnce(t *testing.T) {
 			}
 		}
 		e.fireAt(t, schedT0.Add(st.at))
-		posts := e.fake.Calls("chat.postMessage")
-		if len(posts) != st.posts {
-			t.Fatalf("+%s: %d statuses posted; want %d (last: %q)", st.at, len(posts), st.posts, posts[len(posts)-1].Form.Get("text"))
+		sent := e.fake.Calls("chat.postMessage")
+		if len(sent) != st.sent {
+			t.Fatalf("+%s: %d statuses posted; want %d (last: %q)", st.at, len(sent), st.sent, sent[len(sent)-1].Form.Get("text"))
 		}
-		if !strings.Contains(posts[len(posts)-1].Form.Get("text"), "25,000 / 25,000") {
-			t.Errorf("+%s: status %q; want the finished count", st.at, posts[len(posts)-1].Form.Get("text"))
+		if !strings.Contains(sent[len(sent)-1].Form.Get("text"), "25,000 / 25,000") {
+			t.Errorf("+%s: status %q; want the finished count", st.at, sent[len(sent)-1].Form.Get("text"))
 		}
+	}
+}
+
+// A local-time daily cron posts on the day the clocks change: Europe/London's 09:00 on the Sunday
+// summer time starts is 23 hours after Saturday's, and reading the last post's time in UTC put
+// "the next 09:00" an hour after it, so that day's status was skipped as not due.
+func TestScheduleLocalCronAcrossDST(t *testing.T) {
+	t.Parallel()
+	london, err := time.LoadLocation("Europe/London")
+	if err != nil {
+		t.Skipf("no tz database: %v", err)
+	}
+	tests := []struct {
+		name        string
+		first, next time.Time
+	}{
+		{"spring forward", time.Date(2026, 3, 28, 9, 0, 0, 0, london), time.Date(2026, 3, 29, 9, 0, 0, 0, london)},
+		{"fall back", time.Date(2026, 10, 24, 9, 0, 0, 0, london), time.Date(2026, 10, 25, 9, 0, 0, 0, london)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newSchedEnvWith(t, botOpts{Loc: london, Run: func(r *config.Run) { r.PostMode, r.Schedule = "new", "0 9 * * *" }})
+			e.fireAt(t, tc.first)
+			e.WriteLog(t, 900, 25000)
+			// An hour before the next 09:00 is not due, whichever way the clocks went.
+			e.fireAt(t, tc.next.Add(-time.Hour))
+			if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
+				t.Fatalf("posts by %s = %d; want 1 (08:00 is not due)", tc.next.Add(-time.Hour), n)
+			}
+			e.fireAt(t, tc.next)
+			if n := len(e.fake.Calls("chat.postMessage")); n != 2 {
+				t.Errorf("posts by %s (%s) = %d; want 2: the day the clocks change has its 09:00 status", tc.next, tc.next.UTC().Format(time.Kitchen), n)
+			}
+		})
+	}
+}
+
+// jump steps the wall clock by d without firing anything, as a suspend/resume or an NTP step does:
+// a timer counts elapsed time, so what waits is as far from firing as it was.
+func (c *stepClock) jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	for i := range c.waiters {
+		c.waiters[i].at = c.waiters[i].at.Add(d)
+	}
+}
+
+// startSched starts s on clock until the test ends.
+func startSched(t *testing.T, s *posts.Scheduler, clock *stepClock) {
+	t.Helper()
+	s.Clock = clock
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Start(ctx)
+	t.Cleanup(func() {
+		cancel()
+		s.Stop(10 * time.Second)
+	})
+}
+
+// A machine suspended for 50 minutes of an hourly wait, or a clock NTP steps 50 minutes on, posts
+// at the hour it shows: one timer of an hour counted only the 10 minutes that elapsed, and posted
+// 50 minutes late.
+func TestScheduleWallClockJump(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t, "new", "@hourly", "")
+	clock := newStepClock(schedT0)
+	startSched(t, e.sched, clock)
+	clock.awaitWaiter(t)
+	clock.jump(50 * time.Minute)
+	for clock.Now().Before(schedT0.Add(time.Hour)) {
+		clock.advance(time.Minute)
+		select {
+		case <-clock.waiting:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("at %s (wall clock) nothing reads the clock again: the hourly post waits for a timer that counts elapsed time only", clock.Now().Format(time.TimeOnly))
+		}
+	}
+	sent := e.fake.Wait(t, "chat.postMessage", 1)
+	if len(sent) != 1 {
+		t.Errorf("posts at %s = %d; want 1", clock.Now().Format(time.TimeOnly), len(sent))
+	}
+}
+
+// A bot restarted across the hour (stopped at 10:59:59, started at 11:00:01) posts the 11:00
+// status at once: it waited for 12:00, and the status of 11:00 was never posted.
+func TestScheduleRestartAcrossTheHour(t *testing.T) {
+	t.Parallel()
+	first, second := postedThenRestarted(t)
+	second.fake = first.fake
+	second.api = first.api
+	s, err := posts.NewScheduler(second.bot, first.api, mustOpen(t, first.StateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restart := schedT0.Add(time.Hour + time.Second)
+	second.Clock.Set(restart)
+	startSched(t, s, newStepClock(restart))
+	first.fake.Wait(t, "chat.postMessage", 2)
+
+	// Started again at 11:00:02, after the 11:00 post landed, it waits for 12:00.
+	third := newSchedEnv(t, "new", "@hourly", first.StateDir)
+	third.Clock.Set(restart.Add(time.Second))
+	s3, err := posts.NewScheduler(third.bot, third.api, mustOpen(t, first.StateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newStepClock(restart.Add(time.Second))
+	startSched(t, s3, clock)
+	clock.awaitWaiter(t)
+	if n := len(third.fake.Calls("chat.postMessage")); n != 0 {
+		t.Errorf("posts after a restart a second after the hour's post = %d; want none", n)
+	}
+}
+
+// A bot restarted 40 ms before the hour, having missed the last one, posts once, at the hour: it posted
+// the missed status at once and the hour's 40 ms later, two statuses in a row.
+func TestScheduleRestartJustBeforeTheHour(t *testing.T) {
+	t.Parallel()
+	first, second := postedThenRestarted(t)
+	s, err := posts.NewScheduler(second.bot, second.api, mustOpen(t, first.StateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restart := schedT0.Add(2*time.Hour - 40*time.Millisecond) // 11:00 was missed; 12:00 is 40 ms away
+	second.Clock.Set(restart)
+	clock := newStepClock(restart)
+	startSched(t, s, clock)
+	clock.awaitWaiter(t)
+	if n := len(second.fake.Calls("chat.postMessage")) + len(second.fake.Calls("chat.update")); n != 0 {
+		t.Errorf("posts 40 ms before the hour after missing the last = %d; want none until the hour", n)
+	}
+	second.Clock.Set(restart.Add(40 * time.Millisecond))
+	clock.advance(40 * time.Millisecond)
+	second.fake.Wait(t, "chat.postMessage", 1)
+	clock.awaitWaiter(t)
+	if n := len(second.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("posts at the hour = %d; want 1", n)
+	}
+}
+
+// postedThenRestarted is an hourly run that posted at schedT0, and a second bot over its state directory.
+func postedThenRestarted(t *testing.T) (first, second *schedEnv) {
+	t.Helper()
+	first = newSchedEnv(t, "new", "@hourly", "")
+	first.fireAt(t, schedT0)
+	first.WriteLog(t, 900, 25000)
+	second = newSchedEnv(t, "new", "@hourly", first.StateDir)
+	second.WriteLog(t, 900, 25000)
+	return first, second
+}
+
+func mustOpen(t *testing.T, path string) *state.Dir {
+	t.Helper()
+	d, err := state.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestConsoleShowsScheduledStatus: the console prints a run's scheduled status where a channel would get it,
+// on the run's schedule (not before it is due), and the living message's edits in update mode.
+func TestConsoleShowsScheduledStatus(t *testing.T) {
+	for _, mode := range []string{"new", "update"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newBotEnv(t, botOpts{Clock: testkit.NewClock(schedT0), Run: func(r *config.Run) { r.PostMode, r.Schedule = mode, "@hourly" }})
+			var out testkit.LogBuffer
+			c := &conversation.Console{Bot: e.bot, In: strings.NewReader(""), Out: &out}
+			s, err := posts.NewScheduler(e.bot, conversation.NewConsolePoster(c), nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fire := func(at time.Time) {
+				t.Helper()
+				e.Clock.Set(at)
+				if err := s.Fire(context.Background(), "synth", at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fire(schedT0)
+			first := out.String()
+			if !strings.Contains(first, "Scheduled status for #synth:") || !strings.Contains(first, "synth · status") {
+				t.Fatalf("console after the first scheduled fire:\n%s\nwant the status, headed by its channel", first)
+			}
+			fire(schedT0.Add(30 * time.Minute)) // not due on an hourly schedule
+			if out.String() != first {
+				t.Errorf("a status was printed half an hour into an hourly schedule:\n%s", out.String())
+			}
+			e.WriteLog(t, 310, 25000)
+			fire(schedT0.Add(time.Hour))
+			second := strings.TrimPrefix(out.String(), first)
+			want := "Scheduled status for #synth:"
+			if mode == "update" {
+				want = "Scheduled status for #synth (the living message, updated):"
+			}
+			if !strings.Contains(second, want) || !strings.Contains(second, "310 / 25,000") {
+				t.Errorf("console after the job moved on (%s):\n%s\nwant %q and the new progress", mode, second, want)
+			}
+		})
+	}
+}
+
+// newTestAPI is the Slack Web API client on the fake, recording its waits instead of sleeping.
+func newTestAPI(t testing.TB, f *testkit.Slack, log *slog.Logger, m *botmetrics.Metrics) (*handlers.SlackAPI, *[]time.Duration) {
+	t.Helper()
+	var mu sync.Mutex
+	waits := &[]time.Duration{}
+	api := handlers.NewSlackAPI(handlers.SlackAPIOptions{Token: testkit.BotToken, APIURL: f.APIURL(), Redactor: redact.New(testkit.BotToken.Reveal(), testkit.AppToken.Reveal()),
+		Metrics: m, Log: log, Sleep: func(ctx context.Context, d time.Duration) error {
+			mu.Lock()
+			*waits = append(*waits, d)
+			mu.Unlock()
+			return ctx.Err()
+		}})
+	return api, waits
+}
+
+// TestSecurityPostsOnlyToAllowedChannels: the allow-lists bind what runwatch posts unasked (the
+// scheduled status, warnings) as they bind its answers. A run whose channel they leave out gets
+// neither; one they list, by name or by id (once Slack has reported the name's id), gets both.
+func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     []string // RUNWATCH_ALLOWED_CHANNELS
+		own     []string // the run's allowed_channels
+		channel string
+		learned string // the id Slack reported for the channel's name before
+		want    bool
+	}{
+		{"no allow-list", nil, nil, "#synth", "", true},
+		{"listed by name", []string{"#synth"}, nil, "#synth", "", true},
+		{"listed by id", []string{"CSYNTH"}, nil, "CSYNTH", "", true},
+		{"listed by id, the name's id learned", []string{"CSYNTH"}, nil, "#synth", "CSYNTH", true},
+		{"another channel listed", []string{"C0ELSEWHERE"}, nil, "#synth", "", false},
+		{"another channel listed, the name's id learned", []string{"C0ELSEWHERE"}, nil, "#synth", "CSYNTH", false},
+		{"the run's own list leaves it out", nil, []string{"C0OWN"}, "#synth", "", false},
+		{"the run's own list names it", nil, []string{"#synth"}, "#synth", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newSchedEnvWith(t, botOpts{Env: config.Env{AllowedChannels: tc.env}, Run: func(r *config.Run) {
+				r.Channel, r.AllowedChannels = tc.channel, tc.own
+			}})
+			e.bot.LearnChannel(tc.channel, tc.learned)
+			e.fireAt(t, schedT0)
+			deliver := handlers.Deliver(e.bot, e.api, nil)
+			if _, err := deliver(context.Background(), posts.Post{Run: "synth", Channel: tc.channel, Kind: posts.AlertStall, Key: "synth/stall",
+				Message: reports.Message{Title: "synth is stalled"}}); err != nil {
+				t.Fatalf("deliver = %v", err)
+			}
+			if n, want := len(e.fake.Calls("chat.postMessage")), map[bool]int{true: 2, false: 0}[tc.want]; n != want {
+				t.Errorf("channel %s, allowed %v (run's own %v): %d posts; want %d (the status and the warning, or nothing)",
+					tc.channel, tc.env, tc.own, n, want)
+			}
+		})
 	}
 }

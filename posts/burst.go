@@ -1,4 +1,4 @@
-package handlers
+package posts
 
 import (
 	"fmt"
@@ -65,6 +65,9 @@ func coalesce(posts []Post, cont func(group string) string) []Post {
 	}
 	return out
 }
+
+// Coalesce is coalesce without a burst going on: each burst of posts in one post.
+func Coalesce(ps []Post) []Post { return coalesce(ps, nil) }
 
 // burstGroup is the group a post coalesces with: one run and kind to one channel and thread.
 func burstGroup(p Post) string {

@@ -3,7 +3,7 @@
 // clock, with questions asked along the way. It does the sampler's real work (log tails, scrapes
 // over loopback HTTP, the /proc scans, statfs, state saves) without sleeping between samples, and
 // prints one JSON line per simulated hour and a summary: memory, state directory size, and what
-// answering costs. TestSoak (handlers/soak_test.go) builds it without the race detector and checks
+// answering costs. TestSoak (posts/sampler_test.go) builds it without the race detector and checks
 // the figures.
 package main
 
@@ -28,8 +28,8 @@ import (
 
 	"runwatch/config"
 	"runwatch/conversation"
-	"runwatch/handlers"
 	"runwatch/monitor"
+	"runwatch/posts"
 	"runwatch/sim"
 	"runwatch/state"
 )
@@ -142,10 +142,10 @@ func soak(runs, hours int, every time.Duration, askEvery, maxHistory int, dir st
 		return fmt.Errorf("monitor: %v", problems)
 	}
 	bot := conversation.NewBot(m, time.UTC, config.Env{})
-	sampler := handlers.NewSampler(bot, every, slog.New(slog.DiscardHandler))
+	sampler := posts.NewSampler(bot, every, slog.New(slog.DiscardHandler))
 	sampler.State = sd
 	posts := 0
-	sampler.Deliver = func(ctx context.Context, p handlers.Post) (string, error) {
+	sampler.Deliver = func(ctx context.Context, p posts.Post) (string, error) {
 		posts++
 		return strconv.Itoa(posts), nil
 	}

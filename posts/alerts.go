@@ -1,4 +1,4 @@
-package handlers
+package posts
 
 import (
 	"fmt"
@@ -456,8 +456,8 @@ func (a *Alerter) Undelivered(p Post) {
 	}
 }
 
-// isWarning reports whether a post of this kind is a warning that buttons can act on: not a
+// IsWarning reports whether a post of this kind is a warning that buttons can act on: not a
 // follow-up, a reminder or the good news that a job finished.
-func isWarning(kind string) bool {
+func IsWarning(kind string) bool {
 	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
 }
