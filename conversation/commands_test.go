@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // TestRepliesGolden asks one question per intent of a bot over the fake and compares each reply's
 // plain text and Block Kit with testdata/replies/<name>.{txt,blocks.json}.golden
-// (go test ./handlers -run TestRepliesGolden -update rewrites them).
+// (go test ./conversation -run TestRepliesGolden -update rewrites them).
 func TestRepliesGolden(t *testing.T) {
 	runs := testkit.ReplyRuns(t)
 	b := NewBot(runs, time.UTC, config.Env{Admins: []string{"UADMIN"}})

@@ -18,7 +18,6 @@ import (
 
 	"runwatch/config"
 	"runwatch/conversation"
-	"runwatch/handlers"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
@@ -26,6 +25,7 @@ import (
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/sim"
+	"runwatch/slackapp"
 	"runwatch/state"
 )
 
@@ -854,8 +854,8 @@ func TestFlappingIsOneWarning(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.State = dir
-	s.Deliver = handlers.Deliver(e.bot, api, botmetrics.New())
-	s.Find = handlers.Find(e.bot, api)
+	s.Deliver = slackapp.Deliver(e.bot, api, botmetrics.New())
+	s.Find = slackapp.Find(e.bot, api)
 	ctx := context.Background()
 	up := true
 	for sec := 0; sec <= 60; sec++ {

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"runwatch/handlers"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/testkit"
 	"runwatch/posts"
 	"runwatch/reports"
+	"runwatch/slackapp"
 	"runwatch/state"
 )
 
@@ -23,7 +23,7 @@ import (
 type lostEnv struct {
 	*botEnv
 	fake  *testkit.Slack
-	api   *handlers.SlackAPI
+	api   *slackapp.API
 	clock *testkit.Clock
 	ep    *testkit.FaultEndpoint
 	logs  *testkit.LogBuffer
@@ -37,8 +37,8 @@ func (e *lostEnv) sampler(t *testing.T) *posts.Sampler {
 		t.Fatal(err)
 	}
 	s.State = dir
-	s.Deliver = handlers.Deliver(e.bot, e.api, botmetrics.New())
-	s.Find = handlers.Find(e.bot, e.api)
+	s.Deliver = slackapp.Deliver(e.bot, e.api, botmetrics.New())
+	s.Find = slackapp.Find(e.bot, e.api)
 	s.LoadState()
 	return s
 }
@@ -161,7 +161,7 @@ func TestNullStateEntriesDoNotCrash(t *testing.T) {
 	}
 	s := posts.NewSampler(e.bot, time.Second, (&testkit.LogBuffer{}).Logger())
 	s.State = mustOpen(t, e.StateDir)
-	s.Deliver = handlers.Deliver(e.bot, e.api, botmetrics.New())
+	s.Deliver = slackapp.Deliver(e.bot, e.api, botmetrics.New())
 	s.OnSample = sched.RetryPending
 	s.LoadState()
 	e.Clock.Set(schedT0)

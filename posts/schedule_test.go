@@ -13,13 +13,13 @@ import (
 
 	"runwatch/config"
 	"runwatch/conversation"
-	"runwatch/handlers"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
 	"runwatch/internal/testkit"
 	"runwatch/posts"
 	"runwatch/probes"
 	"runwatch/reports"
+	"runwatch/slackapp"
 	"runwatch/state"
 )
 
@@ -29,7 +29,7 @@ var schedT0 = time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC)
 type schedEnv struct {
 	*botEnv
 	fake  *testkit.Slack
-	api   *handlers.SlackAPI
+	api   *slackapp.API
 	sched *posts.Scheduler
 }
 
@@ -369,7 +369,7 @@ func TestScheduleStatusNamesFailedLog(t *testing.T) {
 // crashPoster is Slack through the real API, except that the first post lands (or, lost, does
 // not) and then never returns: the process is killed before the bot hears Slack's answer.
 type crashPoster struct {
-	*handlers.SlackAPI
+	*slackapp.API
 	lost            bool // the kill comes before the post reaches Slack
 	landed, release chan struct{}
 	once            sync.Once
@@ -382,7 +382,7 @@ func (p *crashPoster) crash() {
 
 func (p *crashPoster) PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error) {
 	if !p.lost {
-		p.SlackAPI.PostTagged(ctx, channel, threadTS, id, m)
+		p.API.PostTagged(ctx, channel, threadTS, id, m)
 	}
 	p.crash()
 	return "", "", context.Canceled
@@ -402,7 +402,7 @@ func killMidPost(t *testing.T, e *schedEnv, lost bool) *posts.Scheduler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := &crashPoster{SlackAPI: e.api, lost: lost, landed: make(chan struct{}), release: make(chan struct{})}
+	cp := &crashPoster{API: e.api, lost: lost, landed: make(chan struct{}), release: make(chan struct{})}
 	first, err := posts.NewScheduler(e.bot, cp, dir, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -805,11 +805,11 @@ func TestConsoleShowsScheduledStatus(t *testing.T) {
 }
 
 // newTestAPI is the Slack Web API client on the fake, recording its waits instead of sleeping.
-func newTestAPI(t testing.TB, f *testkit.Slack, log *slog.Logger, m *botmetrics.Metrics) (*handlers.SlackAPI, *[]time.Duration) {
+func newTestAPI(t testing.TB, f *testkit.Slack, log *slog.Logger, m *botmetrics.Metrics) (*slackapp.API, *[]time.Duration) {
 	t.Helper()
 	var mu sync.Mutex
 	waits := &[]time.Duration{}
-	api := handlers.NewSlackAPI(handlers.SlackAPIOptions{Token: testkit.BotToken, APIURL: f.APIURL(), Redactor: redact.New(testkit.BotToken.Reveal(), testkit.AppToken.Reveal()),
+	api := slackapp.NewAPI(slackapp.APIOptions{Token: testkit.BotToken, APIURL: f.APIURL(), Redactor: redact.New(testkit.BotToken.Reveal(), testkit.AppToken.Reveal()),
 		Metrics: m, Log: log, Sleep: func(ctx context.Context, d time.Duration) error {
 			mu.Lock()
 			*waits = append(*waits, d)
@@ -847,7 +847,7 @@ func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
 			}})
 			e.bot.LearnChannel(tc.channel, tc.learned)
 			e.fireAt(t, schedT0)
-			deliver := handlers.Deliver(e.bot, e.api, nil)
+			deliver := slackapp.Deliver(e.bot, e.api, nil)
 			if _, err := deliver(context.Background(), posts.Post{Run: "synth", Channel: tc.channel, Kind: posts.AlertStall, Key: "synth/stall",
 				Message: reports.Message{Title: "synth is stalled"}}); err != nil {
 				t.Fatalf("deliver = %v", err)

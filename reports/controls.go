@@ -40,7 +40,7 @@ const MenuID = "menu"
 // MaxBlockID is the longest block_id Slack takes, so the longest Controls.Ref.
 const MaxBlockID = 255
 
-// Block Kit limits of the elements used here (blockkit-limits.json in handlers/testdata).
+// Block Kit limits of the elements used here (blockkit-limits.json in internal/testkit/testdata).
 const (
 	maxButtonText  = 75
 	maxButtonValue = 2000

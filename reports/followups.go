@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// NoProgressLeft is what's left of a run with no progress source; handlers put why in its place for the
+// NoProgressLeft is what's left of a run with no progress source; the conversation puts why in its place for the
 // built-in default run, as for NoProgressConfigured.
 const NoProgressLeft = "I can't count the items left: the run has no progress source (add `log:`, `metrics:` or `prometheus:` to the run file)."
 

@@ -150,11 +150,19 @@ func TestUnglyphed(t *testing.T) {
 	}
 }
 
-// TestEmojiTextCoversTheCode reads the emoji the answers are written with (reports and handlers) and checks the
+// TestEmojiTextCoversTheCode reads the emoji the answers are written with (reports, the conversation, the posts
+// and the Slack transport) and checks the
 // console has a rendering for each: ":bell: Warnings for demo are back on." reached the terminal as it was.
 func TestEmojiTextCoversTheCode(t *testing.T) {
 	files, _ := filepath.Glob("*.go")
-	more, _ := filepath.Glob("../handlers/*.go")
+	var more []string
+	for _, dir := range []string{"../conversation", "../posts", "../slackapp"} {
+		fs, _ := filepath.Glob(dir + "/*.go")
+		if len(fs) == 0 {
+			t.Fatalf("no Go files in %s: the answers moved; read them where they are now", dir)
+		}
+		more = append(more, fs...)
+	}
 	used := regexp.MustCompile(`:([a-z][a-z0-9_]+):`)
 	seen := 0
 	for _, f := range append(files, more...) {

@@ -490,7 +490,7 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 }
 
 // NoProgressConfigured is a status's line for a run with no progress source. The built-in default run has no
-// run file to add one to: handlers put why in its place.
+// run file to add one to: the conversation puts why in its place.
 const NoProgressConfigured = "No progress source configured (add `log:`, `metrics:` or `prometheus:` to the run file)."
 
 // noProgressLine says why a status has no progress: a configured source that failed (the log, a

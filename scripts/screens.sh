@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-go test ./handlers -run '^TestScreens$' -count 1 -args -screens "$dir"
+go test ./slackapp -run '^TestScreens$' -count 1 -args -screens "$dir"
 mkdir -p docs
 for s in status home; do
   go run ./scripts/blockkit-png -in "$dir/$s.json" -out "docs/slack-$s.png"

@@ -16,7 +16,6 @@ import (
 
 	"runwatch/config"
 	"runwatch/conversation"
-	"runwatch/handlers"
 	"runwatch/internal/redact"
 	"runwatch/monitor"
 	"runwatch/posts"
@@ -483,14 +482,14 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	a.whileWaiting = func(ctx context.Context, m *monitor.Monitor, why string) error {
 		b := a.bot(m)
 		b.Notice = "runwatch is answering read-only: " + why + "; warnings and scheduled posts start when it exits."
-		return handlers.Serve(ctx, b, handlers.ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout, ReadOnly: why})
+		return Serve(ctx, b, ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout, ReadOnly: why})
 	}
 	m, err := a.start(ctx, *demo, true)
 	if err != nil {
 		return err
 	}
 	b := a.bot(m)
-	return handlers.Serve(ctx, b, handlers.ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout})
+	return Serve(ctx, b, ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout})
 }
 
 func runReplay(ctx context.Context, a *app, args []string) error {

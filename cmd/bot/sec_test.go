@@ -80,7 +80,7 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 	bot := startRestartBot(t, bin, dir, env)
 	// A warning for each endpoint, whichever it says: the closed port is down, the 503 and the refused redirect
 	// answer, but a loaded machine can make either of those time out on the sample that confirms it, and its
-	// warning then says "source down" for good (its cooldown is an hour). Which one is the handlers' fault tests'
+	// warning then says "source down" for good (its cooldown is an hour). Which one is the posts' fault tests'
 	// to hold; this test reads what the warnings say about the URLs.
 	secWaitSlack(t, slack, bot, "a warning for each of the three endpoints", func(calls []restartCall) bool {
 		for _, e := range []string{closed + "/metrics", host + "/metrics", host + "/redirect"} {

@@ -93,7 +93,7 @@ func Limits(t testing.TB) BlockKitLimits {
 }
 
 // ChartCheck lists what Slack would refuse in one data_visualization block (decoded JSON). The Slack
-// transport's tests have one on slack-go's own validation of the block; testkit imports no slack-go.
+// transport's tests have one on slack-go's own validation of the block; testkit does not import the Slack SDK.
 type ChartCheck func(block map[string]any, l BlockKitLimits) []string
 
 // CheckBlocks fails the test for each of BlockKitProblems.

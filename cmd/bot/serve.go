@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"runwatch/config"
+	"runwatch/conversation"
+	"runwatch/internal/botmetrics"
+	"runwatch/internal/redact"
+	"runwatch/posts"
+	"runwatch/probes"
+	"runwatch/slackapp"
+	"runwatch/state"
+)
+
+// ServeOptions are what `bot serve` needs beyond the bot.
+type ServeOptions struct {
+	Env         config.Env
+	Log         *slog.Logger
+	SampleEvery time.Duration
+	Out         io.Writer
+	// Listener, when set, serves HTTP mode on it instead of listening on RUNWATCH_HTTP_ADDR (tests
+	// listen on 127.0.0.1:0).
+	Listener net.Listener
+	// HTTP is the client for Slack's API; nil gets one with a 30 s timeout.
+	HTTP *http.Client
+	// InlineBudget is how long a slash command may take before it is acknowledged and answered
+	// through its response_url (default 2 s; Slack allows 3 s).
+	InlineBudget time.Duration
+	// ReadOnly, when set, says why this serve only answers (another process holds the state directory):
+	// no sampler, no warnings, no scheduled posts. The bot's monitor is read-only too, so snoozes and stage
+	// marks are refused. Of the state directory it writes only the Slack requests it has seen (the console
+	// holding the directory never does): kept in memory alone, the full serve that takes over would answer a
+	// redelivered request twice, and take a request replayed within its window.
+	ReadOnly string
+}
+
+// ErrNoTransport says serve has no way to talk to Slack.
+var ErrNoTransport = errors.New("no Slack connection configured: set SLACK_APP_TOKEN and SLACK_BOT_TOKEN (Socket Mode), " +
+	"or RUNWATCH_HTTP_ADDR and SLACK_SIGNING_SECRET (HTTP mode); without Slack, use `bot console`")
+
+// slackModes says which transports the environment asks for.
+type slackModes struct {
+	socket bool // Socket Mode
+	http   bool // an HTTP listener (/healthz, /metrics)
+	events bool // Slack's HTTP endpoints on that listener
+}
+
+// checkCredentials validates the Slack settings without revealing them; errors name the variable
+// to fix.
+func checkCredentials(env config.Env, haveListener bool) (slackModes, error) {
+	m := slackModes{socket: env.SlackAppToken.Set(), http: env.HTTPAddr != "" || haveListener}
+	m.events = m.http && env.SlackSigningSecret.Set()
+	if !m.socket && !m.events {
+		if m.http {
+			return m, errors.New("SLACK_SIGNING_SECRET is not set: HTTP mode (RUNWATCH_HTTP_ADDR) needs the app's signing secret " +
+				"(Basic Information → App Credentials), or set SLACK_APP_TOKEN for Socket Mode")
+		}
+		return m, ErrNoTransport
+	}
+	if m.socket && !strings.HasPrefix(env.SlackAppToken.Reveal(), "xapp-") {
+		return m, errors.New("SLACK_APP_TOKEN does not start with xapp-: Socket Mode needs an app-level token " +
+			"(Basic Information → App-Level Tokens, scope connections:write), not a bot or user token")
+	}
+	if !env.SlackBotToken.Set() {
+		return m, errors.New("SLACK_BOT_TOKEN is not set: the bot token (xoxb-…, OAuth & Permissions → Bot User OAuth Token) is needed to post")
+	}
+	if !strings.HasPrefix(env.SlackBotToken.Reveal(), "xoxb-") {
+		return m, errors.New("SLACK_BOT_TOKEN does not start with xoxb-: use the Bot User OAuth Token from OAuth & Permissions")
+	}
+	if env.SlackAPIURL != "" {
+		u, err := url.Parse(env.SlackAPIURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			// Named as a probe's URL is: a proxy's password or key in it stays out of the error.
+			return m, fmt.Errorf("SLACK_API_URL=%q is not an http(s) URL like https://slack.com/api/", probes.RedactURL(env.SlackAPIURL))
+		}
+	}
+	return m, nil
+}
+
+// Serve runs the long-lived bot until ctx ends: the sampler and its warnings, the scheduled status
+// posts, and the Slack transports (Socket Mode, HTTP mode or both); with o.ReadOnly, the transports
+// alone. It returns an error naming the variable when credentials are missing or rejected.
+func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
+	modes, err := checkCredentials(o.Env, o.Listener != nil)
+	if err != nil {
+		return err
+	}
+	red := redact.New(o.Env.SlackBotToken.Reveal(), o.Env.SlackAppToken.Reveal(), o.Env.SlackSigningSecret.Reveal())
+	log := redact.Logger(o.Log, red)
+	b.Log = log
+	metrics := botmetrics.New()
+	api := slackapp.NewAPI(slackapp.APIOptions{Token: o.Env.SlackBotToken, APIURL: o.Env.SlackAPIURL, HTTP: o.HTTP,
+		Redactor: red, Metrics: metrics, Log: log})
+
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	self, err := api.AuthTest(actx)
+	cancel()
+	if err != nil {
+		if code, ok := slackapp.TokenRejected(err); ok {
+			return fmt.Errorf("SLACK_BOT_TOKEN was rejected by Slack (%s): copy the Bot User OAuth Token from OAuth & Permissions, and reinstall the app if it was revoked", code)
+		}
+		return fmt.Errorf("check SLACK_BOT_TOKEN with auth.test: %w", err)
+	}
+
+	dir, err := state.Open(o.Env.StateDir)
+	if err != nil {
+		return fmt.Errorf("RUNWATCH_STATE_DIR: %w", err)
+	}
+	sched, err := posts.NewScheduler(b, api, dir, log, metrics)
+	if err != nil {
+		return err
+	}
+	// After NewScheduler: the channel ids it restored decide whether a "#name" channel is in a list of ids.
+	for _, r := range b.Monitor().Config().Runs {
+		if r.Channel == "" {
+			log.Info("run has no channel: no scheduled posts or warnings for it", "run", r.Name)
+		} else if !b.PostAllowed(&r, r.Channel) {
+			if strings.HasPrefix(r.Channel, "#") && b.ChannelID(r.Channel) == r.Channel {
+				log.Warn("run's channel is not admitted by allowed_channels as written: no scheduled posts or warnings for it; "+
+					"if the list gives it by id, they start once runwatch learns the name's id (a slash command from the channel), "+
+					"or write the channel as its id (C…)", "run", r.Name, "channel", r.Channel)
+			} else {
+				log.Warn("run's channel is not in allowed_channels: no scheduled posts or warnings for it (write the channel as it is listed there, or list it)",
+					"run", r.Name, "channel", r.Channel)
+			}
+		}
+	}
+
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	app := slackapp.NewApp(ctx, b, api, self, metrics, log)
+	if err := app.Remember(dir); err != nil {
+		log.Warn("delivered Slack requests not restored: one Slack redelivers across this restart may be answered twice", "err", err)
+	}
+	// Closed when Serve returns, after the transports and the answers in progress have stopped.
+	defer app.CloseJournal()
+	if o.InlineBudget > 0 {
+		app.Inline = o.InlineBudget
+	}
+
+	every := o.SampleEvery
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	if o.ReadOnly == "" {
+		sampler := posts.NewSampler(b, every, log)
+		sampler.State = dir
+		sampler.LoadState()
+		sampler.Claims = posts.NewClaims(dir, log)
+		app.Claims = sampler.Claims
+		sampler.OnEvaluate = metrics.ObserveEvaluations
+		sampler.OnSample = sched.RetryPending
+		sampler.Deliver = slackapp.Deliver(b, api, metrics)
+		sampler.Find = slackapp.Find(b, api)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sampler.Run(ctx)
+		}()
+		sched.Start(ctx)
+	}
+
+	var srv *http.Server
+	var how []string
+	if modes.http {
+		var hm *slackapp.HTTPMode
+		if modes.events {
+			hm = slackapp.NewHTTPMode(app, o.Env.SlackSigningSecret, metrics, log)
+			if err := hm.Remember(dir); err != nil {
+				log.Warn("seen Slack signatures not restored: a request replayed across this restart is refused only by its timestamp", "err", err)
+			}
+			defer hm.CloseJournal()
+		} else {
+			hm = slackapp.NewHTTPMode(nil, config.Secret{}, metrics, log)
+		}
+		ln := o.Listener
+		if ln == nil {
+			ln, err = net.Listen("tcp", o.Env.HTTPAddr)
+			if err != nil {
+				stop()
+				wg.Wait()
+				sched.Stop(5 * time.Second)
+				return fmt.Errorf("RUNWATCH_HTTP_ADDR: %w", err)
+			}
+		}
+		srv = slackapp.NewHTTPServer(ln.Addr().String(), hm.Handler(), log)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("http: %w", err)
+			}
+		}()
+		what := "/healthz and /metrics"
+		if modes.events {
+			what = "Slack events, commands, " + what
+		}
+		how = append(how, fmt.Sprintf("HTTP on %s (%s)", ln.Addr(), what))
+	}
+	if modes.socket {
+		sm := slackapp.NewSocketMode(app, o.Env.SlackAppToken, o.Env.SlackBotToken, o.Env.SlackAPIURL, o.HTTP, log)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sm.Run(ctx); err != nil {
+				errc <- err
+			}
+		}()
+		how = append(how, "Socket Mode")
+	}
+	if o.ReadOnly != "" {
+		log.Info("runwatch answering read-only: no warnings or scheduled posts until it has the state directory", "why", o.ReadOnly,
+			"as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.Monitor().Config().Runs))
+		if o.Out != nil {
+			fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; answering read-only on %s (%s). Ctrl-C stops.\n", self.User, strings.Join(how, " and "), o.ReadOnly)
+		}
+	} else {
+		log.Info("runwatch serving", "as", self.User, "team", self.Team, "transports", strings.Join(how, ", "), "runs", len(b.Monitor().Config().Runs))
+		if o.Out != nil {
+			fmt.Fprintf(o.Out, "runwatch: signed in to Slack as @%s; serving %s. Ctrl-C stops.\n", self.User, strings.Join(how, " and "))
+		}
+	}
+
+	var result error
+	select {
+	case <-ctx.Done():
+	case result = <-errc:
+	}
+	stop()
+	if srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		srv.Shutdown(sctx)
+		cancel()
+	}
+	sched.Stop(5 * time.Second)
+	app.Wait(5 * time.Second)
+	wg.Wait()
+	return result
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/conversation"
+	"runwatch/internal/testkit"
+)
+
+func TestServeCredentials(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	fake := testkit.NewSlack(t)
+	rejecting := testkit.NewSlack(t)
+	rejecting.AuthErr = "invalid_auth"
+	noSocket := testkit.NewSlack(t)
+	noSocket.OpenErr = "invalid_auth"
+	secret := config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5")
+	tests := []struct {
+		name string
+		env  config.Env
+		want string
+	}{
+		{"nothing set", config.Env{}, "no Slack connection configured"},
+		{"HTTP without a signing secret", config.Env{HTTPAddr: "127.0.0.1:0", SlackBotToken: testkit.BotToken}, "SLACK_SIGNING_SECRET is not set"},
+		{"a bot token as the app token", config.Env{SlackAppToken: testkit.BotToken, SlackBotToken: testkit.BotToken}, "SLACK_APP_TOKEN does not start with xapp-"},
+		{"no bot token", config.Env{SlackAppToken: testkit.AppToken}, "SLACK_BOT_TOKEN is not set"},
+		{"a user token as the bot token", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: config.NewSecret("xoxp-1-2-3-abcdef")}, "SLACK_BOT_TOKEN does not start with xoxb-"},
+		{"a bad API URL", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: "ftp://example/"}, "SLACK_API_URL"},
+		{"bot token rejected", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: rejecting.APIURL()}, "SLACK_BOT_TOKEN was rejected by Slack (invalid_auth)"},
+		{"app token rejected", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: noSocket.APIURL(), StateDir: t.TempDir()}, "SLACK_APP_TOKEN was rejected by Slack (invalid_auth)"},
+		{"HTTP address unusable", config.Env{HTTPAddr: "256.0.0.1:1", SlackSigningSecret: secret, SlackBotToken: testkit.BotToken, SlackAPIURL: fake.APIURL(), StateDir: t.TempDir()}, "RUNWATCH_HTTP_ADDR"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err := Serve(ctx, e.bot, ServeOptions{Env: tc.env, SampleEvery: time.Hour})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Serve = %v; want an error containing %q", err, tc.want)
+			}
+			for _, s := range []config.Secret{tc.env.SlackAppToken, tc.env.SlackBotToken, secret} {
+				if s.Set() && strings.Contains(err.Error(), s.Reveal()) {
+					t.Errorf("error %q reveals a credential", err)
+				}
+			}
+		})
+	}
+	if !errors.Is(Serve(context.Background(), e.bot, ServeOptions{}), ErrNoTransport) {
+		t.Errorf("Serve with nothing configured is not ErrNoTransport")
+	}
+}
+
+// serving is one `bot serve` in HTTP mode on a local port.
+type serving struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startServe(t *testing.T, e *botEnv, fake *testkit.Slack, secret string, logs *testkit.LogBuffer) *serving {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &serving{addr: ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	env := config.Env{SlackBotToken: testkit.BotToken, SlackSigningSecret: config.NewSecret(secret), SlackAPIURL: fake.APIURL(), StateDir: e.StateDir}
+	go func() {
+		s.done <- Serve(ctx, e.bot, ServeOptions{Env: env, Log: logs.Logger(), SampleEvery: time.Second, Listener: ln})
+	}()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+func (s *serving) stop(t *testing.T) {
+	t.Helper()
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Errorf("Serve after cancel = %v; want nil", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("Serve did not return after cancel")
+	}
+}
+
+func statusPosts(calls []testkit.Call) []testkit.Call {
+	var out []testkit.Call
+	for _, c := range calls {
+		if strings.Contains(c.Form.Get("text"), "synth · status") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
+	metrics := testkit.VLLM(t)
+	secret := "8f742231b10e8888abcd99yyyzzz85a5"
+	opts := botOpts{Metrics: []string{metrics.URL + "/metrics"}, Run: func(r *config.Run) {
+		r.Schedule, r.PostMode = "@every 1s", "update"
+	}}
+	first := newBotEnv(t, opts)
+	fake := testkit.NewSlack(t)
+	logs := &testkit.LogBuffer{}
+	s := startServe(t, first, fake, secret, logs)
+
+	isStatus := func(c testkit.Call) bool { return strings.Contains(c.Form.Get("text"), "synth · status") }
+	i, _ := fake.WaitMatch(t, 0, "the first status post", func(c testkit.Call) bool { return c.Method == "chat.postMessage" && isStatus(c) })
+	livingTS := fmt.Sprintf("1700000000.%06d", i+1)
+
+	// An admin snoozes the run's warnings through a signed slash command.
+	body := testkit.SlashBody("/runwatch", "snooze 2h", "C0SYNTH", "UADMIN", fake.ResponseURL("snooze"))
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/commands", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", testkit.Sign(secret, ts, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans struct{ Text string }
+	json.NewDecoder(resp.Body).Decode(&ans)
+	resp.Body.Close()
+	if !strings.Contains(ans.Text, "snoozed for 2 h") {
+		t.Fatalf("snooze answer = %q", ans.Text)
+	}
+	s.stop(t)
+
+	// Restart: a new process (new bot, new monitor) over the same state directory.
+	before := len(fake.Calls(""))
+	second := newBotEnv(t, botOpts{Metrics: opts.Metrics, Run: opts.Run, StateDir: first.StateDir})
+	if _, ok := second.Mon.SnoozedUntil("synth"); !ok {
+		t.Fatalf("after restart synth is not snoozed")
+	}
+	startServe(t, second, fake, secret, logs)
+	_, update := fake.WaitMatch(t, before, "a status after the restart", func(c testkit.Call) bool {
+		return (c.Method == "chat.update" || c.Method == "chat.postMessage") && isStatus(c)
+	})
+	if update.Method != "chat.update" {
+		t.Fatalf("first status after the restart is a %s; want chat.update of the living message", update.Method)
+	}
+	if update.Form.Get("ts") != livingTS || update.Form.Get("channel") != "CSYNTH" {
+		t.Errorf("after restart chat.update of %s/%s; want the living message CSYNTH/%s", update.Form.Get("channel"), update.Form.Get("ts"), livingTS)
+	}
+	if !strings.Contains(update.Form.Get("text"), "warnings snoozed until") {
+		t.Errorf("updated status = %q; want it to say warnings are snoozed", update.Form.Get("text"))
+	}
+	if n := len(statusPosts(fake.Calls("chat.postMessage"))); n != 1 {
+		t.Errorf("status messages posted = %d; want 1 living message across the restart", n)
+	}
+	if strings.Contains(logs.String(), testkit.BotToken.Reveal()) || strings.Contains(logs.String(), secret) {
+		t.Errorf("a credential reached the log")
+	}
+}
+
+// A run whose channel is written as a name, with allowed_channels listing its id, posts once the id is
+// known, and a restart that restores the id (from the scheduled post's memory) does not log at start
+// that the run posts nowhere: the check ran before the scheduler restored the id, and said so while the
+// bot went on posting there.
+func TestServeAllowListCheckAfterTheChannelIsKnown(t *testing.T) {
+	metrics := testkit.VLLM(t)
+	secret := "8f742231b10e8888abcd99yyyzzz85a5"
+	opts := botOpts{Metrics: []string{metrics.URL + "/metrics"}, Run: func(r *config.Run) {
+		r.Channel, r.Schedule = "#synth", "@every 1s"
+	}}
+	first := newBotEnv(t, opts)
+	fake := testkit.NewSlack(t)
+	s := startServe(t, first, fake, secret, &testkit.LogBuffer{})
+	isStatus := func(c testkit.Call) bool {
+		return (c.Method == "chat.postMessage" || c.Method == "chat.update") && strings.Contains(c.Form.Get("text"), "synth · status")
+	}
+	// The second status is posted after the first one's memory (the channel's id) was saved.
+	i, _ := fake.WaitMatch(t, 0, "the first status post", isStatus)
+	fake.WaitMatch(t, i+1, "the second status post", isStatus)
+	s.stop(t)
+
+	opts.Env, opts.StateDir = config.Env{AllowedChannels: []string{"CSYNTH"}}, first.StateDir
+	second := newBotEnv(t, opts)
+	logs := &testkit.LogBuffer{}
+	before := len(fake.Calls(""))
+	startServe(t, second, fake, secret, logs)
+	fake.WaitMatch(t, before, "a status after the restart", isStatus)
+	if strings.Contains(logs.String(), "not in allowed_channels") {
+		t.Errorf("the log says synth posts nowhere while it posts to its listed channel:\n%s", logs.String())
+	}
+}
+
+// TestServeBadAPIURLQuotedRedacted: a SLACK_API_URL that is not an http(s) URL is refused with an
+// error naming the variable, and a password or a key in it is not in that error (which the
+// terminal, and a service's journal, show).
+func TestServeBadAPIURLQuotedRedacted(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	for _, u := range []string{"ftp://admin:Sekr3tPw@proxy.internal/api/?key=K3yValue1", "admin:Sekr3tPw@proxy.internal/api/"} {
+		env := config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: u}
+		err := Serve(context.Background(), e.bot, ServeOptions{Env: env, SampleEvery: time.Hour})
+		if err == nil || !strings.Contains(err.Error(), "SLACK_API_URL") || strings.Contains(err.Error(), "Sekr3tPw") || strings.Contains(err.Error(), "K3yValue1") {
+			t.Errorf("Serve(SLACK_API_URL=%q) = %v; want an error naming SLACK_API_URL without its password or key", u, err)
+		}
+	}
+}
+
+// openIn lists the files under dir this process holds open (from /proc/self/fd); it skips the test where
+// there is no /proc.
+func openIn(t *testing.T, dir string) []string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("no /proc/self/fd to count open files: %v", err)
+	}
+	var out []string
+	for _, fd := range fds {
+		if p, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestServeClosesItsJournals: the journals Serve opens in the state directory (the delivered requests and
+// the seen signatures) are closed when it returns. A read-only serve returns when the console holding the
+// directory exits and the full serve takes over in the same process: its handles stayed open beside the new
+// serve's, two per journal for as long as the process ran.
+func TestServeClosesItsJournals(t *testing.T) {
+	for _, readOnly := range []string{"bot console, pid 1, holds the state directory", ""} {
+		t.Run(fmt.Sprintf("read-only=%v", readOnly != ""), func(t *testing.T) {
+			e := newBotEnv(t, botOpts{})
+			fake := testkit.NewSlack(t)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := config.Env{SlackBotToken: testkit.BotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
+				SlackAPIURL: fake.APIURL(), StateDir: e.StateDir}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				done <- Serve(ctx, e.bot, ServeOptions{Env: env, Log: slog.New(slog.DiscardHandler), SampleEvery: time.Hour, Listener: ln, ReadOnly: readOnly})
+			}()
+			// The listener is open already: the request waits in its backlog until Serve, past opening the
+			// journals, accepts it.
+			resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if open := openIn(t, e.StateDir); len(open) < 2 {
+				t.Fatalf("files open in the state directory while serving: %v; want both journals", open)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Serve after cancel = %v; want nil", err)
+			}
+			if open := openIn(t, e.StateDir); len(open) != 0 {
+				t.Errorf("files still open in the state directory after Serve returned: %v; want none", open)
+			}
+		})
+	}
+	t.Run("listener refused", func(t *testing.T) {
+		e := newBotEnv(t, botOpts{})
+		fake := testkit.NewSlack(t)
+		env := config.Env{HTTPAddr: "256.0.0.1:1", SlackBotToken: testkit.BotToken, SlackSigningSecret: config.NewSecret("8f742231b10e8888abcd99yyyzzz85a5"),
+			SlackAPIURL: fake.APIURL(), StateDir: e.StateDir}
+		if err := Serve(context.Background(), e.bot, ServeOptions{Env: env, SampleEvery: time.Hour, ReadOnly: "a console holds it"}); err == nil {
+			t.Fatalf("Serve on an unusable address = nil; want an error")
+		}
+		if open := openIn(t, e.StateDir); len(open) != 0 {
+			t.Errorf("files still open in the state directory after Serve failed: %v; want none", open)
+		}
+	})
+}
+
+// TestSecurityServeLogsNoCredentials runs `bot serve` in HTTP mode with a logger into a buffer,
+// at debug level, through the paths that log errors: Slack refusing posts with the token echoed
+// in its error pages (as a misbehaving proxy might), a source going down, requests with bad
+// signatures. No log line carries the bot token or the signing secret.
+func TestSecurityServeLogsNoCredentials(t *testing.T) {
+	ep := testkit.NewFaultEndpoint(t)
+	secret := "8f742231b10e8888abcd99yyyzzz85a5"
+	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}})
+	fake := testkit.NewSlack(t)
+	echo := testkit.Failure{Status: 502, Body: "<html>upstream said: Authorization: Bearer " + testkit.BotToken.Reveal() + " secret=" + secret + "</html>"}
+	for range 4 {
+		fake.FailNext("chat.postMessage", echo)
+	}
+	fake.FailNext("chat.postMessage", testkit.Failure{Status: 200, Body: `{"ok":false,"error":"invalid_auth ` + testkit.BotToken.Reveal() + `"}`})
+	logs := &testkit.LogBuffer{}
+	ep.Down()
+	s := startServe(t, e, fake, secret, logs)
+	// Requests with bad signatures, and one with the secret itself in the body.
+	for _, body := range []string{"token=" + secret, "text=" + testkit.BotToken.Reveal()} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+s.addr+"/slack/commands", strings.NewReader(body))
+		req.Header.Set("X-Slack-Request-Timestamp", fmt.Sprint(time.Now().Unix()))
+		req.Header.Set("X-Slack-Signature", "v0="+secret)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	// Wait until the warning about the dead endpoint has been refused, with the token in the error.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), "invalid_auth") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.stop(t)
+	out := logs.String()
+	if !strings.Contains(out, "warning not delivered") || !strings.Contains(out, "invalid_auth xoxb-[redacted]") {
+		t.Fatalf("the log lacks the refused warning with its error redacted; the test did not reach the paths it means to:\n%s", out)
+	}
+	for _, cred := range []string{testkit.BotToken.Reveal(), secret, "AbCdEfGhIjKl"} {
+		if strings.Contains(out, cred) {
+			t.Errorf("a credential (%.8s…) reached the log:\n%s", cred, out)
+		}
+	}
+	t.Logf("figure: bot serve logging at debug through echoed tokens and bad signatures: %d log lines, 0 credentials", strings.Count(out, "\n"))
+}
+
+// botOpts shape a botEnv.
+type botOpts = testkit.Options
+
+// botEnv is a bot over testkit's world: one run, "synth", with real probes.
+type botEnv struct {
+	*testkit.World
+	bot *conversation.Bot
+}
+
+func newBotEnv(t testing.TB, o botOpts) *botEnv {
+	t.Helper()
+	w := testkit.NewWorld(t, o)
+	return &botEnv{World: w, bot: conversation.NewBot(w.Mon, w.Loc, w.Env)}
+}

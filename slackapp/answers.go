@@ -1,0 +1,292 @@
+package slackapp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"runwatch/conversation"
+	"runwatch/reports"
+)
+
+// flight is one evaluation of a question, shared by every identical question asked while it runs.
+type flight struct {
+	running chan struct{} // closed once it holds an answer slot
+	done    chan struct{} // closed when rep is set (or the app shut down: ok false)
+	rep     conversation.Reply
+	ok      bool
+}
+
+// started reports whether the evaluation holds a slot, so waiting for it costs only its own time.
+func (f *flight) started() bool {
+	select {
+	case <-f.running:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait returns the evaluation's reply once it is done; ok is false when ctx ended first or the app
+// shut down before it answered.
+func (f *flight) wait(ctx context.Context) (conversation.Reply, bool) {
+	select {
+	case <-f.done:
+		return f.rep, f.ok
+	case <-ctx.Done():
+		return conversation.Reply{}, false
+	}
+}
+
+// flights shares evaluations of identical read-only questions (singleflight): a thousand people
+// asking "/eta" at once cost one evaluation, not a thousand.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+// ask starts (or joins) the evaluation of req and returns its flight. It never waits for an answer
+// slot: a new evaluation that finds every slot busy queues in the background, and the caller sees
+// that it has not started (flight.started) and can acknowledge at once.
+func (s *App) ask(req conversation.Request) *flight {
+	key, share := s.bot.ShareKey(req)
+	if share {
+		s.flights.mu.Lock()
+		if f := s.flights.m[key]; f != nil {
+			s.flights.mu.Unlock()
+			return f
+		}
+	}
+	f := &flight{running: make(chan struct{}), done: make(chan struct{})}
+	if share {
+		if s.flights.m == nil {
+			s.flights.m = map[string]*flight{}
+		}
+		s.flights.m[key] = f
+		s.flights.mu.Unlock()
+	}
+	// A free slot is taken here, so that the caller sees the evaluation started; otherwise the
+	// evaluation waits for one in the background.
+	select {
+	case s.slots <- struct{}{}:
+		close(f.running)
+	default:
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(f.done)
+		defer func() {
+			if share {
+				s.flights.mu.Lock()
+				if s.flights.m[key] == f {
+					delete(s.flights.m, key)
+				}
+				s.flights.mu.Unlock()
+			}
+		}()
+		if !f.started() {
+			select {
+			case s.slots <- struct{}{}:
+				close(f.running)
+			case <-s.base.Done():
+				return
+			}
+		}
+		defer func() { <-s.slots }()
+		f.rep, f.ok = s.bot.Ask(s.base, req), true
+	}()
+	return f
+}
+
+// userLimiter is a token bucket per Slack user: a burst of questions is answered, a flood is told
+// politely to wait. Slack users are a bounded set; idle buckets are dropped when the map grows.
+type userLimiter struct {
+	mu      sync.Mutex
+	burst   float64
+	every   time.Duration // one more question allowed per this much time
+	buckets map[string]*userBucket
+	now     func() time.Time
+}
+
+type userBucket struct {
+	tokens float64
+	last   time.Time
+	warned time.Time // last "slow down" told to this user (events tell it once per empty bucket)
+}
+
+// Default per-user limit: 10 questions at once, then one every 2 s.
+const (
+	defaultUserBurst = 10
+	defaultUserEvery = 2 * time.Second
+)
+
+func newUserLimiter() *userLimiter {
+	return &userLimiter{burst: defaultUserBurst, every: defaultUserEvery, buckets: map[string]*userBucket{}, now: time.Now}
+}
+
+// allow takes a token for user and reports whether there was one, how long until the next, and
+// whether the user was already told to wait since the bucket ran dry.
+func (l *userLimiter) allow(user string) (ok bool, wait time.Duration, warned bool) {
+	if l == nil || user == "" {
+		return true, 0, false
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[user]
+	if b == nil {
+		if len(l.buckets) > 10000 {
+			for u, old := range l.buckets {
+				if now.Sub(old.last) > time.Duration(l.burst)*l.every {
+					delete(l.buckets, u)
+				}
+			}
+		}
+		b = &userBucket{tokens: l.burst, last: now}
+		l.buckets[user] = b
+	}
+	b.tokens = min(l.burst, b.tokens+now.Sub(b.last).Seconds()/l.every.Seconds())
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		b.warned = time.Time{}
+		return true, 0, false
+	}
+	wait = time.Duration((1 - b.tokens) * float64(l.every))
+	warned = !b.warned.IsZero()
+	b.warned = now
+	return false, wait, warned
+}
+
+// rateLimited is the polite answer to a user over the limit.
+func rateLimited(wait time.Duration) conversation.Reply {
+	return rateLimitedTo("asked several questions", "Ask", wait)
+}
+
+// rateLimitedTo is rateLimited for what the user did too often ("pressed several buttons") and what to do
+// again ("Press").
+func rateLimitedTo(did, again string, wait time.Duration) conversation.Reply {
+	secs := max(1, int(wait.Round(time.Second)/time.Second))
+	return conversation.Reply{Intent: "rate_limited", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf(
+		":raised_hand: You've %s in a few seconds and I'm still on the earlier ones. %s again in %d s, please.", did, again, secs)}}}
+}
+
+// slash answers a slash command. The acknowledgement never waits for an answer slot: a user over
+// the rate limit is told so at once; an answer that is evaluating (alone or shared with identical
+// questions) comes back inline when ready within the inline budget; otherwise, or when every slot
+// is busy, the acknowledgement says it is working on it and the answer follows through
+// response_url. The reply is returned too when it was ready inline, so that a caller who cannot
+// deliver the inline message can follow up with it rather than ask again.
+func (s *App) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply) {
+	start := time.Now()
+	if ok, wait, _ := s.limiter.allow(sc.User); !ok {
+		s.metrics.Event("rate_limited")
+		rep := rateLimited(wait)
+		return slashMessage(rep), &rep
+	}
+	s.learnSlashChannel(sc)
+	f := s.ask(s.slashToRequest(sc))
+	if f.started() {
+		t := time.NewTimer(s.Inline)
+		defer t.Stop()
+		select {
+		case <-f.done:
+			if !f.ok {
+				return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: "runwatch is shutting down; ask again in a minute."}, nil
+			}
+			rep := f.rep
+			s.metrics.Answered("slash", time.Since(start))
+			if len(rep.Message.Charts) > 0 {
+				// Whether Slack draws the charts is known only from a call's answer, so they go through
+				// the response_url (PNG fallback included); the acknowledgement stays empty.
+				s.detach(func(ctx context.Context) { s.followUp(ctx, sc, rep) })
+				return nil, nil
+			}
+			if rep.Attachment != nil {
+				s.background(func(ctx context.Context) { s.upload(ctx, sc.Channel, "", *rep.Attachment) })
+			}
+			return slashMessage(rep), &rep
+		case <-t.C:
+		}
+	}
+	// Waiting for the answer costs nothing: it must not hold a slot the answer itself may need.
+	s.detach(func(ctx context.Context) {
+		rep, ok := f.wait(ctx)
+		if !ok {
+			return
+		}
+		s.metrics.Answered("slash", time.Since(start))
+		s.followUp(ctx, sc, rep)
+	})
+	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
+		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}, nil
+}
+
+// slashRequest is a slash command as both transports deliver it.
+type slashRequest struct {
+	Command, Text, Channel, ChannelName, User, ResponseURL string
+}
+
+// learnSlashChannel records the id of a channel a run names by "#name", from a slash command asked there
+// (Slack signs both its channel_id and its channel_name): with allowed_channels listing ids, a run written
+// as "#synth" posts its statuses and warnings only once that id is known, and without the channels:read
+// scope a command from the channel is where it comes from (a post the bot made there is the other).
+func (s *App) learnSlashChannel(sc slashRequest) {
+	s.bot.LearnChannelName(sc.ChannelName, sc.Channel)
+}
+
+func (s *App) slashToRequest(sc slashRequest) conversation.Request {
+	req := conversation.Request{Text: sc.Text, Channel: sc.Channel, ChannelName: sc.ChannelName, User: sc.User, Source: "slash"}
+	for _, c := range s.bot.Commands() {
+		if c.Slash != "" && c.Slash == sc.Command {
+			req.Command = c.Name
+		}
+	}
+	if req.Command == "" && sc.Command == "/runwatch" && strings.TrimSpace(sc.Text) == "" {
+		req.Command = "help"
+	}
+	return req
+}
+
+func slashMessage(rep conversation.Reply) *slack.WebhookMessage {
+	blocks := slack.Blocks{BlockSet: rep.Message.Blocks()}
+	msg := &slack.WebhookMessage{Text: rep.Message.Fallback(), Blocks: &blocks, ResponseType: slack.ResponseTypeInChannel}
+	if rep.Ephemeral {
+		msg.ResponseType = slack.ResponseTypeEphemeral
+	}
+	return msg
+}
+
+// followUp delivers a slash command's answer after the acknowledgement: through response_url, or
+// as a message when that fails.
+func (s *App) followUp(ctx context.Context, sc slashRequest, rep conversation.Reply) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := errors.New("no response_url")
+	if sc.ResponseURL != "" {
+		err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { return s.api.Respond(ctx, sc.ResponseURL, m, rep.Ephemeral) })
+		s.metrics.Posted("response", err)
+	}
+	if err != nil {
+		s.log.Warn("slash command follow-up via response_url failed; posting instead", "err", err)
+		if rep.Ephemeral {
+			err = s.api.Ephemeral(ctx, sc.Channel, sc.User, "", rep.Message)
+			s.metrics.Posted("ephemeral", err)
+		} else {
+			err = s.charted(ctx, rep, sc.Channel, "", func(m reports.Message) error { _, _, err := s.api.Post(ctx, sc.Channel, "", m); return err })
+			s.metrics.Posted("answer", err)
+		}
+		if err != nil {
+			s.log.Warn("slash command answer lost", "command", sc.Command, "err", err)
+		}
+	}
+	if rep.Attachment != nil {
+		s.upload(ctx, sc.Channel, "", *rep.Attachment)
+	}
+}

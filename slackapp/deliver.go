@@ -1,0 +1,81 @@
+package slackapp
+
+import (
+	"context"
+	"runwatch/conversation"
+	"runwatch/internal/botmetrics"
+	"runwatch/posts"
+	"sync"
+	"time"
+)
+
+// Deliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
+// thread with a link to it; a failed post returns its error so the alerter tries again on the
+// next tick. Each post carries its intent ID as message metadata (see Find).
+func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ctx context.Context, p posts.Post) (string, error) {
+	links := &permalinks{}
+	return func(ctx context.Context, p posts.Post) (string, error) {
+		if p.Channel == "" {
+			return "", nil // nowhere to post; logged at start
+		}
+		if r, ok := b.Monitor().Config().RunByName(p.Run); !ok || !b.PostAllowed(r, p.Channel) {
+			return "", nil // a channel the allow-lists do not admit; logged at start
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		channel := b.ChannelID(p.Channel)
+		if p.ThreadRef == "" && posts.IsWarning(p.Kind) {
+			p.Message.Controls = b.WarningControls(p.Run, p.Key, "")
+		}
+		if p.ThreadRef != "" {
+			if link := links.get(ctx, api, channel, p.ThreadRef); link != "" {
+				p.Message.Context = append(p.Message.Context, "<"+link+"|↑ the first warning>")
+			}
+		}
+		ch, ts, err := api.PostTagged(ctx, channel, p.ThreadRef, p.ID, p.Message)
+		metrics.Posted(p.Kind, err)
+		if err == nil {
+			b.LearnChannel(p.Channel, ch)
+		}
+		return ts, err
+	}
+}
+
+// Find asks Slack whether a post a crash interrupted landed: a message with its intent ID in
+// its metadata, in the channel's history (or the thread's replies).
+func Find(b *conversation.Bot, api *API) func(ctx context.Context, pp posts.PendingPost) (string, error) {
+	return func(ctx context.Context, pp posts.PendingPost) (string, error) {
+		if pp.Post.Channel == "" || pp.Post.ID == "" {
+			return "", nil
+		}
+		return api.FindTagged(ctx, b.ChannelID(pp.Post.Channel), pp.Post.ThreadRef, pp.Post.ID, pp.At)
+	}
+}
+
+// permalinks caches the permalinks of the warnings follow-ups link to: one chat.getPermalink per
+// thread, not per follow-up.
+type permalinks struct {
+	mu    sync.Mutex
+	links map[string]string
+}
+
+func (p *permalinks) get(ctx context.Context, api *API, channel, ts string) string {
+	key := channel + "/" + ts
+	p.mu.Lock()
+	link, ok := p.links[key]
+	p.mu.Unlock()
+	if ok {
+		return link
+	}
+	link, err := api.Permalink(ctx, channel, ts)
+	if err != nil {
+		return ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.links == nil || len(p.links) > 1024 {
+		p.links = map[string]string{}
+	}
+	p.links[key] = link
+	return link
+}

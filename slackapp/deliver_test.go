@@ -1,0 +1,164 @@
+package slackapp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runwatch/internal/redact"
+	"runwatch/internal/testkit"
+	"runwatch/posts"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestWarningsThreadedAndRetried(t *testing.T) {
+	t.Parallel()
+	var down atomic.Bool
+	vllm := testkit.VLLM(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "engine restarting", http.StatusServiceUnavailable)
+			return
+		}
+		resp, err := http.Get(vllm.URL)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	e := newBotEnv(t, botOpts{Metrics: []string{srv.URL + "/metrics"}})
+	fake := testkit.NewSlack(t)
+	api, _ := newTestAPI(t, fake, nil, nil)
+	api.MaxAttempts = 1
+	s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = Deliver(e.bot, api, nil)
+	ctx := context.Background()
+
+	down.Store(true)
+	s.Tick(ctx) // seen once: a single failure is not worth a warning
+	fake.FailNext("chat.postMessage", testkit.Failure{Status: 500, Body: "down"})
+	s.Tick(ctx) // confirmed, but Slack fails: kept for the next tick
+	s.Tick(ctx) // delivered
+	sent := fake.Calls("chat.postMessage")
+	if len(sent) != 2 {
+		t.Fatalf("chat.postMessage calls = %d (%v); want the failed warning and its retry", len(sent), fake.Methods())
+	}
+	warning := sent[1]
+	if warning.Form.Get("channel") != "#synth" || warning.Form.Get("thread_ts") != "" || !strings.Contains(warning.Form.Get("text"), "is failing") {
+		t.Errorf("warning = %v; want a new message in #synth saying the metrics endpoint is failing", warning.Form)
+	}
+	warningTS := fmt.Sprintf("1700000000.%06d", len(fake.Calls("")))
+
+	down.Store(false)
+	s.Tick(ctx)
+	sent = fake.Calls("chat.postMessage")
+	if len(sent) != 3 {
+		t.Fatalf("chat.postMessage calls = %d; want the follow-up after recovery", len(sent))
+	}
+	follow := sent[2]
+	if follow.Form.Get("channel") != "CSYNTH" || follow.Form.Get("thread_ts") != warningTS || !strings.Contains(follow.Form.Get("text"), "Resolved") {
+		t.Errorf("follow-up = %v; want 'Resolved' in the warning's thread %s (channel id CSYNTH)", follow.Form, warningTS)
+	}
+}
+
+// TestFaultSlackStorms puts Slack in a mood: a long run of 429s, then of 5xx. Warnings are kept
+// and delivered once when Slack takes them again; an answer waits out a rate limit rather than
+// being dropped.
+func TestFaultSlackStorms(t *testing.T) {
+	t.Run("answer through a 429 storm", func(t *testing.T) {
+		vllm := testkit.VLLM(t)
+		e := newHTTPEnv(t, botOpts{Metrics: []string{vllm.URL + "/metrics"}})
+		for range 10 {
+			e.fake.FailNext("chat.postMessage", testkit.Failure{Status: 429, RetryAfter: "2", Body: `{"ok":false,"error":"ratelimited"}`})
+		}
+		e.post(t, "/slack/events", testkit.MentionEvent("EvStorm", "<@U111> ETA?", "U222", "C1", "1700000100.000100", ""), nil)
+		e.app.Wait(20 * time.Second)
+		sent := e.fake.Calls("chat.postMessage")
+		if len(sent) != 11 || !strings.Contains(sent[10].BlocksText(t), "synth · ETA") {
+			t.Fatalf("chat.postMessage calls = %d; want 10 refused and the answer on the 11th", len(sent))
+		}
+		metrics := readAll(t, mustGet(t, e.srv.URL+"/metrics").Body)
+		if want := `runwatch_slack_api_retries_total{method="chat.postMessage",reason="rate_limited"} 10`; !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+		t.Logf("figure: Slack 429 storm (10 in a row, Retry-After 2 s): the answer is posted once, after 10 waits")
+	})
+
+	t.Run("warnings through 429 and 5xx storms", func(t *testing.T) {
+		ep := testkit.NewFaultEndpoint(t)
+		e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}})
+		fake := testkit.NewSlack(t)
+		logs := &testkit.LogBuffer{}
+		api, waits := newTestAPI(t, fake, redact.Logger(logs.Logger(), redact.New(testkit.BotToken.Reveal())), nil)
+		s := posts.NewSampler(e.bot, time.Second, redact.Logger(logs.Logger(), redact.New(testkit.BotToken.Reveal())))
+		s.Deliver = Deliver(e.bot, api, nil)
+		ctx := context.Background()
+
+		storms := []struct {
+			name    string
+			failure testkit.Failure
+			n       int
+			ticks   int // ticks until the warning gets through
+			logged  string
+		}{
+			// 16 waits per try: 40 refusals take three ticks.
+			{"429", testkit.Failure{Status: 429, RetryAfter: "1", Body: `{"ok":false,"error":"ratelimited"}`}, 40, 3, "rate limit"},
+			// 4 attempts per try: 10 refusals take three ticks.
+			{"503", testkit.Failure{Status: 503, Body: "<html>upstream busy</html>"}, 10, 3, "503"},
+		}
+		for _, st := range storms {
+			t.Run(st.name, func(t *testing.T) {
+				*waits = nil
+				ep.Down()
+				s.Tick(ctx) // seen once
+				before := len(fake.Calls("chat.postMessage"))
+				for range st.n {
+					fake.FailNext("chat.postMessage", st.failure)
+				}
+				for range st.ticks {
+					s.Tick(ctx)
+				}
+				calls := fake.Calls("chat.postMessage")[before:]
+				if len(calls) != st.n+1 {
+					t.Fatalf("chat.postMessage calls = %d; want %d refused and the warning once", len(calls), st.n)
+				}
+				if !strings.Contains(calls[st.n].Form.Get("text"), "is failing") {
+					t.Errorf("delivered = %q; want the source-down warning", calls[st.n].Form.Get("text"))
+				}
+				s.Tick(ctx)
+				if n := len(fake.Calls("chat.postMessage")[before:]); n != st.n+1 {
+					t.Errorf("after the storm chat.postMessage calls = %d; want no repeat of the delivered warning", n)
+				}
+				if !strings.Contains(logs.String(), "warning not delivered; will retry") || !strings.Contains(logs.String(), st.logged) {
+					t.Errorf("log lacks the undelivered warning naming %q:\n%s", st.logged, logs.String())
+				}
+				ep.Up()
+				s.Tick(ctx)
+				if calls := fake.Calls("chat.postMessage"); !strings.Contains(calls[len(calls)-1].Form.Get("text"), "answers again") {
+					t.Errorf("after the endpoint came back: %q; want the follow-up", calls[len(calls)-1].Form.Get("text"))
+				}
+				t.Logf("figure: Slack %s storm (%d refusals): the warning is kept and delivered once, on sample %d", st.name, st.n, st.ticks)
+			})
+		}
+		if strings.Contains(logs.String(), testkit.BotToken.Reveal()) {
+			t.Errorf("the token reached the log")
+		}
+	})
+}
+
+func mustGet(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
