@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"runwatch/config"
-	"runwatch/handlers"
+	"runwatch/conversation"
 	"runwatch/monitor"
 )
 
@@ -100,7 +100,7 @@ func TestAnswersBetweenSamplesAgree(t *testing.T) {
 	}
 	// The job slows down: a fresh probe now would measure a different pace and finish.
 	job.setRate(900)
-	bot := handlers.NewBot(m, time.UTC, config.Env{})
+	bot := conversation.NewBot(m, time.UTC, config.Env{})
 	// Each figure two answers may both state, and where it is in their text.
 	facts := map[string]*regexp.Regexp{
 		"the ETA's pace": regexp.MustCompile(`items left × [0-9,]+ tokens each at ([0-9,]+) tok/s`),
@@ -116,7 +116,7 @@ func TestAnswersBetweenSamplesAgree(t *testing.T) {
 		seen := map[string]int{}
 		for i, q := range questions {
 			job.advance(t, gaps[i])
-			text := bot.Ask(ctx, handlers.Request{Text: q, Source: "cli"}).Message.Text()
+			text := bot.Ask(ctx, conversation.Request{Text: q, Source: "cli"}).Message.Text()
 			t.Logf("%s: %s\n%s", phase, q, text)
 			for fact, re := range facts {
 				for _, v := range re.FindAllStringSubmatch(text, -1) {
