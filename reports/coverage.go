@@ -324,3 +324,22 @@ func (st Storage) unseenNeedNot() string {
 	}
 	return ""
 }
+
+// remoteQuiet says which other hosts the devices' counters answered for, where their exporters could
+// not: " On host `gpu-2` `/shared`'s device (`/dev/sdb`) wrote 0 B in the last 5 min." "" when none.
+func (st Storage) remoteQuiet(t Target) string {
+	if t.Path != "" {
+		t.Path = filepath.Clean(t.Path)
+	}
+	var parts []string
+	for _, q := range st.Coverage.Quiet {
+		if q.Host == "" || (t.Path != "" && q.Path != t.Path && !Under(t.Path, q.Path) && !Under(q.Path, t.Path)) {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("on host %s %s", Code(q.Host), quietClause([]QuietDevice{q})))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + upperFirst(strings.Join(parts, "; ")) + "."
+}

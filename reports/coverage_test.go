@@ -71,6 +71,15 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 			covers: map[string]bool{"/shared": true, "gpu-1:/shared": true, "gpu-2:/shared": false},
 		},
 		{
+			name: "an exporter is silent, but node_exporter says its device wrote nothing",
+			st: remote(RemoteInput{Exporters: []string{"gpu-1"}, Silent: []SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}},
+				Paths:   PlaceOnHosts([]PathObservation{{Path: "/shared", Role: RoleProtected}}, []probes.RemoteHost{{Name: "gpu-2", Filesystems: []probes.RemoteFS{{Mount: probes.Mount{MountPoint: "/shared", FSType: "xfs", Source: "/dev/sdb"}, Usage: usage(1e12, 2e12)}}}}),
+				Devices: map[string]map[string]DeviceWrites{"gpu-2": {"/shared": {Device: "/dev/sdb", Seconds: 300}}}}),
+			writes: "(ok) No — no process is writing to /shared. On host gpu-2 /shared's device (/dev/sdb) wrote 0 B in the last 5 min.",
+			safe:   "(ok) Yes", status: "(ok) no writes to /shared",
+			covers: map[string]bool{"/shared": true, "gpu-2:/shared": true},
+		},
+		{
 			name:   "another host's exporter could not inspect processes",
 			st:     remote(RemoteInput{Exporters: []string{"gpu-1"}, Invisible: map[string]int{"gpu-1": 4}}),
 			writes: "(~) No writes seen to /shared, but on host gpu-1 4 processes could not be inspected by its exporter.",
