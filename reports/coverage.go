@@ -116,6 +116,32 @@ func (st Storage) Covers(mount string) bool {
 	return st.Coverage.Covers("", mount)
 }
 
+// Answered reports whether every source that speaks for a warning's mount answered: no Prometheus,
+// exporter or scan gap leaves it unseen. Processes that could not be inspected aside (they were as
+// unseen when the warning was raised): Unseen names them for the resolution to say. A protected-write
+// warning is resolved only when this holds; Covers is the stricter test a "No" verdict needs.
+func (st Storage) Answered(mount string) bool {
+	host, path := "", mount
+	if h, p, ok := strings.Cut(mount, ":"); ok && !strings.HasPrefix(mount, "/") {
+		host, path = h, p
+	}
+	return len(hostGaps(st.Coverage.Gaps(host, path))) == 0 && !scanFailed(st.Coverage.Gaps(host, path))
+}
+
+// Unseen says, for a resolution, what a mount's evidence still could not see: "12 processes could not be
+// inspected". "" when it covers the mount.
+func (st Storage) Unseen(mount string) string {
+	host, path := "", mount
+	if h, p, ok := strings.Cut(mount, ":"); ok && !strings.HasPrefix(mount, "/") {
+		host, path = h, p
+	}
+	var parts []string
+	for _, g := range processGaps(st.Coverage.Gaps(host, path)) {
+		parts = append(parts, fmt.Sprintf("%s could not be inspected", Plural(g.Processes, "process", "processes")))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // addGap adds g, merged with a gap of the same source and why (their hosts and paths joined).
 func (c *Coverage) addGap(g Gap) {
 	for i, o := range c.Missing {
