@@ -8,6 +8,7 @@ package monitor
 // readings for one-shot commands, as it does the latest one.
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -84,6 +85,27 @@ func deviceWrites(from, cur *diskSample, paths []reports.PathObservation) map[st
 		}
 		if n, ok := probes.DeviceWritten(from.Counters, cur.Counters, p.Mount); ok {
 			out[p.Mount.MountPoint] = reports.DeviceWrites{Device: p.Mount.Source, Bytes: n, Seconds: secs}
+		}
+	}
+	return out
+}
+
+// remoteDevices is what node_exporter's disk counters say each host's devices wrote, by host and mount
+// point, with the device each mount is on.
+func remoteDevices(rem probes.RemoteStorage) map[string]map[string]reports.DeviceWrites {
+	out := map[string]map[string]reports.DeviceWrites{}
+	for _, h := range rem.Hosts {
+		for mp, w := range rem.Written[h.Name] {
+			dw := reports.DeviceWrites{Bytes: uint64(math.Round(max(w.Bytes, 0))), Seconds: w.Seconds}
+			for _, f := range h.Filesystems {
+				if f.Mount.MountPoint == mp {
+					dw.Device = f.Mount.Source
+				}
+			}
+			if out[h.Name] == nil {
+				out[h.Name] = map[string]reports.DeviceWrites{}
+			}
+			out[h.Name][mp] = dw
 		}
 	}
 	return out

@@ -125,6 +125,8 @@ type Monitor struct {
 	diskBefore *diskSample
 	// devices keeps disk readings over the last minutes, for what the protected paths' devices wrote.
 	devices deviceWindow
+	// foreignNamed remembers the log bars that are not the job's already named, by run and description.
+	foreignNamed sync.Map
 	// lastScan is the last scan of open files (or the one in flight), which samples reuse for
 	// ScanEvery samples and every status for ScanReuse (shared.go).
 	lastScan *writerScan

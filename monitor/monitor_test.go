@@ -398,8 +398,9 @@ func TestMetricsURLsApartOnlyInTheirQuery(t *testing.T) {
 	}
 }
 
-// A run file's total: that disagrees with the total the log prints is named in the answers: the log's count
-// is used, and the person who wrote total: learns that it is not. A total: that agrees says nothing.
+// A run file's total: that disagrees with the total the log prints: the log's lines are not taken for the
+// job's progress (another bar, a quoted line, would give any total), and the problem says why, naming both
+// totals, so the person who wrote total: learns which is wrong. A total: that agrees says nothing.
 func TestRunFileTotalDisagreeingWithLog(t *testing.T) {
 	for _, tc := range []struct {
 		total int64
@@ -412,15 +413,15 @@ func TestRunFileTotalDisagreeingWithLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		rs := m.Status(context.Background(), Need{Progress: true}).Runs[0]
-		if rs.Progress == nil || rs.Progress.Total != 25000 {
-			t.Fatalf("total: %d: progress = %+v; want the log's total 25000", tc.total, rs.Progress)
-		}
 		said := false
-		for _, n := range rs.Notices {
-			said = said || strings.Contains(n, "the log counts 25,000 items in the job and the run file's total: says 1,000,000")
+		for _, p := range rs.Problems {
+			said = said || strings.Contains(p.Error, `"Progress:" (300/25000): its total (25000) contradicts the run file's total: 1000000`)
 		}
 		if said != tc.want {
-			t.Errorf("total: %d: notices = %q; want the disagreement named: %v", tc.total, rs.Notices, tc.want)
+			t.Errorf("total: %d: problems = %+v; want the disagreement named: %v", tc.total, rs.Problems, tc.want)
+		}
+		if got := rs.Progress != nil && rs.Progress.Total == 25000; got == tc.want {
+			t.Errorf("total: %d: progress = %+v; want the log's line used: %v", tc.total, rs.Progress, !tc.want)
 		}
 	}
 }

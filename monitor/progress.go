@@ -69,16 +69,20 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		readings []probes.EngineReading
 		missing  error // the run's own log's error, when discovery's log was read in its place
 	)
+	last, _ := st.lastProgress()
 	if lg := m.logs[r.Name]; lg != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 			defer cancel()
-			reading, logErr = lg.Read(c)
+			// A line whose total contradicts the run file's total:, or a bar whose total is not the one
+			// the job's lines gave so far, is not the job's progress.
+			want := probes.LogWant{Total: r.Total, Seen: last.Total}
+			reading, logErr = lg.Read(c, want)
 			if fb := m.fallbackLogs[r.Name]; fb != nil && errors.As(logErr, new(*probes.LogMissing)) {
 				// log: names no file, and discovery found where the job logs: read that, and say both.
-				if fr, err := fb.Read(c); err == nil {
+				if fr, err := fb.Read(c, want); err == nil {
 					missing, reading, logErr = logErr, fr, nil
 				}
 			}
@@ -128,6 +132,9 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		problem("log "+r.Log, describeLogErr(missing, m.opts.ProbeTimeout))
 		s.notices = append(s.notices, fmt.Sprintf("reading %s instead: the job's log, as found on this host (fix log: in the run file)", reading.File.Path))
 	}
+	if m.logs[r.Name] != nil {
+		s.notices = append(s.notices, m.nameForeignBars(r.Name, reading.Foreign)...)
+	}
 	if m.logs[r.Name] != nil && logErr != nil {
 		problem("log "+r.Log, describeLogErr(logErr, m.opts.ProbeTimeout))
 	}
@@ -137,10 +144,6 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		s.progress = reports.Progress{Done: p.Done, Total: p.Total, Errors: p.Errors, AvgTokens: p.AvgTokens, Source: "log"}
 		if s.progress.Total == 0 {
 			s.progress.Total = r.Total
-		} else if r.Total > 0 && r.Total != p.Total {
-			// The log's own count wins; a run-file total that says otherwise is a mistake to name, not to hide.
-			s.notices = append(s.notices, fmt.Sprintf("the log counts %s items in the job and the run file's total: says %s: answers use the log's (remove total: or correct it)",
-				reports.Count(float64(p.Total)), reports.Count(float64(r.Total))))
 		}
 		s.obs.Done, s.obs.Total, s.obs.Errors = p.Done, s.progress.Total, p.Errors
 		if p.AvgTokens > 0 {
@@ -267,4 +270,30 @@ func metricsNames(urls []string) []metricsName {
 		}
 	}
 	return out
+}
+
+// nameForeignBars words the log's progress bars that are not the job's, each once per run for the
+// monitor's life: "the log also shows `Processed prompts` (200/200), not the job's progress: ...".
+func (m *Monitor) nameForeignBars(run string, bars []probes.ForeignBar) []string {
+	var out []string
+	for _, b := range bars {
+		if _, said := m.foreignNamed.LoadOrStore(run+"\x00"+b.Desc, true); said {
+			continue
+		}
+		out = append(out, fmt.Sprintf("the log also shows %q (%s/%s), which is not the job's progress: %s",
+			b.Desc, reports.Count(float64(b.Done)), reports.Count(float64(b.Total)), b.Why))
+	}
+	return out
+}
+
+// lastProgress is the run's latest observation with progress, if any.
+func (st *runState) lastProgress() (reports.Observation, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for i := len(st.History) - 1; i >= 0; i-- {
+		if st.History[i].Total > 0 || st.History[i].Done > 0 {
+			return st.History[i], true
+		}
+	}
+	return reports.Observation{}, false
 }

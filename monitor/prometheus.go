@@ -237,6 +237,7 @@ func (m *Monitor) promObserveStorage(ctx context.Context, r *config.Run, ps *pro
 		Paths:      reports.PlaceOnHosts(specs, rem.Hosts),
 		WriteRates: rem.WriteRates,
 		FillRates:  reports.FillRatesByHost(rem.Free, probes.UnixSeconds(now), probes.PromFreeWindow.Seconds()),
+		Devices:    remoteDevices(rem),
 	}
 }
 

@@ -47,7 +47,7 @@ func TestLogMissingSaysWhatIsBeside(t *testing.T) {
 		{filepath.Join(dir, "logs", "generate.log"), "", true},
 	}
 	for _, tt := range tests {
-		_, err := NewLog(tt.path, nil).Read(context.Background())
+		_, err := NewLog(tt.path, nil).Read(context.Background(), LogWant{})
 		var m *LogMissing
 		if !errors.As(err, &m) || !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("Read(%s) = %v; want a LogMissing wrapping fs.ErrNotExist", tt.path, err)

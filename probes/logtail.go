@@ -25,6 +25,7 @@ type Progress struct {
 	AvgTokens   float64 // mean completion tokens so far, 0 when unknown
 	Rate        float64 // items/s as printed, 0 when unknown
 	Format      string  // "progress", "tqdm" or "custom"
+	Desc        string  // a tqdm bar's description ("Processed prompts"), "" for none
 	Line        string  // the matched line, valid UTF-8, at most 300 bytes
 }
 
@@ -41,6 +42,9 @@ type LogFile struct {
 type LogReading struct {
 	Progress Progress
 	File     LogFile
+	// Foreign are the progress bars in the part of the log read that are not the job's, each
+	// description once, the newest first.
+	Foreign []ForeignBar
 }
 
 // ErrNoProgress is returned (wrapped) when the tail of a log holds no line
@@ -84,12 +88,17 @@ func NewLog(path string, custom *regexp.Regexp) *Log {
 // abandon it when the filesystem hangs; readers at the same moment share one
 // read, and while an abandoned read is still blocked, further reads fail at
 // once instead of piling up.
-func (l *Log) Read(ctx context.Context) (LogReading, error) {
+//
+// want is what is known of the job (its total): a line that contradicts it is not the job's, and is
+// named in Foreign instead.
+func (l *Log) Read(ctx context.Context, want LogWant) (LogReading, error) {
 	if err := ctx.Err(); err != nil {
 		return LogReading{}, fmt.Errorf("read %s: %w", l.path, err)
 	}
 	// The read itself runs on: ctx only abandons the wait for it.
-	v, err := l.guard.do(ctx, "read", func() (any, error) { return l.read(context.WithoutCancel(ctx)) })
+	// One read per log at a time, whatever want (the same for a run between samples): a hung
+	// filesystem holds one thread, not one per want.
+	v, err := l.guard.do(ctx, "read", func() (any, error) { return l.read(context.WithoutCancel(ctx), want) })
 	switch {
 	case err == nil:
 		return v.(LogReading), nil
@@ -101,7 +110,7 @@ func (l *Log) Read(ctx context.Context) (LogReading, error) {
 	return LogReading{}, err
 }
 
-func (l *Log) read(ctx context.Context) (LogReading, error) {
+func (l *Log) read(ctx context.Context, want LogWant) (LogReading, error) {
 	// O_NONBLOCK: opening a FIFO with no writer must not block; the fstat
 	// below then rejects it.
 	f, err := os.OpenFile(l.path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -125,24 +134,25 @@ func (l *Log) read(ctx context.Context) (LogReading, error) {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			file.Inode = st.Ino
 		}
-		p, err := logTailFind(ctx, f, fi.Size(), l.custom)
+		pk := &progressPicker{custom: l.custom, want: want}
+		p, err := logTailFind(ctx, f, fi.Size(), pk)
 		if errors.Is(err, errLogTailShrank) && attempt < logTailRetries {
 			continue // truncated while we read; look again at the new size
 		}
 		if err != nil {
-			return LogReading{File: file}, fmt.Errorf("read %s: %w", l.path, err)
+			return LogReading{File: file, Foreign: pk.foreign}, fmt.Errorf("read %s: %w", l.path, err)
 		}
-		return LogReading{Progress: p, File: file}, nil
+		return LogReading{Progress: p, File: file, Foreign: pk.foreign}, nil
 	}
 }
 
 var errLogTailShrank = errors.New("file shrank while being read")
 
 // logTailFind reads a window at the end of r (size bytes long), looks for
-// the newest progress line in it, and doubles the window up to logTailCap
-// when there is none. Only the newly exposed part of the file is scanned on
-// each widening.
-func logTailFind(ctx context.Context, r io.ReaderAt, size int64, custom *regexp.Regexp) (Progress, error) {
+// the newest line of the job's progress in it (pk says which lines are), and
+// doubles the window up to logTailCap when there is none. Only the newly
+// exposed part of the file is scanned on each widening.
+func logTailFind(ctx context.Context, r io.ReaderAt, size int64, pk *progressPicker) (Progress, error) {
 	if size == 0 {
 		return Progress{}, fmt.Errorf("%w (the file is empty)", ErrNoProgress)
 	}
@@ -166,19 +176,19 @@ func logTailFind(ctx context.Context, r io.ReaderAt, size int64, custom *regexp.
 		}
 		buf, off = grown, newOff
 
-		sc := logTailScan(buf, int(scanEnd-off), off > 0, scanEnd == size, custom)
+		sc := logTailScan(buf, int(scanEnd-off), off > 0, scanEnd == size, pk)
 		examined += sc.examined
-		if sc.found {
-			return sc.progress, nil
+		if p, ok := pk.pick(); ok {
+			return p, nil
 		}
 		if off == 0 {
-			return Progress{}, fmt.Errorf("%w in the whole file (%d bytes)", ErrNoProgress, size)
+			return Progress{}, fmt.Errorf("%w in the whole file (%d bytes)%s", ErrNoProgress, size, pk.why())
 		}
 		if window >= logTailCap {
 			if examined == 0 {
 				return Progress{}, fmt.Errorf("%w in the last %s; %w", ErrNoProgress, logTailSize(window), ErrLineTooLong)
 			}
-			return Progress{}, fmt.Errorf("%w in the last %s", ErrNoProgress, logTailSize(window))
+			return Progress{}, fmt.Errorf("%w in the last %s%s", ErrNoProgress, logTailSize(window), pk.why())
 		}
 		if sc.headEnd >= 0 {
 			scanEnd = off + int64(sc.headEnd)
@@ -191,19 +201,18 @@ func logTailFind(ctx context.Context, r io.ReaderAt, size int64, custom *regexp.
 }
 
 type logTailScanResult struct {
-	progress Progress
-	found    bool
 	headEnd  int // index of the separator that ends the skipped head segment, -1 if none
 	examined int
 }
 
 // logTailScan looks backwards through the segments of buf[:end] (split on
-// '\n' and '\r') for the newest progress line. When partialHead is set the
-// first segment may have started before buf and is not trusted. When atEOF is
-// set the last segment is the file's last bytes with no separator after them:
-// it may still be half written, so only a tqdm update — which ends with ']'
-// and so cannot match unless complete — is accepted from it.
-func logTailScan(buf []byte, end int, partialHead, atEOF bool, custom *regexp.Regexp) logTailScanResult {
+// '\n' and '\r') for progress lines, newest first, and hands each to pk until
+// it has the job's. When partialHead is set the first segment may have started
+// before buf and is not trusted. When atEOF is set the last segment is the
+// file's last bytes with no separator after them: it may still be half
+// written, so only a tqdm update — which ends with ']' and so cannot match
+// unless complete — is accepted from it.
+func logTailScan(buf []byte, end int, partialHead, atEOF bool, pk *progressPicker) logTailScanResult {
 	res := logTailScanResult{headEnd: -1}
 	first := true
 	for i := end; ; {
@@ -213,13 +222,12 @@ func logTailScan(buf []byte, end int, partialHead, atEOF bool, custom *regexp.Re
 		}
 		seg := buf[j+1 : i]
 		if len(seg) > 0 {
-			p, ok := ParseProgress(seg, custom)
+			p, ok := ParseProgress(seg, pk.custom)
 			open := first && atEOF
 			if !open {
 				res.examined++
 			}
-			if ok && (!open || p.Format == "tqdm") {
-				res.progress, res.found = p, true
+			if ok && (!open || p.Format == "tqdm") && pk.add(p) {
 				return res
 			}
 		}
@@ -232,21 +240,25 @@ func logTailScan(buf []byte, end int, partialHead, atEOF bool, custom *regexp.Re
 	}
 }
 
-// ParseProgress parses one log line (no trailing \n/\r). custom may be nil;
-// when it matches it wins over the built-in formats.
+// ParseProgress parses one log line (no trailing \n/\r) where a progress line
+// starts: at the line's start or after the logger's prefix (a timestamp, a
+// level, a source location), never inside other text. custom may be nil; when
+// it matches it wins over the built-in formats. Whose progress the line is
+// (the job's, or another bar's) the caller decides.
 func ParseProgress(line []byte, custom *regexp.Regexp) (Progress, bool) {
 	var (
-		p  Progress
-		ok bool
+		p      Progress
+		ok     bool
+		starts = progressStarts(line)
 	)
 	if custom != nil {
-		p, ok = logTailParseCustom(line, custom)
+		p, ok = logTailParseCustom(line, custom, starts)
 	}
 	if !ok {
-		p, ok = logTailParseScript(line)
+		p, ok = logTailParseScript(line, starts)
 	}
 	if !ok {
-		p, ok = logTailParseTqdm(line)
+		p, ok = logTailParseTqdm(line, starts)
 	}
 	if !ok {
 		return Progress{}, false
@@ -277,12 +289,12 @@ var (
 // logTailParseScript parses the generation script's own line, e.g.
 // "Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s".
 // Everything after the counts is optional.
-func logTailParseScript(line []byte) (Progress, bool) {
+func logTailParseScript(line []byte, starts []int) (Progress, bool) {
 	if !bytes.Contains(line, []byte("Progress:")) {
 		return Progress{}, false // cheap test first: most log lines are not progress
 	}
 	m := logTailScriptRe.FindSubmatchIndex(line)
-	if m == nil {
+	if m == nil || !startsAt(starts, m[0]) {
 		return Progress{}, false
 	}
 	done, ok1 := logTailInt(line[m[2]:m[3]])
@@ -309,12 +321,18 @@ func logTailParseScript(line []byte) (Progress, bool) {
 
 // logTailParseTqdm parses one tqdm update; the newest match on the line wins
 // (a line may hold several when a tool wrote them without '\r').
-func logTailParseTqdm(line []byte) (Progress, bool) {
+func logTailParseTqdm(line []byte, starts []int) (Progress, bool) {
 	if bytes.IndexByte(line, '<') < 0 || bytes.IndexByte(line, ']') < 0 {
 		return Progress{}, false // cheap test first: every tqdm update has both
 	}
 	all := logTailTqdmRe.FindAllSubmatchIndex(line, -1)
 	if all == nil {
+		return Progress{}, false
+	}
+	// The first update starts the line, after its description; later ones are the same bar redrawn
+	// without a carriage return.
+	desc, anchored := barDesc(line, starts, all[0][0])
+	if !anchored {
 		return Progress{}, false
 	}
 	m := all[len(all)-1]
@@ -325,7 +343,7 @@ func logTailParseTqdm(line []byte) (Progress, bool) {
 	if !ok1 || !ok2 || !ok3 || total <= 0 {
 		return Progress{}, false
 	}
-	p := Progress{Done: done, Total: total, Elapsed: elapsed, Format: "tqdm"}
+	p := Progress{Done: done, Total: total, Elapsed: elapsed, Format: "tqdm", Desc: desc}
 	if num := g(4); num != "?" {
 		v, err := strconv.ParseFloat(num, 64)
 		if err == nil {
@@ -345,9 +363,9 @@ func logTailParseTqdm(line []byte) (Progress, bool) {
 }
 
 // logTailParseCustom applies a user pattern checked by config.CompileProgressPattern.
-func logTailParseCustom(line []byte, re *regexp.Regexp) (Progress, bool) {
+func logTailParseCustom(line []byte, re *regexp.Regexp, starts []int) (Progress, bool) {
 	m := re.FindSubmatchIndex(line)
-	if m == nil {
+	if m == nil || !startsAt(starts, m[0]) {
 		return Progress{}, false
 	}
 	p := Progress{Format: "custom"}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -190,7 +191,7 @@ func TestLogRead(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "job.log")
 			logTestWrite(t, path, []byte(tt.content))
-			got, err := NewLog(path, nil).Read(context.Background())
+			got, err := NewLog(path, nil).Read(context.Background(), LogWant{})
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
 					t.Fatalf("Read(%s) = %+v, %v; want %v", tt.name, got.Progress, err, tt.wantErr)
@@ -219,7 +220,7 @@ func TestLogRead(t *testing.T) {
 func TestLogReadLineTooLongMessage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "job.log")
 	logTestWrite(t, path, bytes.Repeat([]byte("x"), logTailCap+1))
-	_, err := NewLog(path, nil).Read(context.Background())
+	_, err := NewLog(path, nil).Read(context.Background(), LogWant{})
 	want := "read " + path + ": no progress line in the last 4 MiB; the last line is longer than that"
 	if err == nil || err.Error() != want || !errors.Is(err, ErrNoProgress) {
 		t.Errorf("Read(one huge line) = %v; want %q", err, want)
@@ -231,7 +232,7 @@ func TestLogReadLongLineIsClipped(t *testing.T) {
 	// A tqdm line with a long postfix, cut so a multi-byte rune straddles 300 bytes.
 	line := "Processed prompts:  30%|███       | 980/3273 [00:13<00:00, 5753.50it/s, note: " + strings.Repeat("é", 200) + "]"
 	logTestWrite(t, path, []byte(line+"\n"))
-	got, err := NewLog(path, nil).Read(context.Background())
+	got, err := NewLog(path, nil).Read(context.Background(), LogWant{})
 	if err != nil || got.Progress.Done != 980 {
 		t.Fatalf("Read = %+v, %v; want 980 done", got.Progress, err)
 	}
@@ -268,7 +269,7 @@ func TestLogReadErrors(t *testing.T) {
 			if !tt.root && os.Geteuid() == 0 {
 				t.Skip("root reads files regardless of their mode")
 			}
-			_, err := NewLog(tt.path, nil).Read(context.Background())
+			_, err := NewLog(tt.path, nil).Read(context.Background(), LogWant{})
 			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.wantText) || !strings.HasPrefix(err.Error(), "read "+tt.path+": ") {
 				t.Errorf("Read(%s) = %v; want %v mentioning %q", tt.path, err, tt.want, tt.wantText)
 			}
@@ -281,7 +282,7 @@ func TestLogReadCanceled(t *testing.T) {
 	logTestWrite(t, path, []byte("Progress: 1/2\n"))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := NewLog(path, nil).Read(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := NewLog(path, nil).Read(ctx, LogWant{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Read(canceled ctx) = %v; want context.Canceled", err)
 	}
 }
@@ -294,7 +295,7 @@ func TestLogReadFollowsRotation(t *testing.T) {
 	l := NewLog(path, nil)
 	read := func() LogReading {
 		t.Helper()
-		r, err := l.Read(context.Background())
+		r, err := l.Read(context.Background(), LogWant{})
 		if err != nil {
 			t.Fatalf("Read: %v", err)
 		}
@@ -348,7 +349,7 @@ func TestLogReadCustomPattern(t *testing.T) {
 	re := regexp.MustCompile(`saved (?P<done>\d+)/(?P<total>\d+) shards`)
 	path := filepath.Join(t.TempDir(), "extract.log")
 	logTestWrite(t, path, []byte("saved 3/40 shards\nsaved 4/40 shards\nflush\n"))
-	got, err := NewLog(path, re).Read(context.Background())
+	got, err := NewLog(path, re).Read(context.Background(), LogWant{})
 	if err != nil || got.Progress.Done != 4 || got.Progress.Total != 40 || got.Progress.Format != "custom" {
 		t.Errorf("Read(custom) = %+v, %v; want 4/40 custom", got.Progress, err)
 	}
@@ -413,7 +414,7 @@ func BenchmarkLogTail(b *testing.B) {
 			l := NewLog(bc.path, nil)
 			ctx := context.Background()
 			for b.Loop() {
-				r, err := l.Read(ctx)
+				r, err := l.Read(ctx, LogWant{})
 				if !errors.Is(err, bc.want) || (err == nil && r.Progress.Done != 225) {
 					b.Fatalf("Read = %+v, %v; want 225 done or %v", r.Progress, err, bc.want)
 				}
@@ -459,5 +460,98 @@ func TestClipTextKeepsCharactersWhole(t *testing.T) {
 	}
 	if got := ClipText("short", 200); got != "short" {
 		t.Errorf("ClipText(short) = %q", got)
+	}
+}
+
+// The bars the issue quotes: vLLM's per-batch bar and a datasets map, complete tqdm updates.
+const (
+	logTestBatchBar = "Processed prompts: 100%|##########| 200/200 [00:05<00:00, 38.10it/s]"
+	logTestMapBar   = "Map: 100%|██████████| 25000/25000 [00:03<00:00, 7421.37 examples/s]"
+)
+
+// TestParseProgressStartsTheLine: a progress line starts the line, after nothing but what a logger puts
+// before a message; text that quotes progress (a model's reply echoed into the log) is not one.
+func TestParseProgressStartsTheLine(t *testing.T) {
+	tests := []struct {
+		line string
+		ok   bool
+	}{
+		{"Progress: 5/10", true},
+		{"   Progress: 5/10", true},
+		{"2026-12-07 03:12:01,123 - __main__ - INFO - Progress: 5/10", true},
+		{"[2026-12-07 03:12:01] [INFO] Progress: 5/10", true},
+		{"2026-12-07T03:12:01Z INFO synth.gen: Progress: 5/10", true},
+		{"I1207 03:12:01.123456 4242 gen.go:88] Progress: 5/10", true},
+		{"INFO 12-07 03:12:01 [gen.py:88] Progress: 5/10", true},
+		{"Reply: Progress: 25000/25000", false},
+		{`INFO 12-07 03:12:01 gen.py:88 completion 311: "the table reads Progress: 25000/25000 at the end"`, false},
+		{"the model wrote Progress: 25000/25000", false},
+		{logTestBatchBar, true},
+		{"2026-12-07 03:12:01 INFO " + logTestBatchBar, true},
+		{`Reply: "45/100 [01:05<01:20, 0.69it/s]"`, false},
+	}
+	for _, tt := range tests {
+		if _, ok := ParseProgress([]byte(tt.line), nil); ok != tt.ok {
+			t.Errorf("ParseProgress(%q) ok = %v; want %v", tt.line, ok, tt.ok)
+		}
+	}
+}
+
+// TestLogReadTheJobsOwnProgress: other bars never set done/total: an engine's per-batch bar and a
+// datasets map after the job's own "Progress:" line, a bar whose total contradicts total:, a reply
+// quoting "Progress: 25000/25000". They are named instead. A bar is the job's when it is the only one.
+func TestLogReadTheJobsOwnProgress(t *testing.T) {
+	tests := []struct {
+		name       string
+		content    string
+		want       LogWant
+		done, tot  int64
+		err        string
+		foreign    []string // descriptions named
+		notForeign string
+	}{
+		{name: "an engine's batch bar after the job's line", content: "Progress: 300/25000 (0 errors)\n" + logTestBatchBar + "\n",
+			done: 300, tot: 25000, foreign: []string{"Processed prompts"}},
+		{name: "the same, total: set", content: "Progress: 300/25000 (0 errors)\n" + logTestBatchBar + "\n", want: LogWant{Total: 25000},
+			done: 300, tot: 25000, foreign: []string{"Processed prompts"}},
+		{name: "a datasets map after the job's line", content: "Progress: 300/25000\n" + logTestMapBar + "\n",
+			done: 300, tot: 25000, foreign: []string{"Map"}},
+		{name: "a reply that quotes progress", content: "Progress: 300/25000\nINFO completion 17: Progress: 25000/25000\nProgress: 311/25000\n",
+			done: 311, tot: 25000},
+		{name: "the only bar is the job's", content: logTestMapBar + "\n" + strings.Join([]string{"Processed prompts:  30%|███       | 980/3273 [00:13<00:00, 5753.50it/s]"}, "\r"),
+			done: 980, tot: 3273, foreign: []string{"Map"}},
+		{name: "a bar whose total contradicts total:", content: logTestBatchBar + "\n", want: LogWant{Total: 25000},
+			err: `"Processed prompts" (200/200): its total (200) contradicts the run file's total: 25000`},
+		{name: "a bar whose total is not the job's so far", content: logTestBatchBar + "\n", want: LogWant{Seen: 25000},
+			err: `its total (200) is not the job's (25000, as counted so far)`},
+		{name: "two bars, nothing to tell", content: "Extracting:  10%|█ | 10/100 [00:10<01:30, 1.00it/s]\n" + logTestBatchBar + "\n",
+			err: `several progress bars and nothing to tell which is the job's`},
+		{name: "two bars, total: tells", content: "Extracting:  10%|█ | 10/100 [00:10<01:30, 1.00it/s]\n" + logTestBatchBar + "\n", want: LogWant{Total: 100},
+			done: 10, tot: 100, foreign: []string{"Processed prompts"}},
+		{name: "job lines with another total than total:", content: "Progress: 300/30000\n", want: LogWant{Total: 25000},
+			err: `"Progress:" (300/30000): its total (30000) contradicts the run file's total: 25000`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "job.log")
+			logTestWrite(t, path, []byte(tt.content))
+			got, err := NewLog(path, nil).Read(context.Background(), tt.want)
+			if tt.err != "" {
+				if !errors.Is(err, ErrNoProgress) || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("Read = %+v, %v; want no progress, %q", got.Progress, err, tt.err)
+				}
+			} else if err != nil || got.Progress.Done != tt.done || got.Progress.Total != tt.tot {
+				t.Errorf("Read = %d/%d, %v; want %d/%d", got.Progress.Done, got.Progress.Total, err, tt.done, tt.tot)
+			}
+			var named []string
+			for _, f := range got.Foreign {
+				named = append(named, f.Desc)
+			}
+			for _, d := range tt.foreign {
+				if !slices.Contains(named, d) {
+					t.Errorf("Foreign = %+v; want %q named", got.Foreign, d)
+				}
+			}
+		})
 	}
 }

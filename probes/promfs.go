@@ -68,8 +68,11 @@ func (h RemoteHost) Lookup(path string) (RemoteFS, bool) {
 // RemoteStorage is what node_exporter says about the filesystems that hold a run's paths.
 type RemoteStorage struct {
 	Hosts []RemoteHost // sorted by name
-	// WriteRates is bytes/s written, by host and mount point, over the write window.
+	// WriteRates is bytes/s written, by host and mount point, over the write window; Written is the
+	// bytes behind each rate and the time its samples span (a device that wrote 0 B over minutes is
+	// evidence that nothing writes there, whoever the processes are).
 	WriteRates map[string]map[string]float64
+	Written    map[string]map[string]PromWritten
 	// Free is the free bytes over the trend window, by host and mount point.
 	Free map[string]map[string][]PromSample
 }
@@ -159,7 +162,7 @@ func (p *PromFilesystems) Read(ctx context.Context, at time.Time, paths []string
 	if diskErr != nil {
 		errs = append(errs, fmt.Errorf("disk writes: %w", NoAnswer(diskErr, timeout)))
 	} else {
-		out.WriteRates = promWriteRates(disk.Series, diskOf)
+		out.WriteRates, out.Written = promWriteRates(disk.Series, diskOf)
 	}
 	return out, errs
 }
@@ -294,11 +297,17 @@ type promDiskMount struct {
 	exact      bool
 }
 
-// promWriteRates turns raw disk counters into write rates per host and mount point; diskOf maps an
-// instance's disk names to the mount points on them. A partition's own counter wins over its whole
-// disk's when node_exporter reports both.
-func promWriteRates(series []PromSeries, diskOf map[string]map[string][]promDiskMount) map[string]map[string]float64 {
+// PromWritten is what a disk counter rose by over the time its raw samples span.
+type PromWritten struct {
+	Bytes, Seconds float64
+}
+
+// promWriteRates turns raw disk counters into write rates per host and mount point, with the bytes and
+// span behind each; diskOf maps an instance's disk names to the mount points on them. A partition's
+// own counter wins over its whole disk's when node_exporter reports both.
+func promWriteRates(series []PromSeries, diskOf map[string]map[string][]promDiskMount) (map[string]map[string]float64, map[string]map[string]PromWritten) {
 	out := map[string]map[string]float64{}
+	written := map[string]map[string]PromWritten{}
 	exact := map[string]bool{}
 	for _, s := range series {
 		inst := s.Labels["instance"]
@@ -306,19 +315,22 @@ func promWriteRates(series []PromSeries, diskOf map[string]map[string][]promDisk
 		if !ok {
 			continue
 		}
+		span := s.Samples[len(s.Samples)-1].T - s.Samples[0].T
 		host := promHost(inst)
 		for _, dm := range diskOf[inst][s.Labels["device"]] {
 			if out[host] == nil {
 				out[host] = map[string]float64{}
+				written[host] = map[string]PromWritten{}
 			}
 			key := host + "\x00" + dm.mountpoint
 			if dm.exact || !exact[key] {
 				out[host][dm.mountpoint] = rate
+				written[host][dm.mountpoint] = PromWritten{Bytes: rate * span, Seconds: span}
 				exact[key] = exact[key] || dm.exact
 			}
 		}
 	}
-	return out
+	return out, written
 }
 
 // ErrNoRemoteFS is the error of a path that no filesystem node_exporter reports on its host holds.

@@ -86,12 +86,21 @@ func TestPromWriteRates(t *testing.T) {
 		written = append(written, PromSample{T: t, V: 2e6 * (t - now + 90)})
 	}
 	diskOf := map[string]map[string][]promDiskMount{"h:9100": {"nvme1n1": {{"/data", false}}, "nvme1n1p1": {{"/data", true}}}}
-	rates := promWriteRates([]PromSeries{
+	diskOf["q:9100"] = map[string][]promDiskMount{"sdb": {{"/shared", true}}}
+	rates, bytes := promWriteRates([]PromSeries{
 		{Labels: map[string]string{"instance": "h:9100", "device": "nvme1n1p1"}, Samples: written},
 		{Labels: map[string]string{"instance": "h:9100", "device": "nvme1n1"}, Samples: []PromSample{{T: now - 60, V: 0}, {T: now, V: 6e9}}},
+		{Labels: map[string]string{"instance": "q:9100", "device": "sdb"}, Samples: []PromSample{{T: now - 300, V: 7e9}, {T: now - 150, V: 7e9}, {T: now, V: 7e9}}},
 	}, diskOf)
 	if r := rates["h"]["/data"]; math.Abs(r-2e6) > 1 {
 		t.Errorf("write rate = %g; want 2e6 (the partition's own counter, over the 90 s it exists)", r)
+	}
+	if w := bytes["h"]["/data"]; math.Abs(w.Bytes-180e6) > 1 || w.Seconds != 90 {
+		t.Errorf("written = %+v; want 180 MB over 90 s", w)
+	}
+	// A disk that wrote nothing over five minutes: evidence that nothing writes to /shared there.
+	if w := bytes["q"]["/shared"]; w.Bytes != 0 || w.Seconds != 300 {
+		t.Errorf("written on a quiet disk = %+v; want 0 B over 300 s", w)
 	}
 }
 

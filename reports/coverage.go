@@ -116,6 +116,32 @@ func (st Storage) Covers(mount string) bool {
 	return st.Coverage.Covers("", mount)
 }
 
+// Answered reports whether every source that speaks for a warning's mount answered: no Prometheus,
+// exporter or scan gap leaves it unseen. Processes that could not be inspected aside (they were as
+// unseen when the warning was raised): Unseen names them for the resolution to say. A protected-write
+// warning is resolved only when this holds; Covers is the stricter test a "No" verdict needs.
+func (st Storage) Answered(mount string) bool {
+	host, path := "", mount
+	if h, p, ok := strings.Cut(mount, ":"); ok && !strings.HasPrefix(mount, "/") {
+		host, path = h, p
+	}
+	return len(hostGaps(st.Coverage.Gaps(host, path))) == 0 && !scanFailed(st.Coverage.Gaps(host, path))
+}
+
+// Unseen says, for a resolution, what a mount's evidence still could not see: "12 processes could not be
+// inspected". "" when it covers the mount.
+func (st Storage) Unseen(mount string) string {
+	host, path := "", mount
+	if h, p, ok := strings.Cut(mount, ":"); ok && !strings.HasPrefix(mount, "/") {
+		host, path = h, p
+	}
+	var parts []string
+	for _, g := range processGaps(st.Coverage.Gaps(host, path)) {
+		parts = append(parts, fmt.Sprintf("%s could not be inspected", Plural(g.Processes, "process", "processes")))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // addGap adds g, merged with a gap of the same source and why (their hosts and paths joined).
 func (c *Coverage) addGap(g Gap) {
 	for i, o := range c.Missing {
@@ -323,4 +349,23 @@ func (st Storage) unseenNeedNot() string {
 		return fmt.Sprintf(", so none of the %d processes I could not inspect writes there", st.Invisible)
 	}
 	return ""
+}
+
+// remoteQuiet says which other hosts the devices' counters answered for, where their exporters could
+// not: " On host `gpu-2` `/shared`'s device (`/dev/sdb`) wrote 0 B in the last 5 min." "" when none.
+func (st Storage) remoteQuiet(t Target) string {
+	if t.Path != "" {
+		t.Path = filepath.Clean(t.Path)
+	}
+	var parts []string
+	for _, q := range st.Coverage.Quiet {
+		if q.Host == "" || (t.Path != "" && q.Path != t.Path && !Under(t.Path, q.Path) && !Under(q.Path, t.Path)) {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("on host %s %s", Code(q.Host), quietClause([]QuietDevice{q})))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + upperFirst(strings.Join(parts, "; ")) + "."
 }

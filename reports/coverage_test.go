@@ -42,6 +42,7 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 		st                   Storage
 		writes, safe, status string
 		covers               map[string]bool // Storage.Covers by warning mount
+		answered             map[string]bool // Storage.Answered by warning mount
 	}{
 		{
 			name:   "every host answered",
@@ -50,12 +51,13 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 			covers: map[string]bool{"/shared": true, "gpu-1:/shared": true},
 		},
 		{
-			name:   "Prometheus did not answer",
-			st:     remote(RemoteInput{WritersErr: "no answer within 2s", KnownHosts: []string{"gpu-1", "gpu-2", "gpu-3"}}),
-			writes: "(?) Can't tell for 3 hosts: Prometheus did not answer within 2s. On this host no process writes to /shared.",
-			safe:   "(?) Can't tell for 3 hosts: Prometheus did not answer within 2s. On this host no process writes to /shared; no output resolves inside it.",
-			status: "(?) writes to /shared unknown for 3 hosts (Prometheus did not answer within 2s; none on this host)",
-			covers: map[string]bool{"/shared": true, "gpu-1:/shared": false, "gpu-9:/shared": false},
+			name:     "Prometheus did not answer",
+			st:       remote(RemoteInput{WritersErr: "no answer within 2s", KnownHosts: []string{"gpu-1", "gpu-2", "gpu-3"}}),
+			writes:   "(?) Can't tell for 3 hosts: Prometheus did not answer within 2s. On this host no process writes to /shared.",
+			safe:     "(?) Can't tell for 3 hosts: Prometheus did not answer within 2s. On this host no process writes to /shared; no output resolves inside it.",
+			status:   "(?) writes to /shared unknown for 3 hosts (Prometheus did not answer within 2s; none on this host)",
+			covers:   map[string]bool{"/shared": true, "gpu-1:/shared": false, "gpu-9:/shared": false},
+			answered: map[string]bool{"/shared": true, "gpu-1:/shared": false},
 		},
 		{
 			name:   "Prometheus did not answer and the run's hosts are not known",
@@ -68,14 +70,25 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 			st:     remote(RemoteInput{Exporters: []string{"gpu-1"}, Silent: []SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}}}),
 			writes: "(?) Can't tell for host gpu-2: its exporter did not answer Prometheus's last scrape (up = 0). On this host no process writes to /shared, nor on the other host whose exporter answered.",
 			safe:   "(?) Can't tell for host gpu-2", status: "(?) writes to /shared unknown for host gpu-2",
-			covers: map[string]bool{"/shared": true, "gpu-1:/shared": true, "gpu-2:/shared": false},
+			covers:   map[string]bool{"/shared": true, "gpu-1:/shared": true, "gpu-2:/shared": false},
+			answered: map[string]bool{"gpu-1:/shared": true, "gpu-2:/shared": false},
+		},
+		{
+			name: "an exporter is silent, but node_exporter says its device wrote nothing",
+			st: remote(RemoteInput{Exporters: []string{"gpu-1"}, Silent: []SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}},
+				Paths:   PlaceOnHosts([]PathObservation{{Path: "/shared", Role: RoleProtected}}, []probes.RemoteHost{{Name: "gpu-2", Filesystems: []probes.RemoteFS{{Mount: probes.Mount{MountPoint: "/shared", FSType: "xfs", Source: "/dev/sdb"}, Usage: usage(1e12, 2e12)}}}}),
+				Devices: map[string]map[string]DeviceWrites{"gpu-2": {"/shared": {Device: "/dev/sdb", Seconds: 300}}}}),
+			writes: "(ok) No — no process is writing to /shared. On host gpu-2 /shared's device (/dev/sdb) wrote 0 B in the last 5 min.",
+			safe:   "(ok) Yes", status: "(ok) no writes to /shared",
+			covers: map[string]bool{"/shared": true, "gpu-2:/shared": true},
 		},
 		{
 			name:   "another host's exporter could not inspect processes",
 			st:     remote(RemoteInput{Exporters: []string{"gpu-1"}, Invisible: map[string]int{"gpu-1": 4}}),
 			writes: "(~) No writes seen to /shared, but on host gpu-1 4 processes could not be inspected by its exporter.",
 			safe:   "(~) Probably", status: "(~) no writes seen to /shared (4 processes not visible on gpu-1)",
-			covers: map[string]bool{"/shared": true, "gpu-1:/shared": false},
+			covers:   map[string]bool{"/shared": true, "gpu-1:/shared": false},
+			answered: map[string]bool{"gpu-1:/shared": true},
 		},
 		{
 			name: "this host's scan could not inspect a process",
@@ -87,7 +100,8 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 			}(),
 			writes: "(~) No writes seen to /shared, but 1 process could not be inspected: tini pid 1.",
 			safe:   "(~) Probably", status: "(~) no writes seen to /shared (1 process not visible: tini pid 1)",
-			covers: map[string]bool{"/shared": false},
+			covers:   map[string]bool{"/shared": false},
+			answered: map[string]bool{"/shared": true},
 		},
 		{
 			name: "this host's scan failed",
@@ -98,7 +112,8 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 			}(),
 			writes: "(!) Unknown — I could not scan open files: scan /proc: permission denied.",
 			safe:   "(!) Can't tell — I could not scan open files", status: "(!) writes to /shared unknown (the open-files scan failed)",
-			covers: map[string]bool{"/shared": false},
+			covers:   map[string]bool{"/shared": false},
+			answered: map[string]bool{"/shared": false},
 		},
 	}
 	for _, tt := range tests {
@@ -116,6 +131,11 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 			for mount, want := range tt.covers {
 				if got := tt.st.Covers(mount); got != want {
 					t.Errorf("Covers(%q) = %v; want %v (coverage %+v)", mount, got, want, tt.st.Coverage)
+				}
+			}
+			for mount, want := range tt.answered {
+				if got := tt.st.Answered(mount); got != want {
+					t.Errorf("Answered(%q) = %v; want %v (coverage %+v)", mount, got, want, tt.st.Coverage)
 				}
 			}
 		})

@@ -396,7 +396,11 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 				mounts = append(mounts, Code(w.ProtectedPath))
 			}
 		}
-		parts = append(parts, ProtectedSeverity(true, 0)+" *writing to protected "+strings.Join(mounts, ", ")+"*")
+		s := ProtectedSeverity(true, 0) + " *writing to protected " + strings.Join(mounts, ", ") + "*"
+		if unseen := hostGaps(st.subjectGaps(Target{})); len(unseen) > 0 {
+			s += " (and can't tell for " + unseenHosts(unseen) + ")"
+		}
+		parts = append(parts, s)
 	case len(st.ProtectedMounts) > 0 && scanFailed(st.subjectGaps(Target{})):
 		var mounts []string
 		for _, p := range st.ProtectedMounts {

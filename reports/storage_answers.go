@@ -95,7 +95,7 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 		// The device answers where the scan could not: a plain no, from its counters.
 		verdict = ":large_green_circle: *No* — " + quietClause(st.quietFor(t)) + st.unseenNeedNot() + "."
 	default:
-		verdict = fmt.Sprintf(":large_green_circle: *No* — no process is writing to %s.", subject)
+		verdict = fmt.Sprintf(":large_green_circle: *No* — no process is writing to %s.", subject) + st.remoteQuiet(t)
 	}
 	if len(hits) == 0 && landing == 0 && !scanFailed(gaps) {
 		// "No" is half the answer: where the job does write is the other ("running fine on /data").

@@ -34,6 +34,9 @@ type RemoteInput struct {
 	// hosts whose exporters answered lately, which that failure leaves unseen.
 	WritersErr string
 	KnownHosts []string
+	// Devices is what node_exporter's disk counters say each host's devices wrote, by host, then mount
+	// point: a protected path whose device wrote nothing is covered on that host, exporter or not.
+	Devices map[string]map[string]DeviceWrites
 }
 
 // SilentHost is a host whose `bot exporter` should have answered and did not, and why.
@@ -89,18 +92,52 @@ func FillRatesByHost(free map[string]map[string][]probes.PromSample, now, window
 	return out
 }
 
-// remoteCoverage adds to c what the other hosts' exporters covered and what they left unseen.
+// remoteCoverage adds to c what the other hosts' exporters covered and what they left unseen. A host
+// whose protected paths' devices wrote nothing (node_exporter's counters) is covered there, whatever
+// its exporter said or did not say.
 func remoteCoverage(c *Coverage, in RemoteInput) {
 	for _, h := range in.Exporters {
 		c.addHost(h)
 	}
+	quiet := map[string]bool{} // hosts whose quiet devices are recorded
+	// open is the protected paths on host h no quiet device covers; nil when that is every one.
+	open := func(h string) (paths []string, none bool) {
+		var all []string
+		for _, p := range in.Paths {
+			if p.Host != h || p.Role != RoleProtected {
+				continue
+			}
+			pp := filepath.Clean(p.Path)
+			all = append(all, pp)
+			d, ok := in.Devices[h][p.Mount.MountPoint]
+			if p.HasMount && ok && d.Bytes == 0 && d.Seconds >= minQuietSeconds {
+				if !quiet[h] {
+					c.Quiet = append(c.Quiet, QuietDevice{Host: h, Path: pp, Mount: p.Mount.MountPoint, Device: d.Device, Seconds: d.Seconds})
+				}
+				continue
+			}
+			paths = append(paths, pp)
+		}
+		quiet[h] = true
+		if len(all) > 0 && len(paths) == 0 {
+			return nil, true
+		}
+		if len(paths) == len(all) {
+			return nil, false
+		}
+		return paths, false
+	}
 	for _, h := range slices.Sorted(maps.Keys(in.Invisible)) {
 		if n := in.Invisible[h]; n > 0 {
-			c.addGap(Gap{Source: GapProcesses, Hosts: []string{h}, Processes: n, Why: "could not be inspected by its exporter"})
+			if paths, none := open(h); !none {
+				c.addGap(Gap{Source: GapProcesses, Hosts: []string{h}, Processes: n, Paths: paths, Why: "could not be inspected by its exporter"})
+			}
 		}
 	}
 	for _, s := range in.Silent {
-		c.addGap(Gap{Source: GapExporter, Hosts: []string{s.Host}, Why: s.Why})
+		if paths, none := open(s.Host); !none {
+			c.addGap(Gap{Source: GapExporter, Hosts: []string{s.Host}, Paths: paths, Why: s.Why})
+		}
 	}
 	if in.WritersErr != "" {
 		why := "the writer query to Prometheus failed: " + in.WritersErr

@@ -56,7 +56,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("GET %s = %d, %v; want 200", d.HealthURL, code, err)
 	}
 	waitFor(t, "a progress line", func() bool {
-		p, err := probes.NewLog(d.LogPath, nil).Read(context.Background())
+		p, err := probes.NewLog(d.LogPath, nil).Read(context.Background(), probes.LogWant{})
 		return err == nil && p.Progress.Done > 0 && p.Progress.Total == int64(s.Items)
 	})
 	waitFor(t, "output bytes", func() bool {
@@ -94,7 +94,7 @@ func TestDemoRunsToTheEnd(t *testing.T) {
 	defer d.Close()
 	waitFor(t, "the job to finish", d.Done)
 	waitFor(t, "the final progress line", func() bool {
-		p, err := probes.NewLog(d.LogPath, nil).Read(context.Background())
+		p, err := probes.NewLog(d.LogPath, nil).Read(context.Background(), probes.LogWant{})
 		return err == nil && p.Progress.Done == 200
 	})
 	d.Close()
@@ -145,7 +145,7 @@ func TestDemoStartAt(t *testing.T) {
 	}
 	defer d.Close()
 	// No waiting: the fast-forward happened before StartDemo returned.
-	p, err := probes.NewLog(d.LogPath, nil).Read(context.Background())
+	p, err := probes.NewLog(d.LogPath, nil).Read(context.Background(), probes.LogWant{})
 	if err != nil || p.Progress.Done == 0 || p.Progress.Elapsed < 600 || p.Progress.Elapsed > 615 {
 		t.Fatalf("log right after the start = %+v, %v; want progress at about 600 s elapsed", p.Progress, err)
 	}
