@@ -31,6 +31,10 @@ type Options struct {
 	// answers in a few). Probes run side by side, so the whole pass takes about one timeout however many
 	// ports listen.
 	ProbeTimeout time.Duration
+	// PatientTimeout bounds the second probe of a listener that did not answer in ProbeTimeout but serves
+	// clients or runs an engine by its command line (a loaded host's engine can be slow); default 2s
+	// (RUNWATCH_PROBE_TIMEOUT in runwatch).
+	PatientTimeout time.Duration
 	// MaxInFlight bounds the probes running at once; default 256.
 	MaxInFlight int
 	// GrowWait is how long apart the two looks at file sizes are, when no engine's client is found and
@@ -42,8 +46,8 @@ type Options struct {
 	// Self is this process's pid, never taken for a job (default os.Getpid()); neither is a process
 	// running the same executable (another runwatch scraping the engine).
 	Self int
-	// transport, when set, replaces the probes' transport (tests count what is sent).
-	transport http.RoundTripper
+	// transport and patient, when set, replace the probes' transports (tests count what is sent).
+	transport, patient http.RoundTripper
 }
 
 // Result is what one discovery found.
@@ -89,8 +93,14 @@ func New(o Options) *Discoverer {
 	if o.Self == 0 {
 		o.Self = os.Getpid()
 	}
+	if o.PatientTimeout < o.ProbeTimeout {
+		o.PatientTimeout = max(o.ProbeTimeout, 2*time.Second)
+	}
 	if o.transport == nil {
 		o.transport = newProbeTransport(o.ProbeTimeout)
+	}
+	if o.patient == nil {
+		o.patient = newProbeTransport(o.PatientTimeout)
 	}
 	return &Discoverer{o: o, writers: probes.NewWriters(o.ProcRoot), mounts: probes.NewMounts(o.ProcRoot), guard: probes.NewGuard()}
 }
@@ -117,7 +127,13 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 	res.Listening = len(eps)
 	eps = slices.DeleteFunc(eps, func(e endpoint) bool { return e.pid == d.o.Self })
 	res.Probed = len(eps)
-	res.Engines = probeEngines(ctx, eps, d.o.ProbeTimeout, d.o.MaxInFlight, d.o.transport)
+	var late []endpoint
+	res.Engines, late = probeEngines(ctx, eps, d.o.ProbeTimeout, d.o.MaxInFlight, d.o.transport)
+	if late = busy(late, socks, table.owner, table); len(late) > 0 {
+		more, _ := probeEngines(ctx, late, d.o.PatientTimeout, d.o.MaxInFlight, d.o.patient)
+		res.Engines = append(res.Engines, more...)
+		sort.Slice(res.Engines, func(i, j int) bool { return res.Engines[i].Port < res.Engines[j].Port })
+	}
 	for i := range res.Engines {
 		if p := table.procs[res.Engines[i].PID]; p != nil {
 			res.Engines[i].Command = p.command()

@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,9 +113,11 @@ func newProbeTransport(timeout time.Duration) *http.Transport {
 const probeMaxBody = 4 << 20
 
 // probeEngines sends each endpoint one GET for /metrics, at most maxInFlight at a time, each under its
-// own timeout (which covers parsing), and returns those that serve a known engine's metrics.
-func probeEngines(ctx context.Context, eps []endpoint, timeout time.Duration, maxInFlight int, tr http.RoundTripper) []Engine {
+// own timeout (which covers parsing), and returns those that serve a known engine's metrics, and those that
+// did not answer in time.
+func probeEngines(ctx context.Context, eps []endpoint, timeout time.Duration, maxInFlight int, tr http.RoundTripper) ([]Engine, []endpoint) {
 	found := make([]*Engine, len(eps))
+	late := make([]bool, len(eps))
 	slots := make(chan struct{}, max(1, maxInFlight))
 	var wg sync.WaitGroup
 	for i, ep := range eps {
@@ -128,30 +132,58 @@ func probeEngines(ctx context.Context, eps []endpoint, timeout time.Duration, ma
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			found[i] = probeOne(ctx, ep, timeout, tr)
+			found[i], late[i] = probeOne(ctx, ep, timeout, tr)
 		}()
 	}
 	wg.Wait()
 	var out []Engine
-	for _, e := range found {
+	var slow []endpoint
+	for i, e := range found {
 		if e != nil {
 			out = append(out, *e)
+		} else if late[i] {
+			slow = append(slow, eps[i])
 		}
 	}
-	return out
+	return out, slow
 }
 
-// probeOne probes one endpoint; nil when it is no engine (or did not answer in time).
-func probeOne(ctx context.Context, ep endpoint, timeout time.Duration, tr http.RoundTripper) *Engine {
+// probeOne probes one endpoint; nil when it is no engine, with late when it did not answer in time.
+func probeOne(ctx context.Context, ep endpoint, timeout time.Duration, tr http.RoundTripper) (e *Engine, late bool) {
 	u := (&url.URL{Scheme: "http", Host: net.JoinHostPort(ep.host, strconv.Itoa(ep.port)), Path: "/metrics"}).String()
 	client := &http.Client{Transport: &oneGET{base: tr, want: u}}
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	e, err := probes.NewMetrics(client, probeMaxBody).Scrape(c, u)
-	if err != nil || e.Kind == "" {
-		return nil
+	got, err := probes.NewMetrics(client, probeMaxBody).Scrape(c, u)
+	if err != nil || got.Kind == "" {
+		var ne net.Error
+		return nil, c.Err() != nil || (errors.As(err, &ne) && ne.Timeout())
 	}
-	return &Engine{Kind: e.Kind, Port: ep.port, URL: u, PID: ep.pid}
+	return &Engine{Kind: got.Kind, Port: ep.port, URL: u, PID: ep.pid}, false
+}
+
+// engineNames are words in a command line that name an inference server: a listener of such a process
+// that does not answer the quick probe is worth a second, patient one.
+var engineNames = []string{"vllm", "sglang", "text-generation", "llama-server", "llama.cpp", "trtllm", "tritonserver", "inference"}
+
+// busy keeps the endpoints that deserve the patient probe: the process holds connections accepted on the
+// port (it serves clients, and is slow because it is busy), or its command line names an engine.
+func busy(eps []endpoint, socks []socket, owner map[uint64]int, t processTable) []endpoint {
+	var out []endpoint
+	for _, ep := range eps {
+		serving := slices.ContainsFunc(socks, func(s socket) bool {
+			return s.state == tcpEstablished && s.localPort == ep.port && owner[s.inode] == ep.pid
+		})
+		named := false
+		if p := t.procs[ep.pid]; p != nil {
+			cmd := strings.ToLower(strings.Join(p.cmdline, " "))
+			named = slices.ContainsFunc(engineNames, func(w string) bool { return strings.Contains(cmd, w) })
+		}
+		if serving || named {
+			out = append(out, ep)
+		}
+	}
+	return out
 }
 
 // String names the engine as the found line does: "vLLM on :8000 (pid 1234)".

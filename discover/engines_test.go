@@ -72,7 +72,7 @@ func TestProbeSendsOneGETAndFollowsNoRedirect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := newRecorder(t, tt.handle)
-			got := probeEngines(t.Context(), []endpoint{rec.endpoint()}, 5*time.Second, 4, newProbeTransport(5*time.Second))
+			got, _ := probeEngines(t.Context(), []endpoint{rec.endpoint()}, 5*time.Second, 4, newProbeTransport(5*time.Second))
 			if len(got) != 0 {
 				t.Errorf("engines %+v; want none", got)
 			}
@@ -112,7 +112,10 @@ func TestProbeKeepsKnownEngines(t *testing.T) {
 	}
 	eps = append(eps, endpoint{host: "127.0.0.1", port: silent(t)})
 
-	got := probeEngines(t.Context(), eps, 2*time.Second, 16, newProbeTransport(2*time.Second))
+	got, late := probeEngines(t.Context(), eps, 2*time.Second, 16, newProbeTransport(2*time.Second))
+	if len(late) != 1 || late[0] != eps[len(eps)-1] {
+		t.Errorf("late %+v; want only the silent listener", late)
+	}
 	kinds := map[int]string{}
 	for _, e := range got {
 		kinds[e.Port] = e.Kind
@@ -217,6 +220,63 @@ func BenchmarkDiscover200Listeners(b *testing.B) {
 		res, err := d.Discover(b.Context())
 		if err != nil || len(res.Engines) != 10 || res.Probed != 200 || len(res.Jobs) != 1 {
 			b.Fatalf("Discover = %d engines of %d probed, %d jobs, %v; want 10 of 200, 1 job", len(res.Engines), res.Probed, len(res.Jobs), err)
+		}
+	}
+}
+
+// TestPatientProbe: an engine that misses the quick probe (a loaded host) is probed again, patiently, when
+// it serves clients or its command line names an engine; a listener that is neither is probed once.
+func TestPatientProbe(t *testing.T) {
+	metrics, err := os.ReadFile(filepath.Join("..", "probes", "testdata", "vllm_v1_metrics_docs_design_example.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each answers its first request only after the prober gave up on it, and the next at once.
+	slowFirst := func() *recorder {
+		var n sync.Mutex
+		first := true
+		return newRecorder(t, func(w http.ResponseWriter, r *http.Request) {
+			n.Lock()
+			wasFirst := first
+			first = false
+			n.Unlock()
+			if wasFirst {
+				<-r.Context().Done()
+				return
+			}
+			w.Write(metrics)
+		})
+	}
+	serving, named, idle := slowFirst(), slowFirst(), slowFirst()
+	tree := newProcTree(t)
+	tree.proc(10, 1, "/opt/llm-d-inference-sim", "--port", fmt.Sprint(serving.endpoint().port))
+	tree.listen(10, 3, fmt.Sprintf("127.0.0.1:%d", serving.endpoint().port))
+	tree.connect(10, 4, fmt.Sprintf("127.0.0.1:%d", serving.endpoint().port), "127.0.0.1:50000") // a client it accepted
+	tree.proc(20, 1, "python3", "-m", "sglang.launch_server")
+	tree.listen(20, 3, fmt.Sprintf("127.0.0.1:%d", named.endpoint().port))
+	tree.proc(30, 1, "/usr/bin/some-daemon")
+	tree.listen(30, 3, fmt.Sprintf("127.0.0.1:%d", idle.endpoint().port))
+
+	res, err := New(Options{ProcRoot: tree.root, Self: -1, ProbeTimeout: 50 * time.Millisecond, PatientTimeout: 10 * time.Second}).Discover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ports []int
+	for _, e := range res.Engines {
+		ports = append(ports, e.Port)
+	}
+	want := []int{serving.endpoint().port, named.endpoint().port}
+	slices.Sort(want)
+	if !slices.Equal(ports, want) {
+		t.Errorf("engines on %v; want %v (the engine serving clients and the one its command names)", ports, want)
+	}
+	for _, c := range []struct {
+		name string
+		rec  *recorder
+		n    int
+	}{{"serving", serving, 2}, {"named", named, 2}, {"idle", idle, 1}} {
+		if got := len(c.rec.requests()); got != c.n {
+			t.Errorf("%s listener got %d requests; want %d", c.name, got, c.n)
 		}
 	}
 }

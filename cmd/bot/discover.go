@@ -9,15 +9,16 @@ import (
 	"runwatch/discover"
 )
 
-// discoverBudget bounds one discovery at startup: the probes take about one probe timeout side by side,
-// and the look for growing files one GrowWait; the rest is reading /proc.
-const discoverBudget = 5 * time.Second
+// discoverBudget bounds one discovery at startup: the probes take about one quick probe timeout side by
+// side (and one RUNWATCH_PROBE_TIMEOUT for a busy engine that missed it), the look for growing files one
+// GrowWait; the rest is reading /proc.
+const discoverBudget = 10 * time.Second
 
 // discover looks for the engines and the job on this host (package discover), within discoverBudget.
 func (a *app) discover(ctx context.Context) discover.Result {
 	ctx, cancel := context.WithTimeout(ctx, discoverBudget)
 	defer cancel()
-	res, err := discover.New(discover.Options{ProcRoot: a.env.ProcRoot, Only: a.env.DiscoverOnly}).Discover(ctx)
+	res, err := discover.New(discover.Options{ProcRoot: a.env.ProcRoot, Only: a.env.DiscoverOnly, PatientTimeout: a.env.ProbeTimeout}).Discover(ctx)
 	if err != nil {
 		a.log.Warn("discovery failed", "err", err)
 	}
