@@ -67,6 +67,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		engines  = make([]probes.Engine, len(r.Metrics))
 		errs     = make([]error, len(r.Metrics))
 		readings []probes.EngineReading
+		promLag  time.Duration
 	)
 	if lg := m.logs[r.Name]; lg != nil {
 		wg.Add(1)
@@ -93,11 +94,17 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 				known[k] = true
 			}
 			var notices []string
-			readings, notices = m.promEngines(ctx, ps, known, now, problem)
+			readings, notices, promLag = m.promEngines(ctx, ps, known, now, problem)
 			s.notices = append(s.notices, notices...)
 		}()
 	}
 	wg.Wait()
+	if ps != nil && m.logs[r.Name] == nil {
+		// Everything this sample holds is Prometheus's, as of the servers' last scrape: put it
+		// there, so that a rate is taken over the time the data really spans (after a gap in
+		// Prometheus's data, the values are from before the gap, not from now).
+		s.obs.T -= promLag.Seconds()
+	}
 	names := metricsNames(r.Metrics)
 	for i := range r.Metrics {
 		readings = append(readings, probes.EngineReading{Key: names[i].key, URL: names[i].shown,
