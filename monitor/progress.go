@@ -68,6 +68,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		errs     = make([]error, len(r.Metrics))
 		readings []probes.EngineReading
 		missing  error // the run's own log's error, when discovery's log was read in its place
+		promLag  time.Duration
 	)
 	last, _ := st.lastProgress()
 	if lg := m.logs[r.Name]; lg != nil {
@@ -104,11 +105,17 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 				known[k] = true
 			}
 			var notices []string
-			readings, notices = m.promEngines(ctx, ps, known, now, problem)
+			readings, notices, promLag = m.promEngines(ctx, ps, known, now, problem)
 			s.notices = append(s.notices, notices...)
 		}()
 	}
 	wg.Wait()
+	if ps != nil && m.logs[r.Name] == nil {
+		// Everything this sample holds is Prometheus's, as of the servers' last scrape: put it
+		// there, so that a rate is taken over the time the data really spans (after a gap in
+		// Prometheus's data, the values are from before the gap, not from now).
+		s.obs.T -= promLag.Seconds()
+	}
 	names := metricsNames(r.Metrics)
 	for i := range r.Metrics {
 		readings = append(readings, probes.EngineReading{Key: names[i].key, URL: names[i].shown,

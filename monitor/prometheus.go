@@ -120,21 +120,25 @@ func (m *Monitor) promEngineSource(r *config.Run) *promSource {
 	return m.prom[r.Name]
 }
 
-// promEngines reads the run's engines from Prometheus now.
-func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[string]bool, now time.Time, problem func(string, error)) ([]probes.EngineReading, []string) {
+// promEngines reads the run's engines from Prometheus now. lag is how much older than now their
+// values are (the time since the servers' last scrape): after a gap in Prometheus's data, the
+// values from before it.
+func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[string]bool, now time.Time, problem func(string, error)) (readings []probes.EngineReading, notices []string, lag time.Duration) {
 	if ps.err != nil {
 		problem(ps.probe(), ps.err)
-		return nil, nil
+		return nil, nil, 0
 	}
 	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
 	defer cancel()
 	rd, err := ps.engines.Read(c, now)
 	if err != nil {
 		problem(ps.probe(), probes.NoAnswer(err, m.opts.ProbeTimeout))
-		return nil, nil
+		return nil, nil, 0
+	}
+	if rd.At > 0 {
+		lag = max(0, now.Sub(probes.UnixTime(rd.At)))
 	}
 	readings, down := probes.PromReadings(rd.Instances, ps.where, known)
-	var notices []string
 	for _, inst := range slices.Sorted(maps.Keys(rd.Restarts)) {
 		notices = append(notices, fmt.Sprintf("%s restarted %s in the last hour (resets() of its token counter).",
 			inst, reports.Plural(rd.Restarts[inst], "time", "times")))
@@ -145,7 +149,7 @@ func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[str
 	if len(readings) == 0 {
 		problem(ps.probe(), fmt.Errorf("no vLLM, SGLang, TGI, llama.cpp or TensorRT-LLM series match %s", ps.engines.Selector()))
 	}
-	return readings, notices
+	return readings, notices, lag
 }
 
 // promBackfill fills the run's history from Prometheus once per monitor (retrying a failure after a

@@ -32,6 +32,9 @@ type PromInstance struct {
 	Up     float64 // the most of its targets' up
 	HasUp  bool
 	Engine Engine // Kind "" when none of its series names a known engine
+	// Scraped is when its engine series were last scraped (unix seconds; 0 when not said): what the
+	// values are as of.
+	Scraped float64
 }
 
 // Down reports whether Prometheus cannot scrape the instance (up = 0).
@@ -42,6 +45,10 @@ func (pi PromInstance) Down() bool { return pi.HasUp && pi.Up == 0 }
 type PromEngineReading struct {
 	Instances []PromInstance
 	Restarts  map[string]int
+	// At is when the engines' values are from (unix seconds; 0 when Prometheus did not say): the
+	// median of the instances' last scrapes, which lags the moment asked by a scrape interval
+	// normally, and by the whole gap after Prometheus missed scrapes.
+	At float64
 }
 
 // Read reads the run's instances at at. An answer cut at the series limits is an error: part of
@@ -82,6 +89,8 @@ func promEngineReading(series []PromSeries) PromEngineReading {
 			if v > 0 {
 				out.Restarts[inst] = int(v)
 			}
+		case promScrapedName:
+			get(inst).Scraped = v
 		default:
 			engineSeries = append(engineSeries, s)
 		}
@@ -92,7 +101,25 @@ func promEngineReading(series []PromSeries) PromEngineReading {
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		out.Instances = append(out.Instances, *byName[name])
 	}
+	out.At = promDataTime(out.Instances)
 	return out
+}
+
+// promDataTime is the median of the scrape times of the instances that have an engine: the moment
+// their values, summed, stand for (0 when none says). All of them lag together after a gap in
+// Prometheus's data; the median keeps one server scraped long ago from dragging the rest.
+func promDataTime(insts []PromInstance) float64 {
+	var ts []float64
+	for _, pi := range insts {
+		if pi.Scraped > 0 && pi.Engine.Kind != "" {
+			ts = append(ts, pi.Scraped)
+		}
+	}
+	if len(ts) == 0 {
+		return 0
+	}
+	sort.Float64s(ts)
+	return ts[(len(ts)-1)/2]
 }
 
 // History settings: about promHistoryPoints steps per span, never finer than promMinStep.
@@ -169,6 +196,8 @@ func promSteps(series []PromSeries) []PromStep {
 		replay        *PromEngineReplay
 		upCur, engCur []int
 		values        []float64
+		scraped       []PromSample
+		scrapedCur    int
 	}
 	byName := map[string]*instData{}
 	tset := map[float64]bool{}
@@ -179,9 +208,12 @@ func promSteps(series []PromSeries) []PromStep {
 			d = &instData{name: inst}
 			byName[inst] = d
 		}
-		if s.Labels["__name__"] == "up" {
+		switch s.Labels["__name__"] {
+		case "up":
 			d.ups = append(d.ups, s.Samples)
-		} else {
+		case promScrapedName:
+			d.scraped = s.Samples
+		default:
 			d.eng = append(d.eng, s)
 		}
 		for _, smp := range s.Samples {
@@ -231,11 +263,36 @@ func promSteps(series []PromSeries) []PromStep {
 			if present {
 				pi.Engine = d.replay.At(d.values)
 			}
+			if v, ok := at(d.scraped, &d.scrapedCur, t); ok {
+				pi.Scraped = v
+			}
 			if present || pi.HasUp {
 				insts = append(insts, pi)
 			}
 		}
 		out = append(out, PromStep{T: t, Instances: insts})
+	}
+	return promRetime(out)
+}
+
+// promRetime puts each step at the time its values are from (promDataTime) rather than the time it
+// was evaluated at, and drops the steps whose data is no newer than the step before: a step of a
+// query_range answer repeats the last scrape's values until the next scrape, so a gap in
+// Prometheus's data (a restart, missed scrapes) is a run of steps with the values from before it,
+// which, kept at their own times, would read as a stall and then a burst. Steps that do not say
+// when their data is from are kept as they are.
+func promRetime(steps []PromStep) []PromStep {
+	out := steps[:0]
+	last := 0.0
+	for _, st := range steps {
+		if at := promDataTime(st.Instances); at > 0 {
+			st.T = at
+		}
+		if st.T <= last {
+			continue
+		}
+		last = st.T
+		out = append(out, st)
 	}
 	return out
 }

@@ -20,6 +20,32 @@ import (
 // in the last hour.
 const promResetsName = "runwatch_resets_1h"
 
+// promScrapedName names the series the engine and history queries add: when each server's series
+// were last scraped (unix seconds). An instant query answers with the last scrape's values at the
+// time it is asked; after a gap in Prometheus's data (a restart, missed scrapes) those values are
+// older than the answer says, and a rate taken over the time asked would be wrong.
+const promScrapedName = "runwatch_scraped"
+
+// promScraped is the series of promScrapedName: the newest sample time among each instance's batch
+// gauges and token counters (series every engine exports at every scrape) that sel picks out.
+// timestamp() gives a sample's own time only when applied to a selector itself, and drops the
+// metric name, so it is applied to one metric name at a time (two names' series would otherwise
+// be one label set, which Prometheus refuses).
+func promScraped(sel string) string {
+	var parts []string
+	for _, n := range append(promBatchGauges(), promRestartCounters()...) {
+		// A gauge of the table may name its series with a label (Triton's request_type="active").
+		name, labels, _ := strings.Cut(strings.TrimSuffix(n, "}"), "{")
+		matchers := []string{`__name__=` + strconv.Quote(name)}
+		if labels != "" {
+			matchers = append(matchers, labels)
+		}
+		parts = append(parts, `timestamp(`+promSelector(nil, sel, matchers...)+`)`)
+	}
+	return `label_replace(label_replace(max by (instance) (` + strings.Join(parts, " or ") + `), "__name__", "` +
+		promScrapedName + `", "", ""), "runwatch", "scraped", "", "")`
+}
+
 // promInner strips the braces of a selector: `{job="vllm"}` -> `job="vllm"`.
 func promInner(sel string) string {
 	sel = strings.TrimSpace(sel)
@@ -83,7 +109,8 @@ func promEngineQuery(sel string) string {
 	names := append([]string{"up"}, PromEngineNames()...)
 	// `or` matches series on their labels without the name: a label of its own keeps the right side.
 	return promSelector(names, sel) + ` or label_replace(label_replace(max by (instance) (resets(` +
-		promSelector(promRestartCounters(), sel) + `[1h])), "__name__", "` + promResetsName + `", "", ""), "runwatch", "resets", "", "")`
+		promSelector(promRestartCounters(), sel) + `[1h])), "__name__", "` + promResetsName + `", "", ""), "runwatch", "resets", "", "")` +
+		` or ` + promScraped(sel)
 }
 
 // promHistoryQuery reads the series the history is built from, summed per instance (the history
@@ -100,7 +127,8 @@ func promHistoryQuery(sel string) string {
 	}
 	// `or` matches series on their labels without the name: a label of its own keeps the right side.
 	return `sum by (__name__, instance) (` + promSelector(sums, sel) + `) or label_replace(max by (__name__, instance) (` +
-		promSelector(starts, sel) + `), "runwatch", "start", "", "")`
+		promSelector(starts, sel) + `), "runwatch", "start", "", "")` +
+		` or ` + promScraped(sel)
 }
 
 // promHostLabel adds a `host` label: the instance without its port, so that node_exporter on

@@ -3,6 +3,7 @@ package probes
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -176,5 +177,31 @@ func TestPromHosts(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("promHosts =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A query_range answer replayed step by step puts each step at the time its values were scraped,
+// and leaves out the steps of a gap in Prometheus's data, which repeat the values from before it.
+func TestPromStepsAtTheirScrapeTime(t *testing.T) {
+	series := func(name string, points ...float64) PromSeries {
+		s := PromSeries{Labels: map[string]string{"__name__": name, "instance": "a:8000"}}
+		for i := 0; i < len(points); i += 2 {
+			s.Samples = append(s.Samples, PromSample{T: points[i], V: points[i+1]})
+		}
+		return s
+	}
+	// Steps every 10 s; scrapes at 5, 15, then nothing until 55 (the gap), then 65.
+	steps := promSteps([]PromSeries{
+		series("vllm:generation_tokens_total", 10, 500, 20, 1500, 30, 1500, 40, 1500, 50, 1500, 60, 5500, 70, 6500),
+		series("vllm:num_requests_running", 10, 8, 20, 8, 30, 8, 40, 8, 50, 8, 60, 8, 70, 8),
+		series(promScrapedName, 10, 5, 20, 15, 30, 15, 40, 15, 50, 15, 60, 55, 70, 65),
+	})
+	var got []float64
+	for _, st := range steps {
+		got = append(got, st.T, st.Instances[0].Engine.GenerationTokens)
+	}
+	want := []float64{5, 500, 15, 1500, 55, 5500, 65, 6500}
+	if !slices.Equal(got, want) {
+		t.Errorf("steps (time, tokens) = %v; want %v", got, want)
 	}
 }
