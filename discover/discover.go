@@ -72,8 +72,10 @@ type Discoverer struct {
 	writers *probes.Writers
 	mounts  *probes.Mounts
 	guard   *probes.Guard
-	// betweenLooks, when set, runs between the two looks at file sizes (tests grow a file there).
-	betweenLooks func()
+	// betweenLooks, when set, runs between the two looks at file sizes (tests grow a file there), and
+	// betweenClientLooks before each further look for an engine's clients (tests connect one there).
+	betweenLooks       func()
+	betweenClientLooks func(look int)
 }
 
 // New returns a discoverer over o.ProcRoot.
@@ -151,10 +153,31 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 	}
 
 	clients, unseen := clientPids(socks, table, res.Engines, in, d.o.Self)
+	d.dropSelf(table, clients)
+	// A client that opens a connection per request (Python's urllib) may hold none at the moment of the
+	// first look: look again a few times, the sockets and their owners, before taking the job for a
+	// writer of files with no engine.
+	for look := 1; look < clientLooks && len(clients) == 0 && len(res.Engines) > 0; look++ {
+		select {
+		case <-ctx.Done():
+		case <-time.After(d.o.GrowWait / clientLooks):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if d.betweenClientLooks != nil {
+			d.betweenClientLooks(look)
+		}
+		socks, _ = readSockets(pfs)
+		if t, err := readProcesses(ctx, pfs, d.o.ProcRoot); err == nil {
+			table = t
+		}
+		clients, unseen = clientPids(socks, table, res.Engines, in, d.o.Self)
+		d.dropSelf(table, clients)
+	}
 	for i := range res.Engines {
 		res.Engines[i].Unseen = unseen[res.Engines[i].Port]
 	}
-	d.dropSelf(table, clients)
 	var pids []int
 	for pid := range clients {
 		pids = append(pids, pid)
@@ -210,6 +233,10 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 	}
 	return res, nil
 }
+
+// clientLooks is how many times discovery looks for an engine's clients, GrowWait/clientLooks apart,
+// when the first look finds none.
+const clientLooks = 5
 
 // dropSelf removes from clients any process running this one's executable: another runwatch scraping
 // the engine is no job.

@@ -353,3 +353,31 @@ func TestRunFileLoads(t *testing.T) {
 func progress(done, total int64) *probes.Progress {
 	return &probes.Progress{Done: done, Total: total}
 }
+
+// TestDiscoverClientBetweenRequests: a job that opens a connection per request holds none at the first
+// look; a later look finds it a client of the engine, rather than a writer of files with no engine.
+func TestDiscoverClientBetweenRequests(t *testing.T) {
+	tree := newProcTree(t)
+	data := t.TempDir()
+	port := serve(t, "vllm_v1_metrics_docs_design_example.txt", 0, "")
+	tree.proc(1234, 1, "vllm", "serve", "m", "--port", fmt.Sprint(port))
+	tree.listen(1234, 5, fmt.Sprintf("127.0.0.1:%d", port))
+	log := writeFile(t, data, "gen.log", "Progress: 10/100 (0 errors)\n")
+	tree.proc(4242, 1, "python3", "generate.py")
+	tree.fd(4242, 1, log, flagsAppend)
+	d := New(Options{ProcRoot: tree.root, Self: -1, ProbeTimeout: 5 * time.Second, GrowWait: 5 * time.Millisecond})
+	looks := 0
+	d.betweenClientLooks = func(look int) {
+		looks = look
+		if look == 3 {
+			tree.connect(4242, 3, "127.0.0.1:50001", fmt.Sprintf("127.0.0.1:%d", port))
+		}
+	}
+	res, err := d.Discover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if looks != 3 || len(res.Jobs) != 1 || res.Jobs[0].How != fmt.Sprintf("client of :%d", port) {
+		t.Errorf("after %d looks, jobs %+v; want the job a client of :%d at the third", looks, res.Jobs, port)
+	}
+}
