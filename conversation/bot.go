@@ -109,6 +109,8 @@ type Bot struct {
 	Notice string
 	// charts keeps each run's chart estimates between answers and scheduled posts (see chartMemo).
 	charts chartMemos
+	// found remembers the runs whose answers have said what discovery found (found.go).
+	found foundSaid
 }
 
 // NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.
@@ -167,6 +169,7 @@ func (b *Bot) Ask(ctx context.Context, req Request) (rep Reply) {
 		}
 	}()
 	rep = b.ask(ctx, req)
+	b.sayFound(&rep)
 	if b.Notice != "" {
 		rep.Message.Context = append(rep.Message.Context, b.Notice)
 	}

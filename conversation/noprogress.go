@@ -27,13 +27,19 @@ func noProgressReason(q Query, rs reports.RunStatus) string {
 	return "no progress reported yet."
 }
 
-// noRunFile is why the built-in default run, there because no run file was found, has no progress source; ok
-// is false for any other run. "add log: to the run file" sent a new user looking for a file that is not there.
+// noRunFile is why the built-in default run, there because no run file was found (and discovery found
+// nothing, when it looked), has no progress source; ok is false for any other run. "add log: to the run
+// file" sent a new user looking for a file that is not there.
 func noRunFile(run *config.Run) (string, bool) {
 	if run == nil || run.Log != "" || len(run.Metrics) > 0 || run.Prometheus != nil || run.Line != 0 || run.Name != config.DefaultRunName {
 		return "", false
 	}
-	return fmt.Sprintf("no run file was found (`--config`, `$RUNWATCH_CONFIG` or `./runwatch.yaml`), so run %s is the built-in default, which watches disk space only. Copy `runwatch.example.yaml` to `runwatch.yaml` and give the run a `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:`.", reports.Esc(run.Name)), true
+	found := ","
+	if nothing := reports.NothingFound(run.Found); nothing != "" {
+		found = ", " + nothing + ","
+	}
+	// A binary from `go install` has no runwatch.example.yaml beside it: bot init prints a file to start from.
+	return fmt.Sprintf("no run file was found (`--config`, `$RUNWATCH_CONFIG` or `./runwatch.yaml`)%s so run %s is the built-in default, which watches disk space only. `bot init` prints a run file to start from (or copy `runwatch.example.yaml` to `runwatch.yaml`): give the run a `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:`.", found, reports.Esc(run.Name)), true
 }
 
 // SayNoRunFile puts why the built-in default run has no progress source (no run file was found) in place of

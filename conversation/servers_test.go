@@ -55,7 +55,7 @@ func TestDefaultRunSaysThereIsNoRunFile(t *testing.T) {
 	for _, q := range []string{"ETA?", "is it stuck?", "status", "what's left?"} {
 		text := e.bot.Ask(context.Background(), Request{Text: q, Source: "console"}).Message.Text()
 		if !strings.Contains(text, "no run file was found (--config, $RUNWATCH_CONFIG or ./runwatch.yaml), so run local is the built-in default") ||
-			!strings.Contains(text, "Copy runwatch.example.yaml to runwatch.yaml") ||
+			!strings.Contains(text, "bot init prints a run file to start from (or copy runwatch.example.yaml to runwatch.yaml)") ||
 			strings.Contains(text, "No progress source configured") || strings.Contains(text, "the run has no progress source") {
 			t.Errorf("%s with no run file = %q; want it to say there is none and how to make one", q, text)
 		}

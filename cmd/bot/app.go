@@ -463,6 +463,7 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		msg := reports.RenderStatus(rs, m.Now(), time.Local)
 		if run, ok := a.file.RunByName(rs.Name); ok {
 			conversation.SayNoRunFile(run, &msg)
+			conversation.SayFound(run, &msg, true)
 		}
 		fmt.Fprintln(a.stdout, msg.Text())
 	}

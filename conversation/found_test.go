@@ -1,0 +1,78 @@
+package conversation
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"runwatch/config"
+)
+
+// foundJob is what discovery found on the seed's box, as config.Found carries it.
+func foundJob(log string) *config.Found {
+	return &config.Found{
+		Engines: []config.FoundEngine{{Kind: "vllm", Port: 8000, PID: 1234, URL: "http://127.0.0.1:8000/metrics"}},
+		Job: &config.FoundJob{PID: 4242, Command: "python3 generate.py", How: "client of :8000", Log: log, LogFrom: "stdout",
+			Outputs: []config.FoundOutput{{Path: "/data/synth/samples.jsonl"}}, Total: 25000},
+	}
+}
+
+// TestDiscoveredRunSaysWhatWasFoundOnce: the first answer about a discovered run says what was found and
+// how; the next answers in the same console or Slack do not repeat it.
+func TestDiscoveredRunSaysWhatWasFoundOnce(t *testing.T) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Channel, r.Stages = "", nil }})
+	e.File.Runs[0].Found = foundJob(e.Log)
+	const found = "found: vLLM on :8000 (pid 1234), job python3 generate.py (pid 4242) → log "
+	ctx := context.Background()
+	first := e.bot.Ask(ctx, Request{Text: "ETA?", Source: "console"}).Message.Text()
+	if !strings.Contains(first, found) || !strings.Contains(first, "(its stdout), writes /data/synth/samples.jsonl. No run file: bot init prints one to edit.") {
+		t.Errorf("first answer = %q; want it to say %q…", first, found)
+	}
+	for _, q := range []string{"ETA?", "how fast?", "where does the output go?"} {
+		if text := e.bot.Ask(ctx, Request{Text: q, Source: "console"}).Message.Text(); strings.Contains(text, "found:") {
+			t.Errorf("%s after the first answer = %q; want what was found said once", q, text)
+		}
+	}
+}
+
+// TestDiscoveredRunNeverGuessesProtected: "are we writing to /shared?" about a discovered run says how to
+// make /shared protected, pointing at bot init for the run file there is not yet.
+func TestDiscoveredRunNeverGuessesProtected(t *testing.T) {
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Channel, r.Stages = "", nil }})
+	e.File.Runs[0].Found = foundJob(e.Log)
+	ctx := context.Background()
+	for _, q := range []string{"are we writing to /shared?", "are we writing to the protected mount?"} {
+		text := e.bot.Ask(ctx, Request{Text: q, Source: "console"}).Message.Text()
+		if !strings.Contains(text, "protected:") || !strings.Contains(text, "a run file (there is none yet: bot init --write saves one with what I found, to add to)") ||
+			strings.Contains(text, "the run file") {
+			t.Errorf("%s = %q; want how to add protected: to a run file bot init writes", q, text)
+		}
+	}
+}
+
+// TestRunFileRunSaysWhatDiscoveryFilled: a run-file run discovery completed says which keys came from it;
+// its advice still points at the run file, which is there.
+func TestRunFileRunSaysWhatDiscoveryFilled(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	f := foundJob(e.Log)
+	f.Filled = []string{"metrics", "total"}
+	e.File.Runs[0].Found, e.File.Runs[0].Line = f, 3
+	text := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "console"}).Message.Text()
+	if want := "found on this host for job python3 generate.py (pid 4242), for what the run file leaves out: metrics: vLLM on :8000 (pid 1234); total: 25,000 (its progress lines)."; !strings.Contains(text, want) {
+		t.Errorf("ETA? = %q; want %q", text, want)
+	}
+}
+
+// TestDefaultRunSaysDiscoveryFoundNothing: with no run file and nothing found, the built-in run's answers
+// say discovery looked, and what it could not see.
+func TestDefaultRunSaysDiscoveryFoundNothing(t *testing.T) {
+	dir := t.TempDir()
+	e := newBotEnv(t, botOpts{NoLogFile: true, File: func(f *config.File) {
+		*f = *config.Default(dir)
+		f.Runs[0].Found = &config.Found{Invisible: 2}
+	}})
+	text := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "console"}).Message.Text()
+	if want := "no run file was found (--config, $RUNWATCH_CONFIG or ./runwatch.yaml), and nothing was found on this host: no listening socket answered /metrics as an inference engine does, and no process was writing a log with progress or growing files (2 processes could not be inspected: run as the job's user, or root, to see them), so run local is the built-in default"; !strings.Contains(text, want) {
+		t.Errorf("ETA? = %q; want %q", text, want)
+	}
+}
