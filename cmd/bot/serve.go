@@ -56,6 +56,12 @@ type slackModes struct {
 	events bool // Slack's HTTP endpoints on that listener
 }
 
+// missingHalf is ErrNoTransport for an environment that set one setting of a pair: its text names the other.
+type missingHalf struct{ msg string }
+
+func (e missingHalf) Error() string { return e.msg }
+func (e missingHalf) Unwrap() error { return ErrNoTransport }
+
 // checkCredentials validates the Slack settings without revealing them; errors name the variable
 // to fix.
 func checkCredentials(env config.Env, haveListener bool) (slackModes, error) {
@@ -65,6 +71,15 @@ func checkCredentials(env config.Env, haveListener bool) (slackModes, error) {
 		if m.http {
 			return m, errors.New("SLACK_SIGNING_SECRET is not set: HTTP mode (RUNWATCH_HTTP_ADDR) needs the app's signing secret " +
 				"(Basic Information → App Credentials), or set SLACK_APP_TOKEN for Socket Mode")
+		}
+		// One setting of a pair given: name the other, not both as if nothing were set.
+		switch {
+		case env.SlackBotToken.Set():
+			return m, missingHalf{"SLACK_APP_TOKEN is not set: SLACK_BOT_TOKEN is, and Socket Mode needs the app-level token beside it " +
+				"(xapp-…, Basic Information → App-Level Tokens, scope connections:write); or set RUNWATCH_HTTP_ADDR and SLACK_SIGNING_SECRET for HTTP mode"}
+		case env.SlackSigningSecret.Set():
+			return m, missingHalf{"RUNWATCH_HTTP_ADDR is not set: SLACK_SIGNING_SECRET is, and HTTP mode needs an address to listen on " +
+				"(like :3000, behind your HTTPS proxy); or set SLACK_APP_TOKEN and SLACK_BOT_TOKEN for Socket Mode"}
 		}
 		return m, ErrNoTransport
 	}

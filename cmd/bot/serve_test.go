@@ -37,6 +37,9 @@ func TestServeCredentials(t *testing.T) {
 		{"HTTP without a signing secret", config.Env{HTTPAddr: "127.0.0.1:0", SlackBotToken: testkit.BotToken}, "SLACK_SIGNING_SECRET is not set"},
 		{"a bot token as the app token", config.Env{SlackAppToken: testkit.BotToken, SlackBotToken: testkit.BotToken}, "SLACK_APP_TOKEN does not start with xapp-"},
 		{"no bot token", config.Env{SlackAppToken: testkit.AppToken}, "SLACK_BOT_TOKEN is not set"},
+		// One token of the pair: the other is named, not both as if nothing were set.
+		{"only the bot token", config.Env{SlackBotToken: testkit.BotToken}, "SLACK_APP_TOKEN is not set: SLACK_BOT_TOKEN is, and Socket Mode needs the app-level token beside it"},
+		{"only the signing secret", config.Env{SlackSigningSecret: secret}, "RUNWATCH_HTTP_ADDR is not set: SLACK_SIGNING_SECRET is"},
 		{"a user token as the bot token", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: config.NewSecret("xoxp-1-2-3-abcdef")}, "SLACK_BOT_TOKEN does not start with xoxb-"},
 		{"a bad API URL", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: "ftp://example/"}, "SLACK_API_URL"},
 		{"bot token rejected", config.Env{SlackAppToken: testkit.AppToken, SlackBotToken: testkit.BotToken, SlackAPIURL: rejecting.APIURL()}, "SLACK_BOT_TOKEN was rejected by Slack (invalid_auth)"},
@@ -60,6 +63,9 @@ func TestServeCredentials(t *testing.T) {
 	}
 	if !errors.Is(Serve(context.Background(), e.bot, ServeOptions{}), ErrNoTransport) {
 		t.Errorf("Serve with nothing configured is not ErrNoTransport")
+	}
+	if !errors.Is(Serve(context.Background(), e.bot, ServeOptions{Env: config.Env{SlackBotToken: testkit.BotToken}}), ErrNoTransport) {
+		t.Errorf("Serve with the bot token alone is not ErrNoTransport")
 	}
 }
 
