@@ -100,18 +100,27 @@ func TestZeroConfig(t *testing.T) {
 			dir := setEnv(t)
 			// Only this test's processes: the machine may run other simulators and jobs.
 			t.Setenv("RUNWATCH_DISCOVER", fmt.Sprintf("%d,%d", sim.PID, j.pid))
-			answers := func(how string) {
+			from := "(its stdout)"
+			if tc.ownLog {
+				from = "(a file it writes)"
+			}
+			found := fmt.Sprintf("found: vLLM on :%d (pid %d), job python3 generate.py (pid %d) → log %s %s, writes %s.",
+				sim.Port, sim.PID, j.pid, j.log, from, j.out)
+			answers := func(how string, discovered bool) {
 				t.Helper()
 				code, out, errb := run(t, "", "ask", "ETA?")
 				if code != 0 || !etaLine.MatchString(out) || !tokPerS.MatchString(out) || !strings.Contains(out, "generate · ETA") {
 					t.Errorf("%s: bot ask ETA? = %d, %q %q; want run generate, an ETA and the tok/s it used", how, code, out, errb)
+				}
+				if strings.Contains(out, found) != discovered {
+					t.Errorf("%s: bot ask ETA? = %q; want %q said: %v", how, out, found, discovered)
 				}
 				code, out, errb = run(t, "", "ask", "where does the output go?")
 				if code != 0 || !strings.Contains(out, filepath.Dir(j.out)) {
 					t.Errorf("%s: bot ask where does the output go? = %d, %q %q; want %s", how, code, out, errb, filepath.Dir(j.out))
 				}
 			}
-			answers("no run file")
+			answers("no run file", true)
 
 			code, text, errb := run(t, "", "init")
 			if code != 0 {
@@ -132,7 +141,7 @@ func TestZeroConfig(t *testing.T) {
 			}
 			// The run file alone, discovery off: the same answers.
 			t.Setenv("RUNWATCH_DISCOVER", "off")
-			answers("the run file bot init printed")
+			answers("the run file bot init printed", false)
 		})
 	}
 }
