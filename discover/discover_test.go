@@ -298,7 +298,9 @@ func TestCommandAndName(t *testing.T) {
 	}{
 		{[]string{"/usr/bin/python3", "-u", "01b_generate_synthetic.py", "--n", "25000"}, "python3 01b_generate_synthetic.py", "01b_generate_synthetic"},
 		{[]string{"python3.11", "-m", "vllm.entrypoints.openai.api_server", "--port", "8000"}, "python3.11 -m vllm.entrypoints.openai.api_server", "api_server"},
-		{[]string{"/opt/llm-d-inference-sim", "--port", "8000", "--model", "m"}, "llm-d-inference-sim --port 8000 --model", "llm-d-inference-sim"},
+		{[]string{"/opt/llm-d-inference-sim", "--port", "8000", "--model", "m"}, "llm-d-inference-sim --port 8000 --model m", "llm-d-inference-sim"},
+		{[]string{"/opt/llm-d-inference-sim", "--port", "8000", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", "64"},
+			"llm-d-inference-sim --port 8000 --model …", "llm-d-inference-sim"},
 		{[]string{"python3", "-c", "print(1)"}, "python3 -c …", "python3"},
 		{[]string{"bash", "run job.sh"}, "bash run job.sh", "run-job"},
 		{[]string{"python3", "gen\x1b[31m.py"}, "python3 gen?[31m.py", "gen--31m"},

@@ -139,15 +139,23 @@ func (p *process) command() string {
 	if script, ok := p.script(); ok {
 		words = append(words, script)
 	} else {
-		for _, a := range p.cmdline[1:] {
-			if len(words) == 4 {
+		// Whole arguments while they fit: "--model" without its value said less than nothing.
+		n := len(words[0])
+		for i, a := range p.cmdline[1:] {
+			if n+1+len(a) > commandMax {
+				if i < len(p.cmdline)-1 {
+					words = append(words, "…")
+				}
 				break
 			}
-			words = append(words, a)
+			words, n = append(words, a), n+1+len(a)
 		}
 	}
-	return probes.ClipText(printable(strings.Join(words, " ")), 80)
+	return probes.ClipText(printable(strings.Join(words, " ")), commandMax+4)
 }
+
+// commandMax is how long a shown command line grows with whole arguments.
+const commandMax = 60
 
 // script is what an interpreter runs: "-m module" or the script's base name; false for a process that is
 // no interpreter or runs none (python3 alone, a REPL).

@@ -104,7 +104,7 @@ func writeUnguessed(w func(string, ...any)) {
 // invisibleAdvice is what to do about processes discovery could not inspect.
 func invisibleAdvice(asRoot bool) string {
 	if asRoot {
-		return "even as root (a sandbox's or container's init, or a security policy, hides them); a job among them is missed"
+		return "even as root (a sandbox's or container's init, or a security policy, hides them): a job among them would be missed"
 	}
 	return "run `bot init` as the job's user, or as root, to see a job among them"
 }
