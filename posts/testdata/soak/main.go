@@ -144,10 +144,10 @@ func soak(runs, hours int, every time.Duration, askEvery, maxHistory int, dir st
 	bot := conversation.NewBot(m, time.UTC, config.Env{})
 	sampler := posts.NewSampler(bot, every, slog.New(slog.DiscardHandler))
 	sampler.State = sd
-	posts := 0
+	delivered := 0
 	sampler.Deliver = func(ctx context.Context, p posts.Post) (string, error) {
-		posts++
-		return strconv.Itoa(posts), nil
+		delivered++
+		return strconv.Itoa(delivered), nil
 	}
 	ctx := context.Background()
 	questions := []string{"ETA?", "how fast are we going?", "is it stuck?", "status"}
@@ -191,7 +191,7 @@ func soak(runs, hours int, every time.Duration, askEvery, maxHistory int, dir st
 			rss, peak := procStatus()
 			h := hour{Hour: tick / perHour, RSSMiB: rss, PeakMiB: peak, HeapMiB: float64(ms.HeapAlloc) / (1 << 20),
 				History: len(m.History(file.Runs[0].Name)), TickMs: float64(tickWall.Microseconds()) / 1000 / float64(perHour),
-				Posts: posts, AlertsActive: len(sampler.Alerter.State.Active)}
+				Posts: delivered, AlertsActive: len(sampler.Alerter.State.Active)}
 			for _, r := range file.Runs {
 				if fi, err := os.Stat(filepath.Join(stateDir, "run-"+r.Name+".json")); err == nil {
 					h.StateMaxKiB = max(h.StateMaxKiB, float64(fi.Size())/1024)
