@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"runwatch/config"
+	"runwatch/internal/problemlog"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -86,11 +86,11 @@ type Exporter struct {
 	opts Options
 	// One scrape at a time: two Prometheus servers scraping at once share the wait, not the cost.
 	mu sync.Mutex
-	// logged are the problems of the last scrape, by run and probe, as last logged.
-	logged map[string]string
+	// problems logs the problems of each scrape as they start and end.
+	problems problemlog.Log
 
 	writerProcs, writerFiles, protectedProcs, invisible, pathInfo *prometheus.Desc
-	scanSeconds, problems, capped                                 *prometheus.Desc
+	scanSeconds, problemCount, capped                             *prometheus.Desc
 }
 
 // New returns an exporter reading src.
@@ -98,23 +98,24 @@ func New(src Source, o Options) *Exporter {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
+	o = o.withDefaults()
 	return &Exporter{
-		src: src, opts: o.withDefaults(),
+		src: src, opts: o, problems: problemlog.Log{Logger: o.Log, What: "exporter problem"},
 		writerProcs: d("runwatch_writer_processes", "Processes with a file open for writing on the mount, by whether the file is under a protected path of a configured run.", "mount", "protected"),
 		writerFiles: d("runwatch_writer_open_files", "Files open for writing on the mount, by whether they are under a protected path.", "mount", "protected"),
 		protectedProcs: d("runwatch_protected_writer_processes", "Processes writing under a configured protected path, by the path, its mount and the command.",
 			"path", "mount", "command"),
-		invisible:   d("runwatch_invisible_processes", "Processes whose open files could not be read (permission); their writes are unknown."),
-		pathInfo:    d("runwatch_run_path_info", "A configured path of a run and the mount it lands on (1).", "run", "role", "path", "mount", "protected"),
-		scanSeconds: d("runwatch_exporter_scan_duration_seconds", "Time the scrape spent reading the node."),
-		problems:    d("runwatch_exporter_problems", "Probes that failed during the scrape (each is logged when it starts and when it ends)."),
-		capped:      d("runwatch_exporter_capped_label_values", "Label values summed under \"other\" because a cap was reached, by label.", "label"),
+		invisible:    d("runwatch_invisible_processes", "Processes whose open files could not be read (permission); their writes are unknown."),
+		pathInfo:     d("runwatch_run_path_info", "A configured path of a run and the mount it lands on (1).", "run", "role", "path", "mount", "protected"),
+		scanSeconds:  d("runwatch_exporter_scan_duration_seconds", "Time the scrape spent reading the node."),
+		problemCount: d("runwatch_exporter_problems", "Probes that failed during the scrape (each is logged when it starts and when it ends)."),
+		capped:       d("runwatch_exporter_capped_label_values", "Label values summed under \"other\" because a cap was reached, by label.", "label"),
 	}
 }
 
 // Describe sends the descriptors of every metric the exporter may produce.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{e.writerProcs, e.writerFiles, e.protectedProcs, e.invisible, e.pathInfo, e.scanSeconds, e.problems, e.capped} {
+	for _, d := range []*prometheus.Desc{e.writerProcs, e.writerFiles, e.protectedProcs, e.invisible, e.pathInfo, e.scanSeconds, e.problemCount, e.capped} {
 		ch <- d
 	}
 }
@@ -145,46 +146,20 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range f.Paths {
 		g(e.pathInfo, 1, p.Run, p.Role, p.Path, p.Mount, strconv.FormatBool(p.Protected))
 	}
-	g(e.problems, float64(f.Problems))
+	g(e.problemCount, float64(f.Problems))
 	for _, label := range []string{"mount", "command", "path"} {
 		g(e.capped, float64(f.Capped[label]), label)
 	}
 	g(e.scanSeconds, time.Since(start).Seconds())
 }
 
-// logProblems logs each problem of st that the last scrape did not have (or had with another
-// error), and each one it had that is gone. Called with e.mu held.
+// logProblems logs what the problems metric counts, by the problems' full names.
 func (e *Exporter) logProblems(st reports.Status) {
-	now := map[string]string{}
+	byRun := map[string][]reports.Problem{}
 	for _, rs := range st.Runs {
-		for _, p := range rs.Problems {
-			now[rs.Name+"\x00"+p.Probe] = p.Error
-		}
+		byRun[rs.Name] = append(byRun[rs.Name], rs.Problems...)
 	}
-	if e.opts.Log != nil {
-		for _, k := range sortedKeys(now) {
-			if old, ok := e.logged[k]; !ok || old != now[k] {
-				run, probe, _ := strings.Cut(k, "\x00")
-				e.opts.Log.Warn("exporter problem", "run", run, "probe", probe, "err", now[k])
-			}
-		}
-		for _, k := range sortedKeys(e.logged) {
-			if _, ok := now[k]; !ok {
-				run, probe, _ := strings.Cut(k, "\x00")
-				e.opts.Log.Info("exporter problem resolved", "run", run, "probe", probe)
-			}
-		}
-	}
-	e.logged = now
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	e.problems.Observe(byRun)
 }
 
 // Handler serves the exporter's metrics (and nothing else: no Go runtime series, so the series

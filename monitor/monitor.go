@@ -292,7 +292,9 @@ func (m *Monitor) RunStatus(ctx context.Context, name string, need Need) (report
 		return reports.RunStatus{}, fmt.Errorf("no run named %q (runs: %s)", name, strings.Join(m.RunNames(), ", "))
 	}
 	rs := m.evaluate(ctx, name, need, func(base *latestEval) (reports.RunStatus, *sample) {
-		return m.runStatusFrom(ctx, r, need, m.newPass(ctx, need, false), m.opts.Now(), base)
+		p := m.newPass(ctx, need, false)
+		p.runs = []*config.Run{r} // one run's question asks Prometheus for that run alone
+		return m.runStatusFrom(ctx, r, need, p, m.opts.Now(), base)
 	})
 	return rs, nil
 }
@@ -373,12 +375,12 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 		go func() {
 			defer wg.Done()
 			defer survive("prometheus storage", addProblem)
-			remote = m.promObserveStorage(ctx, r, ps, now, addProblem)
+			remote = m.promObserveStorage(ctx, pass, r, ps, now, addProblem)
 		}()
 		go func() {
 			defer wg.Done()
 			defer survive("prometheus writers", addProblem)
-			writers = m.promObserveWriters(ctx, r, ps, now, addProblem)
+			writers = m.promObserveWriters(ctx, pass, r, ps, now, addProblem)
 		}()
 	}
 	wg.Wait()

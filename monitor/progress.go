@@ -105,7 +105,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 				known[k] = true
 			}
 			var notices []string
-			readings, notices, promLag = m.promEngines(ctx, ps, known, now, problem)
+			readings, notices, promLag = m.promEngines(ctx, pass, r, ps, known, now, problem)
 			s.notices = append(s.notices, notices...)
 		}()
 	}

@@ -48,6 +48,7 @@ const (
 // promSource is one run's Prometheus server and what reads from it.
 type promSource struct {
 	where   string // the server's URL without its password
+	key     string // tells its server and credentials from others' (no secret in it)
 	client  *probes.Prometheus
 	engines *probes.PromEngines
 	fs      *probes.PromFilesystems
@@ -105,7 +106,7 @@ func newPromSources(f *config.File, o Options) map[string]*promSource {
 			}
 			clients[key] = c
 		}
-		ps.client = c
+		ps.client, ps.key = c, fmt.Sprintf("%p", c)
 		ps.engines = probes.NewPromEngines(c, pc.Selector)
 		ps.fs = probes.NewPromFilesystems(c, pc.Selector)
 	}
@@ -123,14 +124,12 @@ func (m *Monitor) promEngineSource(r *config.Run) *promSource {
 // promEngines reads the run's engines from Prometheus now. lag is how much older than now their
 // values are (the time since the servers' last scrape): after a gap in Prometheus's data, the
 // values from before it.
-func (m *Monitor) promEngines(ctx context.Context, ps *promSource, known map[string]bool, now time.Time, problem func(string, error)) (readings []probes.EngineReading, notices []string, lag time.Duration) {
+func (m *Monitor) promEngines(ctx context.Context, p *pass, r *config.Run, ps *promSource, known map[string]bool, now time.Time, problem func(string, error)) (readings []probes.EngineReading, notices []string, lag time.Duration) {
 	if ps.err != nil {
 		problem(ps.probe(), ps.err)
 		return nil, nil, 0
 	}
-	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-	defer cancel()
-	rd, err := ps.engines.Read(c, now)
+	rd, err := m.promEngineReading(ctx, p, r, ps, now)
 	if err != nil {
 		problem(ps.probe(), probes.NoAnswer(err, m.opts.ProbeTimeout))
 		return nil, nil, 0
@@ -214,7 +213,7 @@ func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSourc
 
 // promObserveStorage reads the run's paths on every host from node_exporter: capacity now, the
 // free-space trend over the last 30 minutes, and disk writes over the last five.
-func (m *Monitor) promObserveStorage(ctx context.Context, r *config.Run, ps *promSource, now time.Time, problem func(string, error)) reports.RemoteInput {
+func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run, ps *promSource, now time.Time, problem func(string, error)) reports.RemoteInput {
 	var specs []reports.PathObservation
 	var paths []string
 	for _, sp := range runPaths(r) {
@@ -230,7 +229,7 @@ func (m *Monitor) promObserveStorage(ctx context.Context, r *config.Run, ps *pro
 		problem(ps.probe(), ps.err)
 		return reports.RemoteInput{}
 	}
-	rem, errs := ps.fs.Read(ctx, now, paths, m.opts.ProbeTimeout)
+	rem, errs := m.promStorage(ctx, p, r, ps, paths, now)
 	for _, err := range errs {
 		problem(ps.probe(), err)
 	}

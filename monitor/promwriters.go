@@ -66,16 +66,14 @@ func (e *exporterHosts) recent(now time.Time) []string {
 // promObserveWriters asks Prometheus for the exporters' writer facts on the run's protected paths. A
 // silent exporter (down, or missing from the answer after answering lately) is a problem of its own,
 // named once per target, besides a gap in the verdicts.
-func (m *Monitor) promObserveWriters(ctx context.Context, r *config.Run, ps *promSource, now time.Time, problem func(string, error)) promWriters {
+func (m *Monitor) promObserveWriters(ctx context.Context, p *pass, r *config.Run, ps *promSource, now time.Time, problem func(string, error)) promWriters {
 	if len(r.Protected) == 0 {
 		return promWriters{}
 	}
 	if ps.err != nil {
 		return promWriters{err: ps.err.Error(), known: ps.exporters.recent(now)}
 	}
-	c, cancel := context.WithTimeout(ctx, m.opts.ProbeTimeout)
-	rw, err := ps.client.Writers(c, r.Prometheus.Selector, r.Protected, now)
-	cancel()
+	rw, err := m.promWritersOf(ctx, p, r, ps, now) // with the other runs of the pass on this server
 	if err != nil {
 		err = probes.NoAnswer(err, m.opts.ProbeTimeout)
 		problem(ps.probe(), fmt.Errorf("writers: %w", err))

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"runwatch/config"
 	"runwatch/internal/flight"
 	"runwatch/probes"
 	"runwatch/reports"
@@ -36,6 +37,10 @@ type pass struct {
 	shared  sharedProbes
 	scrapes flight.Group[probes.Engine]
 	usage   flight.Group[probes.Usage]
+	// runs are the runs the pass reads for, and prom its questions to their Prometheus servers,
+	// grouped (promgroup.go).
+	runs []*config.Run
+	prom promBatch
 }
 
 // wait returns the shared probes once they are read.
@@ -50,6 +55,10 @@ func (p *pass) wait() *sharedProbes {
 func (m *Monitor) newPass(ctx context.Context, need Need, sampling bool) *pass {
 	p := &pass{done: make(chan struct{})}
 	p.scrapes.Keep, p.usage.Keep = true, true
+	p.prom.engines.Keep, p.prom.storage.Keep, p.prom.writers.Keep = true, true, true
+	for i := range m.file.Runs {
+		p.runs = append(p.runs, &m.file.Runs[i])
+	}
 	go func() {
 		defer close(p.done)
 		p.shared = m.probeShared(ctx, need, sampling)

@@ -54,14 +54,11 @@ type PromEngineReading struct {
 // Read reads the run's instances at at. An answer cut at the series limits is an error: part of
 // the servers would undercount the totals.
 func (p *PromEngines) Read(ctx context.Context, at time.Time) (PromEngineReading, error) {
-	res, err := p.client.Query(ctx, promEngineQuery(p.sel), at)
+	out, err := p.client.EngineReadings(ctx, []string{p.sel}, at)
 	if err != nil {
 		return PromEngineReading{}, err
 	}
-	if res.Truncated != "" {
-		return PromEngineReading{}, fmt.Errorf("engine series not used: %s", res.Truncated)
-	}
-	return promEngineReading(res.Series), nil
+	return out[0], nil
 }
 
 // promEngineReading turns the series of one instant engine query into instances and restarts.

@@ -143,10 +143,28 @@ func (p *Prometheus) URL() string { return p.where }
 // Query evaluates an instant query at time at (the server's now when zero). A range selector
 // (`x[5m]`) gives every raw sample in the range, with its own timestamp.
 func (p *Prometheus) Query(ctx context.Context, query string, at time.Time) (PromResult, error) {
+	return p.queryParts(ctx, query, at, 1)
+}
+
+// queryParts is Query for a query that asks what parts separate queries would (a grouped query:
+// one per run's selector): its answer may be as large as theirs together, parts times the limits.
+func (p *Prometheus) queryParts(ctx context.Context, query string, at time.Time, parts int) (PromResult, error) {
+	ctx = context.WithValue(ctx, promPartsKey{}, max(1, parts))
 	return p.do(ctx, query, func(ctx context.Context, opts []promv1.Option) (model.Value, promv1.Warnings, error) {
 		v, w, _, err := p.api.Query(ctx, query, at, opts...)
 		return v, w, err
 	})
+}
+
+// promPartsKey is the context key of how many queries' worth a query asks at once (default 1).
+type promPartsKey struct{}
+
+// promParts is the number of queries' worth ctx's query asks.
+func promPartsOf(ctx context.Context) int {
+	if n, ok := ctx.Value(promPartsKey{}).(int); ok && n > 1 {
+		return n
+	}
+	return 1
 }
 
 // QueryRange evaluates query at every step from start to end.
@@ -205,7 +223,9 @@ func (p *Prometheus) tooSlow(ctx context.Context) error {
 func (p *Prometheus) parse(ctx context.Context, query string, call func(context.Context, []promv1.Option) (model.Value, promv1.Warnings, error)) (PromResult, error) {
 	// Ask for one series more than we keep, so a server that honours limit (Prometheus 3) stops
 	// early while we can still tell that something was cut; and tell it when we stop waiting.
-	opts := []promv1.Option{promv1.WithLimit(uint64(p.limits.MaxSeries) + 1)}
+	n := promPartsOf(ctx)
+	maxSeries, maxSamples := p.limits.MaxSeries*n, p.limits.MaxSamples*n
+	opts := []promv1.Option{promv1.WithLimit(uint64(maxSeries) + 1)}
 	if dl, ok := ctx.Deadline(); ok {
 		if left := promTimeout(time.Until(dl)); left > 0 {
 			opts = append(opts, promv1.WithTimeout(left))
@@ -218,7 +238,7 @@ func (p *Prometheus) parse(ctx context.Context, query string, call func(context.
 	if ctx.Err() != nil {
 		return PromResult{}, p.tooSlow(ctx)
 	}
-	res, err := PromConvert(v, p.limits.MaxSeries, p.limits.MaxSamples)
+	res, err := PromConvert(v, maxSeries, maxSamples)
 	if err != nil {
 		return PromResult{}, withoutSecrets(fmt.Errorf("query %s: %w", p.where, err), p.secrets)
 	}

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -88,83 +87,8 @@ const (
 // PromWriteWindow. Each query may take timeout. It returns what it read and, for each part that
 // failed, an error naming the part.
 func (p *PromFilesystems) Read(ctx context.Context, at time.Time, paths []string, timeout time.Duration) (RemoteStorage, []error) {
-	var errs []error
-	c, cancel := context.WithTimeout(ctx, timeout)
-	res, err := p.client.Query(c, promFSQuery(p.sel, promAncestors(paths)), at)
-	cancel()
-	if err != nil {
-		return RemoteStorage{}, []error{fmt.Errorf("storage: %w", NoAnswer(err, timeout))}
-	}
-	if res.Truncated != "" {
-		errs = append(errs, fmt.Errorf("storage: %s", res.Truncated))
-	}
-	out := RemoteStorage{Hosts: promHosts(res.Series)}
-	if len(out.Hosts) == 0 {
-		return out, append(errs, fmt.Errorf("storage: no node_exporter filesystem series on the hosts of %s", promSelector(nil, p.sel)))
-	}
-
-	// The trend and the write rates, from raw samples, for the instances and mounts that hold a path.
-	var instances, mounts, disks []string
-	seen := map[string]bool{}
-	add := func(list *[]string, kind, v string) {
-		if v != "" && !seen[kind+v] {
-			seen[kind+v] = true
-			*list = append(*list, v)
-		}
-	}
-	diskOf := map[string]map[string][]promDiskMount{} // instance -> disk -> mount points
-	for _, h := range out.Hosts {
-		for _, path := range paths {
-			f, ok := h.Lookup(path)
-			if !ok || seen["used"+h.Name+"\x00"+f.Mount.MountPoint] {
-				continue
-			}
-			seen["used"+h.Name+"\x00"+f.Mount.MountPoint] = true
-			add(&instances, "instance", f.Instance)
-			add(&mounts, "mount", f.Mount.MountPoint)
-			for i, d := range promDiskNames(f.Mount.Source) {
-				add(&disks, "disk", d)
-				if diskOf[f.Instance] == nil {
-					diskOf[f.Instance] = map[string][]promDiskMount{}
-				}
-				diskOf[f.Instance][d] = append(diskOf[f.Instance][d], promDiskMount{f.Mount.MountPoint, i == 0})
-			}
-		}
-	}
-	if len(instances) == 0 {
-		return out, errs
-	}
-	var wg sync.WaitGroup
-	var fill, disk PromResult
-	var fillErr, diskErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		c, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		fill, fillErr = p.client.Query(c, promFreeQuery(instances, mounts, PromFreeWindow), at)
-	}()
-	if len(disks) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			disk, diskErr = p.client.Query(c, promDiskQuery(instances, disks, PromWriteWindow), at)
-		}()
-	}
-	wg.Wait()
-	if fillErr != nil {
-		errs = append(errs, fmt.Errorf("free-space trend: %w", NoAnswer(fillErr, timeout)))
-	} else {
-		out.Free = promFreeSamples(fill.Series)
-	}
-	if diskErr != nil {
-		errs = append(errs, fmt.Errorf("disk writes: %w", NoAnswer(diskErr, timeout)))
-	} else {
-		out.WriteRates, out.Written = promWriteRates(disk.Series, diskOf)
-	}
-	return out, errs
+	out, errs := p.client.Filesystems(ctx, []PromFSRequest{{Selector: p.sel, Paths: paths}}, at, timeout)
+	return out[0], errs[0]
 }
 
 // promAncestors lists every directory a path's mount point can be: the path and its parents.

@@ -174,11 +174,15 @@ const PromExporterMemory = time.Hour
 // are scoped like storage, joined on the hosts of the run's targets, so that two runs on disjoint
 // hosts never list each other's writers.
 func promWriterQuery(sel string, protected []string) string {
+	return promHostLabel(promWriterFacts(protected)) + " and on(host) " + promRunHosts(sel)
+}
+
+// promWriterFacts are the writer facts of promWriterQuery on every host, before the join on the run's.
+func promWriterFacts(protected []string) string {
 	window := fmt.Sprintf("[%ds]", int(PromExporterMemory.Seconds()))
 	seen := `group by (instance) (last_over_time(runwatch_invisible_processes` + window + `))`
 	// `or` matches series on their labels without the name: a label of its own keeps the right side.
-	facts := fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected)) +
+	return fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected)) +
 		` or label_replace(` + seen + `, "runwatch", "seen", "", "")` +
 		` or label_replace(up and on(instance) ` + seen + `, "runwatch", "up", "", "")`
-	return promHostLabel(facts) + " and on(host) " + promRunHosts(sel)
 }

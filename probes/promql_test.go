@@ -205,3 +205,51 @@ func TestPromStepsAtTheirScrapeTime(t *testing.T) {
 		t.Errorf("steps (time, tokens) = %v; want %v", got, want)
 	}
 }
+
+// A grouped query's answer goes back to its parts: the facts on each part's hosts, a fact on hosts
+// of two parts to both, and the markers themselves to none.
+func TestPromSplitOnHosts(t *testing.T) {
+	s := func(labels ...string) PromSeries {
+		l := map[string]string{}
+		for i := 0; i < len(labels); i += 2 {
+			l[labels[i]] = labels[i+1]
+		}
+		return PromSeries{Labels: l, Samples: []PromSample{{T: 1, V: 1}}}
+	}
+	q := promGroupedOnHosts("facts", []string{`{run="a"}`, `{run="b"}`})
+	for _, want := range []string{`facts and on(host) (`, `"runwatch_part", "0"`, `"runwatch_part", "1"`, `run="a"`, `run="b"`} {
+		if !strings.Contains(q, want) {
+			t.Errorf("grouped query %q lacks %q", q, want)
+		}
+	}
+	parts := promSplitOnHosts([]PromSeries{
+		s("host", "n1", "instance", "n1:8000", promPart, "0"),
+		s("host", "n2", "instance", "n2:8000", promPart, "0"),
+		s("host", "n2", "instance", "n2:8000", promPart, "1"),
+		s("host", "n3", "instance", "n3:8000", promPart, "1"),
+		s("__name__", "node_filesystem_avail_bytes", "host", "n1", "mountpoint", "/data"),
+		s("__name__", "node_filesystem_avail_bytes", "host", "n2", "mountpoint", "/data"),
+		s("__name__", "node_filesystem_avail_bytes", "host", "n3", "mountpoint", "/data"),
+		s("__name__", "node_filesystem_avail_bytes", "host", "n4", "mountpoint", "/data"),
+	}, 2)
+	hostsOf := func(ss []PromSeries) []string {
+		var out []string
+		for _, x := range ss {
+			if x.Labels[promPart] != "" {
+				t.Errorf("a marker %v went to a part", x.Labels)
+			}
+			out = append(out, x.Labels["host"])
+		}
+		return out
+	}
+	if got := hostsOf(parts[0]); !slices.Equal(got, []string{"n1", "n2"}) {
+		t.Errorf("part 0 = %v; want the facts of n1 and n2", got)
+	}
+	if got := hostsOf(parts[1]); !slices.Equal(got, []string{"n2", "n3"}) {
+		t.Errorf("part 1 = %v; want the facts of n2 and n3", got)
+	}
+	// One part is asked and answered as before grouping.
+	if q := promGroupedOnHosts("facts", []string{`{run="a"}`}); strings.Contains(q, promPart) {
+		t.Errorf("a one-part query %q is tagged", q)
+	}
+}

@@ -33,7 +33,8 @@ func (t *promTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	received, _ := req.Context().Value(promReceivedKey{}).(*atomic.Bool)
-	resp.Body = &promLimitedBody{rc: resp.Body, left: t.maxBody, limit: t.maxBody, received: received}
+	limit := t.maxBody * int64(promPartsOf(req.Context()))
+	resp.Body = &promLimitedBody{rc: resp.Body, left: limit, limit: limit, received: received}
 	return resp, nil
 }
 

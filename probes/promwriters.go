@@ -42,15 +42,11 @@ type RemoteWriter struct {
 // Writers asks the server for the writer facts on the protected paths at at that the exporters on
 // the hosts of the run's targets (the series selector's) report.
 func (p *Prometheus) Writers(ctx context.Context, selector string, protected []string, at time.Time) (RemoteWriters, error) {
-	res, err := p.Query(ctx, promWriterQuery(promInner(selector), protected), at)
+	out, err := p.WritersOf(ctx, []PromWritersRequest{{Selector: selector, Protected: protected}}, at)
 	if err != nil {
 		return RemoteWriters{}, err
 	}
-	if res.Truncated != "" {
-		// A cut answer may have left out any host's writers: no part of it is evidence of silence.
-		return RemoteWriters{}, fmt.Errorf("the answer was cut: %s", res.Truncated)
-	}
-	return promWritersOf(res.Series), nil
+	return out[0], nil
 }
 
 // promWritersOf turns the exporters' series into writers, one per host, path and command.

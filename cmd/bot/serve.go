@@ -115,6 +115,7 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	log := redact.Logger(o.Log, red)
 	b.Log = log
 	metrics := botmetrics.New()
+	metrics.LogFailures(log)
 	api := slackapp.NewAPI(slackapp.APIOptions{Token: o.Env.SlackBotToken, APIURL: o.Env.SlackAPIURL, HTTP: o.HTTP,
 		Redactor: red, Metrics: metrics, Log: log})
 

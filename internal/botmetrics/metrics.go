@@ -6,6 +6,7 @@
 package botmetrics
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"runwatch/internal/problemlog"
 	"runwatch/monitor"
+	"runwatch/reports"
 )
 
 // Metrics are the bot's own Prometheus metrics, served on /metrics: probe failures, Slack posts and
@@ -28,6 +31,9 @@ type Metrics struct {
 	rejected      *prometheus.CounterVec
 	events        *prometheus.CounterVec
 	answers       *prometheus.HistogramVec
+	// failing logs the probe failures by their full names (a URL, an address, a path), which the
+	// failures counter does not carry: its labels stay few.
+	failing problemlog.Log
 }
 
 // New registers the bot's metrics, plus the Go runtime and process collectors.
@@ -37,7 +43,7 @@ func New() *Metrics {
 		samples: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "runwatch_samples_total", Help: "Sampler ticks (every run probed once per tick)."}),
 		probeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "runwatch_probe_failures_total", Help: "Probes that failed or timed out during sampling, by run and probe."},
+			Name: "runwatch_probe_failures_total", Help: "Probes that failed or timed out during sampling, by run and kind of probe (metrics, prometheus target, statfs...; which one, in the log)."},
 			[]string{"run", "probe"}),
 		posts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "runwatch_slack_posts_total", Help: "Messages the bot sent to Slack, by kind and result (ok, error)."},
@@ -69,17 +75,30 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ObserveEvaluations counts a sampler tick and the probes that failed in it.
+// LogFailures sends the probe failures, by their full names, to log: each when it starts or its
+// error changes, and once when it ends.
+func (m *Metrics) LogFailures(log *slog.Logger) {
+	if m != nil {
+		m.failing = problemlog.Log{Logger: log, What: "probe failing"}
+	}
+}
+
+// ObserveEvaluations counts a sampler tick and the probes that failed in it, by kind: a probe's
+// name holds a URL, an address or a path, one series each for as long as the bot runs (800 for
+// 50 runs × 16 hosts), so the name goes to the log and the answers, and the label holds its kind.
 func (m *Metrics) ObserveEvaluations(evs []monitor.Evaluation) {
 	if m == nil {
 		return
 	}
 	m.samples.Inc()
+	byRun := map[string][]reports.Problem{}
 	for _, ev := range evs {
 		for _, p := range ev.Run.Problems {
-			m.probeFailures.WithLabelValues(ev.Run.Name, p.Probe).Inc()
+			m.probeFailures.WithLabelValues(ev.Run.Name, p.Kind()).Inc()
 		}
+		byRun[ev.Run.Name] = ev.Run.Problems
 	}
+	m.failing.Observe(byRun)
 }
 
 func (m *Metrics) Posted(kind string, err error) {

@@ -3,6 +3,7 @@ package botmetrics
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestMetrics(t *testing.T) {
 	body := string(b)
 	for _, want := range []string{
 		"runwatch_samples_total 2",
-		`runwatch_probe_failures_total{probe="metrics http://10.0.0.1:8000/metrics",run="synth"} 2`,
+		`runwatch_probe_failures_total{probe="metrics",run="synth"} 2`,
 		`runwatch_slack_posts_total{kind="stall",result="ok"} 1`,
 		`runwatch_slack_posts_total{kind="status_update",result="error"} 1`,
 		`runwatch_slack_api_retries_total{method="chat.postMessage",reason="rate_limited"} 1`,
@@ -54,4 +55,20 @@ func TestMetrics(t *testing.T) {
 	none.ObserveEvaluations(evs)
 	none.Posted("x", nil)
 	none.Answered("x", time.Second)
+}
+
+// A probe failure is counted by kind and logged by its full name: once when it starts, once when it ends.
+func TestProbeFailuresLoggedByName(t *testing.T) {
+	var logs strings.Builder
+	m := New()
+	m.LogFailures(slog.New(slog.NewTextHandler(&logs, nil)))
+	failing := []monitor.Evaluation{{Run: reports.RunStatus{Name: "synth", Problems: []reports.Problem{{Probe: "prometheus target gpu-node-3:8000", Error: "up = 0"}}}}}
+	m.ObserveEvaluations(failing)
+	m.ObserveEvaluations(failing)
+	m.ObserveEvaluations([]monitor.Evaluation{{Run: reports.RunStatus{Name: "synth"}}})
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `msg="probe failing" run=synth probe="prometheus target gpu-node-3:8000" err="up = 0"`) ||
+		!strings.Contains(lines[1], `msg="probe failing resolved" run=synth probe="prometheus target gpu-node-3:8000"`) {
+		t.Errorf("log = %q; want the failure by its name when it starts and when it ends", logs.String())
+	}
 }
