@@ -208,7 +208,7 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 		}
 		out = append(out, condition{kind: AlertProbe, key: rs.Name + "/" + AlertProbe + "/" + p.Probe,
 			summary: summary,
-			msg: reports.Message{Title: title(head), Sections: []string{fmt.Sprintf(":red_circle: %s is failing: %s. Answers leave it out until it recovers.",
+			msg: reports.Message{Title: title(head), Sections: []string{fmt.Sprintf(":red_circle: %s is failing: %s. Until it recovers, answers say what it leaves unseen.",
 				reports.Code(p.Probe), reports.Esc(p.Error))}}})
 	}
 	return out
@@ -320,7 +320,7 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 	for _, k := range keys {
 		al := a.State.Active[k]
 		ev, ok := evaluated[al.Run]
-		if current[k] || !ok || !canClear(al.Kind, ev) {
+		if current[k] || !ok || !canClear(al, k, ev) {
 			continue
 		}
 		if al.Kind == AlertShift || al.Kind == AlertFinished {
@@ -356,6 +356,9 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			continue
 		}
 		text := recoveredText(al)
+		if al.Kind == AlertProtected {
+			text = protectedRecovered(warnedMount(al, k), ev.Run.Storage)
+		}
 		if ev.Run.ServerRetired(al.Summary) {
 			text = fmt.Sprintf("%s finished, so %s is not needed any more", al.Run, strings.TrimSuffix(strings.TrimSuffix(al.Summary, summaryUnreachable), summaryNotMetrics))
 		}
@@ -366,8 +369,11 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 	return posts
 }
 
-// canClear reports whether ev had the evidence to show a condition of this kind is gone.
-func canClear(kind string, ev monitor.Evaluation) bool {
+// canClear reports whether ev had the evidence to show the condition of al (key k) is gone. Silence is
+// none: a protected write clears only when every source that speaks for its mount answered (reports'
+// Storage.Answered), not when Prometheus, the host's exporter or the scan of open files went quiet.
+func canClear(al *ActiveAlert, k string, ev monitor.Evaluation) bool {
+	kind := al.Kind
 	failed := func(prefixes ...string) bool {
 		for _, p := range ev.Run.Problems {
 			for _, pre := range prefixes {
@@ -380,7 +386,7 @@ func canClear(kind string, ev monitor.Evaluation) bool {
 	}
 	switch kind {
 	case AlertProtected:
-		return !failed("writers", "mounts")
+		return !failed("writers", "mounts") && ev.Run.Storage.Answered(warnedMount(al, k))
 	case AlertOutput:
 		return !failed("path ", "mounts")
 	case AlertDiskFull:
@@ -420,6 +426,26 @@ func recoveredText(al *ActiveAlert) string {
 	}
 	// The summary of a warning recorded before summaries left out their glyph may still start with one.
 	return reports.Unglyphed(al.Summary) + " no longer holds"
+}
+
+// warnedMount is the mount a storage warning is about: its key's last part, a protected path or
+// "host:path" for another host's.
+func warnedMount(al *ActiveAlert, k string) string {
+	return strings.TrimPrefix(k, al.Run+"/"+al.Kind+"/")
+}
+
+// protectedRecovered says a protected write is over, naming the mount and what the evidence still could
+// not see: "nothing writes to /shared on host gpu-2 any more". "Nothing writes to the protected mount"
+// over processes it could not inspect said more than it knew.
+func protectedRecovered(mount string, st reports.Storage) string {
+	where := mount
+	if h, p, ok := strings.Cut(mount, ":"); ok && !strings.HasPrefix(mount, "/") {
+		where = p + " on host " + h
+	}
+	if unseen := st.Unseen(mount); unseen != "" {
+		return "nothing I can see writes to " + where + " any more (" + unseen + ")"
+	}
+	return "nothing writes to " + where + " any more"
 }
 
 // followUp reports whether a post kind follows up a warning rather than being one: a resolution,
