@@ -39,6 +39,9 @@ type Post struct {
 	// Burst is the group of a burst of warnings at the top level, or of one going on in its thread: where
 	// the next evaluation's warnings of the group go (see coalesceBursts).
 	Burst string `json:",omitempty"`
+	// Edit is the transport's reference of an earlier post this one replaces in place (a finish post that
+	// the job's progress contradicts): the transport edits that message instead of posting.
+	Edit string `json:",omitempty"`
 }
 
 // PendingPost is a post whose intent was recorded and whose delivery was not yet confirmed.
@@ -81,6 +84,8 @@ type ActiveAlert struct {
 	Changed   time.Time   `json:"changed,omitzero"`    // last confirmed down or clear
 	Downs     []time.Time `json:"downs,omitempty"`
 	Flapping  bool        `json:"flapping,omitempty"`
+	// Correcting: a finish post that progress contradicts is being corrected in place.
+	Correcting bool `json:"correcting,omitempty"`
 }
 
 // Flapping: a condition that goes down flapDowns times within flapWindow is flapping; it is
@@ -323,6 +328,13 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 		if current[k] || !ok || !canClear(al, k, ev) {
 			continue
 		}
+		if al.Kind == AlertFinished && !al.Posted.IsZero() && al.Ref != "" && !al.Correcting && finishContradicted(ev) {
+			// The finish post said every item was done; the job's progress since says otherwise: the post is
+			// corrected where it stands, and a real finish is announced anew.
+			al.Correcting = true
+			post(al, Post{Run: al.Run, Kind: AlertFinished + correctedSuffix, Key: k, Edit: al.Ref, Message: finishCorrection(ev.Run)})
+			continue
+		}
 		if al.Kind == AlertShift || al.Kind == AlertFinished {
 			// Events, not states: forget them after their cooldown so the next one is news.
 			if now.Sub(al.Posted) >= a.Policy.Cooldown[al.Kind] || al.Posted.IsZero() {
@@ -428,6 +440,23 @@ func recoveredText(al *ActiveAlert) string {
 	return reports.Unglyphed(al.Summary) + " no longer holds"
 }
 
+// correctedSuffix ends the kind of a post that corrects an earlier one in place.
+const correctedSuffix = "_corrected"
+
+// finishContradicted reports whether ev's progress says the run is not finished after all: items left,
+// and an estimate that is not done.
+func finishContradicted(ev monitor.Evaluation) bool {
+	p := ev.Run.Progress
+	return p != nil && p.Total > 0 && p.Done < p.Total && (ev.Run.ETA == nil || ev.Run.ETA.State != reports.StateDone)
+}
+
+// finishCorrection is what a contradicted finish post becomes: "synth-25k is not finished: 311 / 25,000 done".
+func finishCorrection(rs reports.RunStatus) reports.Message {
+	line := ":warning: *" + reports.Esc(rs.Name) + " is not finished* (corrected): " + reports.ProgressLine(*rs.Progress) +
+		". An earlier reading said every item was done; the job's progress since says otherwise. A real finish is announced when it comes."
+	return reports.Message{Title: rs.Name + " · not finished", Sections: []string{line}}
+}
+
 // warnedMount is the mount a storage warning is about: its key's last part, a protected path or
 // "host:path" for another host's.
 func warnedMount(al *ActiveAlert, k string) string {
@@ -451,11 +480,16 @@ func protectedRecovered(mount string, st reports.Storage) string {
 // followUp reports whether a post kind follows up a warning rather than being one: a resolution,
 // a flapping notice, a claim's reminder.
 func followUp(kind string) bool {
-	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder")
+	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder") ||
+		strings.HasSuffix(kind, correctedSuffix)
 }
 
 // Delivered records where a posted warning landed, so follow-ups can thread under it.
 func (a *Alerter) Delivered(p Post, ref string) {
+	if strings.HasSuffix(p.Kind, correctedSuffix) {
+		delete(a.State.Active, p.Key) // corrected: the next finish is news again
+		return
+	}
 	if p.Burst != "" {
 		if p.ThreadRef != "" {
 			ref = p.ThreadRef // a burst going on: its warnings thread under the burst, not under the reply
@@ -474,6 +508,10 @@ func (a *Alerter) Delivered(p Post, ref string) {
 
 // Undelivered forgets that a post was made, so the next evaluation tries again instead of losing it.
 func (a *Alerter) Undelivered(p Post) {
+	if al := a.State.Active[p.Key]; al != nil && strings.HasSuffix(p.Kind, correctedSuffix) {
+		al.Correcting = false // tried again on the next evaluation
+		return
+	}
 	for _, k := range p.Covers {
 		a.Undelivered(Post{Key: k, Kind: p.Kind})
 	}
@@ -485,5 +523,6 @@ func (a *Alerter) Undelivered(p Post) {
 // IsWarning reports whether a post of this kind is a warning that buttons can act on: not a
 // follow-up, a reminder or the good news that a job finished.
 func IsWarning(kind string) bool {
-	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
+	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder") &&
+		!strings.HasSuffix(kind, correctedSuffix)
 }

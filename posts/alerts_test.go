@@ -997,3 +997,60 @@ func TestProtectedWriteIsNotResolvedBySilence(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishPostCorrectedInPlace: a finish that the job's progress contradicts afterwards is corrected
+// where it stands, through the recording Slack stand-in: the finish post (confirmed by a second sample)
+// is edited with chat.update into "synth is not finished", no new top-level post; a real finish later is
+// announced again.
+func TestFinishPostCorrectedInPlace(t *testing.T) {
+	clock := testkit.NewClock(schedT0)
+	e := newBotEnv(t, botOpts{Clock: clock})
+	fake := testkit.NewSlack(t)
+	api, _ := newTestAPI(t, fake, nil, nil)
+	s := posts.NewSampler(e.bot, 30*time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = slackapp.Deliver(e.bot, api, botmetrics.New())
+	ctx := context.Background()
+	tick := func(done int) {
+		t.Helper()
+		e.WriteLog(t, done, 25000)
+		clock.Set(clock.Now().Add(30 * time.Second))
+		s.Tick(ctx)
+	}
+	finishPosts := func() []testkit.Call {
+		var out []testkit.Call
+		for _, c := range fake.Calls("chat.postMessage") {
+			if strings.Contains(c.Form.Get("text"), "finished") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	tick(24990)
+	tick(25000) // held for a second look
+	if n := len(finishPosts()); n != 0 {
+		t.Fatalf("finish posts after one reading at the total = %d; want 0", n)
+	}
+	tick(25000)
+	fin := finishPosts()
+	if len(fin) != 1 {
+		t.Fatalf("finish posts after the second reading = %d; want 1", len(fin))
+	}
+	tick(311) // the job's own line says otherwise: a restart, or the finish was not the job's
+	var edits []testkit.Call
+	for _, c := range fake.Calls("chat.update") {
+		if c.Form.Get("ts") == fin[0].TS {
+			edits = append(edits, c)
+		}
+	}
+	if len(edits) != 1 || !strings.Contains(edits[0].Form.Get("text"), "synth is not finished") || !strings.Contains(edits[0].Form.Get("text"), "311 / 25,000") {
+		t.Fatalf("edits of the finish post = %+v; want it corrected to \"synth is not finished\", 311 / 25,000", edits)
+	}
+	if n := len(finishPosts()); n != 1 {
+		t.Errorf("finish posts after the correction = %d; want still the one (corrected, not a new post)", n)
+	}
+	tick(25000)
+	tick(25000)
+	if n := len(finishPosts()); n != 2 {
+		t.Errorf("finish posts after a real finish = %d; want it announced again", n)
+	}
+}
