@@ -127,6 +127,9 @@ type Monitor struct {
 	devices deviceWindow
 	// foreignNamed remembers the log bars that are not the job's already named, by run and description.
 	foreignNamed sync.Map
+	// heldFinish holds, by run, when a reading that said every item is done was first held for a later
+	// sample to confirm (progress.go).
+	heldFinish sync.Map
 	// lastScan is the last scan of open files (or the one in flight), which samples reuse for
 	// ScanEvery samples and every status for ScanReuse (shared.go).
 	lastScan *writerScan

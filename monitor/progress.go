@@ -70,7 +70,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		missing  error // the run's own log's error, when discovery's log was read in its place
 		promLag  time.Duration
 	)
-	last, _ := st.lastProgress()
+	last, hasLast := st.lastProgress()
 	if lg := m.logs[r.Name]; lg != nil {
 		wg.Add(1)
 		go func() {
@@ -151,6 +151,21 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		s.progress = reports.Progress{Done: p.Done, Total: p.Total, Errors: p.Errors, AvgTokens: p.AvgTokens, Source: "log"}
 		if s.progress.Total == 0 {
 			s.progress.Total = r.Total
+		}
+		// A reading held a while ago that still says so now is the second look that confirms it.
+		heldAt, held := m.heldFinish.Load(r.Name)
+		confirmed := held && now.Sub(heldAt.(time.Time)) >= finishConfirmGap
+		if hold, why := holdFinish(s.progress, reading.File, last, hasLast || held, confirmed, s.engines, now); hold {
+			// One line saying every item is done is not yet a finish: the previous reading stands, and
+			// this one is remembered for a later sample to confirm.
+			if !held {
+				m.heldFinish.Store(r.Name, now)
+			}
+			s.notices = append(s.notices, why)
+			p.Done, p.Errors = last.Done, last.Errors
+			s.progress.Done, s.progress.Errors = last.Done, last.Errors
+		} else {
+			m.heldFinish.Delete(r.Name)
 		}
 		s.obs.Done, s.obs.Total, s.obs.Errors = p.Done, s.progress.Total, p.Errors
 		if p.AvgTokens > 0 {
@@ -277,6 +292,36 @@ func metricsNames(urls []string) []metricsName {
 		}
 	}
 	return out
+}
+
+// finishConfirmAge is how long the log must have stood still on its "every item done" line for that
+// line alone to confirm the finish; finishConfirmGap how much later a second look must come to confirm
+// it (an answer a second after the sample is not a second sample).
+const (
+	finishConfirmAge = 30 * time.Second
+	finishConfirmGap = 10 * time.Second
+)
+
+// holdFinish reports whether a reading that says every item is done must wait for confirmation, and the
+// notice that says so. "Finished" needs done == total seen by a second sample (the previous one at the
+// total already, or held at it: confirmed), the engines drained (every one answering with nothing
+// running or waiting), or the log unchanged for finishConfirmAge: a line that says 25,000/25,000
+// followed a moment later by 311/25,000 never becomes a finish. A run first seen finished (no earlier
+// reading) is not held: there is no moment of arrival to doubt, and one-shot commands would never
+// confirm it.
+func holdFinish(p reports.Progress, f probes.LogFile, last reports.Observation, hasLast, confirmed bool, engines []reports.EngineStatus, now time.Time) (bool, string) {
+	if !hasLast || confirmed || p.Total <= 0 || p.Done < p.Total || (last.Total > 0 && last.Done >= last.Total) {
+		return false, ""
+	}
+	drained := len(engines) > 0
+	for _, e := range engines {
+		drained = drained && e.OK && e.Running != nil && *e.Running == 0 && e.Waiting != nil && *e.Waiting == 0
+	}
+	if drained || (!f.ModTime.IsZero() && now.Sub(f.ModTime) >= finishConfirmAge) {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the log says all %s items are done; the finish counts once the next sample (or the engines, drained) confirms it",
+		reports.Count(float64(p.Total)))
 }
 
 // nameForeignBars words the log's progress bars that are not the job's, each once per run for the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/reports"
 )
 
 // progressRun is a monitor over a log-only run whose log the test writes, with the clock at *now.
@@ -31,6 +32,61 @@ func writeLog(t *testing.T, path, content string, mtime time.Time) {
 	}
 	if err := os.Chtimes(path, mtime, mtime); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFinishNeedsASecondLook: a log line saying every item is done is not a finish until a second sample
+// sees it too (or the log stood still on it): a reply echoing "Progress: 25000/25000" followed a moment
+// later by 311/25,000 never finishes the run; a real last line does, one sample later.
+func TestFinishNeedsASecondLook(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	m, log := progressRun(t, 0, &now)
+	sample := func() reports.RunStatus {
+		t.Helper()
+		ev := m.Sample(context.Background())
+		return ev[0].Run
+	}
+	writeLog(t, log, "Progress: 300/25000\n", now)
+	sample()
+
+	now = now.Add(30 * time.Second)
+	writeLog(t, log, "Progress: 300/25000\nProgress: 25000/25000\n", now)
+	rs := sample()
+	if rs.ETA != nil && rs.ETA.State == reports.StateDone || rs.Progress == nil || rs.Progress.Done != 300 {
+		t.Errorf("after one line saying 25000/25000: progress %+v, ETA %+v; want 300 held, not done", rs.Progress, rs.ETA)
+	}
+	if !strings.Contains(strings.Join(rs.Notices, "\n"), "the finish counts once the next sample") {
+		t.Errorf("notices = %q; want the held finish said", rs.Notices)
+	}
+
+	now = now.Add(time.Second)
+	writeLog(t, log, "Progress: 300/25000\nProgress: 25000/25000\nProgress: 311/25000\n", now)
+	if rs := sample(); rs.Progress == nil || rs.Progress.Done != 311 || rs.ETA == nil || rs.ETA.State == reports.StateDone {
+		t.Errorf("after 311/25000: progress %+v, ETA %+v; want 311, running", rs.Progress, rs.ETA)
+	}
+
+	now = now.Add(30 * time.Second)
+	writeLog(t, log, "Progress: 24999/25000\nProgress: 25000/25000\n", now)
+	if rs := sample(); rs.Progress == nil || rs.Progress.Done != 311 {
+		t.Errorf("the finish line, once: progress %+v; want 311 held", rs.Progress)
+	}
+	// An answer a second later is no second sample.
+	now = now.Add(time.Second)
+	if rs, _ := m.RunStatus(context.Background(), "synth", Need{Progress: true}); rs.Progress == nil || rs.Progress.Done != 311 {
+		t.Errorf("an answer a second after: progress %+v; want 311 still held", rs.Progress)
+	}
+	// The next sample sees it still (the log written again a moment ago: only the second look confirms).
+	now = now.Add(30 * time.Second)
+	writeLog(t, log, "Progress: 24999/25000\nProgress: 25000/25000\n", now.Add(-time.Second))
+	if rs := sample(); rs.Progress == nil || rs.Progress.Done != 25000 || rs.ETA == nil || rs.ETA.State != reports.StateDone {
+		t.Errorf("a second sample at 25000/25000: progress %+v, ETA %+v; want done", rs.Progress, rs.ETA)
+	}
+
+	// A run first seen finished (a one-shot status after the job ended) has no arrival to doubt.
+	first, log2 := progressRun(t, 0, &now)
+	writeLog(t, log2, "Progress: 25000/25000\n", now)
+	if rs, _ := first.RunStatus(context.Background(), "synth", Need{Progress: true}); rs.Progress == nil || rs.Progress.Done != 25000 {
+		t.Errorf("first seen finished: progress %+v; want 25000", rs.Progress)
 	}
 }
 

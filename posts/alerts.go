@@ -39,6 +39,9 @@ type Post struct {
 	// Burst is the group of a burst of warnings at the top level, or of one going on in its thread: where
 	// the next evaluation's warnings of the group go (see coalesceBursts).
 	Burst string `json:",omitempty"`
+	// Edit is the transport's reference of an earlier post this one replaces in place (a finish post that
+	// the job's progress contradicts): the transport edits that message instead of posting.
+	Edit string `json:",omitempty"`
 }
 
 // PendingPost is a post whose intent was recorded and whose delivery was not yet confirmed.
@@ -81,6 +84,8 @@ type ActiveAlert struct {
 	Changed   time.Time   `json:"changed,omitzero"`    // last confirmed down or clear
 	Downs     []time.Time `json:"downs,omitempty"`
 	Flapping  bool        `json:"flapping,omitempty"`
+	// Correcting: a finish post that progress contradicts is being corrected in place.
+	Correcting bool `json:"correcting,omitempty"`
 }
 
 // Flapping: a condition that goes down flapDowns times within flapWindow is flapping; it is
@@ -208,7 +213,7 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 		}
 		out = append(out, condition{kind: AlertProbe, key: rs.Name + "/" + AlertProbe + "/" + p.Probe,
 			summary: summary,
-			msg: reports.Message{Title: title(head), Sections: []string{fmt.Sprintf(":red_circle: %s is failing: %s. Answers leave it out until it recovers.",
+			msg: reports.Message{Title: title(head), Sections: []string{fmt.Sprintf(":red_circle: %s is failing: %s. Until it recovers, answers say what it leaves unseen.",
 				reports.Code(p.Probe), reports.Esc(p.Error))}}})
 	}
 	return out
@@ -320,7 +325,14 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 	for _, k := range keys {
 		al := a.State.Active[k]
 		ev, ok := evaluated[al.Run]
-		if current[k] || !ok || !canClear(al.Kind, ev) {
+		if current[k] || !ok || !canClear(al, k, ev) {
+			continue
+		}
+		if al.Kind == AlertFinished && !al.Posted.IsZero() && al.Ref != "" && !al.Correcting && finishContradicted(ev) {
+			// The finish post said every item was done; the job's progress since says otherwise: the post is
+			// corrected where it stands, and a real finish is announced anew.
+			al.Correcting = true
+			post(al, Post{Run: al.Run, Kind: AlertFinished + correctedSuffix, Key: k, Edit: al.Ref, Message: finishCorrection(ev.Run)})
 			continue
 		}
 		if al.Kind == AlertShift || al.Kind == AlertFinished {
@@ -356,6 +368,9 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			continue
 		}
 		text := recoveredText(al)
+		if al.Kind == AlertProtected {
+			text = protectedRecovered(warnedMount(al, k), ev.Run.Storage)
+		}
 		if ev.Run.ServerRetired(al.Summary) {
 			text = fmt.Sprintf("%s finished, so %s is not needed any more", al.Run, strings.TrimSuffix(strings.TrimSuffix(al.Summary, summaryUnreachable), summaryNotMetrics))
 		}
@@ -366,8 +381,11 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 	return posts
 }
 
-// canClear reports whether ev had the evidence to show a condition of this kind is gone.
-func canClear(kind string, ev monitor.Evaluation) bool {
+// canClear reports whether ev had the evidence to show the condition of al (key k) is gone. Silence is
+// none: a protected write clears only when every source that speaks for its mount answered (reports'
+// Storage.Answered), not when Prometheus, the host's exporter or the scan of open files went quiet.
+func canClear(al *ActiveAlert, k string, ev monitor.Evaluation) bool {
+	kind := al.Kind
 	failed := func(prefixes ...string) bool {
 		for _, p := range ev.Run.Problems {
 			for _, pre := range prefixes {
@@ -380,7 +398,7 @@ func canClear(kind string, ev monitor.Evaluation) bool {
 	}
 	switch kind {
 	case AlertProtected:
-		return !failed("writers", "mounts")
+		return !failed("writers", "mounts") && ev.Run.Storage.Answered(warnedMount(al, k))
 	case AlertOutput:
 		return !failed("path ", "mounts")
 	case AlertDiskFull:
@@ -422,14 +440,56 @@ func recoveredText(al *ActiveAlert) string {
 	return reports.Unglyphed(al.Summary) + " no longer holds"
 }
 
+// correctedSuffix ends the kind of a post that corrects an earlier one in place.
+const correctedSuffix = "_corrected"
+
+// finishContradicted reports whether ev's progress says the run is not finished after all: items left,
+// and an estimate that is not done.
+func finishContradicted(ev monitor.Evaluation) bool {
+	p := ev.Run.Progress
+	return p != nil && p.Total > 0 && p.Done < p.Total && (ev.Run.ETA == nil || ev.Run.ETA.State != reports.StateDone)
+}
+
+// finishCorrection is what a contradicted finish post becomes: "synth-25k is not finished: 311 / 25,000 done".
+func finishCorrection(rs reports.RunStatus) reports.Message {
+	line := ":warning: *" + reports.Esc(rs.Name) + " is not finished* (corrected): " + reports.ProgressLine(*rs.Progress) +
+		". An earlier reading said every item was done; the job's progress since says otherwise. A real finish is announced when it comes."
+	return reports.Message{Title: rs.Name + " · not finished", Sections: []string{line}}
+}
+
+// warnedMount is the mount a storage warning is about: its key's last part, a protected path or
+// "host:path" for another host's.
+func warnedMount(al *ActiveAlert, k string) string {
+	return strings.TrimPrefix(k, al.Run+"/"+al.Kind+"/")
+}
+
+// protectedRecovered says a protected write is over, naming the mount and what the evidence still could
+// not see: "nothing writes to /shared on host gpu-2 any more". "Nothing writes to the protected mount"
+// over processes it could not inspect said more than it knew.
+func protectedRecovered(mount string, st reports.Storage) string {
+	where := mount
+	if h, p, ok := strings.Cut(mount, ":"); ok && !strings.HasPrefix(mount, "/") {
+		where = p + " on host " + h
+	}
+	if unseen := st.Unseen(mount); unseen != "" {
+		return "nothing I can see writes to " + where + " any more (" + unseen + ")"
+	}
+	return "nothing writes to " + where + " any more"
+}
+
 // followUp reports whether a post kind follows up a warning rather than being one: a resolution,
 // a flapping notice, a claim's reminder.
 func followUp(kind string) bool {
-	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder")
+	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder") ||
+		strings.HasSuffix(kind, correctedSuffix)
 }
 
 // Delivered records where a posted warning landed, so follow-ups can thread under it.
 func (a *Alerter) Delivered(p Post, ref string) {
+	if strings.HasSuffix(p.Kind, correctedSuffix) {
+		delete(a.State.Active, p.Key) // corrected: the next finish is news again
+		return
+	}
 	if p.Burst != "" {
 		if p.ThreadRef != "" {
 			ref = p.ThreadRef // a burst going on: its warnings thread under the burst, not under the reply
@@ -448,6 +508,10 @@ func (a *Alerter) Delivered(p Post, ref string) {
 
 // Undelivered forgets that a post was made, so the next evaluation tries again instead of losing it.
 func (a *Alerter) Undelivered(p Post) {
+	if al := a.State.Active[p.Key]; al != nil && strings.HasSuffix(p.Kind, correctedSuffix) {
+		al.Correcting = false // tried again on the next evaluation
+		return
+	}
 	for _, k := range p.Covers {
 		a.Undelivered(Post{Key: k, Kind: p.Kind})
 	}
@@ -459,5 +523,6 @@ func (a *Alerter) Undelivered(p Post) {
 // IsWarning reports whether a post of this kind is a warning that buttons can act on: not a
 // follow-up, a reminder or the good news that a job finished.
 func IsWarning(kind string) bool {
-	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder")
+	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder") &&
+		!strings.HasSuffix(kind, correctedSuffix)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,7 +127,7 @@ func TestAlerterSnoozeAndEvidence(t *testing.T) {
 		t.Errorf("scan failed = %v; want the warning neither repeated nor resolved", kinds(sent))
 	}
 	sent = a.Process([]monitor.Evaluation{testkit.Eval("synth", nil)}, t0.Add(3*time.Minute), isSnoozed)
-	if len(sent) != 1 || sent[0].ThreadRef != "ts1" || !strings.Contains(sent[0].Message.Mrkdwn(), "nothing writes to the protected mount") {
+	if len(sent) != 1 || sent[0].ThreadRef != "ts1" || !strings.Contains(sent[0].Message.Mrkdwn(), "nothing writes to /shared any more") {
 		t.Errorf("resolved = %+v", sent)
 	}
 }
@@ -919,4 +920,137 @@ func TestFlappingIsOneWarning(t *testing.T) {
 	}
 	t.Logf("figure: 60 s of flapping (down 6 times, sampled every second): %d top-level post, %d replies in its thread (recurrences, one 'flapping', one 'holding steady'), each linking the first warning",
 		len(top), len(thread))
+}
+
+// silenceStorage is the storage of a run whose protected /shared was written to on host gpu-2 (6
+// processes), then fell silent: Prometheus or the host's exporter stopped answering, or the writers
+// stopped with every host answering.
+func silenceStorage(t *testing.T, remote reports.RemoteInput) reports.Storage {
+	t.Helper()
+	in := reports.StorageInput{
+		Paths: []reports.PathObservation{{Path: "/shared", Role: reports.RoleProtected, Resolved: "/shared", Exists: true,
+			Mount: probes.Mount{ID: 40, MountPoint: "/shared", FSType: "xfs", Source: "/dev/sdb", Major: 8, Minor: 16}, HasMount: true}},
+		Scan: &probes.WriterScan{Processes: 10},
+	}
+	return reports.MergeRemote(reports.BuildStorage(in, nil), remote, nil)
+}
+
+// TestProtectedWriteIsNotResolvedBySilence: a protected write on another host is resolved only by
+// evidence that covers it. Prometheus not answering, or the host's exporter stopped (measured before:
+// "Resolved after 30 s: nothing writes to the protected mount any more" in both, while 6 processes kept
+// writing), keeps the warning open; the source's own warning says why. Every host answering without the
+// writers resolves it, naming the mount and host.
+func TestProtectedWriteIsNotResolvedBySilence(t *testing.T) {
+	writing := silenceStorage(t, reports.RemoteInput{Exporters: []string{"gpu-2"},
+		Writers: []reports.WriterInfo{{Host: "gpu-2", Command: "extract", File: "/shared", ProtectedPath: "/shared", Protected: true, Processes: 6}}})
+	promDown := reports.Problem{Probe: "prometheus http://prom:9090", Error: "writers: no answer within 2s"}
+	exporterDown := reports.Problem{Probe: "prometheus target gpu-2:19464", Error: "Prometheus cannot scrape it (up = 0)"}
+	tests := []struct {
+		name     string
+		st       reports.Storage
+		problem  *reports.Problem
+		resolved string // "" for not resolved
+	}{
+		{"Prometheus did not answer", silenceStorage(t, reports.RemoteInput{WritersErr: "no answer within 2s", KnownHosts: []string{"gpu-2"}}), &promDown, ""},
+		{"the host's exporter is stopped", silenceStorage(t, reports.RemoteInput{Silent: []reports.SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}}}), &exporterDown, ""},
+		{"every host answered", silenceStorage(t, reports.RemoteInput{Exporters: []string{"gpu-2"}}), nil, "nothing writes to /shared on host gpu-2 any more"},
+		{"every host answered, with processes it could not inspect", silenceStorage(t, reports.RemoteInput{Exporters: []string{"gpu-2"}, Invisible: map[string]int{"gpu-2": 3}}), nil,
+			"nothing I can see writes to /shared on host gpu-2 any more (3 processes could not be inspected)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := posts.NewAlerter(time.UTC, nil)
+			t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+			never := func(string) bool { return false }
+			sent := a.Process([]monitor.Evaluation{testkit.Eval("synth", func(rs *reports.RunStatus) { rs.Storage = writing })}, t0, never)
+			if len(sent) != 1 || sent[0].Kind != posts.AlertProtected {
+				t.Fatalf("writing = %v; want the protected write", kinds(sent))
+			}
+			a.Delivered(sent[0], "ts1")
+			var got []string
+			for i := range 3 {
+				ev := testkit.Eval("synth", func(rs *reports.RunStatus) {
+					rs.Storage = tt.st
+					if tt.problem != nil {
+						rs.Problems = []reports.Problem{*tt.problem}
+					}
+				})
+				for _, p := range a.Process([]monitor.Evaluation{ev}, t0.Add(time.Duration(i+1)*30*time.Second), never) {
+					got = append(got, p.Kind+": "+reports.PlainText(p.Message.Mrkdwn()))
+				}
+			}
+			var resolved []string
+			for _, g := range got {
+				if strings.HasPrefix(g, posts.AlertProtected+"_resolved") {
+					resolved = append(resolved, g)
+				}
+			}
+			switch {
+			case tt.resolved == "" && len(resolved) > 0:
+				t.Errorf("posts = %q; want the warning kept open", got)
+			case tt.resolved != "" && (len(resolved) != 1 || !strings.Contains(resolved[0], tt.resolved)):
+				t.Errorf("posts = %q; want one resolution saying %q", got, tt.resolved)
+			}
+			if tt.problem != nil && !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, posts.AlertProbe+":") }) {
+				t.Errorf("posts = %q; want the silent source warned about", got)
+			}
+		})
+	}
+}
+
+// TestFinishPostCorrectedInPlace: a finish that the job's progress contradicts afterwards is corrected
+// where it stands, through the recording Slack stand-in: the finish post (confirmed by a second sample)
+// is edited with chat.update into "synth is not finished", no new top-level post; a real finish later is
+// announced again.
+func TestFinishPostCorrectedInPlace(t *testing.T) {
+	clock := testkit.NewClock(schedT0)
+	e := newBotEnv(t, botOpts{Clock: clock})
+	fake := testkit.NewSlack(t)
+	api, _ := newTestAPI(t, fake, nil, nil)
+	s := posts.NewSampler(e.bot, 30*time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = slackapp.Deliver(e.bot, api, botmetrics.New())
+	ctx := context.Background()
+	tick := func(done int) {
+		t.Helper()
+		e.WriteLog(t, done, 25000)
+		clock.Set(clock.Now().Add(30 * time.Second))
+		s.Tick(ctx)
+	}
+	finishPosts := func() []testkit.Call {
+		var out []testkit.Call
+		for _, c := range fake.Calls("chat.postMessage") {
+			if strings.Contains(c.Form.Get("text"), "finished") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	tick(24990)
+	tick(25000) // held for a second look
+	if n := len(finishPosts()); n != 0 {
+		t.Fatalf("finish posts after one reading at the total = %d; want 0", n)
+	}
+	tick(25000)
+	fin := finishPosts()
+	if len(fin) != 1 {
+		t.Fatalf("finish posts after the second reading = %d; want 1", len(fin))
+	}
+	tick(311) // the job's own line says otherwise: a restart, or the finish was not the job's
+	var edits []testkit.Call
+	for _, c := range fake.Calls("chat.update") {
+		if c.Form.Get("ts") == fin[0].TS {
+			edits = append(edits, c)
+		}
+	}
+	if len(edits) != 1 || !strings.Contains(edits[0].Form.Get("text"), "synth is not finished") || !strings.Contains(edits[0].Form.Get("text"), "311 / 25,000") {
+		t.Fatalf("edits of the finish post = %+v; want it corrected to \"synth is not finished\", 311 / 25,000", edits)
+	}
+	if n := len(finishPosts()); n != 1 {
+		t.Errorf("finish posts after the correction = %d; want still the one (corrected, not a new post)", n)
+	}
+	tick(25000)
+	tick(25000)
+	if n := len(finishPosts()); n != 2 {
+		t.Errorf("finish posts after a real finish = %d; want it announced again", n)
+	}
 }

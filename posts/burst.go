@@ -29,7 +29,7 @@ func coalesce(posts []Post, cont func(group string) string) []Post {
 	var order []string // group keys in the order of their first post
 	for i, p := range posts {
 		k := burstGroup(p)
-		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind {
+		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind || p.Edit != "" {
 			k = fmt.Sprint("\x00", i) // stands for others already, or goes nowhere: alone
 		}
 		if _, seen := groups[k]; !seen {

@@ -24,6 +24,12 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		channel := b.ChannelID(p.Channel)
+		if p.Edit != "" {
+			// A correction replaces the post it corrects, where it stands.
+			err := api.Update(ctx, channel, p.Edit, p.Message)
+			metrics.Posted(p.Kind, err)
+			return p.Edit, err
+		}
 		if p.ThreadRef == "" && posts.IsWarning(p.Kind) {
 			p.Message.Controls = b.WarningControls(p.Run, p.Key, "")
 		}
