@@ -2,15 +2,21 @@ package slackapp
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
+
+	"runwatch/internal/testkit"
 )
 
 // rawRequest sends only the head of a POST announcing a body of size bytes (no body) on a raw TCP
@@ -146,4 +152,109 @@ func TestHTTPBodiesReadAtOnceAreBounded(t *testing.T) {
 	}
 	t.Logf("figure: %d clients with signed-looking headers announcing 1 MiB each, sending slowly: %d read at once, %d turned away (503) before their body; heap grew %.1f MiB",
 		clients, reading, statuses[http.StatusServiceUnavailable], float64(held)/(1<<20))
+}
+
+// droppingSocket is a Socket Mode endpoint that says hello and hangs up, on every connection.
+func droppingSocket(t *testing.T) string {
+	hello := readFixture(t, "slack_socketmode_hello_pysdk.json")
+	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	ws := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		c.WriteMessage(websocket.TextMessage, hello)
+		c.Close()
+	}))
+	t.Cleanup(ws.Close)
+	return "ws" + strings.TrimPrefix(ws.URL, "http") + "/link"
+}
+
+// TestSocketModeBacksOffAfterDrops runs Socket Mode against an endpoint that drops every connection after
+// its hello, on a clock that the waits step: the reconnections come at once, then after 1 s, 2 s, 4 s…, a
+// handful in the first 5 s rather than thousands.
+func TestSocketModeBacksOffAfterDrops(t *testing.T) {
+	e := newBotEnv(t, botOpts{})
+	fake := testkit.NewSlack(t)
+	fake.WSURL = droppingSocket(t)
+	logs := &testkit.LogBuffer{}
+	api, _ := newTestAPI(t, fake, logs.Logger(), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	app := NewApp(ctx, e.bot, api, Identity{UserID: "U111"}, nil, logs.Logger())
+	sm := NewSocketMode(app, testkit.AppToken, testkit.BotToken, fake.APIURL(), nil, logs.Logger())
+	var mu sync.Mutex
+	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	var opensAt []time.Duration // clock time of each apps.connections.open since the first
+	sm.gate.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
+	sm.gate.sleep = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(d)
+		return ctx.Err()
+	}
+	const opens = 10
+	done := make(chan error, 1)
+	go func() { done <- sm.Run(ctx) }()
+	fake.Wait(t, "apps.connections.open", opens)
+	cancel()
+	<-done
+	// The clock of each open: the sum of the waits before it.
+	waits := sm.gate.waits()
+	var at time.Duration
+	in5s := 0
+	for i, w := range waits[:opens] {
+		at += w
+		opensAt = append(opensAt, at)
+		if at < 5*time.Second {
+			in5s++
+		}
+		if i >= 3 && w != 2*waits[i-1] && w != maxReconnectWait {
+			t.Errorf("wait before open %d = %v after %v; want it doubled", i+1, w, waits[i-1])
+		}
+	}
+	if in5s > 4 {
+		t.Errorf("opens in the first 5 s = %d (at %v); want at most 4", in5s, opensAt)
+	}
+	// Said when the waits start, and again at each wait at the cap (at most one line per 2 min).
+	if n := strings.Count(logs.String(), "keep dropping"); n != 2 {
+		t.Errorf("'keep dropping' logged %d times; want twice (from the 3rd open, and at the cap):\n%s", n, logs.String())
+	}
+	t.Logf("figure: a Socket Mode endpoint dropping every connection after hello: %d opens in the first 5 s (at %v); waits %v", in5s, opensAt, waits[:opens])
+}
+
+// TestSocketModeStopsOnTokenErrors gives Socket Mode an app token Slack refuses for good: each stops Run
+// with an error naming SLACK_APP_TOKEN, the code and what to do, after one try.
+func TestSocketModeStopsOnTokenErrors(t *testing.T) {
+	for _, code := range []string{"missing_scope", "not_allowed_token_type", "invalid_auth", "token_revoked"} {
+		t.Run(code, func(t *testing.T) {
+			e := newBotEnv(t, botOpts{})
+			fake := testkit.NewSlack(t)
+			fake.OpenErr = code
+			log := (&testkit.LogBuffer{}).Logger()
+			api, _ := newTestAPI(t, fake, log, nil)
+			app := NewApp(context.Background(), e.bot, api, Identity{UserID: "U111"}, nil, log)
+			sm := NewSocketMode(app, testkit.AppToken, testkit.BotToken, fake.APIURL(), nil, log)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- sm.Run(ctx) }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("Socket Mode still running 20 s after Slack refused the token (%s): %d opens", code, len(fake.Calls("apps.connections.open")))
+			}
+			if err == nil || !strings.Contains(err.Error(), "SLACK_APP_TOKEN") || !strings.Contains(err.Error(), code) {
+				t.Errorf("Run = %v; want an error naming SLACK_APP_TOKEN and %s", err, code)
+			}
+			if n := len(fake.Calls("apps.connections.open")); n != 1 {
+				t.Errorf("apps.connections.open calls = %d; want 1", n)
+			}
+		})
+	}
 }
