@@ -116,6 +116,34 @@ func (s *Sampler) survivingTick(ctx context.Context) {
 	s.Tick(ctx)
 }
 
+// retryLater keeps a follow-up that was not delivered for the next evaluation, with when it was first tried.
+func (s *Sampler) retryLater(p Post, now time.Time) {
+	for _, r := range s.Alerter.State.Retry {
+		if r.Post.ID == p.ID {
+			return
+		}
+	}
+	s.Alerter.State.Retry = append(s.Alerter.State.Retry, PendingPost{Post: p, At: now})
+}
+
+// retries takes the follow-ups kept for another try: those still true (a resolution whose warning did not
+// come back meanwhile) and tried for less than pendingGiveUp.
+func (s *Sampler) retries(now time.Time) []Post {
+	var out []Post
+	for _, r := range s.Alerter.State.Retry {
+		switch {
+		case !s.Alerter.stillTrue(r.Post):
+			s.log.Info("a follow-up that was not delivered is out of date; not sent", "run", r.Post.Run, "kind", r.Post.Kind)
+		case now.Sub(r.At) >= pendingGiveUp:
+			s.log.Warn("a follow-up could not be delivered for 10 minutes; given up", "run", r.Post.Run, "kind", r.Post.Kind)
+		default:
+			out = append(out, r.Post)
+		}
+	}
+	s.Alerter.State.Retry = nil
+	return out
+}
+
 // Tick takes one sample of every run and delivers what it warrants.
 func (s *Sampler) Tick(ctx context.Context) {
 	c, cancel := context.WithTimeout(ctx, max(s.interval, 10*time.Second))
@@ -143,6 +171,7 @@ func (s *Sampler) Tick(ctx context.Context) {
 			defer func() { s.lost = nil }()
 		}
 	}
+	redo = append(redo, s.retries(now)...)
 	posts = append(redo, s.Alerter.coalesceBursts(posts, now, burstWindow(s.interval))...)
 	if s.Deliver != nil && len(posts) > 0 {
 		s.recordIntents(posts, now)
@@ -154,9 +183,12 @@ func (s *Sampler) Tick(ctx context.Context) {
 			delete(s.Alerter.State.Pending, p.ID)
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
-				if strings.HasSuffix(p.Kind, "_reminder") {
+				switch {
+				case strings.HasSuffix(p.Kind, "_reminder"):
 					s.Claims.undelivered(p, now)
-				} else {
+				case followUp(p.Kind):
+					s.retryLater(p, now)
+				default:
 					s.Alerter.Undelivered(p)
 				}
 				continue

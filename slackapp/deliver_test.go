@@ -162,3 +162,41 @@ func mustGet(t *testing.T, url string) *http.Response {
 	}
 	return resp
 }
+
+// TestFollowUpRetriedAfterA5xx loses a "Resolved" to a short 5xx: it is delivered on the next sample, in
+// the warning's thread, once.
+func TestFollowUpRetriedAfterA5xx(t *testing.T) {
+	ep := testkit.NewFaultEndpoint(t)
+	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}})
+	fake := testkit.NewSlack(t)
+	api, _ := newTestAPI(t, fake, nil, nil)
+	api.MaxAttempts = 1
+	s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = Deliver(e.bot, api, nil)
+	ctx := context.Background()
+	ep.Down()
+	s.Tick(ctx)
+	s.Tick(ctx) // confirmed: the warning
+	warnings := fake.Calls("chat.postMessage")
+	if len(warnings) != 1 {
+		t.Fatalf("chat.postMessage calls = %d; want the warning", len(warnings))
+	}
+	ep.Up()
+	fake.FailNext("chat.postMessage", testkit.Failure{Status: 503, Body: "upstream busy"})
+	s.Tick(ctx) // recovered; the follow-up fails
+	s.Tick(ctx) // and is tried again
+	s.Tick(ctx)
+	var resolved []testkit.Call
+	for _, c := range fake.Calls("chat.postMessage") {
+		if strings.Contains(c.Form.Get("text"), "Resolved") {
+			resolved = append(resolved, c)
+		}
+	}
+	if len(resolved) != 2 {
+		t.Fatalf("'Resolved' posts = %d; want the one refused and its retry", len(resolved))
+	}
+	if got := resolved[1]; got.Form.Get("thread_ts") != warnings[0].TS || got.Form.Get("metadata") != resolved[0].Form.Get("metadata") {
+		t.Errorf("retried follow-up = thread %q metadata %s; want the warning's thread %q under the first try's id %s",
+			got.Form.Get("thread_ts"), got.Form.Get("metadata"), warnings[0].TS, resolved[0].Form.Get("metadata"))
+	}
+}
