@@ -137,11 +137,25 @@ func (s *Sampler) retries(now time.Time) []Post {
 		case now.Sub(r.At) >= pendingGiveUp:
 			s.log.Warn("a follow-up could not be delivered for 10 minutes; given up", "run", r.Post.Run, "kind", r.Post.Kind)
 		default:
+			if al := s.Alerter.State.Active[r.Post.Key]; al != nil && r.Post.ThreadRef == "" {
+				r.Post.ThreadRef = al.Ref // its warning's post was settled meanwhile
+			}
 			out = append(out, r.Post)
 		}
 	}
 	s.Alerter.State.Retry = nil
 	return out
+}
+
+// unsettled reports whether a post about key is still pending: a crash interrupted it, and Slack was not
+// asked yet whether it landed.
+func (s *Sampler) unsettled(key string) bool {
+	for _, pp := range s.Alerter.State.Pending {
+		if pp.Post.Key == key && !followUp(pp.Post.Kind) {
+			return true
+		}
+	}
+	return false
 }
 
 // Tick takes one sample of every run and delivers what it warrants.
@@ -177,6 +191,12 @@ func (s *Sampler) Tick(ctx context.Context) {
 		s.recordIntents(posts, now)
 	}
 	for _, p := range posts {
+		if s.Deliver != nil && followUp(p.Kind) && p.ThreadRef == "" && s.unsettled(p.Key) {
+			// Its warning's post is not settled yet (a crash interrupted it): where it landed is known later.
+			delete(s.Alerter.State.Pending, p.ID)
+			s.retryLater(p, now)
+			continue
+		}
 		switch {
 		case s.Deliver != nil:
 			ref, err := s.Deliver(ctx, p)
