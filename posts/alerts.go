@@ -60,6 +60,10 @@ type AlertState struct {
 	// Bursts are the bursts of warnings posted a moment ago, by group: more of a group's warnings in the
 	// next evaluation go on in the burst's thread.
 	Bursts map[string]BurstRecord `json:"bursts,omitempty"`
+	// Retry holds follow-ups (a resolution, a flapping notice) the chat service refused or failed: a warning
+	// that fails is simply due again at the next evaluation, a follow-up is said once, so it is kept here and
+	// delivered again, under its first ID, until it lands or pendingGiveUp passes.
+	Retry []PendingPost `json:"retry,omitempty"`
 }
 
 // ActiveAlert is one condition that is (or recently was) true.
@@ -482,6 +486,19 @@ func protectedRecovered(mount string, st reports.Storage) string {
 func followUp(kind string) bool {
 	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder") ||
 		strings.HasSuffix(kind, correctedSuffix)
+}
+
+// stillTrue reports whether a follow-up kept for another try still says what is so: a resolution whose
+// warning came back, or a flapping notice of a warning that holds steady again, is out of date.
+func (a *Alerter) stillTrue(p Post) bool {
+	al := a.State.Active[p.Key]
+	switch {
+	case strings.HasSuffix(p.Kind, "_resolved"):
+		return al == nil || al.Cleared
+	case strings.HasSuffix(p.Kind, "_flapping"):
+		return al != nil && al.Flapping
+	}
+	return true
 }
 
 // Delivered records where a posted warning landed, so follow-ups can thread under it.

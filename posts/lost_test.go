@@ -219,7 +219,7 @@ func TestLostNoteInterruptedByACrash(t *testing.T) {
 
 	second := e.sampler(t)
 	for i := range 3 {
-		e.tick(second, time.Duration(10+i)*time.Second)
+		e.tick(second, time.Duration(60+i)*time.Second) // past the interrupted call's timeout
 	}
 	if n := len(e.topLevel("source down")) + len(e.topLevel("lost its record")); n == 0 {
 		t.Errorf("the source-down warning was never posted, alone or in a note, after a crash while posting the note: %v", e.fake.Methods())

@@ -12,6 +12,14 @@ import (
 // lost it than to show it later.
 const pendingGiveUp = 10 * time.Minute
 
+// DeliverTimeout bounds one delivery of a post (its tries included): the transport gives up on it after
+// this long. Until then Slack may still be taking it, so a crash-interrupted post is not looked up sooner.
+const DeliverTimeout = 30 * time.Second
+
+// settleMargin is added to a call's timeout before its post is looked up: Slack may finish a post a moment
+// after the caller gave up on it.
+const settleMargin = 5 * time.Second
+
 // recordIntents gives each post an ID and saves it as pending before anything is sent: the state
 // file is written atomically, so after a kill -9 mid-post the restarted bot knows a post may have
 // landed and asks Slack (Find) instead of posting a second copy.
@@ -35,10 +43,17 @@ func (s *Sampler) recordIntents(posts []Post, now time.Time) {
 // recoverPending settles posts a crash interrupted: one Slack has is recorded as delivered; a
 // warning Slack does not have is marked undelivered, so this tick's evaluation decides afresh
 // whether it is still news; a follow-up Slack does not have is returned to be delivered again,
-// under its first ID. A post Slack cannot be asked about stays pending until pendingGiveUp.
+// under its first ID. A post Slack cannot be asked about stays pending until pendingGiveUp. A post is
+// not looked up before its call's timeout (DeliverTimeout) has passed since it was recorded: until then
+// Slack may still be taking it, and would say it has no such post.
 func (s *Sampler) recoverPending(ctx context.Context, now time.Time) []Post {
 	var redo []Post
 	for id, pp := range s.Alerter.State.Pending {
+		if now.Sub(pp.At) < DeliverTimeout+settleMargin {
+			// The call may still be under way at Slack (a slow Slack takes seconds to answer, and only then
+			// is the message in the channel): asked now, Slack would say it has no such post.
+			continue
+		}
 		ref := ""
 		if s.Find != nil {
 			c, cancel := context.WithTimeout(ctx, 30*time.Second)

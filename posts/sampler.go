@@ -116,6 +116,48 @@ func (s *Sampler) survivingTick(ctx context.Context) {
 	s.Tick(ctx)
 }
 
+// retryLater keeps a follow-up that was not delivered for the next evaluation, with when it was first tried.
+func (s *Sampler) retryLater(p Post, now time.Time) {
+	for _, r := range s.Alerter.State.Retry {
+		if r.Post.ID == p.ID {
+			return
+		}
+	}
+	s.Alerter.State.Retry = append(s.Alerter.State.Retry, PendingPost{Post: p, At: now})
+}
+
+// retries takes the follow-ups kept for another try: those still true (a resolution whose warning did not
+// come back meanwhile) and tried for less than pendingGiveUp.
+func (s *Sampler) retries(now time.Time) []Post {
+	var out []Post
+	for _, r := range s.Alerter.State.Retry {
+		switch {
+		case !s.Alerter.stillTrue(r.Post):
+			s.log.Info("a follow-up that was not delivered is out of date; not sent", "run", r.Post.Run, "kind", r.Post.Kind)
+		case now.Sub(r.At) >= pendingGiveUp:
+			s.log.Warn("a follow-up could not be delivered for 10 minutes; given up", "run", r.Post.Run, "kind", r.Post.Kind)
+		default:
+			if al := s.Alerter.State.Active[r.Post.Key]; al != nil && r.Post.ThreadRef == "" {
+				r.Post.ThreadRef = al.Ref // its warning's post was settled meanwhile
+			}
+			out = append(out, r.Post)
+		}
+	}
+	s.Alerter.State.Retry = nil
+	return out
+}
+
+// unsettled reports whether a post about key is still pending: a crash interrupted it, and Slack was not
+// asked yet whether it landed.
+func (s *Sampler) unsettled(key string) bool {
+	for _, pp := range s.Alerter.State.Pending {
+		if pp.Post.Key == key && !followUp(pp.Post.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // Tick takes one sample of every run and delivers what it warrants.
 func (s *Sampler) Tick(ctx context.Context) {
 	c, cancel := context.WithTimeout(ctx, max(s.interval, 10*time.Second))
@@ -143,20 +185,30 @@ func (s *Sampler) Tick(ctx context.Context) {
 			defer func() { s.lost = nil }()
 		}
 	}
+	redo = append(redo, s.retries(now)...)
 	posts = append(redo, s.Alerter.coalesceBursts(posts, now, burstWindow(s.interval))...)
 	if s.Deliver != nil && len(posts) > 0 {
 		s.recordIntents(posts, now)
 	}
 	for _, p := range posts {
+		if s.Deliver != nil && followUp(p.Kind) && p.ThreadRef == "" && s.unsettled(p.Key) {
+			// Its warning's post is not settled yet (a crash interrupted it): where it landed is known later.
+			delete(s.Alerter.State.Pending, p.ID)
+			s.retryLater(p, now)
+			continue
+		}
 		switch {
 		case s.Deliver != nil:
 			ref, err := s.Deliver(ctx, p)
 			delete(s.Alerter.State.Pending, p.ID)
 			if err != nil {
 				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
-				if strings.HasSuffix(p.Kind, "_reminder") {
+				switch {
+				case strings.HasSuffix(p.Kind, "_reminder"):
 					s.Claims.undelivered(p, now)
-				} else {
+				case followUp(p.Kind):
+					s.retryLater(p, now)
+				default:
 					s.Alerter.Undelivered(p)
 				}
 				continue

@@ -27,6 +27,9 @@ const DefaultSchedule = "@hourly"
 
 const scheduleStateFile = "schedule.json"
 
+// statusPostTimeout bounds the delivery of one status (its tries, and the chart's fallback): a warning's.
+const statusPostTimeout = DeliverTimeout
+
 // Errors a poster's calls wrap (errors.Is) to tell the scheduler what became of a post.
 var (
 	// ErrGone says the message cannot be edited any more (deleted, too old, its channel archived):
@@ -300,6 +303,11 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	m := s.memoFor(r)
 	if m.Intent != nil {
+		if now.Sub(m.Intent.At) < statusPostTimeout+settleMargin {
+			// The post a crash interrupted may still be under way at Slack: asked now, it would say it has none.
+			s.log.Debug("a status post interrupted by a restart is looked up once its call's timeout has passed", "run", name)
+			return nil
+		}
 		if err := s.settle(ctx, r, m, now); err != nil {
 			return err
 		}
@@ -339,7 +347,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if mode == "" {
 		mode = "new"
 	}
-	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, statusPostTimeout)
 	defer cancel()
 	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, digest, now)
 	if err != nil && len(msg.Charts) > 0 && errors.Is(err, ErrChartsRefused) {

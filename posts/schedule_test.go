@@ -461,9 +461,10 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 				}
 				return out
 			}
-			e.Clock.Set(schedT0.Add(30 * time.Second))
+			// Past the interrupted call's timeout: until then Slack may still be taking it.
+			e.Clock.Set(schedT0.Add(90 * time.Second))
 			second.RetryPending(context.Background())
-			if err := second.Fire(context.Background(), "synth", schedT0.Add(time.Minute)); err != nil {
+			if err := second.Fire(context.Background(), "synth", schedT0.Add(2*time.Minute)); err != nil {
 				t.Fatalf("fire after the restart = %v", err)
 			}
 			if got := statuses(); len(got) != 1 {
@@ -497,13 +498,13 @@ func TestScheduleKilledMidPostLookupFails(t *testing.T) {
 	second := killMidPost(t, e, true)
 	sent := func() int { return len(e.fake.Calls("chat.postMessage")) }
 	e.fake.FailNext("conversations.history", testkit.Failure{Status: 503, Body: "down"})
-	e.Clock.Set(schedT0.Add(30 * time.Second))
+	e.Clock.Set(schedT0.Add(90 * time.Second)) // past the interrupted call's timeout
 	second.RetryPending(context.Background())
 	if n := sent(); n != 0 {
 		t.Fatalf("posts while Slack cannot be asked = %d; want none yet", n)
 	}
 	e.fake.FailNext("conversations.history", testkit.Failure{Status: 200, Body: `{"ok":false,"error":"channel_not_found"}`})
-	e.Clock.Set(schedT0.Add(time.Minute))
+	e.Clock.Set(schedT0.Add(2 * time.Minute))
 	second.RetryPending(context.Background())
 	if n := sent(); n != 1 {
 		t.Fatalf("posts once Slack refuses the look-up = %d; want the status posted again at once", n)

@@ -2,11 +2,11 @@ package slackapp
 
 import (
 	"context"
+	"sync"
+
 	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/posts"
-	"sync"
-	"time"
 )
 
 // Deliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
@@ -21,7 +21,7 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 		if r, ok := b.Monitor().Config().RunByName(p.Run); !ok || !b.PostAllowed(r, p.Channel) {
 			return "", nil // a channel the allow-lists do not admit; logged at start
 		}
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, posts.DeliverTimeout)
 		defer cancel()
 		channel := b.ChannelID(p.Channel)
 		if p.Edit != "" {

@@ -7,13 +7,17 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runwatch/internal/redact"
-	"runwatch/internal/testkit"
-	"runwatch/posts"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"runwatch/internal/redact"
+	"runwatch/internal/testkit"
+	"runwatch/posts"
+	"runwatch/state"
 )
 
 func TestWarningsThreadedAndRetried(t *testing.T) {
@@ -161,4 +165,119 @@ func mustGet(t *testing.T, url string) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// TestFollowUpRetriedAfterA5xx loses a "Resolved" to a short 5xx: it is delivered on the next sample, in
+// the warning's thread, once.
+func TestFollowUpRetriedAfterA5xx(t *testing.T) {
+	ep := testkit.NewFaultEndpoint(t)
+	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}})
+	fake := testkit.NewSlack(t)
+	api, _ := newTestAPI(t, fake, nil, nil)
+	api.MaxAttempts = 1
+	s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
+	s.Deliver = Deliver(e.bot, api, nil)
+	ctx := context.Background()
+	ep.Down()
+	s.Tick(ctx)
+	s.Tick(ctx) // confirmed: the warning
+	warnings := fake.Calls("chat.postMessage")
+	if len(warnings) != 1 {
+		t.Fatalf("chat.postMessage calls = %d; want the warning", len(warnings))
+	}
+	ep.Up()
+	fake.FailNext("chat.postMessage", testkit.Failure{Status: 503, Body: "upstream busy"})
+	s.Tick(ctx) // recovered; the follow-up fails
+	s.Tick(ctx) // and is tried again
+	s.Tick(ctx)
+	var resolved []testkit.Call
+	for _, c := range fake.Calls("chat.postMessage") {
+		if strings.Contains(c.Form.Get("text"), "Resolved") {
+			resolved = append(resolved, c)
+		}
+	}
+	if len(resolved) != 2 {
+		t.Fatalf("'Resolved' posts = %d; want the one refused and its retry", len(resolved))
+	}
+	if got := resolved[1]; got.Form.Get("thread_ts") != warnings[0].TS || got.Form.Get("metadata") != resolved[0].Form.Get("metadata") {
+		t.Errorf("retried follow-up = thread %q metadata %s; want the warning's thread %q under the first try's id %s",
+			got.Form.Get("thread_ts"), got.Form.Get("metadata"), warnings[0].TS, resolved[0].Form.Get("metadata"))
+	}
+}
+
+// TestOneCopyAfterACrashWhileSlackIsSlow kills a sampler (its state directory copied as it was, the process
+// left behind) while Slack is still taking its warning, and restarts it over the copy at once: the
+// restarted sampler does not ask Slack whether the post landed (it has not yet) before the call's timeout
+// has passed, then finds it there. One copy of the warning, whose follow-ups thread under it.
+func TestOneCopyAfterACrashWhileSlackIsSlow(t *testing.T) {
+	ep := testkit.NewFaultEndpoint(t)
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clock := testkit.NewClock(t0)
+	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}, Clock: clock})
+	fake := testkit.NewSlack(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var taken atomic.Int32
+	fake.Hold = func() {
+		if taken.Add(1) == 1 {
+			close(arrived)
+			<-release // Slack is slow with the first post
+		}
+	}
+	api, _ := newTestAPI(t, fake, nil, nil)
+	sampler := func(dir string) *posts.Sampler {
+		st, err := state.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
+		s.State = st
+		s.LoadState()
+		s.Deliver = Deliver(e.bot, api, nil)
+		s.Find = Find(e.bot, api)
+		return s
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := sampler(dirA)
+	ctx := context.Background()
+	ep.Down()
+	a.Tick(ctx) // seen once
+	clock.Set(t0.Add(time.Second))
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		a.Tick(ctx) // confirmed: recorded as an intent, then posted; Slack takes its time
+	}()
+	<-arrived
+	// kill -9: what is on disk is all the next process knows.
+	b, err := os.ReadFile(filepath.Join(dirA, "alerts.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirB, "alerts.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restarted := sampler(dirB)
+	clock.Set(t0.Add(2 * time.Second))
+	restarted.Tick(ctx)
+	close(release) // Slack takes the first post at last
+	<-killed
+	clock.Set(t0.Add(time.Minute)) // past the call's timeout (posts.DeliverTimeout)
+	restarted.Tick(ctx)
+	var warnings []testkit.Call
+	for _, c := range fake.Calls("chat.postMessage") {
+		if strings.Contains(c.Form.Get("text"), "is failing") {
+			warnings = append(warnings, c)
+		}
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("copies of the warning = %d; want 1", len(warnings))
+	}
+	ep.Up()
+	clock.Set(t0.Add(time.Minute + time.Second))
+	restarted.Tick(ctx)
+	last := fake.Calls("chat.postMessage")
+	if f := last[len(last)-1]; !strings.Contains(f.Form.Get("text"), "Resolved") || f.Form.Get("thread_ts") != warnings[0].TS {
+		t.Errorf("follow-up = %q in thread %q; want 'Resolved' under the one warning %s", f.Form.Get("text"), f.Form.Get("thread_ts"), warnings[0].TS)
+	}
+	t.Logf("figure: killed while Slack was still taking a warning, restarted at once: %d copy", len(warnings))
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -20,6 +21,15 @@ import (
 // maxSlackBody caps a Slack request body; Slack's own payloads are far smaller.
 const maxSlackBody = 1 << 20
 
+// maxBodiesInFlight bounds the bodies read at once. Headers that look signed (a current timestamp, a
+// well-formed signature) are all a client needs to be read; only the body can prove it is Slack. Slack's
+// payloads are a few KB and read in a moment, so a request that finds the budget spent is turned away (503,
+// Retry-After) rather than held: 400 slow clients each announcing 1 MiB once held 966 MB.
+const (
+	maxBodiesInFlight = 64
+	bodyBudget        = 16 << 20 // bytes announced by the bodies being read
+)
+
 // HTTPMode is the HTTP transport: Slack's Events API, slash commands and interactivity endpoints,
 // each signature-checked before anything else, plus /healthz and /metrics, which are not.
 type HTTPMode struct {
@@ -28,12 +38,13 @@ type HTTPMode struct {
 	metrics *botmetrics.Metrics
 	// replays remembers verified signatures: the same signed request twice is a replay.
 	replays *replayCache
+	bodies  *bodyBudgets
 	log     *slog.Logger
 }
 
 // NewHTTPMode is HTTP mode for app with the signing secret; a nil app serves only /healthz and /metrics.
 func NewHTTPMode(app *App, secret config.Secret, m *botmetrics.Metrics, log *slog.Logger) *HTTPMode {
-	return &HTTPMode{app: app, secret: secret, metrics: m, replays: newReplayCache(nil), log: log}
+	return &HTTPMode{app: app, secret: secret, metrics: m, replays: newReplayCache(nil), bodies: &bodyBudgets{}, log: log}
 }
 
 // Handler routes /healthz, /metrics and, with an app and a secret, Slack's three endpoints.
@@ -75,11 +86,37 @@ func NewHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// verified reads the (capped) body and checks Slack's v0 signature over it, within five minutes,
-// and that it was not seen before; only then does next run.
+// verified checks Slack's v0 headers (a timestamp within five minutes, a well-formed signature) before it
+// reads a byte of the body, then reads the (capped) body within the budget of bodies read at once, checks the
+// signature over it and that it was not seen before; only then does next run. A request refused before its
+// body is read closes its connection: the body is never drained.
 func (h *HTTPMode) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSlackBody))
+		sv, err := slack.NewSecretsVerifier(r.Header, h.secret.Reveal())
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			h.rejectSignature(w, r, err)
+			return
+		}
+		if r.ContentLength > maxSlackBody {
+			w.Header().Set("Connection", "close")
+			h.metrics.Reject("too_large")
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		size := r.ContentLength
+		if size < 0 {
+			size = maxSlackBody // chunked: it may take the whole cap
+		}
+		if !h.bodies.take(size) {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "1")
+			h.metrics.Reject("bodies_busy")
+			http.Error(w, "too many requests being read; retry later", http.StatusServiceUnavailable)
+			return
+		}
+		body, err := readBody(w, r, size)
+		h.bodies.give(size)
 		if err != nil {
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 				h.metrics.Reject("too_large")
@@ -90,22 +127,9 @@ func (h *HTTPMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 			http.Error(w, "unreadable body", http.StatusBadRequest)
 			return
 		}
-		sv, err := slack.NewSecretsVerifier(r.Header, h.secret.Reveal())
-		if err == nil {
-			sv.Write(body)
-			err = sv.Ensure()
-		}
-		if err != nil {
-			reason := "bad_signature"
-			switch {
-			case errors.Is(err, slack.ErrExpiredTimestamp):
-				reason = "stale"
-			case errors.Is(err, slack.ErrMissingHeaders):
-				reason = "unsigned"
-			}
-			h.metrics.Reject(reason)
-			h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", reason)
-			http.Error(w, "invalid request signature", http.StatusUnauthorized)
+		sv.Write(body)
+		if err := sv.Ensure(); err != nil {
+			h.rejectSignature(w, r, err)
 			return
 		}
 		ts, sig := r.Header.Get("X-Slack-Request-Timestamp"), r.Header.Get("X-Slack-Signature")
@@ -126,6 +150,67 @@ func (h *HTTPMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 			h.replays.forget(ts, sig)
 		}
 	}
+}
+
+// rejectSignature refuses a request whose headers or signature are not Slack's, counting why.
+func (h *HTTPMode) rejectSignature(w http.ResponseWriter, r *http.Request, err error) {
+	reason := "bad_signature"
+	switch {
+	case errors.Is(err, slack.ErrExpiredTimestamp):
+		reason = "stale"
+	case errors.Is(err, slack.ErrMissingHeaders):
+		reason = "unsigned"
+	}
+	h.metrics.Reject(reason)
+	h.log.Info("Slack request rejected", "path", r.URL.Path, "reason", reason)
+	http.Error(w, "invalid request signature", http.StatusUnauthorized)
+}
+
+// readBody reads a body of the announced size (capped; a chunked one up to the cap) into one buffer of
+// that size, so that a body read does not hold twice its size while a growing buffer doubles.
+func readBody(w http.ResponseWriter, r *http.Request, size int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, maxSlackBody)
+	if r.ContentLength < 0 {
+		return io.ReadAll(rd)
+	}
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// bodyBudgets bounds the request bodies read at once: by count and by the bytes they announced.
+type bodyBudgets struct {
+	mu    sync.Mutex
+	n     int
+	bytes int64
+}
+
+// take reserves room for a body of size bytes; false when there is none now.
+func (b *bodyBudgets) take(size int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n >= maxBodiesInFlight || b.bytes+size > bodyBudget {
+		return false
+	}
+	b.n++
+	b.bytes += size
+	return true
+}
+
+func (b *bodyBudgets) give(size int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n--
+	b.bytes -= size
+}
+
+// inFlight is how many bodies are being read.
+func (b *bodyBudgets) inFlight() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
 }
 
 // events handles the Events API: the URL check, and callbacks acknowledged at once and answered

@@ -62,6 +62,7 @@ type httpEnv struct {
 	*botEnv
 	fake    *testkit.Slack
 	app     *App
+	hm      *HTTPMode
 	srv     *httptest.Server
 	secret  string
 	metrics *botmetrics.Metrics
@@ -76,8 +77,8 @@ func newHTTPEnv(t testing.TB, o botOpts) *httpEnv {
 	api, _ := newTestAPI(t, e.fake, log, e.metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	e.app = NewApp(ctx, e.bot, api, Identity{UserID: "U111", User: "runwatch"}, e.metrics, log)
-	hm := NewHTTPMode(e.app, config.NewSecret(e.secret), e.metrics, log)
-	e.srv = httptest.NewServer(hm.Handler())
+	e.hm = NewHTTPMode(e.app, config.NewSecret(e.secret), e.metrics, log)
+	e.srv = httptest.NewServer(e.hm.Handler())
 	t.Cleanup(func() {
 		e.srv.Close()
 		cancel()

@@ -42,6 +42,7 @@ type restartCall struct {
 	Method string
 	Form   url.Values
 	At     time.Time
+	Lands  time.Time // when Slack answers it; a message is in the channel from then on
 }
 
 // restartSlack is Slack's Web API as far as `bot serve` uses it, recording each call.
@@ -51,8 +52,9 @@ type restartSlack struct {
 	mu    sync.Mutex
 	calls []restartCall
 	seq   int
-	// postDelay is how long chat.postMessage and conversations.history take to answer (the call
-	// is recorded, and a message is in the channel, as soon as it arrives).
+	// postDelay is how long chat.postMessage takes to answer. The call is recorded as it arrives; the
+	// message is in the channel once Slack answers, as Slack's is: a look-up (answered at once) made
+	// meanwhile does not find it.
 	postDelay atomic.Int64
 	next      chan struct{} // closed at the next call (watch); nil while nobody waits
 }
@@ -76,16 +78,22 @@ func (f *restartSlack) handler(method string) http.HandlerFunc {
 		f.mu.Lock()
 		f.seq++
 		ts := fmt.Sprintf("1700000000.%06d", f.seq)
-		f.calls = append(f.calls, restartCall{Method: method, Form: r.PostForm, At: time.Now()})
-		history := f.historyLocked(r.PostForm)
+		delay := time.Duration(0)
+		if method == "chat.postMessage" {
+			delay = time.Duration(f.postDelay.Load())
+		}
+		f.calls = append(f.calls, restartCall{Method: method, Form: r.PostForm, At: time.Now(), Lands: time.Now().Add(delay)})
 		if f.next != nil {
 			close(f.next)
 			f.next = nil
 		}
 		f.mu.Unlock()
-		if d := time.Duration(f.postDelay.Load()); d > 0 && (method == "chat.postMessage" || method == "conversations.history") {
-			time.Sleep(d)
+		if delay > 0 {
+			time.Sleep(delay)
 		}
+		f.mu.Lock()
+		history := f.historyLocked(r.PostForm)
+		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch method {
 		case "conversations.history", "conversations.replies":
@@ -117,7 +125,7 @@ func (f *restartSlack) historyLocked(q url.Values) []map[string]any {
 	var out []map[string]any
 	for i := len(f.calls) - 1; i >= 0; i-- {
 		c := f.calls[i]
-		if c.Method != "chat.postMessage" || c.Form.Get("channel") != q.Get("channel") || c.Form.Get("thread_ts") != q.Get("ts") {
+		if c.Method != "chat.postMessage" || c.Lands.After(time.Now()) || c.Form.Get("channel") != q.Get("channel") || c.Form.Get("thread_ts") != q.Get("ts") {
 			continue
 		}
 		m := map[string]any{"type": "message", "ts": fmt.Sprintf("1700000000.%06d", i+1), "text": c.Form.Get("text")}

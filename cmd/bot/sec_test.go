@@ -246,10 +246,11 @@ func secSamples(addr string) int {
 }
 
 // TestServeKill9MidPostPostsOnce is the red team's finding 7 with the real binary: Slack takes 4 s
-// to answer chat.postMessage and conversations.history, and `bot serve` is killed with SIGKILL
-// three times: the first time while its warning is in flight (Slack has it, the bot has no
-// answer), then while it asks Slack whether that post landed. The intent recorded before the post and the message
-// metadata read back through conversations.history leave exactly one copy of the warning.
+// to take a chat.postMessage (the message is in the channel once it answers), and `bot serve` is
+// killed with SIGKILL three times: the first time while its warning is in flight, then again at
+// once. The intent recorded before the post, looked up only once the post's call would have timed out
+// (a look-up made while Slack is still taking it finds nothing), and the message metadata read back
+// through conversations.history leave exactly one copy of the warning (4 copies before the wait).
 func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
@@ -333,7 +334,7 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	if midPost == 0 {
 		t.Errorf("no kill landed mid-post; the test proves nothing")
 	}
-	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d mid conversations.history; Slack answering both in 4 s): %d copy of the warning; %d look-ups",
+	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d mid conversations.history; Slack taking a post in 4 s): %d copy of the warning; %d look-ups",
 		midPost, midLookup, copies(0), history)
 }
 

@@ -23,6 +23,8 @@ type Call struct {
 	Form   url.Values
 	Body   []byte
 	TS     string // the ts the fake answered with
+	// held: a chat.postMessage still being taken (Slack.Hold): not in the channel's history yet.
+	held bool
 }
 
 // BlocksText returns the text of every block of a chat call, for assertions on content.
@@ -89,6 +91,9 @@ type Slack struct {
 	// RefuseCharts makes the fake refuse any message with a data_visualization block, as Slack
 	// does where the block is not supported (invalid_blocks; a response_url answers 400).
 	RefuseCharts atomic.Bool
+	// Hold, when set (before the calls), runs before chat.postMessage answers: a Slack slow to take a post.
+	// The message is in the channel's history only once Hold returns, as Slack's is once it answers.
+	Hold func()
 }
 
 // slackMethods are the Web API methods the fake answers.
@@ -168,7 +173,10 @@ func (f *Slack) handler(method string) http.HandlerFunc {
 		f.seq++
 		ts := fmt.Sprintf("1700000000.%06d", f.seq)
 		call.TS = ts
+		call.held = method == "chat.postMessage" && f.Hold != nil
+		index := len(f.calls)
 		f.calls = append(f.calls, call)
+		hold := f.Hold
 		var fail *Failure
 		if q := f.fail[method]; len(q) > 0 {
 			fail, f.fail[method] = &q[0], q[1:]
@@ -179,6 +187,12 @@ func (f *Slack) handler(method string) http.HandlerFunc {
 		select {
 		case f.Notify <- struct{}{}:
 		default:
+		}
+		if call.held {
+			hold()
+			f.mu.Lock()
+			f.calls[index].held = false
+			f.mu.Unlock()
 		}
 		if fail != nil {
 			if fail.RetryAfter != "" {
@@ -250,7 +264,7 @@ func (f *Slack) historyLocked(q url.Values) []map[string]any {
 	var out []map[string]any
 	for i := len(f.calls) - 1; i >= 0; i-- {
 		c := f.calls[i]
-		if c.Method != "chat.postMessage" || ChannelID(c.Form.Get("channel")) != ChannelID(q.Get("channel")) || c.Form.Get("thread_ts") != q.Get("ts") {
+		if c.Method != "chat.postMessage" || c.held || ChannelID(c.Form.Get("channel")) != ChannelID(q.Get("channel")) || c.Form.Get("thread_ts") != q.Get("ts") {
 			continue
 		}
 		m := map[string]any{"type": "message", "ts": c.TS, "text": c.Form.Get("text"), "bot_id": "B111"}
