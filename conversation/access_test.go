@@ -3,9 +3,10 @@ package conversation
 import (
 	"context"
 	"fmt"
-	"runwatch/config"
 	"strings"
 	"testing"
+
+	"runwatch/config"
 )
 
 func TestAskMutatingCommandsNeedAdmins(t *testing.T) {

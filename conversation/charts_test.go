@@ -3,11 +3,12 @@ package conversation
 import (
 	"context"
 	"math"
+	"testing"
+	"time"
+
 	"runwatch/config"
 	"runwatch/internal/testkit"
 	"runwatch/reports"
-	"testing"
-	"time"
 )
 
 // benchHistory is a run sampled every 30 s for n samples: about 0.7 items/s of 1,066 tokens each, with some

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"runwatch/config"
 	"strings"
 	"testing"
+
+	"runwatch/config"
 )
 
 // TestRedactLogLineCommonShapes: credentials the way jobs and their wrappers print them, beyond

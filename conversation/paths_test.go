@@ -4,9 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runwatch/config"
 	"strings"
 	"testing"
+
+	"runwatch/config"
 )
 
 func TestAskPathAsPeopleSayIt(t *testing.T) {

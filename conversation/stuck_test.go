@@ -2,12 +2,13 @@ package conversation
 
 import (
 	"context"
-	"runwatch/config"
-	"runwatch/internal/testkit"
-	"runwatch/reports"
 	"strings"
 	"testing"
 	"time"
+
+	"runwatch/config"
+	"runwatch/internal/testkit"
+	"runwatch/reports"
 )
 
 // "is it stuck?" and "is it still running?" reach the same answer, and each gets its own Yes or No: a

@@ -7,14 +7,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
-	"strings"
-	"testing"
-	"time"
 )
 
 func TestUserLimiter(t *testing.T) {

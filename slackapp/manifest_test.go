@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runwatch/conversation"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +19,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/slack-go/slack"
 	"go.yaml.in/yaml/v3"
+
+	"runwatch/conversation"
 )
 
 // slackBuiltins are Slack's built-in slash commands: an app that registers one is refused whole.

@@ -6,11 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runwatch/posts"
 	"syscall"
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"runwatch/posts"
 )
 
 // This file is the one place a failed Slack call is classified (alertmanager's Retrier.Check is the

@@ -7,12 +7,13 @@ import (
 	"io"
 	"net"
 	"net/url"
-	"runwatch/posts"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"runwatch/posts"
 )
 
 func TestClassifyRetry(t *testing.T) {

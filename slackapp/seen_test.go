@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"runwatch/config"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/testkit"
 	"runwatch/state"
-
-	"github.com/slack-go/slack"
 )
 
 // TestHTTPEventAnsweredOnceAcrossRestart: a mention is answered, the process restarts over the same state

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"runwatch/internal/redact"
 	"runwatch/internal/testkit"
 	"runwatch/reports"
 	"runwatch/state"
-
-	"github.com/gorilla/websocket"
 )
 
 // socketAck is an acknowledgement the client sent back.

@@ -12,8 +12,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runwatch/internal/redact"
 	"syscall"
+
+	"runwatch/internal/redact"
 )
 
 // exit codes
