@@ -121,24 +121,7 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return ErrorReply("estimate the ETA", err)
 	}
-	lead := ""
-	if rs.ETA == nil {
-		lead = noProgressLine(q, rs)
-	}
-	m := reports.Message{Title: rs.Name + " · ETA", Sections: reports.ETASections(rs, b.loc, lead)}
-	// Every ETA answer says how it got here: the finish of a finished run, else the last move.
-	if rs.Finish != nil {
-		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
-	} else if l := reports.LastMoveLine(rs.Moves, rs.ETA, b.loc); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	if l := etaSignalLines(rs); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	m.Context = context1(rs)
+	m := reports.AnswerETA(rs, b.loc, noProgressReason(q, rs))
 	// bot ask takes one sample and keeps none: a rate needs the history a running bot samples.
 	if q.Req.Source == "cli" && rs.Progress != nil && rs.Progress.Total > 0 && rs.ETA != nil && rs.ETA.State == reports.StateUnknown && len(b.mon.History(q.Run.Name)) < 2 {
 		m.Context = append(m.Context, "`bot ask` reads one sample and the history a running bot keeps, and no bot has sampled this run yet: start `bot serve` (or ask in `bot console`) for a rate.")
@@ -149,32 +132,12 @@ func handleETA(ctx context.Context, b *Bot, q Query) Reply {
 	}}
 }
 
-func context1(rs reports.RunStatus) []string {
-	ctx := append([]string{}, reports.ProblemContext(rs.LiveProblems())...)
-	for _, n := range rs.Notices {
-		ctx = append(ctx, reports.Esc(n))
-	}
-	return ctx
-}
-
 func handleThroughput(ctx context.Context, b *Bot, q Query) Reply {
 	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
 	if err != nil {
 		return ErrorReply("measure throughput", err)
 	}
-	m := reports.Message{Title: rs.Name + " · throughput"}
-	if rs.Throughput != nil {
-		m.Sections = append(m.Sections, reports.ThroughputBeside(*rs.Throughput, rs.Finish))
-	} else {
-		m.Sections = append(m.Sections, "Throughput: unknown — "+noProgressReason(q, rs))
-	}
-	if rs.Finish != nil {
-		m.Sections = append(m.Sections, reports.FinishLine(*rs.Finish, b.loc))
-	}
-	if l := reports.EngineLineBeside(rs, b.loc); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	m.Context = context1(rs)
+	m := reports.AnswerThroughput(rs, b.loc, noProgressReason(q, rs))
 	return Reply{Message: m, Data: map[string]any{"throughput": rs.Throughput, "engines": rs.Engines, "problems": problemsData(rs.Problems)}}
 }
 
@@ -255,7 +218,7 @@ func handleWrites(ctx context.Context, b *Bot, q Query) Reply {
 		return ErrorReply("check writes", err)
 	}
 	m := reports.AnswerWrites(rs.Name, rs.Storage, t)
-	m.Context = append(m.Context, context1(rs)...)
+	m.Context = append(m.Context, reports.AnswerContext(rs)...)
 	data := map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}
 	if t.Path != "" {
 		data["target"] = t
@@ -269,7 +232,7 @@ func handleWhere(ctx context.Context, b *Bot, q Query) Reply {
 		return ErrorReply("resolve the outputs", err)
 	}
 	m := reports.AnswerWhere(rs.Name, rs.Storage)
-	m.Context = append(m.Context, context1(rs)...)
+	m.Context = append(m.Context, reports.AnswerContext(rs)...)
 	return Reply{Message: m, Data: map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}}
 }
 
@@ -297,11 +260,11 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 		paths = rs.Storage.Paths
 	}
 	var eta *float64
-	if rs.ETA != nil && rs.ETA.State == "running" {
+	if rs.ETA != nil && rs.ETA.State == reports.StateRunning {
 		eta = rs.ETA.Seconds
 	}
 	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta, rs.Plans)
-	m.Context = append(m.Context, context1(rs)...)
+	m.Context = append(m.Context, reports.AnswerContext(rs)...)
 	if rs.Storage.RateNote != "" {
 		m.Context = append(m.Context, reports.Esc(rs.Storage.RateNote))
 	}
@@ -337,7 +300,7 @@ func handleFit(ctx context.Context, b *Bot, q Query) Reply {
 			measured = append(measured, *mp)
 		}
 	}
-	m.Context = append(m.Context, context1(rs)...)
+	m.Context = append(m.Context, reports.AnswerContext(rs)...)
 	return Reply{Message: m, Data: map[string]any{"plans": plans, "measured": measured, "problems": problemsData(rs.Problems)}}
 }
 
@@ -364,7 +327,7 @@ func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
 	for _, p := range rs.Plans {
 		m.Sections = append(m.Sections, p.Sentence)
 	}
-	m.Context = context1(rs)
+	m.Context = reports.AnswerContext(rs)
 	return Reply{Message: m, Data: map[string]any{"storage": rs.Storage, "plans": rs.Plans, "problems": problemsData(rs.Problems)}}
 }
 
@@ -559,17 +522,4 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 		verb = "back to its automatic check"
 	}
 	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf("Stage %s of %s %s.", reports.Code(name), reports.Code(q.Run.Name), verb)}, err)}}
-}
-
-// etaSignalLines are the finish shares and drafter lines an ETA answer carries when they matter:
-// many truncated or lost samples, a jump, a drafter that got worse (which slows the job too).
-func etaSignalLines(rs reports.RunStatus) string {
-	var lines []string
-	if rs.Quality.Matters() {
-		lines = append(lines, reports.QualityLine(*rs.Quality))
-	}
-	if rs.Drafter != nil && rs.Drafter.Drop != nil {
-		lines = append(lines, reports.DrafterLine(*rs.Drafter))
-	}
-	return strings.Join(lines, "\n")
 }

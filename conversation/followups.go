@@ -22,7 +22,7 @@ func handleWhy(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.ETA == nil {
 		m.Sections = []string{noProgressLine(q, rs)}
 	}
-	m.Context = context1(rs)
+	m.Context = reports.AnswerContext(rs)
 	return Reply{Message: m, Data: map[string]any{"eta": rs.ETA, "moves": rs.Moves, "problems": problemsData(rs.Problems)}}
 }
 
@@ -35,7 +35,7 @@ func handleOnTrack(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.ETA == nil {
 		m.Sections = []string{noProgressLine(q, rs)}
 	}
-	m.Context = context1(rs)
+	m.Context = reports.AnswerContext(rs)
 	return Reply{Message: m, Data: map[string]any{"eta": rs.ETA, "moves": rs.Moves, "finish": rs.Finish, "problems": problemsData(rs.Problems)}}
 }
 
@@ -46,7 +46,7 @@ func handleLeft(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	m := reports.AnswerLeft(rs, b.loc)
 	SayNoRunFile(q.Run, &m)
-	m.Context = context1(rs)
+	m.Context = reports.AnswerContext(rs)
 	return Reply{Message: m, Data: map[string]any{"progress": rs.Progress, "eta": rs.ETA, "stages": rs.Stages, "plans": rs.Plans,
 		"problems": problemsData(rs.Problems)}}
 }
@@ -61,7 +61,7 @@ func handleSafe(ctx context.Context, b *Bot, q Query) Reply {
 		return ErrorReply("check the protected mounts", err)
 	}
 	m := reports.AnswerSafe(rs.Name, rs.Storage, t)
-	m.Context = append(m.Context, context1(rs)...)
+	m.Context = append(m.Context, reports.AnswerContext(rs)...)
 	data := map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}
 	if t.Path != "" {
 		data["target"] = t

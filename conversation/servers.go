@@ -28,7 +28,7 @@ func handleServers(ctx context.Context, b *Bot, q Query) Reply {
 	if rs.Throughput != nil {
 		m.Sections = append(m.Sections, reports.ThroughputLine(*rs.Throughput))
 	}
-	m.Context = context1(rs)
+	m.Context = reports.AnswerContext(rs)
 	return Reply{Message: m, Data: map[string]any{"engines": rs.Engines, "throughput": rs.Throughput, "problems": problemsData(rs.Problems)}}
 }
 
