@@ -144,7 +144,7 @@ func (b *Bot) LearnChannelName(name, id string) {
 	if id == "" || name == "" {
 		return
 	}
-	for _, r := range b.mon.Config().Runs {
+	for _, r := range b.cfg.Runs {
 		if strings.HasPrefix(r.Channel, "#") && normChannel(r.Channel) == normChannel(name) {
 			b.LearnChannel(r.Channel, id)
 		}
@@ -179,7 +179,7 @@ func (b *Bot) adminScope(user string) string {
 	if b.admins[user] {
 		return "*"
 	}
-	for _, r := range b.mon.Config().Runs {
+	for _, r := range b.cfg.Runs {
 		if slices.Contains(r.Admins, user) {
 			return user
 		}

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/flight"
 	"runwatch/monitor"
 	"runwatch/probes"
 	"runwatch/reports"
@@ -86,7 +86,9 @@ type Runs interface {
 
 // Bot answers questions about the configured runs.
 type Bot struct {
-	mon      Runs
+	mon Runs
+	// cfg is the run file, read from the monitor once: it does not change while the bot runs.
+	cfg      *config.File
 	loc      *time.Location
 	commands []Command
 	admins   map[string]bool
@@ -115,7 +117,7 @@ type Bot struct {
 
 // NewBot builds the bot over a monitor. loc is the time zone for clock times in plain text.
 func NewBot(mon Runs, loc *time.Location, env config.Env) *Bot {
-	b := &Bot{mon: mon, loc: loc, admins: map[string]bool{}, allowed: newChannelSet(), global: newChannelSet(),
+	b := &Bot{mon: mon, cfg: mon.Config(), loc: loc, admins: map[string]bool{}, allowed: newChannelSet(), global: newChannelSet(),
 		channelIDs: map[string]string{}, Budget: 10 * time.Second, guard: probes.NewGuard()}
 	for _, a := range env.Admins {
 		b.admins[a] = true
@@ -137,6 +139,9 @@ func NewBot(mon Runs, loc *time.Location, env config.Env) *Bot {
 	return b
 }
 
+// Config is the run file the bot answers about.
+func (b *Bot) Config() *config.File { return b.cfg }
+
 // Monitor is what the bot answers from.
 func (b *Bot) Monitor() Runs { return b.mon }
 
@@ -156,19 +161,35 @@ type Query struct {
 
 // Ask answers a request: picks the command (from the request or the text), picks the run, runs the
 // handler within the budget. An answer that panics is a reply saying it failed, for every transport (a Slack
-// mention, a slash command, a button, the console, bot ask), not a bot gone silent or stopped.
-func (b *Bot) Ask(ctx context.Context, req Request) (rep Reply) {
-	defer func() {
-		if r := recover(); r != nil {
-			if b.Log != nil {
-				b.Log.Error("an answer failed with a panic; the bot goes on", "source", req.Source, "command", req.Command,
-					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			}
-			rep = Reply{Intent: "failed", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-				":x: That answer failed with an internal error (logged for whoever runs the bot). Other questions still work; try this one again in a moment."}}}
+// mention, a slash command, a button, the console, bot ask), not a bot gone silent or stopped. The
+// question is parsed once (prepare); Answers.Begin shares one answer among identical questions.
+func (b *Bot) Ask(ctx context.Context, req Request) Reply {
+	return b.safely(req, func() Reply { return b.answer(ctx, b.prepare(req)) })
+}
+
+// prepared is a request after its one parse: the command and the query to run it with, or the reply that
+// ends it before any handler runs (a refusal, an unknown question, a run nobody configured).
+type prepared struct {
+	cmd   Command
+	query Query
+	done  *Reply // set: answered without the handler
+}
+
+// answer runs p's handler within the budget, or returns the reply p ended with; the notice (a read-only
+// serve says so) goes at the end of either.
+func (b *Bot) answer(ctx context.Context, p prepared) Reply {
+	var rep Reply
+	if p.done != nil {
+		rep = *p.done
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, b.Budget)
+		defer cancel()
+		rep = p.cmd.Handler(ctx, b, p.query)
+		rep.Intent = p.cmd.Name
+		if p.query.Run != nil && rep.Run == "" {
+			rep.Run = p.query.Run.Name
 		}
-	}()
-	rep = b.ask(ctx, req)
+	}
 	b.sayFound(&rep)
 	if b.Notice != "" {
 		rep.Message.Context = append(rep.Message.Context, b.Notice)
@@ -176,11 +197,32 @@ func (b *Bot) Ask(ctx context.Context, req Request) (rep Reply) {
 	return rep
 }
 
-func (b *Bot) ask(ctx context.Context, req Request) Reply {
-	ctx, cancel := context.WithTimeout(ctx, b.Budget)
-	defer cancel()
+// safely runs f, a panic in it (logged, with its stack, through the bot's redacting logger) turned into a
+// reply saying the answer failed: the one place an answer's panic is recovered, for the goroutine it runs on.
+func (b *Bot) safely(req Request, f func() Reply) Reply {
+	rep, err := flight.Safe(func() (Reply, error) { return f(), nil })
+	if err == nil {
+		return rep
+	}
+	if b.Log != nil {
+		var stack []byte
+		if pe, ok := errors.AsType[*flight.PanicError](err); ok {
+			stack = pe.Stack
+		}
+		b.Log.Error("an answer failed with a panic; the bot goes on", "source", req.Source, "command", req.Command,
+			"panic", err.Error(), "stack", string(stack))
+	}
+	return Reply{Intent: "failed", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
+		":x: That answer failed with an internal error (logged for whoever runs the bot). Other questions still work; try this one again in a moment."}}}
+}
+
+// prepare parses req once: whether it may be asked here, the command, the run, the question's path and
+// plan, and the command's own arguments.
+func (b *Bot) prepare(req Request) prepared {
+	var cmd Command
+	end := func(r Reply) prepared { return prepared{cmd: cmd, done: &r} }
 	if req.Channel != "" && !b.AllowedRequest(req, nil) {
-		return NotAllowed()
+		return end(NotAllowed())
 	}
 	// The runs (and their plans) this request may hear of: a run its own allow-list keeps out of this
 	// channel is, here, a name nobody configured, so that no answer confirms it to whoever guesses it.
@@ -193,29 +235,30 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 			plans = append(plans, p.Name)
 		}
 	}
-	q := ParseQuestion(req.Text, runs, plans)
 	name, args := req.Command, []string(nil)
+	text := req.Text
 	if name == "" {
-		text := req.Text
+		syntax := req.Text
 		if req.Source == "slash" {
-			text = "runwatch " + text // "/runwatch left synth": the first word is the subcommand
+			syntax = "runwatch " + syntax // "/runwatch left synth": the first word is the subcommand
 		}
-		name, args = b.commandSyntax(text)
+		name, args = b.commandSyntax(syntax)
 		if name != "" {
 			// "/storage /data": the command word is not a path; the arguments are the question.
-			q = ParseQuestion(strings.Join(args, " "), runs, plans)
+			text = strings.Join(args, " ")
 		}
 	} else if req.Args != nil {
 		args = req.Args
 	} else {
 		args = splitArgs(req.Text)
 	}
+	q := ParseQuestion(text, runs, plans)
 	if name == "" {
 		name = q.Intent
 	}
 	cmd, ok := b.command(name)
 	if !ok {
-		return b.unknown(req)
+		return end(b.unknown(req))
 	}
 	// A run named among the arguments picks the run; the rest are the command's own arguments.
 	// A run this request may not hear of is refused as a name nobody configured: dropped as a word, it
@@ -226,8 +269,8 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 			req.Run = a
 			continue
 		}
-		if _, hidden := b.mon.Config().RunByName(a); hidden && req.Run == "" && !visible[strings.ToLower(a)] {
-			return b.noSuchRun(cmd.Name, req, a)
+		if _, hidden := b.cfg.RunByName(a); hidden && req.Run == "" && !visible[strings.ToLower(a)] {
+			return end(b.noSuchRun(cmd.Name, req, a))
 		}
 		rest = append(rest, a)
 	}
@@ -241,14 +284,14 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 			unknown = rest[0]
 		}
 		if unknown != "" {
-			return b.noSuchRun(cmd.Name, req, unknown)
+			return end(b.noSuchRun(cmd.Name, req, unknown))
 		}
 	}
 	if cmd.NeedsRun {
 		run, reply, ok := b.pickRun(req, q)
 		if !ok {
 			reply.Intent = cmd.Name
-			return reply
+			return end(reply)
 		}
 		query.Run = run
 	}
@@ -261,17 +304,12 @@ func (b *Bot) ask(ctx context.Context, req Request) Reply {
 	if req.Channel != "" && query.Run != nil && !b.AllowedRequest(req, query.Run) {
 		rep := NotAllowed()
 		rep.Intent = cmd.Name
-		return rep
+		return end(rep)
 	}
 	if cmd.Mutating && !b.IsAdmin(req.User, query.Run) && req.Source != "console" && req.Source != "cli" {
-		return AdminOnly(cmd.Name, cmd.Verb)
+		return end(AdminOnly(cmd.Name, cmd.Verb))
 	}
-	rep := cmd.Handler(ctx, b, query)
-	rep.Intent = cmd.Name
-	if query.Run != nil && rep.Run == "" {
-		rep.Run = query.Run.Name
-	}
-	return rep
+	return prepared{cmd: cmd, query: query}
 }
 
 // commandSyntax recognises "eta synth-25k", "/eta", "runwatch snooze 2h" or "snooze 2h": a
@@ -307,7 +345,7 @@ func (b *Bot) command(name string) (Command, bool) {
 // pickRun chooses the run: named in the request, else in the text, else the channel's run, else
 // the only run; otherwise it asks which.
 func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
-	cfg := b.mon.Config()
+	cfg := b.cfg
 	if req.Run != "" {
 		if r, ok := cfg.RunByName(req.Run); ok {
 			// bot ask --run extract "ETA for synth?": answering either run silently is a guess.
@@ -354,7 +392,7 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 // runs the allow-lists let it answer about for a chat request (a run kept to its own channels is not
 // named, nor its state shown, anywhere else).
 func (b *Bot) visibleRuns(req Request) []*config.Run {
-	cfg := b.mon.Config()
+	cfg := b.cfg
 	var out []*config.Run
 	for i := range cfg.Runs {
 		if req.Channel == "" || b.AllowedRequest(req, &cfg.Runs[i]) {
@@ -479,25 +517,4 @@ func ErrorReply(what string, err error) Reply {
 	// A change a read-only bot refuses (a one-shot bot ask, a console beside a serve) is declined, not failed.
 	refused := errors.Is(err, monitor.ErrReadOnly)
 	return Reply{Refused: refused, Ephemeral: refused, Message: reports.Message{Sections: []string{msg}}}
-}
-
-// ShareKey says which requests get the same answer: same command and text, same channel, same
-// source, and the same admin standing. Mutating commands are never shared: each is its own act.
-func (b *Bot) ShareKey(req Request) (string, bool) {
-	name := req.Command
-	if name == "" {
-		name, _ = b.commandSyntax(req.Text)
-	}
-	if name == "" {
-		name = ParseQuestion(req.Text, b.mon.RunNames(), nil).Intent
-	}
-	if cmd, ok := b.command(name); ok && cmd.Mutating {
-		return "", false
-	}
-	if name == "" && req.Command == "" {
-		// An unrecognised slash argument or sentence: cheap to answer, not worth sharing.
-		return "", false
-	}
-	return strings.Join([]string{req.Source, req.Command, strings.Join(strings.Fields(strings.ToLower(req.Text)), " "), req.Run,
-		req.Channel, req.ChannelName, b.adminScope(req.User)}, "\x00"), true
 }

@@ -302,25 +302,26 @@ func TestShareKey(t *testing.T) {
 	e := newBotEnv(t, botOpts{})
 	b := e.bot
 	eta := Request{Command: "eta", Channel: "C1", User: "U222", Source: "slash"}
-	k1, ok1 := b.ShareKey(eta)
+	k1, ok1 := b.shareKey(eta, b.prepare(eta))
 	other := eta
 	other.User = "U333"
-	k2, ok2 := b.ShareKey(other)
+	k2, ok2 := b.shareKey(other, b.prepare(other))
 	if !ok1 || !ok2 || k1 != k2 {
 		t.Errorf("shareKey(/eta by two non-admins) = %q %v, %q %v; want one shared key", k1, ok1, k2, ok2)
 	}
 	admin := eta
 	admin.User = "UADMIN"
-	if k, _ := b.ShareKey(admin); k == k1 {
+	if k, _ := b.shareKey(admin, b.prepare(admin)); k == k1 {
 		t.Errorf("an admin's /eta shares a non-admin's key; want them apart (refusals differ)")
 	}
 	elsewhere := eta
 	elsewhere.Channel = "C2"
-	if k, _ := b.ShareKey(elsewhere); k == k1 {
+	if k, _ := b.shareKey(elsewhere, b.prepare(elsewhere)); k == k1 {
 		t.Errorf("/eta in another channel shares the key; want them apart (allow-lists differ)")
 	}
 	for _, text := range []string{"snooze 2h", "unsnooze", "stage review done"} {
-		if k, ok := b.ShareKey(Request{Text: text, Channel: "C1", User: "UADMIN", Source: "slash"}); ok {
+		req := Request{Text: text, Channel: "C1", User: "UADMIN", Source: "slash"}
+		if k, ok := b.shareKey(req, b.prepare(req)); ok {
 			t.Errorf("shareKey(%q) = %q; want a mutating command never shared", text, k)
 		}
 	}

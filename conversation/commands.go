@@ -332,7 +332,7 @@ func handleStorage(ctx context.Context, b *Bot, q Query) Reply {
 }
 
 func handleRuns(ctx context.Context, b *Bot, q Query) Reply {
-	cfg := b.mon.Config()
+	cfg := b.cfg
 	var lines, names []string
 	for _, r := range b.visibleRuns(q.Req) {
 		names = append(names, r.Name)

@@ -124,7 +124,7 @@ func pendingManualStage(r *config.Run, stages []reports.StageStatus) string {
 
 // StatusControls are the buttons of a run's status.
 func (b *Bot) StatusControls(rs reports.RunStatus) *reports.Controls {
-	r, ok := b.mon.Config().RunByName(rs.Name)
+	r, ok := b.cfg.RunByName(rs.Name)
 	if !ok {
 		return nil
 	}
@@ -134,7 +134,7 @@ func (b *Bot) StatusControls(rs reports.RunStatus) *reports.Controls {
 
 // WarningControls are the buttons of a warning about run (key is the alerter's condition key).
 func (b *Bot) WarningControls(run, key, owner string) *reports.Controls {
-	r, ok := b.mon.Config().RunByName(run)
+	r, ok := b.cfg.RunByName(run)
 	if !ok {
 		return nil
 	}

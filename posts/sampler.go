@@ -10,14 +10,13 @@ package posts
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"runwatch/conversation"
+	"runwatch/internal/flight"
 	"runwatch/monitor"
 	"runwatch/reports"
 	"runwatch/state"
@@ -108,12 +107,10 @@ func (s *Sampler) Run(ctx context.Context) {
 // stopping the bot and every run it watches; the next tick tries again. Before, a panic on a state file or a
 // sample nobody foresaw stopped `bot serve`, and again on every restart.
 func (s *Sampler) survivingTick(ctx context.Context) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("a sample failed with a panic; sampling goes on", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-		}
-	}()
-	s.Tick(ctx)
+	_, err := flight.Safe(func() (struct{}, error) { s.Tick(ctx); return struct{}{}, nil })
+	if pe, ok := errors.AsType[*flight.PanicError](err); ok {
+		s.log.Error("a sample failed with a panic; sampling goes on", "panic", pe.Error(), "stack", string(pe.Stack))
+	}
 }
 
 // retryLater keeps a follow-up that was not delivered for the next evaluation, with when it was first tried.

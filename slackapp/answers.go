@@ -14,96 +14,6 @@ import (
 	"runwatch/reports"
 )
 
-// flight is one evaluation of a question, shared by every identical question asked while it runs.
-type flight struct {
-	running chan struct{} // closed once it holds an answer slot
-	done    chan struct{} // closed when rep is set (or the app shut down: ok false)
-	rep     conversation.Reply
-	ok      bool
-}
-
-// started reports whether the evaluation holds a slot, so waiting for it costs only its own time.
-func (f *flight) started() bool {
-	select {
-	case <-f.running:
-		return true
-	default:
-		return false
-	}
-}
-
-// wait returns the evaluation's reply once it is done; ok is false when ctx ended first or the app
-// shut down before it answered.
-func (f *flight) wait(ctx context.Context) (conversation.Reply, bool) {
-	select {
-	case <-f.done:
-		return f.rep, f.ok
-	case <-ctx.Done():
-		return conversation.Reply{}, false
-	}
-}
-
-// flights shares evaluations of identical read-only questions (singleflight): a thousand people
-// asking "/eta" at once cost one evaluation, not a thousand.
-type flights struct {
-	mu sync.Mutex
-	m  map[string]*flight
-}
-
-// ask starts (or joins) the evaluation of req and returns its flight. It never waits for an answer
-// slot: a new evaluation that finds every slot busy queues in the background, and the caller sees
-// that it has not started (flight.started) and can acknowledge at once.
-func (s *App) ask(req conversation.Request) *flight {
-	key, share := s.bot.ShareKey(req)
-	if share {
-		s.flights.mu.Lock()
-		if f := s.flights.m[key]; f != nil {
-			s.flights.mu.Unlock()
-			return f
-		}
-	}
-	f := &flight{running: make(chan struct{}), done: make(chan struct{})}
-	if share {
-		if s.flights.m == nil {
-			s.flights.m = map[string]*flight{}
-		}
-		s.flights.m[key] = f
-		s.flights.mu.Unlock()
-	}
-	// A free slot is taken here, so that the caller sees the evaluation started; otherwise the
-	// evaluation waits for one in the background.
-	select {
-	case s.slots <- struct{}{}:
-		close(f.running)
-	default:
-	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer close(f.done)
-		defer func() {
-			if share {
-				s.flights.mu.Lock()
-				if s.flights.m[key] == f {
-					delete(s.flights.m, key)
-				}
-				s.flights.mu.Unlock()
-			}
-		}()
-		if !f.started() {
-			select {
-			case s.slots <- struct{}{}:
-				close(f.running)
-			case <-s.base.Done():
-				return
-			}
-		}
-		defer func() { <-s.slots }()
-		f.rep, f.ok = s.bot.Ask(s.base, req), true
-	}()
-	return f
-}
-
 // userLimiter is a token bucket per Slack user: a burst of questions is answered, a flood is told
 // politely to wait. Slack users are a bounded set; idle buckets are dropped when the map grows.
 type userLimiter struct {
@@ -191,16 +101,16 @@ func (s *App) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply
 		return slashMessage(rep), &rep
 	}
 	s.learnSlashChannel(sc)
-	f := s.ask(s.slashToRequest(sc))
-	if f.started() {
+	f := s.answers.Begin(s.base, s.slashToRequest(sc))
+	if f.Started() {
 		t := time.NewTimer(s.Inline)
 		defer t.Stop()
 		select {
-		case <-f.done:
-			if !f.ok {
+		case <-f.Done():
+			rep, ok := f.Reply()
+			if !ok {
 				return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: "runwatch is shutting down; ask again in a minute."}, nil
 			}
-			rep := f.rep
 			s.metrics.Answered("slash", time.Since(start))
 			if len(rep.Message.Charts) > 0 {
 				// Whether Slack draws the charts is known only from a call's answer, so they go through
@@ -217,7 +127,7 @@ func (s *App) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply
 	}
 	// Waiting for the answer costs nothing: it must not hold a slot the answer itself may need.
 	s.detach(func(ctx context.Context) {
-		rep, ok := f.wait(ctx)
+		rep, ok := f.Wait(ctx)
 		if !ok {
 			return
 		}

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
+	"runwatch/internal/flight"
 	"runwatch/internal/redact"
 	"runwatch/posts"
 	"runwatch/reports"
@@ -310,9 +310,9 @@ type App struct {
 	base  context.Context
 	slots chan struct{} // bounds concurrent answers on a small shared machine
 	wg    sync.WaitGroup
-	// flights shares evaluations of identical questions; limiter is the per-user rate limit;
+	// answers evaluates questions, sharing identical ones in flight; limiter is the per-user rate limit;
 	// posts bounds concurrent answer posts (see answers.go).
-	flights flights
+	answers *conversation.Answers
 	limiter *userLimiter
 	posts   chan struct{}
 	// Claims is "I'm on it" and the open warnings (nil: no sampler, nothing to take).
@@ -324,8 +324,20 @@ const defaultInlineBudget = 2 * time.Second
 // NewApp is the Slack conversation over bot b: base outlives each request (answers and follow-ups go on
 // after the acknowledgement, until base ends).
 func NewApp(base context.Context, b *conversation.Bot, api *API, self Identity, m *botmetrics.Metrics, log *slog.Logger) *App {
-	return &App{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(seenMax),
+	s := &App{bot: b, api: api, log: log, metrics: m, self: self, seen: newSlackSeen(seenMax),
 		Inline: defaultInlineBudget, base: base, slots: make(chan struct{}, 8), limiter: newUserLimiter(), posts: make(chan struct{}, 16)}
+	s.answers = conversation.NewAnswers(b, s.slots)
+	return s
+}
+
+// spawn runs f in a goroutine the app waits for on shutdown; detach and background recover its
+// panics (survive).
+func (s *App) spawn(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
 }
 
 // Remember keeps the delivered Slack requests in dir's journal, and restores those of the last hour:
@@ -338,8 +350,9 @@ func (s *App) Remember(dir *state.Dir) error {
 // answers in progress have stopped.
 func (s *App) CloseJournal() { s.seen.closeOrLog(s.log) }
 
-// Wait waits for answers in flight, at most d.
+// Wait waits for answers in flight and what the app does with them (posts, follow-ups), at most d.
 func (s *App) Wait(d time.Duration) {
+	deadline := time.Now().Add(d)
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()
@@ -349,6 +362,7 @@ func (s *App) Wait(d time.Duration) {
 	case <-done:
 	case <-time.After(d):
 	}
+	s.answers.Wait(max(time.Until(deadline), 0))
 }
 
 func (s *App) upload(ctx context.Context, channel, thread string, f conversation.Attachment) {
@@ -361,39 +375,33 @@ func (s *App) upload(ctx context.Context, channel, thread string, f conversation
 
 // detach runs f in a goroutine the app waits for on shutdown.
 func (s *App) detach(f func(ctx context.Context)) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer s.survive()
-		f(s.base)
-	}()
+	s.spawn(func() { s.survive(func() { f(s.base) }) })
 }
 
-// survive keeps a panic in one answer's goroutine from stopping the bot and every run it watches: the panic
-// is logged with its stack through the app's logger (which redacts credentials; Go's own crash report went to
-// stderr as it was) and counted, and the other answers go on. A panic while answering is Bot.Ask's own,
-// which replies that the answer failed; this is for the rest (posting it, the App Home).
-func (s *App) survive() {
-	if r := recover(); r != nil {
+// survive runs f, the body of one of the app's goroutines, so that a panic in it does not stop the bot and
+// every run it watches: the panic is logged with its stack through the app's logger (which redacts
+// credentials; Go's own crash report went to stderr as it was) and counted, and the other answers go on. A
+// panic while answering is the conversation's (a reply saying the answer failed); this is for the rest
+// (posting it, the App Home, a press's edit).
+func (s *App) survive(f func()) {
+	_, err := flight.Safe(func() (struct{}, error) { f(); return struct{}{}, nil })
+	if pe, ok := errors.AsType[*flight.PanicError](err); ok {
 		s.metrics.Event("panicked")
-		s.log.Error("an answer failed with a panic; the bot goes on", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		s.log.Error("an answer failed with a panic; the bot goes on", "panic", pe.Error(), "stack", string(pe.Stack))
 	}
 }
 
 // background runs f in a goroutine the app waits for on shutdown, bounded by the answer slots.
 func (s *App) background(f func(ctx context.Context)) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer s.survive()
+	s.spawn(func() {
 		select {
 		case s.slots <- struct{}{}:
 			defer func() { <-s.slots }()
 		case <-s.base.Done():
 			return
 		}
-		f(s.base)
-	}()
+		s.survive(func() { f(s.base) })
+	})
 }
 
 // chatRequest is a mention or a direct message to answer.
@@ -461,16 +469,16 @@ func (s *App) event(eventID string, ev slackevents.EventsAPIEvent) bool {
 		return true
 	}
 	s.metrics.Event("answered")
-	f := s.ask(cr.req)
+	f := s.answers.Begin(s.base, cr.req)
 	s.detach(func(ctx context.Context) { s.answer(ctx, cr, f) })
 	return true
 }
 
 // answer waits for the (possibly shared) evaluation and posts the reply where the question was
 // asked.
-func (s *App) answer(ctx context.Context, cr chatRequest, f *flight) {
+func (s *App) answer(ctx context.Context, cr chatRequest, f *conversation.Answering) {
 	start := time.Now()
-	rep, ok := f.wait(ctx)
+	rep, ok := f.Wait(ctx)
 	if !ok {
 		return
 	}

@@ -104,7 +104,10 @@ func (sm *SocketMode) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("socket mode: %w", err)
 		case evt := <-sm.client.Events:
-			if err := sm.handle(ctx, evt); err != nil {
+			// The loop is this goroutine's: a panic handling one envelope must not end the connection and the bot.
+			var err error
+			sm.app.survive(func() { err = sm.handle(ctx, evt) })
+			if err != nil {
 				return err
 			}
 		}

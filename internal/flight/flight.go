@@ -8,6 +8,7 @@ package flight
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 
 	"runwatch/internal/redact"
@@ -73,7 +74,7 @@ func Safe[T any](fn func() (T, error)) (v T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			var zero T
-			v, err = zero, &PanicError{Value: r}
+			v, err = zero, &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
 	return fn()
@@ -83,7 +84,11 @@ func Safe[T any](fn func() (T, error)) (v T, err error) {
 // value is whatever the call was handling (a scrape names the URL it choked on, password and query key
 // included), and the error goes into answers and logs, so its text has the URLs in it redacted
 // (redact.URLsIn); show the error, not Value. A goroutine that recovers a panic itself makes one of it.
-type PanicError struct{ Value any }
+type PanicError struct {
+	Value any
+	// Stack is the panicking goroutine's stack, for the log (nil when not captured).
+	Stack []byte
+}
 
 func (e *PanicError) Error() string {
 	return "failed with a panic: " + redact.URLsIn(fmt.Sprint(e.Value))
