@@ -256,6 +256,9 @@ func (b *Bot) prepare(req Request) prepared {
 	if name == "" {
 		name = q.Intent
 	}
+	if name == "" {
+		name = b.fallback(req, &q)
+	}
 	cmd, ok := b.command(name)
 	if !ok {
 		return end(b.unknown(req))
@@ -310,6 +313,46 @@ func (b *Bot) prepare(req Request) prepared {
 		return end(AdminOnly(cmd.Name, cmd.Verb))
 	}
 	return prepared{cmd: cmd, query: query}
+}
+
+// fallback is the command for a question no phrase matched, by what it names: a path, or a protected
+// mount or output named by its last component ("is anything landing in /shared right now?", "shared
+// ok?"), gets its verdict: "safe" for a protected mount, "writes" for any other path (which the handler
+// refuses, saying what the run has, when the run file does not name it); a vague question naming no path
+// ("what's up?") the run's status. "" when the question names nothing, or while the run is not known.
+func (b *Bot) fallback(req Request, q *Question) string {
+	run, _, ok := b.pickRun(req, *q)
+	switch {
+	case !ok && q.Path != "":
+		return "writes" // which run's? the command asks
+	case !ok && q.Vague:
+		return "status"
+	case !ok:
+		return ""
+	}
+	path := q.Path
+	if path == "" {
+		p, ok := bareWordPath(run, req.Text)
+		if !ok {
+			if q.Vague {
+				return "status"
+			}
+			return ""
+		}
+		path, q.Path = p, p
+	}
+	candidates := []string{path}
+	if alias, ok := pathAlias(run, path); ok {
+		candidates = append(candidates, alias) // "/shared" for /mnt/nfs/shared
+	}
+	for _, c := range candidates {
+		for _, p := range run.Protected {
+			if reports.Under(c, p) {
+				return "safe"
+			}
+		}
+	}
+	return "writes"
 }
 
 // commandSyntax recognises "eta synth-25k", "/eta", "runwatch snooze 2h" or "snooze 2h": a

@@ -326,3 +326,55 @@ func TestShareKey(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldOutPhrasingsAnswerWhatTheyName: everyday phrasings that no phrase of the table matches, about a
+// protected mount, an output, a plan or a run. Each gets what it names answered (the mount's verdict, the
+// output's writes, the plan's fit, the run's status), never "I don't know how to answer". The phrasings were
+// not written into the table to make this pass; the second half was written after the fallback, to see it
+// hold on phrasings it was not tuned on.
+func TestHeldOutPhrasingsAnswerWhatTheyName(t *testing.T) {
+	b := NewBot(testkit.ReplyRuns(t), time.UTC, config.Env{})
+	tests := []struct{ q, intent, names string }{
+		{"is anything landing in /shared right now", "safe", "/shared"},
+		{"what's up with synth", "status", "synth · status"},
+		{"anything going on in /shared?", "safe", "/shared"},
+		{"/shared?", "safe", "/shared"},
+		{"shared ok?", "safe", "/shared"},
+		{"synth?", "status", "synth · status"},
+		{"tell me about synth", "status", "synth · status"},
+		{"how's synth looking", "status", "synth · status"},
+		{"what about /data/runs/gen-0412", "writes", "/data/runs/gen-0412"},
+		{"and hidden-states?", "fit", "hidden-states"},
+		{"any news on synth", "status", "synth · status"},
+		{"what's happening with /shared", "safe", "/shared"},
+		{"is /shared being hit", "safe", "/shared"},
+		{"what's the deal with gen-0412", "writes", "/data/runs/gen-0412"},
+		{"how are things on /shared", "safe", "/shared"},
+		{"what's up?", "status", "synth · status"},
+		// Written after the fallback.
+		{"yo, /shared?", "safe", "/shared"},
+		{"shared looking ok?", "safe", "/shared"},
+		{"what's synth doing", "status", "synth · status"},
+		{"hows synth", "status", "synth · status"},
+		{"anything on gen-0412?", "writes", "/data/runs/gen-0412"},
+		{"/data/runs/gen-0412 ok?", "writes", "/data/runs/gen-0412"},
+		{"is hidden-states going to make it", "fit", "hidden-states"},
+		{"quick check on /shared", "safe", "/shared"},
+		{"anything weird on shared", "safe", "/shared"},
+		{"all good with synth?", "status", "synth · status"},
+		{"how is /shared doing", "safe", "/shared"},
+	}
+	for _, tc := range tests {
+		rep := b.Ask(context.Background(), Request{Text: tc.q, Source: "console"})
+		text := rep.Message.Text()
+		if rep.Intent != tc.intent || rep.Refused || strings.Contains(text, "I don't know how to answer") || !strings.Contains(text, tc.names) {
+			t.Errorf("Ask(%q) = %s %q; want %s naming %q", tc.q, rep.Intent, text, tc.intent, tc.names)
+		}
+	}
+	// What names nothing the run has is still not guessed at.
+	for _, q := range []string{"banana pancake", "what is the meaning of life"} {
+		if rep := b.Ask(context.Background(), Request{Text: q, Source: "console"}); rep.Intent != "unknown" {
+			t.Errorf("Ask(%q) = %s; want unknown", q, rep.Intent)
+		}
+	}
+}

@@ -13,6 +13,9 @@ type Question struct {
 	Run    string // a run named in the text, "" when none
 	Path   string // an absolute path named in the text
 	Plan   string // a plan named in the text
+	// Vague marks a question that asks after something without saying what about it ("what's up with
+	// …?", "how are things on …?"): what it names answers it.
+	Vague bool
 }
 
 // Intent rules, tried in order: the first rule with a matching phrase wins. Phrases match on word
@@ -131,6 +134,13 @@ func ParseQuestion(text string, runs, plans []string) Question {
 	if q.Path != "" {
 		cleaned = strings.ReplaceAll(cleaned, strings.ToLower(q.Path), " /path ")
 	}
+	// "what's up with synth-25k?" asks after the run without saying what about it: the words that ask so
+	// steer nothing ("what's up" is not "is vllm up?"), and what the question names answers it (below).
+	for _, ph := range vaguePhrases {
+		if containsPhrase(cleaned, ph) {
+			cleaned, q.Vague = removePhrase(cleaned, ph), true
+		}
+	}
 	// A question typed without its question mark is still one: the phrases that hold only at the end of a
 	// question ("is it running?", not "is it running late?") end with it.
 	if cleaned = strings.TrimSpace(cleaned); cleaned != "" && isWordByte(cleaned[len(cleaned)-1]) {
@@ -152,13 +162,47 @@ func ParseQuestion(text string, runs, plans []string) Question {
 	if q.Intent == "eta" && q.Path != "" && (containsPhrase(cleaned, "left") || containsPhrase(cleaned, "how much")) {
 		q.Intent = "space"
 	}
-	if q.Intent == "" && strings.TrimSpace(cleaned) == "?" {
-		q.Intent = "help"
-	}
 	if q.Intent == "" && q.Path != "" && containsPhrase(cleaned, "left") {
 		q.Intent = "space"
 	}
+	// No phrase matched: what the question names answers it. A run named gets its status, a plan its fit;
+	// a path, or a vague question, is left to the caller, who knows the run's protected mounts and outputs
+	// (Bot.prepare).
+	if q.Intent == "" && q.Path == "" {
+		switch {
+		case q.Run != "":
+			q.Intent = "status"
+		case q.Plan != "":
+			q.Intent = "fit"
+		case !q.Vague && strings.TrimSpace(cleaned) == "?":
+			q.Intent = "help"
+		}
+	}
 	return q
+}
+
+// vaguePhrases ask after something without saying what about it: "what's up with synth-25k?", "how are
+// things on /shared?", "any news?". They are taken out before the phrases of the rules are matched.
+var vaguePhrases = []string{"what's up", "whats up", "what is up", "what's going on", "whats going on", "what is going on",
+	"what's happening", "whats happening", "what is happening", "what's new", "whats new", "any news", "news on", "news",
+	"tell me about", "how are things", "how's things", "hows things", "how's it looking", "how is it looking", "looking",
+	"checking in on", "checking in", "check on", "the deal with", "what about", "anything going on", "going on"}
+
+// removePhrase is s with every occurrence of phrase on word boundaries replaced by a space.
+func removePhrase(s, phrase string) string {
+	for i := 0; ; {
+		j := strings.Index(s[i:], phrase)
+		if j < 0 {
+			return s
+		}
+		start, end := i+j, i+j+len(phrase)
+		if boundary(s, start-1, phrase[0]) && boundary(s, end, phrase[len(phrase)-1]) {
+			s = s[:start] + " " + s[end:]
+			i = start + 1
+			continue
+		}
+		i = start + 1
+	}
 }
 
 // suggestQuestion is the question one no rule matched most likely meant: the question with the word that
