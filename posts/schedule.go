@@ -292,6 +292,10 @@ func (s *Scheduler) Fire(ctx context.Context, name string, now time.Time) error 
 func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// dated is now, moved on by the time this fire has taken: the time of a post is when it was sent
+	// (what the channel sees), not when it fell due.
+	start := s.now()
+	dated := func() time.Time { return now.Add(s.now().Sub(start)).UTC() }
 	r, ok := s.bot.Monitor().Config().RunByName(name)
 	sch := s.specs[name]
 	if !ok || sch == nil {
@@ -349,11 +353,11 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	pctx, cancel := context.WithTimeout(ctx, statusPostTimeout)
 	defer cancel()
-	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, digest, now)
+	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, digest, now, dated)
 	if err != nil && len(msg.Charts) > 0 && errors.Is(err, ErrChartsRefused) {
 		s.log.Info("Slack refused the chart block; posting without it, with the chart as a PNG", "run", name, "err", err)
 		m.NoCharts, msg.Charts = true, nil
-		ch, thread, _, err = s.deliver(pctx, r, m, mode, channel, msg, digest, now)
+		ch, thread, _, err = s.deliver(pctx, r, m, mode, channel, msg, digest, now, dated)
 		fresh = true // the chart is shown once as a PNG even where the status is edited in place
 	}
 	if err == nil && m.NoCharts && fresh {
@@ -369,7 +373,10 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 		m.ChannelID = ch
 		s.bot.LearnChannel(r.Channel, ch)
 	}
-	m.LastPost, m.Digest, m.Pending = now.UTC(), digest, false
+	// The post is dated when the channel got it, not when it was due: a status that took a while to build
+	// and send (a loaded machine, Slack slow to answer) and then a restart must not put the next one in
+	// the channel sooner than its schedule after it.
+	m.LastPost, m.Digest, m.Pending = dated(), digest, false
 	s.save()
 	return nil
 }
@@ -425,14 +432,23 @@ func (s *Scheduler) post(ctx context.Context, m *scheduleMemo, channel, thread s
 
 // deliver posts msg in the run's post mode and says where it landed: the channel id, the thread
 // it went in ("" for top level) and whether it is a new message (not an edit).
-func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo, mode, channel string, msg reports.Message, digest string, now time.Time) (ch, thread string, fresh bool, err error) {
+func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo, mode, channel string, msg reports.Message, digest string, now time.Time, dated func() time.Time) (ch, thread string, fresh bool, err error) {
 	intent := func(role, day string) scheduleIntent {
-		return scheduleIntent{At: now.UTC(), Role: role, Day: day, Digest: digest}
+		return scheduleIntent{At: dated(), Role: role, Day: day, Digest: digest}
 	}
 	switch mode {
 	case "update":
 		if m.LivingTS != "" {
+			// An edit has no intent to settle after a crash: it is recorded as made before it is sent, so
+			// that one Slack took just before a kill -9 is not made again at once by the restarted bot (the
+			// edit that did not land waits for the next time instead: an edit may be late, never doubled).
+			prev := m.LastPost
+			m.LastPost = dated()
+			s.save()
 			err = s.poster.Update(ctx, channel, m.LivingTS, msg)
+			if err != nil {
+				m.LastPost = prev
+			}
 			if err == nil || !errors.Is(err, ErrGone) {
 				return channel, "", false, err
 			}

@@ -860,3 +860,114 @@ func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
 		})
 	}
 }
+
+// slowPoster is the Slack API on a step clock that moves on by d while each post is on its way.
+type slowPoster struct {
+	*slackapp.API
+	clock *stepClock
+	d     time.Duration
+}
+
+func (p *slowPoster) PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error) {
+	p.clock.jump(p.d)
+	return p.API.PostTagged(ctx, channel, threadTS, id, m)
+}
+
+// A status that takes 1.5 s to reach Slack (a loaded machine) is dated when Slack got it: after a restart
+// half a second later, the next one on an "@every 2s" schedule waits for its time after that, instead of
+// reaching the channel 0.7 s after the last (TestServeSurvivesKill9 saw 0.74 s under load).
+func TestScheduleRestartAfterASlowPost(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnvWith(t, botOpts{Run: func(r *config.Run) { r.Schedule = "@every 2s" }})
+	clock := newStepClock(schedT0)
+	slow := &slowPoster{API: e.api, clock: clock, d: 1500 * time.Millisecond}
+	s, err := posts.NewScheduler(e.bot, slow, mustOpen(t, e.StateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Clock = clock
+	if err := s.Fire(context.Background(), "synth", schedT0); err != nil {
+		t.Fatal(err)
+	}
+	var memo struct {
+		Runs map[string]struct {
+			LastPost time.Time `json:"last_post"`
+		} `json:"runs"`
+	}
+	if err := mustOpen(t, e.StateDir).Load(posts.ScheduleStateFile, &memo); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := memo.Runs["synth"].LastPost, schedT0.Add(1500*time.Millisecond); !got.Equal(want) {
+		t.Errorf("last post = %s; want %s, when Slack had it", got.Format(time.StampMilli), want.Format(time.StampMilli))
+	}
+	restart := schedT0.Add(2200 * time.Millisecond)
+	e.Clock.Set(restart)
+	second := newStepClock(restart)
+	s2, err := posts.NewScheduler(e.bot, e.api, mustOpen(t, e.StateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSched(t, s2, second)
+	second.awaitWaiter(t)
+	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
+		t.Fatalf("posts 0.7 s after the last reached Slack = %d; want only that one", n)
+	}
+	second.advance(1800 * time.Millisecond) // the schedule's next time after the restart
+	e.fake.Wait(t, "chat.postMessage", 2)
+}
+
+// editCrashPoster is the Slack API whose living-message edits reach Slack and then never come back: the
+// process is killed in between.
+type editCrashPoster struct {
+	*slackapp.API
+	landed, release chan struct{}
+	once            sync.Once
+}
+
+func (p *editCrashPoster) Update(ctx context.Context, channel, ts string, m reports.Message) error {
+	p.API.Update(ctx, channel, ts, m)
+	p.once.Do(func() { close(p.landed) })
+	<-p.release
+	return context.Canceled
+}
+
+// An edit of the living message that Slack took just before a kill -9 is not made again the moment the
+// restarted bot starts: it was recorded as made before it was sent. Before, the restarted bot found the
+// edit's time unrecorded, took the schedule as missed and edited at once, 0.12 s after the edit Slack
+// already had (TestServeSurvivesKill9, under load).
+func TestScheduleEditKilledMidwayNotRepeated(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnvWith(t, botOpts{Run: func(r *config.Run) { r.PostMode, r.Schedule = "update", "@every 2s" }})
+	e.fireAt(t, schedT0) // the living message
+	e.WriteLog(t, 900, 25000)
+	cp := &editCrashPoster{API: e.api, landed: make(chan struct{}), release: make(chan struct{})}
+	first, err := posts.NewScheduler(e.bot, cp, mustOpen(t, e.StateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(cp.release); <-done })
+	at := schedT0.Add(2 * time.Second)
+	e.Clock.Set(at)
+	go func() {
+		defer close(done)
+		first.Fire(context.Background(), "synth", at)
+	}()
+	<-cp.landed
+	restart := at.Add(100 * time.Millisecond)
+	e.Clock.Set(restart)
+	clock := newStepClock(restart)
+	second, err := posts.NewScheduler(e.bot, e.api, mustOpen(t, e.StateDir), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startSched(t, second, clock)
+	clock.awaitWaiter(t)
+	if n := len(e.fake.Calls("chat.update")); n != 1 {
+		t.Fatalf("edits 0.1 s after the one Slack took before the kill = %d; want only that one", n)
+	}
+	clock.advance(1900 * time.Millisecond) // the schedule's next time
+	e.Clock.Set(clock.Now())
+	e.WriteLog(t, 1200, 25000)
+	e.fake.Wait(t, "chat.update", 2)
+}
