@@ -708,3 +708,23 @@ func TestSecurityLogMarkupNeverPings(t *testing.T) {
 	}
 	t.Logf("figure: a log full of <!channel>, <@U…>, links: %d answers posted, 0 live mentions or links in text or blocks", len(calls))
 }
+
+// TestMentionETAPostedInItsThread is one "ETA?" mention through HTTP mode: its answer is the run's ETA,
+// posted once, in the mention's thread. scripts/crossings.sh counts the calls that answer makes, from the
+// event to chat.postMessage (docs/architecture.md walks them).
+func TestMentionETAPostedInItsThread(t *testing.T) {
+	metrics := testkit.VLLM(t)
+	e := newHTTPEnv(t, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
+	body := testkit.MentionEvent("EvETA", "<@U111> ETA?", "U222", "C0SYNTH", "1700000100.000100", "")
+	if resp := e.post(t, "/slack/events", body, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("event = %d; want 200", resp.StatusCode)
+	}
+	post := e.fake.Wait(t, "chat.postMessage", 1)[0]
+	e.app.Wait(10 * time.Second)
+	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
+		t.Errorf("chat.postMessage calls = %d; want 1", n)
+	}
+	if post.Form.Get("thread_ts") != "1700000100.000100" || post.Form.Get("channel") != "C0SYNTH" || !strings.Contains(post.Form.Get("text"), "synth · ETA") {
+		t.Errorf("answer = %v; want synth's ETA in the mention's thread", post.Form)
+	}
+}
