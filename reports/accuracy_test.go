@@ -31,11 +31,11 @@ import (
 type accMode int
 
 const (
-	// accFull: the job log and everything the engines export, counters as the engines give them (they drop
-	// at a restart).
+	// accFull: the job log and everything the engines export (folded as a sampler records them: totals that
+	// carry on across a restart, which is counted).
 	accFull accMode = iota
-	// accMonitor: what runwatch's monitor records today: the log, and the engines' token counter carried
-	// across restarts with a restart count, running and waiting; no finished-length histogram, no max_tokens.
+	// accMonitor: the log and the engines' token counter, running and waiting; no finished-length histogram,
+	// no max_tokens (a run file that does not say it).
 	accMonitor
 	// accLogOnly: the job log only (done, total, mean completion, elapsed).
 	accLogOnly
@@ -98,8 +98,7 @@ func (c accCase) settledAfter() float64 {
 // observe turns a simulated trace into what the case's sampler would have recorded.
 func (c accCase) observe(obs []reports.Observation) []reports.Observation {
 	out := make([]reports.Observation, len(obs))
-	var offset, last float64
-	var restarts int64
+	var last *float64 // the monitor's token total while a server does not answer: what it had counted
 	for i, o := range obs {
 		switch c.mode {
 		case accFull:
@@ -108,18 +107,12 @@ func (c accCase) observe(obs []reports.Observation) []reports.Observation {
 			out[i] = reports.Observation{T: o.T, Done: o.Done, Total: o.Total, Errors: o.Errors,
 				AvgCompletion: o.AvgCompletion, Elapsed: o.Elapsed}
 		case accMonitor:
-			m := reports.Observation{T: o.T, Done: o.Done, Total: o.Total, Errors: o.Errors,
-				AvgCompletion: o.AvgCompletion, Elapsed: o.Elapsed, Running: o.Running, Waiting: o.Waiting}
-			if o.GenTokens != nil {
-				if *o.GenTokens < last {
-					offset += last
-					restarts++
-				}
-				last = *o.GenTokens
+			o.FinishedLenSum, o.FinishedLenCount, o.LengthCapped, o.MaxTokens = nil, nil, nil, 0
+			if o.GenTokens == nil {
+				o.GenTokens = last
 			}
-			g := offset + last
-			m.GenTokens, m.Restarts = &g, restarts
-			out[i] = m
+			last = o.GenTokens
+			out[i] = o
 		}
 	}
 	return out

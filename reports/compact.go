@@ -1,7 +1,5 @@
 package reports
 
-import "runwatch/reports/estimate"
-
 // Compact bounds a history to at most max points (max >= 4; smaller values are raised to 4). The newest half
 // of the budget is kept at full resolution; older points are thinned to an even spacing in time, except the
 // first point and the points that mark structure the estimator needs: both sides of an engine counter reset,
@@ -26,16 +24,14 @@ func Compact(hist []Observation, max int) []Observation {
 			structural++
 		}
 	}
-	// Restarts as the estimator folds the counters: a drop to a fraction of the counter, or a restart the
-	// sampler marked; a replica's lower counter or a step back is not one.
-	folded := estimate.FoldSeries(hist[:split+1])
+	// Restarts as the history counts them (the counters are folded; see estimate.Fold).
 	lastG := -1
 	for i := 1; i < len(hist) && i <= split; i++ {
 		o, p := hist[i], hist[i-1]
 		moved := o.Done != p.Done || o.GenTokens != nil && p.GenTokens != nil && *o.GenTokens != *p.GenTokens
 		prevMoved := i >= 2 && (p.Done != hist[i-2].Done ||
 			p.GenTokens != nil && hist[i-2].GenTokens != nil && *p.GenTokens != *hist[i-2].GenTokens)
-		if folded[i].Restart && lastG >= 0 {
+		if o.Restarts > p.Restarts && lastG >= 0 {
 			mark(lastG)
 			mark(i)
 		}

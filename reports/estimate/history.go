@@ -11,7 +11,7 @@ import (
 // compares to find the current level of throughput and tokens per item), a warm-up of one window after a fresh
 // start, a look-back of two thirds of it for pauses, and two and four windows for averaging the batch's age.
 
-// point is one observation with the engines' counters folded (FoldSeries).
+// point is one observation with the engines' counters read as folds reads them.
 type point struct {
 	t        float64
 	active   float64 // seconds up to t in which the run progressed (stalls and downtime left out)
@@ -51,7 +51,7 @@ type series struct {
 	// logModified is when the job log last changed, as the latest observation says (0: unknown).
 	logModified float64
 	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in
-	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
+	// turn, or a sum that misses servers; see folds), so no figure may come from them.
 	countersLeftOut bool
 	// kindMoving is what the counter meant up to the last progress (see stalledSince).
 	kindMoving CounterKind
@@ -101,7 +101,7 @@ func untilFinish(hist []Observation) []Observation {
 	return hist
 }
 
-// build takes the engine counters as FoldSeries folds them (restarts, replicas, steps back) and measures
+// build reads the engine counters as folds does (restarts, replicas, steps back) and measures
 // active time: an interval with no progress counts as idle when the
 // engines say they generated nothing or do not answer (a restart), or, without token data, when the flat
 // stretch lasts half of stallAfter.
@@ -114,7 +114,7 @@ func build(hist []Observation, cfg Config) series {
 			break
 		}
 	}
-	folded := FoldSeries(hist)
+	folded := folds(hist)
 	s.countersLeftOut = len(folded) > 0 && folded[len(folded)-1].Unreliable
 	s.pre = beforeHistory(hist[0], s.countersLeftOut || !CountsJob(hist[0], float64(hist[0].MaxTokens)))
 	if last := hist[len(hist)-1]; s.pre.ok && last.T > hist[0].T && last.Done > hist[0].Done {

@@ -1,6 +1,57 @@
 package estimate
 
-// Folded is one observation's engine counters folded across the history (see FoldSeries).
+// Fold converts a history whose engine counters are as the servers gave them (a recorded trace: the sum over
+// servers, starting again from zero at each restart, stepping back when replicas behind one address answer in
+// turn) into the one form histories have everywhere: totals that only grow, as the monitor folds its live
+// samples. It folds the sum with one Counter, as if it were one server: a counter that drops to a fraction of
+// itself restarted (counted in Restarts), one that steps back a little (a replica answering, a stale reading)
+// counts from there on (counted in StepsBack). A history already folded comes back as it is, so every reader of
+// a trace can fold it once, when it reads it, and the estimator never folds again.
+func Fold(hist []Observation) []Observation {
+	out := make([]Observation, len(hist))
+	var c Counter
+	var restarts, steps int64
+	for i, o := range hist {
+		if o.GenTokens != nil || o.FinishedLenSum != nil {
+			r := Missing()
+			if o.GenTokens != nil {
+				r.Gen = *o.GenTokens
+			}
+			if o.FinishedLenSum != nil && o.FinishedLenCount != nil {
+				r.FinSum, r.FinCount = *o.FinishedLenSum, *o.FinishedLenCount
+			}
+			if o.LengthCapped != nil {
+				r.Capped = *o.LengthCapped
+			}
+			st := c.Fold(r, 0, o.T)
+			if st.Restart {
+				restarts++
+			}
+			if st.Replica || st.Switched {
+				steps++
+			}
+			tot := c.Total
+			if o.GenTokens != nil {
+				o.GenTokens = ptrTo(tot.Gen)
+			}
+			if o.FinishedLenSum != nil && o.FinishedLenCount != nil {
+				o.FinishedLenSum, o.FinishedLenCount = ptrTo(tot.FinSum), ptrTo(tot.FinCount)
+			}
+			if o.LengthCapped != nil {
+				o.LengthCapped = ptrTo(tot.Capped)
+			}
+		}
+		o.Restarts += restarts
+		o.StepsBack += steps
+		out[i] = o
+	}
+	return out
+}
+
+func ptrTo(v float64) *float64 { return &v }
+
+// Folded is one observation's engine counters as the estimator reads them: since the first observation, with
+// the server lifetime they are in.
 type Folded struct {
 	Gen, Fin, FinN          float64 // generated tokens, finished-length sum and count, since the first observation
 	HasGen, HasFin, HasFinN bool
@@ -9,80 +60,52 @@ type Folded struct {
 	GenBase, FinBase float64
 	Seg              int  // server lifetime: increments at each restart
 	Restart          bool // a restart happened between the previous observation and this one
-	// Unreliable: the counters kept stepping back (replicas too close to tell apart) and are left out.
+	// Unreliable: the counters kept stepping back (replicas too close to tell apart) or see fewer of the job's
+	// items than its log, and are left out.
 	Unreliable bool
 }
 
-// FoldSeries folds the engine counters of a history (sorted by T) with one Counter, as if the observations'
-// sums were one server: a counter that drops to a fraction of itself restarted, one that steps back a little
-// (a replica answering, a stale reading) counts from there on, and an observation whose Restarts went up marks
-// a restart the sampler saw while carrying its counters.
-func FoldSeries(hist []Observation) []Folded {
+// folds reads a folded history's engine counters (see Fold): each as a difference from the first observation
+// that has it, a restart where Restarts went up (the batch starts afresh there, the totals carry on).
+func folds(hist []Observation) []Folded {
 	out := make([]Folded, len(hist))
-	var c Counter
-	var reads, replicas int
-	var first Counts
-	firstSet := [3]bool{}
+	var g0, f0, n0 float64
+	var gSet, fSet bool
+	reads := 0
 	for i, o := range hist {
 		f := Folded{}
 		if i > 0 {
 			p := out[i-1]
 			f.Seg, f.GenBase, f.FinBase = p.Seg, p.GenBase, p.FinBase
-		}
-		r := Missing()
-		if o.GenTokens != nil {
-			r.Gen = *o.GenTokens
-		}
-		if o.FinishedLenSum != nil {
-			r.FinSum = *o.FinishedLenSum
-			if o.FinishedLenCount != nil {
-				r.FinCount = *o.FinishedLenCount
+			f.Gen, f.Fin, f.FinN = p.Gen, p.Fin, p.FinN
+			if o.Restarts > hist[i-1].Restarts {
+				f.Restart = true
+				f.Seg++
+				// What the new lifetime counted is in the totals already: its base is where the old one ended.
+				f.GenBase, f.FinBase = p.Gen, p.Fin
 			}
 		}
-		before := c.Total
-		var st Step
 		if o.GenTokens != nil || o.FinishedLenSum != nil {
-			st = c.Fold(r, 0, o.T)
 			reads++
-			if st.Replica || st.Switched {
-				replicas++
+		}
+		if o.GenTokens != nil {
+			if !gSet {
+				g0, gSet = *o.GenTokens, true
+				if !f.Restart {
+					f.GenBase = -g0 // the server counted from zero: the history began this far into its lifetime
+				}
 			}
+			f.Gen, f.HasGen = *o.GenTokens-g0, true
 		}
-		marked := i > 0 && o.Restarts > hist[i-1].Restarts
-		if st.Restart || marked {
-			f.Restart = true
-			f.Seg++
-		}
-		tot := c.Total
-		// The first reading of each counter is where "since the first observation" starts.
-		if valid(r.Gen) && !firstSet[0] {
-			firstSet[0], first.Gen = true, tot.Gen
-			f.GenBase = -first.Gen
-		}
-		if valid(r.FinSum) && !firstSet[1] {
-			firstSet[1], first.FinSum = true, tot.FinSum
-			f.FinBase = -first.FinSum
-		}
-		if valid(r.FinCount) && !firstSet[2] {
-			firstSet[2], first.FinCount = true, tot.FinCount
-		}
-		f.HasGen, f.HasFin, f.HasFinN = valid(r.Gen), valid(r.FinSum), valid(r.FinSum) && valid(r.FinCount)
-		f.Gen, f.Fin, f.FinN = tot.Gen-first.Gen, tot.FinSum-first.FinSum, tot.FinCount-first.FinCount
-		if f.Restart {
-			// What the new lifetime counted is in the totals already: its base is where the old one ended.
-			f.GenBase, f.FinBase = before.Gen-first.Gen, before.FinSum-first.FinSum
-			if marked && !st.Restart {
-				f.GenBase, f.FinBase = out[i-1].Gen, out[i-1].Fin
+		if o.FinishedLenSum != nil && o.FinishedLenCount != nil {
+			if !fSet {
+				f0, n0, fSet = *o.FinishedLenSum, *o.FinishedLenCount, true
+				if !f.Restart {
+					f.FinBase = -f0
+				}
 			}
-		}
-		if i > 0 {
-			p := out[i-1]
-			if !f.HasGen {
-				f.Gen = p.Gen
-			}
-			if !f.HasFin {
-				f.Fin, f.FinN = p.Fin, p.FinN
-			}
+			f.Fin, f.FinN = *o.FinishedLenSum-f0, *o.FinishedLenCount-n0
+			f.HasFin, f.HasFinN = true, true
 		}
 		out[i] = f
 	}
@@ -90,7 +113,11 @@ func FoldSeries(hist []Observation) []Folded {
 	// apart (replicas behind a proxy), and counters that see fewer of the job's items finish than its log
 	// (coversJob) miss some of its servers: their sum is not known, and a rate from them is wrong either way. The
 	// history then has no engine counters at all; the job's own progress says how fast it goes.
-	if replicas > max(2, reads/20) || !coversJob(hist, out) {
+	steps := 0
+	if n := len(hist); n > 0 {
+		steps = int(hist[n-1].StepsBack - hist[0].StepsBack)
+	}
+	if steps > max(2, reads/20) || !coversJob(hist, out) {
 		for i := range out {
 			out[i] = Folded{Seg: out[i].Seg, Restart: out[i].Restart, Unreliable: true}
 		}

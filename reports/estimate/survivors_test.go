@@ -74,7 +74,7 @@ func TestDrainRestartHolds(t *testing.T) {
 		return h
 	}
 	at := func(last float64) float64 {
-		e, _ := Compute(hist(last), Config{})
+		e, _ := Compute(Fold(hist(last)), Config{})
 		if e.Seconds == nil {
 			t.Fatalf("t=%v: no estimate: %+v", last, e)
 		}
