@@ -2,7 +2,6 @@ package reports
 
 import (
 	"fmt"
-	"runwatch/reports/estimate"
 	"sort"
 	"strings"
 	"time"
@@ -223,13 +222,13 @@ func ETALine(e ETA, loc *time.Location) string {
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		reason := e.Reason
-		if e.StalledSince != nil {
-			s += " since " + SlackTime(estimate.Unix(*e.StalledSince), loc)
-			// The estimator's "no progress since 02:04 UTC (13 min): …" says the time the heading just said:
-			// "Stalled since 02:04 UTC (13 min): the job log has not changed since then".
-			if rest, ok := strings.CutPrefix(reason, "no progress since "); ok {
-				if i := strings.Index(rest, " ("); i >= 0 {
-					return s + Esc(rest[i:])
+		if e.StalledAt != nil {
+			s += " since " + SlackTime(*e.StalledAt, loc)
+			// The estimator's "no progress for 13 min: …" reads after the heading as "Stalled since 02:04 UTC
+			// (13 min): the job log has not changed since then".
+			if rest, ok := strings.CutPrefix(reason, "no progress for "); ok {
+				if d, why, ok := strings.Cut(rest, ": "); ok {
+					return s + Esc(" ("+d+"): "+why)
 				}
 			}
 		}

@@ -50,7 +50,7 @@ func TestEstimateStates(t *testing.T) {
 	}{
 		{"empty", nil, StateUnknown, "no observations"},
 		{"done", done, StateDone, "all 1,800 items finished"},
-		{"stalled", flat, StateStalled, "no progress since t=3,600 s (12 min)"},
+		{"stalled", flat, StateStalled, "no progress for 12 min"},
 		{"total unknown", noTotal, StateUnknown, "total number of items is unknown"},
 		{"nothing finished", estHist(25, 5, 0.01, 1000, false), StateUnknown, "no item has finished yet"},
 		{"log only", estHist(3600, 30, 1, 25000, false), StateRunning, "21,400 items left at 1.00 items/s"},
