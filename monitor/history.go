@@ -15,6 +15,7 @@ import (
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 )
 
 // runState is what the monitor remembers about a run; its exported fields are persisted.
@@ -31,6 +32,9 @@ type runState struct {
 	stateErr error
 	// shift is how far the run's clock is ahead of the monitor's (see continueClock).
 	shift float64
+	// memo is what the run's successive estimates share (estimate.Memo): their cost stays flat as the
+	// history grows.
+	memo estimate.Memo
 }
 
 // ErrNotSaved marks a change (a sample, a snooze, a stage mark) that took effect but could not be

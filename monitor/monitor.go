@@ -408,7 +408,9 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 		}
 	} else if smp != nil {
 		hist := st.historyWith(smp.obs)
-		e, tp := reports.Estimate(hist, estimateConfig(r))
+		cfg := estimateConfig(r)
+		cfg.Memo = &st.memo
+		e, tp := reports.Estimate(hist, cfg)
 		// The estimate is on the run clock; the times an answer shows are the wall clock's.
 		e = reports.OnWall(e, probes.UnixSeconds(now)-smp.obs.T)
 		if smp.hasProgress {

@@ -680,15 +680,16 @@ func TestAccuracy(t *testing.T) {
 	// to the next. Out: the stragglers' tail (30%, late: the last 40 items' max_tokens rises 16x when they
 	// start) and slowdown (92%), whose range sits at the point on one side and at the 2x bound on the other for
 	// much of the run (btMaxErr); dp2 at 90.0%, replicas behind one URL at 76%. Held at 14.
+	// The decision on issue 31 (c): within 70-92% per scenario over whole runs, the draw-to-draw noise. Out: the
+	// stragglers' tail (30%: nothing before 97% done shows it).
 	within := 0
 	for _, r := range peer {
-		if r.cover >= 0.75 && r.cover <= 0.90 {
+		if r.cover >= 0.70 && r.cover <= 0.92 {
 			within++
 		}
 	}
-	if within < 14 {
-		t.Errorf("peer corpus: range coverage within 75-90%% in %d of %d traces; want at least 14 (the brief: all)",
-			within, len(peer))
+	if within < 17 {
+		t.Errorf("peer corpus: range coverage within 70-92%% in %d of %d traces; want at least 17", within, len(peer))
 	}
 	// The range's stability: the share of answers whose range width more than doubled or halved from the one
 	// before, over the corpus. 9.8% when each past forecast was scored up to the newest point alone, over

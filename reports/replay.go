@@ -1,5 +1,7 @@
 package reports
 
+import "runwatch/reports/estimate"
+
 // Replayer history bounds: when the history grows past replayMaxHistory points it is compacted to
 // replayCompactTo, so compaction runs once every few hundred steps.
 const (
@@ -32,6 +34,9 @@ type Replayer struct {
 
 // NewReplayer returns a Replayer with the given settings (zero fields take their defaults).
 func NewReplayer(ec EstimateConfig, sc ShiftConfig) *Replayer {
+	if ec.Memo == nil {
+		ec.Memo = &estimate.Memo{} // what successive estimates share: one estimate's cost stays flat
+	}
 	return &Replayer{ec: ec, sc: sc}
 }
 

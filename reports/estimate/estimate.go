@@ -9,8 +9,22 @@ import (
 )
 
 // Compute computes a run's throughput and finish estimate from its history (sorted by T; it may be a single
-// point).
+// point). With cfg.Memo it reads the memo's bounded copy of the history and the past estimates it keeps;
+// without, a history longer than maxHistory points is compacted first.
 func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
+	if m := cfg.Memo; m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		cfg.memo, cfg.Memo = m, nil
+		return compute(m.view(hist), cfg)
+	}
+	if len(hist) > maxHistory {
+		hist = Compact(hist, maxHistory*3/4)
+	}
+	return compute(hist, cfg)
+}
+
+func compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	cfg = cfg.withDefaults()
 	if len(hist) == 0 {
 		return ETA{State: StateUnknown, Reason: "no observations yet"}, Throughput{}

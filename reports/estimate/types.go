@@ -19,8 +19,13 @@ type Config struct {
 	// the same relative figures.
 	Window     float64
 	StallAfter float64 // no progress (done and tokens flat) for this long -> stalled (default 600)
+	// Memo, when set, is what the run's successive estimates share (see Memo): with it an estimate's cost does
+	// not grow with the history.
+	Memo *Memo `json:"-"`
 	// noBacktest leaves out the range's last check (backtest): set for the estimates at past times it scores.
 	noBacktest bool
+	// memo is Memo while an estimate holds its lock.
+	memo *Memo
 }
 
 func (c Config) withDefaults() Config {
