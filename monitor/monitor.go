@@ -495,8 +495,8 @@ func (m *Monitor) EstimateConfig(name string) reports.EstimateConfig {
 }
 
 func estimateConfig(r *config.Run) reports.EstimateConfig {
-	// The window follows the job's own pace (estimate.PaceWindow); only the stall threshold is the run's.
-	c := reports.EstimateConfig{StallAfter: 600}
+	// The window and the stall threshold follow the job's own pace; a run's stall_after sets the latter.
+	var c reports.EstimateConfig
 	if r.StallAfter.Duration > 0 {
 		c.StallAfter = r.StallAfter.Seconds()
 	}

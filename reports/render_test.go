@@ -50,14 +50,14 @@ func TestRenderGolden(t *testing.T) {
 	rs, now := sampleStatus()
 	st := rs.Storage
 	cases := map[string]Message{
-		"status":      RenderStatus(rs, now, time.UTC),
-		"writes":      AnswerWrites(rs.Name, st, Target{}),
-		"where":       AnswerWhere(rs.Name, st),
-		"free":        AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds, nil),
-		"fit":         AnswerFit(rs.Name, rs.Plans),
+		"status": RenderStatus(rs, now, time.UTC),
+		"writes": AnswerWrites(rs.Name, st, Target{}),
+		"where":  AnswerWhere(rs.Name, st),
+		"free":   AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds, nil),
+		"fit":    AnswerFit(rs.Name, rs.Plans),
 		"eta_stalled": {Sections: []string{ETALine(ETA{State: StateStalled, StalledSince: fp(float64(now.Add(-38 * time.Minute).Unix())),
 			StalledAt: ptrTime(now.Add(-38 * time.Minute)), Reason: "no progress for 38 min: finished items and generated tokens are flat"}, time.UTC)}},
-		"eta_rough":   {Sections: []string{ETALine(ETA{State: StateRunning, Seconds: fp(18000), LowS: fp(9000), HighS: fp(36000), Rough: true, Reason: "565K tokens in 408 s"}, time.UTC)}},
+		"eta_rough": {Sections: []string{ETALine(ETA{State: StateRunning, Seconds: fp(18000), LowS: fp(9000), HighS: fp(36000), Rough: true, Reason: "565K tokens in 408 s"}, time.UTC)}},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"runwatch/reports/estimate"
 	"sort"
 	"strings"
 	"time"
@@ -222,8 +223,13 @@ func ETALine(e ETA, loc *time.Location) string {
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		reason := e.Reason
-		if e.StalledAt != nil {
-			s += " since " + SlackTime(*e.StalledAt, loc)
+		at := e.StalledAt
+		if at == nil && e.StalledSince != nil {
+			u := estimate.Unix(*e.StalledSince) // an ETA kept from before StalledAt
+			at = &u
+		}
+		if at != nil {
+			s += " since " + SlackTime(*at, loc)
 			// The estimator's "no progress for 13 min: …" reads after the heading as "Stalled since 02:04 UTC
 			// (13 min): the job log has not changed since then".
 			if rest, ok := strings.CutPrefix(reason, "no progress for "); ok {

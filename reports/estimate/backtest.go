@@ -183,11 +183,10 @@ func backtest(hist []Observation, s series, est ETA, cfg Config) ETA {
 		est = biasCorrected(est, sec, lo, hi, errs)
 	}
 	if sp != nil {
-		dhi := sp.drainHigh
-		if sp.drain > 0 && dhi > sp.drain {
-			dhi = sp.drain * math.Pow(dhi/sp.drain, math.Min(1, ql))
-		}
-		lo, hi = lo+sp.drainLow, hi+dhi
+		// The drain's range is added as the prior gives it: the past forecasts never reach a drain, so they
+		// cannot narrow it either (narrowed by the late scores, the range held the finish in 76% and 70% of
+		// the peer corpus's answers from 80% and 90% done; kept whole, 88% and 89%: the decision on issue 31).
+		lo, hi = lo+sp.drainLow, hi+sp.drainHigh
 	}
 	est.LowS, est.HighS = &lo, &hi
 	return est
@@ -206,14 +205,15 @@ func (s series) backtestPasts(blockLen float64) []int {
 	span := now - s.pts[0].t
 	var out []int
 	t0 := s.pts[0].t
+	unit := s.sampleStep()
 	for _, f := range btFractions {
-		// Taken down to a grid from the first point whose step is a power of two seconds, at most an eighth of
-		// the horizon: the past points stay put while samples are added (a memo then makes each past estimate
-		// once, and consecutive answers score the same past forecasts), and no horizon moves by more than an
-		// eighth.
+		// Taken down to a grid from the first point whose step is a power of two sampling intervals, at most an
+		// eighth of the horizon: the past points stay put while samples are added (a memo then makes each past
+		// estimate once, and consecutive answers score the same past forecasts), no horizon moves by more than
+		// an eighth, and a job watched at another pace gets the same points.
 		at := now - span*f
-		if h := span * f / pastGrid; h > 0 {
-			g := math.Exp2(math.Floor(math.Log2(h)))
+		if h := span * f / pastGrid; h > unit && unit > 0 {
+			g := unit * math.Exp2(math.Floor(math.Log2(h/unit)))
 			at = t0 + g*math.Floor((at-t0)/g)
 		}
 		i := n
@@ -377,4 +377,16 @@ func (s series) gapCounts() []int {
 		out[k] += out[k-1]
 	}
 	return out
+}
+
+// sampleStep is the sampler's interval: the median gap between points (0 with fewer than two).
+func (s series) sampleStep() float64 {
+	if len(s.pts) < 2 {
+		return 0
+	}
+	steps := make([]float64, 0, len(s.pts)-1)
+	for i := 1; i < len(s.pts); i++ {
+		steps = append(steps, s.pts[i].t-s.pts[i-1].t)
+	}
+	return median(steps)
 }

@@ -61,9 +61,10 @@ func TestBacktestRescalesTheRange(t *testing.T) {
 				t.Errorf("Compute high %v s with the backtest, %v s without; want it not narrowed without the parts",
 					*with.HighS, *without.HighS)
 			}
-			if narrowed := *with.LowS > *without.LowS*1.01; narrowed != c.widen {
-				t.Errorf("Compute low %v s with the backtest, %v s without; want it narrowed: %v", *with.LowS,
-					*without.LowS, c.widen)
+			// Past forecasts that came out short narrow the low end (a slowing run finishes no earlier than
+			// its rate says); on a steady run it may move either way.
+			if narrowed := *with.LowS > *without.LowS*1.01; c.widen && !narrowed {
+				t.Errorf("Compute low %v s with the backtest, %v s without; want it narrowed", *with.LowS, *without.LowS)
 			}
 			if *with.HighS > math.Max(*without.HighS, sec*2)*(1+1e-9) {
 				t.Errorf("Compute high %v s for a %v s point; want at most 2x, or the calibrated high", *with.HighS, sec)

@@ -39,7 +39,7 @@ func compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	// throughput line said 18,523 tok/s from an SGLang server's lifetime beside an ETA from items/s.
 	leftOut := s.countersLeftOut || !CountsJob(hist[len(hist)-1], float64(hist[len(hist)-1].MaxTokens))
 	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1], leftOut)
-	tp = fromLogLengths(tp, hist[len(hist)-1], leftOut)
+	tp = fromLogLengths(tp, hist[len(hist)-1], leftOut, s.foreign)
 	last := hist[len(hist)-1]
 	e := ETA{State: StateUnknown, At: last.T, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
 	if last.Total > 0 {
@@ -57,12 +57,15 @@ func compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		tp.UntilFinish = true
 		return e, tp
 	}
-	if since, ok := s.stalledSince(cfg.StallAfter); ok {
+	if since, ok := s.stalledSince(s.stall); ok {
 		at := Unix(since)
 		e.State, e.StalledSince, e.StalledAt = StateStalled, &since, &at
 		why := "finished items and generated tokens are flat"
-		if since < hist[0].T {
+		switch {
+		case since < hist[0].T:
 			why = "the job log has not changed since then"
+		case s.frozen(since):
+			why = "the inference server stopped answering then (frozen or unreachable) and no item has finished since"
 		}
 		e.Reason = fmt.Sprintf("no progress for %s: %s", format.Duration(last.T-since), why)
 		return e, tp

@@ -216,19 +216,31 @@ func TestEstimateResetSegment(t *testing.T) {
 	}
 }
 
+// TestEstimateTrailingFlat: a job that moved every 30 s stands still. For a few of its gaps the finish slides
+// (a pause or the start of a stall, neither yet); past stallGaps of them it is stalled, whatever the unit of
+// time (a fixed 600 s called a job that moves every second "running" through two and a half minutes frozen).
 func TestEstimateTrailingFlat(t *testing.T) {
-	hist := estHist(3600, 30, 1, 25000, false)
-	before, _ := Compute(hist, Config{})
-	last := hist[len(hist)-1]
-	for t := last.T + 30; t <= last.T+300; t += 30 {
-		o := last
-		o.T = t
-		hist = append(hist, o)
-	}
-	after, _ := Compute(hist, Config{})
-	if after.State != StateRunning || *after.Seconds != *before.Seconds {
-		t.Errorf("after 5 flat minutes Estimate = %s %v s; want running, still %v s (the finish slides)",
-			after.State, after.Seconds, *before.Seconds)
+	for _, unit := range []float64{1, 30, 3000} {
+		hist := estHist(120*unit, unit, 1/unit, 25000, false)
+		before, _ := Compute(hist, Config{})
+		flat := func(n int) ETA {
+			h := append([]Observation(nil), hist...)
+			last := h[len(h)-1]
+			for k := 1; k <= n; k++ {
+				o := last
+				o.T += float64(k) * unit
+				h = append(h, o)
+			}
+			e, _ := Compute(h, Config{})
+			return e
+		}
+		if e := flat(3); e.State != StateRunning || *e.Seconds != *before.Seconds {
+			t.Errorf("every %v s, then 3 flat samples: %s %v s; want running, still %v s (the finish slides)", unit,
+				e.State, e.Seconds, *before.Seconds)
+		}
+		if e := flat(stallGaps + 1); e.State != StateStalled {
+			t.Errorf("every %v s, then %d flat samples: %s; want stalled", unit, stallGaps+1, e.State)
+		}
 	}
 }
 

@@ -17,8 +17,10 @@ type Config struct {
 	// Window is the estimator's unit of time: seconds of recent history for the "recent" rate, a third of it
 	// a block of rates. 0 follows the job's own pace (see PaceWindow), so that a job replayed 10x slower gets
 	// the same relative figures.
-	Window     float64
-	StallAfter float64 // no progress (done and tokens flat) for this long -> stalled (default 600)
+	Window float64
+	// StallAfter: no progress (done and tokens flat) for this long -> stalled; 0 follows the job's own pace (see
+	// stallAfter).
+	StallAfter float64
 	// Memo, when set, is what the run's successive estimates share (see Memo): with it an estimate's cost does
 	// not grow with the history.
 	Memo *Memo `json:"-"`
@@ -29,9 +31,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.StallAfter <= 0 {
-		c.StallAfter = 600
-	}
 	return c
 }
 
