@@ -29,11 +29,15 @@ Two corpora. The estimator's constants were chosen on the first; the second was 
 
 - **First corpus**: runwatch's own simulator (a token counter per iteration, as vLLM's), read with everything
   the engines export and from the job's log only; and jobs recorded against a third-party vLLM simulator
-  (llm-d-inference-sim, whose counter moves when a request finishes, as SGLang's).
-- **Second corpus** (reports/testdata/peer2, ` + "`scripts/recordpeer`" + `): jobs against the same
-  third-party simulator sampled every 1-3% of the job, with clients that change concurrency mid-run, a neighbour
-  job on the same server, a throttle, prompts that grow, a frozen server. Each recording is read as the
-  simulator counts tokens (on finish), as vLLM does (per iteration, from the streamed tokens) and from the log.
+  (llm-d-inference-sim, whose counter moves when a request finishes, as SGLang's:
+  [reports/testdata/peer](../reports/testdata/peer/SOURCES.md)).
+- **Second corpus** ([reports/testdata/peer2](../reports/testdata/peer2/SOURCES.md), ` + "`scripts/recordpeer`" + `):
+  jobs against the same third-party simulator sampled every 1-3% of the job, with clients that change
+  concurrency mid-run, a neighbour job on the same server, a throttle, prompts that grow, a frozen server. Each
+  recording is read as the simulator counts tokens (on finish), as vLLM does (per iteration, from the streamed
+  tokens) and from the log.
+
+The speed figures, one estimate's cost among them, are in [performance.md](performance.md).
 
 How answers are judged (the decision on issue 31):
 (a) a row is *worse* than its better baseline only when its mean gap exceeds max(0.3% of the job, 2 standard
