@@ -15,6 +15,7 @@ import (
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 )
 
 // runState is what the monitor remembers about a run; its exported fields are persisted.
@@ -29,6 +30,11 @@ type runState struct {
 	// stateErr is why the run's state is not on disk: the last save failed, or the file could not
 	// be loaded at start. Answers name it until a save works.
 	stateErr error
+	// shift is how far the run's clock is ahead of the monitor's (see continueClock).
+	shift float64
+	// memo is what the run's successive estimates share (estimate.Memo): their cost stays flat as the
+	// history grows.
+	memo estimate.Memo
 }
 
 // ErrNotSaved marks a change (a sample, a snooze, a stage mark) that took effect but could not be
@@ -73,6 +79,8 @@ type persisted struct {
 	Last    *reports.ETA              `json:"last_eta,omitempty"`
 	// Moves is the first and announced estimates and the last shifts, for "why" and "on track" answers.
 	Moves reports.MoveLog `json:"moves"`
+	// Clock is the last sample's time on the run clock and on the wall clock (see clock.go).
+	Clock *clockMark `json:"clock,omitempty"`
 }
 
 // StageMark is a stage state set by hand from Slack.
@@ -122,6 +130,7 @@ func (m *Monitor) loadRun(name string) (*runState, error) {
 	}
 	sort.SliceStable(rs.History, func(i, j int) bool { return rs.History[i].T < rs.History[j].T })
 	rs.Engines = rekeyedEngines(rs.Engines)
+	m.continueClock(rs)
 	return rs, nil
 }
 
@@ -210,11 +219,10 @@ func (rs *runState) snoozedUntil() *time.Time {
 
 // fillRates is how fast free space shrinks on each observed mount, from the free-space history plus the
 // current reading (reports.FillRate: the history is as long as a slow fill's forecast needs it to be).
-func (rs *runState) fillRates(obs []reports.PathObservation, now time.Time) map[string]reports.FillTrend {
+func (rs *runState) fillRates(obs []reports.PathObservation, t float64) map[string]reports.FillTrend {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	out := map[string]reports.FillTrend{}
-	t := probes.UnixSeconds(now)
 	for _, o := range obs {
 		if o.Usage == nil || !o.HasMount {
 			continue
@@ -269,9 +277,9 @@ func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 // record commits a sample to the run's state and runs shift detection on the new estimate.
 func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now time.Time) (*reports.Shift, bool) {
 	st := m.runState(r.Name)
+	t := m.runClock(st)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	t := probes.UnixSeconds(now)
 	for _, p := range rs.Storage.Paths {
 		if p.FreeBytes == nil || p.Mount == "" || p.Host != "" {
 			continue // remote paths keep no local free-space history
@@ -300,13 +308,14 @@ func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now t
 		if len(st.History) > m.opts.MaxHistory {
 			st.History = reports.Compact(st.History, m.opts.MaxHistory*3/4)
 		}
+		st.Clock = &clockMark{T: smp.obs.T, Wall: probes.UnixSeconds(now)}
 	}
 	if rs.ETA == nil {
 		return nil, true
 	}
 	e := *rs.ETA
 	st.Last = &e
-	sh, fired := st.Shift.Update(e, t, reports.ShiftConfig{})
+	sh, fired := st.Shift.Update(e, smp.obs.T, reports.ShiftConfig{})
 	if !fired {
 		st.Moves.Record(st.Shift, nil)
 		return nil, true

@@ -32,8 +32,11 @@ type Options struct {
 	// HTTP is used for metrics endpoints and stage checks; nil gets a client without global timeout
 	// (every call carries a deadline).
 	HTTP *http.Client
-	// Now is the clock; nil means time.Now.
+	// Now is the wall clock, for what a person reads; nil means time.Now.
 	Now func() time.Time
+	// Mono is the monotonic clock that samples, intervals and history are measured on: the time since an
+	// arbitrary origin, never stepped (see clock.go); nil measures it from Now's monotonic reading.
+	Mono func() time.Duration
 	// ReadOnly stops the monitor from writing the state directory (one-shot commands read the history
 	// a running `bot serve` keeps). A read-only monitor refuses snoozes and stage marks (ErrReadOnly):
 	// kept only in its memory they would be lost, or contradict the process that writes the state.
@@ -117,6 +120,9 @@ type Monitor struct {
 	// signals keeps the engines' finish and drafter counters; see signals.go.
 	signals signalBook
 
+	// wall0 is the wall time (unix seconds) the monotonic clock's origin stands for: the run clock's anchor.
+	wall0 float64
+
 	mu   sync.Mutex
 	runs map[string]*runState
 	disk *diskSample // last disk counters, for write rates; see shared.go
@@ -159,6 +165,9 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Mono == nil {
+		o.Mono = defaultMono(o.Now)
+	}
 	if o.MaxHistory <= 0 {
 		o.MaxHistory = 2000
 	}
@@ -196,6 +205,7 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 
 		runSlots: make(chan struct{}, o.MaxConcurrentRuns),
 	}
+	m.wall0 = probes.UnixSeconds(o.Now()) - o.Mono().Seconds()
 	m.prom = map[string]*promSource{}
 	if !o.LocalOnly {
 		m.prom = newPromSources(f, o)
@@ -398,12 +408,16 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 		}
 	} else if smp != nil {
 		hist := st.historyWith(smp.obs)
-		e, tp := reports.Estimate(hist, estimateConfig(r))
+		cfg := estimateConfig(r)
+		cfg.Memo = &st.memo
+		e, tp := reports.Estimate(hist, cfg)
+		// The estimate is on the run clock; the times an answer shows are the wall clock's.
+		e = reports.OnWall(e, probes.UnixSeconds(now)-smp.obs.T)
 		if smp.hasProgress {
 			eta, rs.ETA, rs.Throughput = &e, &e, &tp
 			p := smp.progress
 			rs.Progress = &p
-			rs.Moves = st.moveLog(eta, float64(now.UnixNano())/1e9)
+			rs.Moves = st.moveLog(eta, smp.obs.T)
 			if e.State == reports.StateDone {
 				rs.Finish = st.finishSummary(hist, estimateConfig(r), rs.Moves.First)
 				if rs.Finish != nil {
@@ -430,7 +444,7 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 		}
 		// The time to full is the free-space trend's alone: a write rate is one interval's writes (a burst of
 		// them made "fills in 6 h" of 5 s), and bytes written are not bytes of free space gone.
-		in.FillRates = st.fillRates(pathObs, now)
+		in.FillRates = st.fillRates(pathObs, m.runClock(st))
 		ttf := func(string) (float64, bool) {
 			if eta != nil && eta.Seconds != nil {
 				return *eta.Seconds, true
@@ -481,8 +495,8 @@ func (m *Monitor) EstimateConfig(name string) reports.EstimateConfig {
 }
 
 func estimateConfig(r *config.Run) reports.EstimateConfig {
-	// The window follows the job's own pace (estimate.PaceWindow); only the stall threshold is the run's.
-	c := reports.EstimateConfig{StallAfter: 600}
+	// The window and the stall threshold follow the job's own pace; a run's stall_after sets the latter.
+	var c reports.EstimateConfig
 	if r.StallAfter.Duration > 0 {
 		c.StallAfter = r.StallAfter.Seconds()
 	}

@@ -52,8 +52,8 @@ func ptr(v float64) *float64 { return &v }
 // engines are the run's `metrics:` endpoints, or, without them, what its Prometheus server holds
 // (see prometheus.go for how the sources combine).
 func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass, now time.Time, problem func(string, error)) *sample {
-	s := &sample{obs: reports.Observation{T: probes.UnixSeconds(now)}, metrics: map[string]float64{}}
 	st := m.runState(r.Name)
+	s := &sample{obs: reports.Observation{T: m.runClock(st)}, metrics: map[string]float64{}}
 	ps := m.promEngineSource(r)
 	if ps != nil && m.logs[r.Name] == nil {
 		m.promBackfill(ctx, r, ps, st, now, problem)
@@ -123,7 +123,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 	}
 
 	// The engines: accumulate counters across restarts, sum over servers.
-	tot := s.foldEngines(readings, prevMemos, m.opts.ProbeTimeout, problem)
+	tot := s.foldEngines(readings, prevMemos, now, m.opts.ProbeTimeout, problem)
 	s.signals = signalSamples(readings, s.obs.T)
 	tot.Apply(&s.obs)
 	if r.MaxTokens > 0 {
@@ -177,7 +177,8 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		f := reading.File
 		s.logFile = &f
 		if !f.ModTime.IsZero() {
-			s.obs.LogModified = ptr(float64(f.ModTime.UnixNano()) / 1e9)
+			// A file's time is the wall clock's: on the run clock it is as long before this sample.
+			s.obs.LogModified = ptr(s.obs.T - (probes.UnixSeconds(now) - probes.UnixSeconds(f.ModTime)))
 		}
 		if prev := st.logFile(); prev != nil && prev.Path == f.Path {
 			switch {
@@ -214,14 +215,15 @@ func neverRead(err error, st *runState) bool {
 // foldEngines folds the readings into the run's counters (reports.FoldEngines) and keeps what the
 // sample needs of it: failures become problems worded for a person, the status lines, the restart
 // notices, the counters to commit, and the scraped values stage checks may test.
-func (s *sample) foldEngines(readings []probes.EngineReading, prev map[string]engineMemo, timeout time.Duration, problem func(string, error)) reports.EngineTotals {
+func (s *sample) foldEngines(readings []probes.EngineReading, prev map[string]engineMemo, now time.Time, timeout time.Duration, problem func(string, error)) reports.EngineTotals {
 	for i := range readings {
 		if readings[i].Err != nil {
 			readings[i].Err = probes.NoAnswer(readings[i].Err, timeout)
 			problem(readings[i].Probe, readings[i].Err)
 		}
 	}
-	f := reports.FoldEngines(readings, prev, s.obs.T)
+	// The counters are matched to server start times, which are wall-clock times.
+	f := reports.FoldEngines(readings, prev, probes.UnixSeconds(now))
 	s.memos = f.Counters
 	s.engines = append(s.engines, f.Engines...)
 	s.notices = append(s.notices, f.Notices...)

@@ -164,9 +164,11 @@ func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSourc
 	}
 	ps.lastTry = now
 	from := now.Add(-promBackfillSpan)
+	// Prometheus's steps are wall-clock times; the history is on the run clock, this far behind.
+	ahead := probes.UnixSeconds(now) - m.runClock(st)
 	st.mu.Lock()
 	if n := len(st.History); n > 0 {
-		if last := probes.UnixTime(st.History[n-1].T); last.After(from) {
+		if last := probes.UnixTime(st.History[n-1].T + ahead); last.After(from) {
 			from = last
 		}
 	}
@@ -189,9 +191,10 @@ func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSourc
 		lastT = st.History[n-1].T
 	}
 	st.mu.Unlock()
-	obs, memos := reports.PromHistory(steps, ps.where, prev, r.Total, lastT)
+	obs, memos := reports.PromHistory(steps, ps.where, prev, r.Total, lastT+ahead)
 	st.mu.Lock()
 	for _, o := range obs {
+		o.T -= ahead
 		if n := len(st.History); n == 0 || o.T > st.History[n-1].T {
 			st.History = append(st.History, o)
 		}

@@ -15,6 +15,8 @@ import (
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
 	"golang.org/x/image/math/fixed"
+
+	"runwatch/probes"
 )
 
 // ErrChartNoData is returned by RenderChart when the history has fewer than two samples.
@@ -256,7 +258,7 @@ func chartTimeTicks(t0, t1 float64, loc *time.Location) []chartTick {
 	case span >= 24*time.Hour:
 		layout = "Jan 2 15:04"
 	}
-	start := time.Unix(int64(math.Ceil(t0)), 0).In(loc)
+	start := probes.UnixTime(math.Ceil(t0)).In(loc)
 	// Round up to a multiple of the step in local time.
 	_, off := start.Zone()
 	sec := start.Unix() + int64(off)

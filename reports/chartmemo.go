@@ -139,7 +139,7 @@ func prefixSums(seed maphash.Seed, hist []Observation, idx []int) []uint64 {
 func appendObservation(b []byte, o Observation) []byte {
 	le := binary.LittleEndian
 	b = le.AppendUint64(b, math.Float64bits(o.T))
-	for _, v := range []int64{o.Done, o.Total, o.Errors, o.MaxTokens, o.Restarts} {
+	for _, v := range []int64{o.Done, o.Total, o.Errors, o.MaxTokens, o.Restarts, o.StepsBack} {
 		b = le.AppendUint64(b, uint64(v))
 	}
 	for _, p := range []*float64{o.GenTokens, o.Running, o.Waiting, o.AvgCompletion, o.Elapsed, o.FinishedLenSum,

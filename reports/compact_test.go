@@ -78,7 +78,7 @@ func TestCompactKeepsStructure(t *testing.T) {
 		if o.GenTokens != nil && i > 0 {
 			for j := i - 1; j >= 0; j-- {
 				if restart[j].GenTokens != nil {
-					if *o.GenTokens < *restart[j].GenTokens {
+					if o.Restarts > restart[j].Restarts {
 						lastBefore, firstAfter = restart[j].T, o.T
 					}
 					break

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"runwatch/probes"
 )
 
 // Controls are the buttons under a message. Transports without buttons (the console, the CLI)
@@ -232,7 +234,7 @@ func trendLabel(t float64, all []ChartPoint, loc *time.Location) string {
 		if span > 20*3600 {
 			layout = "Mon 15:04"
 		}
-		return time.Unix(int64(t), 0).In(loc).Format(layout)
+		return probes.UnixTime(math.Floor(t)).In(loc).Format(layout)
 	}
 	return "+" + Duration(t-all[0].T)
 }

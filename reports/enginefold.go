@@ -23,7 +23,7 @@ type EngineTotals struct {
 	// answered exports them: a partial sum would misstate tokens per item.
 	finSum, finCount, capped float64
 	noFin, noCapped          bool
-	restarts                 int64
+	restarts, stepsBack      int64
 }
 
 // EngineFold is one sample's readings folded: the totals, every server's counter after it (servers
@@ -67,7 +67,7 @@ func FoldEngines(readings []probes.EngineReading, prev map[string]estimate.Count
 			es.Error = rd.Err.Error()
 			es.Answers = errors.Is(rd.Err, probes.ErrNotMetrics)
 			if memo.Reads > 0 {
-				tot.add(memo.Total, memo.Restarts)
+				tot.add(memo.Total, memo.Restarts, memo.StepsBack)
 				tot.haveTokens = tot.haveTokens || memo.Total.Gen > 0
 			}
 			f.Engines = append(f.Engines, es)
@@ -114,6 +114,7 @@ func FoldEngines(readings []probes.EngineReading, prev map[string]estimate.Count
 		}
 		tot.prompt += c.Prompt
 		tot.restarts += nm.Restarts
+		tot.stepsBack += nm.StepsBack
 		if countable(e.FinishedLenSum) && countable(e.FinishedLenCount) {
 			tot.finSum += c.FinSum
 			tot.finCount += c.FinCount
@@ -134,7 +135,7 @@ func FoldEngines(readings []probes.EngineReading, prev map[string]estimate.Count
 }
 
 // add counts what a server that did not answer had counted.
-func (t *EngineTotals) add(c estimate.Counts, restarts int64) {
+func (t *EngineTotals) add(c estimate.Counts, restarts, stepsBack int64) {
 	t.tokens += c.Gen
 	t.done += c.Done
 	t.prompt += c.Prompt
@@ -142,6 +143,7 @@ func (t *EngineTotals) add(c estimate.Counts, restarts int64) {
 	t.finCount += c.FinCount
 	t.capped += c.Capped
 	t.restarts += restarts
+	t.stepsBack += stepsBack
 }
 
 // Tokens is what the engines generated and read as prompts; ok is false when no engine counts tokens.
@@ -166,7 +168,7 @@ func (t EngineTotals) Apply(o *Observation) {
 	if t.haveTokens && !t.noCapped {
 		o.LengthCapped = valueOf(t.capped)
 	}
-	o.Restarts = t.restarts
+	o.Restarts, o.StepsBack = t.restarts, t.stepsBack
 }
 
 // Progress makes the engines' finished requests the progress of an observation; ok is false when

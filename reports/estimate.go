@@ -23,3 +23,7 @@ type ETA = estimate.ETA
 func Estimate(hist []Observation, cfg EstimateConfig) (ETA, Throughput) {
 	return estimate.Compute(hist, cfg)
 }
+
+// OnWall is e with the clock times it shows on the wall clock, ahead seconds from the run clock (see
+// estimate.OnWall).
+func OnWall(e ETA, ahead float64) ETA { return estimate.OnWall(e, ahead) }

@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"runwatch/probes"
 	"runwatch/reports/estimate"
 	"strings"
 	"time"
@@ -335,7 +336,11 @@ func AnswerOnTrack(run string, e *ETA, l *MoveLog, f *FinishSummary, loc *time.L
 		m.Sections = append(m.Sections, ":large_yellow_circle: *Can't tell yet* — "+ETALine(*e, loc))
 		return m
 	}
-	finish := float64(e.FinishAt.UnixNano()) / 1e9
+	// The finish on the run clock, which first's times are on (FinishAt is for display, on the wall clock).
+	finish := probes.UnixSeconds(*e.FinishAt)
+	if e.At > 0 {
+		finish = e.At + *e.Seconds
+	}
 	late := finish - first.FinishT
 	// On track means within a tenth of the time the first estimate planned, or ten minutes.
 	tol := math.Max(600, 0.1*math.Max(0, first.FinishT-first.At))

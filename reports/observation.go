@@ -31,6 +31,7 @@ type observationJSON struct {
 	LengthCapped     *json.RawMessage `json:"length_capped"`
 	MaxTokens        *json.RawMessage `json:"max_tokens"`
 	Restarts         *json.RawMessage `json:"restarts"`
+	StepsBack        *json.RawMessage `json:"steps_back"`
 	LogModified      *json.RawMessage `json:"log_modified"`
 }
 
@@ -68,6 +69,7 @@ func ParseObservation(line []byte) (Observation, error) {
 		{"errors", raw.Errors, &o.Errors},
 		{"max_tokens", raw.MaxTokens, &o.MaxTokens},
 		{"restarts", raw.Restarts, &o.Restarts},
+		{"steps_back", raw.StepsBack, &o.StepsBack},
 	}
 	for _, f := range ints {
 		if f.raw == nil {

@@ -50,13 +50,14 @@ func TestRenderGolden(t *testing.T) {
 	rs, now := sampleStatus()
 	st := rs.Storage
 	cases := map[string]Message{
-		"status":      RenderStatus(rs, now, time.UTC),
-		"writes":      AnswerWrites(rs.Name, st, Target{}),
-		"where":       AnswerWhere(rs.Name, st),
-		"free":        AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds, nil),
-		"fit":         AnswerFit(rs.Name, rs.Plans),
-		"eta_stalled": {Sections: []string{ETALine(ETA{State: StateStalled, StalledSince: fp(float64(now.Add(-38 * time.Minute).Unix())), Reason: "no progress for 38 min"}, time.UTC)}},
-		"eta_rough":   {Sections: []string{ETALine(ETA{State: StateRunning, Seconds: fp(18000), LowS: fp(9000), HighS: fp(36000), Rough: true, Reason: "565K tokens in 408 s"}, time.UTC)}},
+		"status": RenderStatus(rs, now, time.UTC),
+		"writes": AnswerWrites(rs.Name, st, Target{}),
+		"where":  AnswerWhere(rs.Name, st),
+		"free":   AnswerFree(rs.Name, st.Paths, st.WriteRates, rs.ETA.Seconds, nil),
+		"fit":    AnswerFit(rs.Name, rs.Plans),
+		"eta_stalled": {Sections: []string{ETALine(ETA{State: StateStalled, StalledSince: fp(float64(now.Add(-38 * time.Minute).Unix())),
+			StalledAt: ptrTime(now.Add(-38 * time.Minute)), Reason: "no progress for 38 min: finished items and generated tokens are flat"}, time.UTC)}},
+		"eta_rough": {Sections: []string{ETALine(ETA{State: StateRunning, Seconds: fp(18000), LowS: fp(9000), HighS: fp(36000), Rough: true, Reason: "565K tokens in 408 s"}, time.UTC)}},
 	}
 	for name, m := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -142,18 +143,19 @@ func TestProblemContextOneLineEach(t *testing.T) {
 }
 
 // A stall says its time once: the heading's "Stalled since 02:04 UTC" stood before the estimator's "no progress
-// since 02:04 UTC (13 min): …", the same clock time twice on one line.
+// since 02:04 UTC (13 min): …", the same clock time twice on one line. The estimator names no clock time now
+// ("no progress for 13 min: …"); the heading does, from the wall clock.
 func TestETALineStalledSaysItsTimeOnce(t *testing.T) {
 	since := time.Date(2026, 12, 2, 2, 4, 0, 0, time.UTC)
 	at := float64(since.Unix())
-	e := ETA{State: StateStalled, StalledSince: &at, Reason: "no progress since 02:04 UTC (13 min): the job log has not changed since then"}
+	e := ETA{State: StateStalled, StalledSince: &at, StalledAt: &since, Reason: "no progress for 13 min: the job log has not changed since then"}
 	want := "(!!) Stalled since 02:04 UTC (13 min): the job log has not changed since then"
 	if got := PlainText(ETALine(e, time.UTC)); got != want {
 		t.Errorf("ETALine(%+v) = %q; want %q", e, got, want)
 	}
 	// A reason in other words is kept whole.
-	e.Reason = "no progress for 38 min"
-	if got, want := PlainText(ETALine(e, time.UTC)), "(!!) Stalled since 02:04 UTC — no progress for 38 min"; got != want {
+	e.Reason = "the server stopped answering"
+	if got, want := PlainText(ETALine(e, time.UTC)), "(!!) Stalled since 02:04 UTC — the server stopped answering"; got != want {
 		t.Errorf("ETALine(%+v) = %q; want %q", e, got, want)
 	}
 }
@@ -223,3 +225,5 @@ func TestEngineLineBesideDownOrAnswering(t *testing.T) {
 		})
 	}
 }
+
+func ptrTime(t time.Time) *time.Time { return &t }

@@ -1,5 +1,7 @@
 package reports
 
+import "runwatch/reports/estimate"
+
 // Replayer history bounds: when the history grows past replayMaxHistory points it is compacted to
 // replayCompactTo, so compaction runs once every few hundred steps.
 const (
@@ -16,6 +18,8 @@ type ReplayLine struct {
 	State  string   `json:"state"`
 	Shift  bool     `json:"shift"`
 	Reason string   `json:"reason"` // the shift's reason when Shift is true, else the estimate's
+	// ItemsPerS is the item rate the estimate priced the items left at (0 when none).
+	ItemsPerS float64 `json:"items_per_s,omitempty"`
 }
 
 // Replayer feeds observations one at a time through the estimator and the shift detector, as the bot does live,
@@ -32,6 +36,9 @@ type Replayer struct {
 
 // NewReplayer returns a Replayer with the given settings (zero fields take their defaults).
 func NewReplayer(ec EstimateConfig, sc ShiftConfig) *Replayer {
+	if ec.Memo == nil {
+		ec.Memo = &estimate.Memo{} // what successive estimates share: one estimate's cost stays flat
+	}
 	return &Replayer{ec: ec, sc: sc}
 }
 
@@ -46,7 +53,8 @@ func (r *Replayer) Step(o Observation) ReplayLine {
 	}
 	e, _ := Estimate(r.hist, r.ec)
 	now := r.hist[len(r.hist)-1].T
-	line := ReplayLine{T: now, ETAS: e.Seconds, Low: e.LowS, High: e.HighS, State: e.State, Reason: e.Reason}
+	line := ReplayLine{T: now, ETAS: e.Seconds, Low: e.LowS, High: e.HighS, State: e.State, Reason: e.Reason,
+		ItemsPerS: e.ItemsPerS}
 	sh, ok := r.det.Update(e, now, r.sc)
 	if ok {
 		line.Shift, line.Reason = true, sh.Reason

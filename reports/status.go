@@ -223,13 +223,18 @@ func ETALine(e ETA, loc *time.Location) string {
 	case "stalled":
 		s := ":rotating_light: *Stalled*"
 		reason := e.Reason
-		if e.StalledSince != nil {
-			s += " since " + SlackTime(estimate.Unix(*e.StalledSince), loc)
-			// The estimator's "no progress since 02:04 UTC (13 min): …" says the time the heading just said:
-			// "Stalled since 02:04 UTC (13 min): the job log has not changed since then".
-			if rest, ok := strings.CutPrefix(reason, "no progress since "); ok {
-				if i := strings.Index(rest, " ("); i >= 0 {
-					return s + Esc(rest[i:])
+		at := e.StalledAt
+		if at == nil && e.StalledSince != nil {
+			u := estimate.Unix(*e.StalledSince) // an ETA kept from before StalledAt
+			at = &u
+		}
+		if at != nil {
+			s += " since " + SlackTime(*at, loc)
+			// The estimator's "no progress for 13 min: …" reads after the heading as "Stalled since 02:04 UTC
+			// (13 min): the job log has not changed since then".
+			if rest, ok := strings.CutPrefix(reason, "no progress for "); ok {
+				if d, why, ok := strings.Cut(rest, ": "); ok {
+					return s + Esc(" ("+d+"): "+why)
 				}
 			}
 		}

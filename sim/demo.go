@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"runwatch/probes"
 )
 
 // demoTick is how often (real time) the demo advances its job and logs its progress.
@@ -84,7 +86,7 @@ func StartDemo(ctx context.Context, o DemoOptions) (*Demo, error) {
 	}
 	d.start, d.speed = time.Now(), o.Speed
 	// Sim second StartAt is now: the simulated clock (Now) and the job's timestamps agree.
-	d.job.epoch = float64(d.start.UnixNano())/1e9 - o.StartAt.Seconds()
+	d.job.epoch = probes.UnixSeconds(d.start) - o.StartAt.Seconds()
 	d.job.collect = true
 	if err := os.MkdirAll(d.OutputDir, 0o755); err != nil {
 		return nil, fmt.Errorf("start demo: %w", err)

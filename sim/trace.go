@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 )
 
 // Trace runs a scenario to its end and samples it every `every` sim seconds, from second 0 to the first sample
@@ -19,7 +20,8 @@ func Trace(s Scenario, seed int64, every float64) (obs []reports.Observation, tr
 		j.Advance(every)
 		obs = append(obs, j.Observation())
 	}
-	return obs, j.FinishedAt()
+	// A sampler folds the engines' counters as it records them: totals that only grow, restarts counted.
+	return estimate.Fold(obs), j.FinishedAt()
 }
 
 // WriteTrace writes observations as JSON lines, the format `bot replay --trace` reads.
@@ -39,8 +41,8 @@ func WriteTrace(w io.Writer, obs []reports.Observation) error {
 	return nil
 }
 
-// ReadTrace reads a trace written by WriteTrace: one observation per line, blank lines skipped. An error names
-// the line.
+// ReadTrace reads a trace written by WriteTrace, or recorded with the engines' own counters: one observation
+// per line, blank lines skipped, the counters folded (estimate.Fold). An error names the line.
 func ReadTrace(r io.Reader) ([]reports.Observation, error) {
 	var obs []reports.Observation
 	sc := bufio.NewScanner(r)
@@ -59,5 +61,7 @@ func ReadTrace(r io.Reader) ([]reports.Observation, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read trace: %w", err)
 	}
-	return obs, nil
+	// A trace recorded with the servers' own counters (they start again at a restart) is folded here, once,
+	// into the totals every history holds; one written folded comes back as it is.
+	return estimate.Fold(obs), nil
 }

@@ -61,9 +61,10 @@ func TestBacktestRescalesTheRange(t *testing.T) {
 				t.Errorf("Compute high %v s with the backtest, %v s without; want it not narrowed without the parts",
 					*with.HighS, *without.HighS)
 			}
-			if narrowed := *with.LowS > *without.LowS*1.01; narrowed != c.widen {
-				t.Errorf("Compute low %v s with the backtest, %v s without; want it narrowed: %v", *with.LowS,
-					*without.LowS, c.widen)
+			// Past forecasts that came out short narrow the low end (a slowing run finishes no earlier than
+			// its rate says); on a steady run it may move either way.
+			if narrowed := *with.LowS > *without.LowS*1.01; c.widen && !narrowed {
+				t.Errorf("Compute low %v s with the backtest, %v s without; want it narrowed", *with.LowS, *without.LowS)
 			}
 			if *with.HighS > math.Max(*without.HighS, sec*2)*(1+1e-9) {
 				t.Errorf("Compute high %v s for a %v s point; want at most 2x, or the calibrated high", *with.HighS, sec)
@@ -103,7 +104,6 @@ func TestBacktestPastsSpanABlock(t *testing.T) {
 		if len(pasts) < 2 || len(pasts) > len(btFractions) {
 			t.Fatalf("end %v: backtestPasts(%v) = %v; want 2 to %d points", end, block, pasts, len(btFractions))
 		}
-		var raised bool
 		for k, i := range pasts {
 			if h := s.pts[n].active - s.pts[i].active; h < block {
 				t.Errorf("end %v: past point %d is %v s of active time back; want at least a block (%v s)", end, i, h,
@@ -113,12 +113,18 @@ func TestBacktestPastsSpanABlock(t *testing.T) {
 				t.Errorf("end %v: backtestPasts = %v; want each once, oldest last", end, pasts)
 			}
 		}
-		// The newest past forecast is the 5% fraction's, unless that was less than a block back.
-		raised = s.pts[n].t-s.pts[pasts[0]].t > btFractions[0]*(s.pts[n].t-s.pts[0].t)+30
-		t.Logf("end %v: block %v s, pasts %v", end, block, pasts)
-		if want := end*btFractions[0] < block; raised != want {
-			t.Errorf("end %v (block %v s): backtestPasts = %v, a fraction raised to a block: %v; want %v", end, block,
-				pasts, raised, want)
+		// The newest past forecast is the 5% fraction's (taken down to the grid: at most an eighth further back
+		// and a sample), or a block back when that is less.
+		back := s.pts[n].t - s.pts[pasts[0]].t
+		h := btFractions[0] * (s.pts[n].t - s.pts[0].t)
+		lo, hi := h, h*(1+1.0/pastGrid)+30
+		if h < block {
+			lo, hi = block, block+30
+		}
+		t.Logf("end %v: block %v s, pasts %v, the newest %v s back", end, block, pasts, back)
+		if back < lo || back > hi {
+			t.Errorf("end %v (block %v s): backtestPasts = %v, the newest %v s back; want %v to %v s", end, block,
+				pasts, back, lo, hi)
 		}
 	}
 }

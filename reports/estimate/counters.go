@@ -112,11 +112,14 @@ type Lane struct {
 // Counter folds the readings of one address into totals that only grow. The zero value is ready to use; it is
 // a value (Add returns the next one) and marshals to JSON, so a sampler can persist it between samples.
 type Counter struct {
-	Lanes    []Lane  `json:"lanes,omitempty"`
-	Total    Counts  `json:"total"`
-	Restarts int64   `json:"restarts,omitempty"`
-	Reads    int64   `json:"reads,omitempty"`
-	LastRead float64 `json:"last_read,omitempty"` // when the last reading was taken (unix seconds), 0 when unknown
+	Lanes    []Lane `json:"lanes,omitempty"`
+	Total    Counts `json:"total"`
+	Restarts int64  `json:"restarts,omitempty"`
+	// StepsBack counts the readings that fell below every lane without being a restart, or continued a lane
+	// other than the last one after a while (Step.Replica, Step.Switched): replicas answering in turn.
+	StepsBack int64   `json:"steps_back,omitempty"`
+	Reads     int64   `json:"reads,omitempty"`
+	LastRead  float64 `json:"last_read,omitempty"` // when the last reading was taken (unix seconds), 0 when unknown
 }
 
 // Step says what one reading meant.
@@ -240,6 +243,9 @@ func (c *Counter) Fold(r Counts, start, now float64) Step {
 		if now > 0 {
 			c.LastRead = now
 		}
+		if switched {
+			c.StepsBack++
+		}
 		return Step{Switched: switched}
 	}
 	var step Step
@@ -268,6 +274,9 @@ func (c *Counter) Fold(r Counts, start, now float64) Step {
 	foldNamed(&nl.Last, &c.Total, r, !step.Replica)
 	if step.Restart {
 		c.Restarts++
+	}
+	if step.Replica {
+		c.StepsBack++
 	}
 	c.Lanes = append(c.Lanes, nl)
 	if len(c.Lanes) > maxLanes {

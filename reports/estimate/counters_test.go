@@ -203,7 +203,7 @@ func TestCoversJobAcrossALaggingLog(t *testing.T) {
 			FinishedLenSum: obsF(fin * 560), Running: obsF(200)}
 	}
 	lagging := []Observation{obs(0, 600, 1250, 1296), obs(30, 645, 1367, 1367), obs(60, 675, 1430, 1430), obs(90, 705, 1493, 1493)}
-	if FoldSeries(lagging)[len(lagging)-1].Unreliable {
+	if foldSeries(lagging)[len(lagging)-1].Unreliable {
 		t.Errorf("a log read 15 s behind the engines at the first sample: the counters were taken not to cover the job")
 	}
 	// One of two replicas answers every scrape: the engines count half the items the log does at its own pace.
@@ -212,7 +212,7 @@ func TestCoversJobAcrossALaggingLog(t *testing.T) {
 		done := int64(1000 + 60*i)
 		replicas = append(replicas, obs(float64(30*i), float64(600+30*i), done, float64(500+30*i)))
 	}
-	if !FoldSeries(replicas)[len(replicas)-1].Unreliable {
+	if !foldSeries(replicas)[len(replicas)-1].Unreliable {
 		t.Errorf("engines counting half the job's items: taken to cover the job")
 	}
 }

@@ -3,13 +3,28 @@ package estimate
 import (
 	"fmt"
 	"math"
+	"runwatch/probes"
 	"runwatch/reports/format"
 	"time"
 )
 
 // Compute computes a run's throughput and finish estimate from its history (sorted by T; it may be a single
-// point).
+// point). With cfg.Memo it reads the memo's bounded copy of the history and the past estimates it keeps;
+// without, a history longer than maxHistory points is compacted first.
 func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
+	if m := cfg.Memo; m != nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		cfg.memo, cfg.Memo = m, nil
+		return compute(m.view(hist), cfg)
+	}
+	if len(hist) > maxHistory {
+		hist = Compact(hist, maxHistory*3/4)
+	}
+	return compute(hist, cfg)
+}
+
+func compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	cfg = cfg.withDefaults()
 	if len(hist) == 0 {
 		return ETA{State: StateUnknown, Reason: "no observations yet"}, Throughput{}
@@ -24,9 +39,9 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	// throughput line said 18,523 tok/s from an SGLang server's lifetime beside an ETA from items/s.
 	leftOut := s.countersLeftOut || !CountsJob(hist[len(hist)-1], float64(hist[len(hist)-1].MaxTokens))
 	tp := firstSample(s.throughput(cfg.Window), hist[len(hist)-1], leftOut)
-	tp = fromLogLengths(tp, hist[len(hist)-1], leftOut)
+	tp = fromLogLengths(tp, hist[len(hist)-1], leftOut, s.foreign)
 	last := hist[len(hist)-1]
-	e := ETA{State: StateUnknown, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
+	e := ETA{State: StateUnknown, At: last.T, ItemsLeft: math.Max(0, float64(last.Total-last.Done))}
 	if last.Total > 0 {
 		e.Progress = math.Min(1, float64(last.Done)/float64(last.Total))
 	}
@@ -42,13 +57,17 @@ func Compute(hist []Observation, cfg Config) (ETA, Throughput) {
 		tp.UntilFinish = true
 		return e, tp
 	}
-	if since, ok := s.stalledSince(cfg.StallAfter); ok {
-		e.State, e.StalledSince = StateStalled, &since
+	if since, ok := s.stalledSince(s.stall); ok {
+		at := Unix(since)
+		e.State, e.StalledSince, e.StalledAt = StateStalled, &since, &at
 		why := "finished items and generated tokens are flat"
-		if since < hist[0].T {
+		switch {
+		case since < hist[0].T:
 			why = "the job log has not changed since then"
+		case s.frozen(since):
+			why = "the inference server stopped answering then (frozen or unreachable) and no item has finished since"
 		}
-		e.Reason = fmt.Sprintf("no progress since %s (%s): %s", clockName(since), format.Duration(last.T-since), why)
+		e.Reason = fmt.Sprintf("no progress for %s: %s", format.Duration(last.T-since), why)
 		return e, tp
 	}
 	if len(hist) == 1 {
@@ -185,18 +204,23 @@ func roughETA(o Observation, e ETA, from string) ETA {
 	return e
 }
 
-// Unix converts a T (seconds, fractional) to a UTC time.
-func Unix(t float64) time.Time {
-	sec, frac := math.Modf(t)
-	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
-}
+// Unix is the wall-clock time of a T on a run clock anchored at the unix epoch (the monitor's, while the wall
+// clock has not stepped since it started; see OnWall for the times an answer shows), in UTC.
+func Unix(t float64) time.Time { return probes.UnixTime(t).UTC() }
 
-// clockName names a T for a sentence: a UTC clock time for unix times, seconds since the start in a trace.
-func clockName(t float64) string {
-	if t > 1e9 {
-		return Unix(t).Format("15:04 UTC")
+// OnWall is e with its clock times (FinishAt, StalledAt) on the wall clock, given how far the wall clock is
+// ahead of the run clock (wall minus T, seconds): the estimate is made on the run clock, which never steps; an
+// answer shows the time a person's clock says.
+func OnWall(e ETA, ahead float64) ETA {
+	shift := func(t *time.Time) *time.Time {
+		if t == nil {
+			return nil
+		}
+		s := t.Add(time.Duration(ahead * float64(time.Second)))
+		return &s
 	}
-	return fmt.Sprintf("t=%s s", format.Count(t))
+	e.FinishAt, e.StalledAt = shift(e.FinishAt), shift(e.StalledAt)
+	return e
 }
 
 // itemsLeft is "23,704 items left", and "1 item left" for the last: "1 items left × 193 tokens each" in the

@@ -11,7 +11,7 @@ import (
 // compares to find the current level of throughput and tokens per item), a warm-up of one window after a fresh
 // start, a look-back of two thirds of it for pauses, and two and four windows for averaging the batch's age.
 
-// point is one observation with the engines' counters folded (FoldSeries).
+// point is one observation with the engines' counters read as folds reads them.
 type point struct {
 	t        float64
 	active   float64 // seconds up to t in which the run progressed (stalls and downtime left out)
@@ -51,8 +51,10 @@ type series struct {
 	// logModified is when the job log last changed, as the latest observation says (0: unknown).
 	logModified float64
 	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in
-	// turn, or a sum that misses servers; see FoldSeries), so no figure may come from them.
+	// turn, or a sum that misses servers; see folds), so no figure may come from them.
 	countersLeftOut bool
+	// foreign: they were left out because they count more than this job (another job on the same servers).
+	foreign bool
 	// kindMoving is what the counter meant up to the last progress (see stalledSince).
 	kindMoving CounterKind
 	// total is the job's item count (0 unknown); now is the T of the latest observation at which the engines
@@ -61,6 +63,11 @@ type series struct {
 	// lifetime.
 	total, now float64
 	nowSeg     int
+	// cut is the first point of the batch's current regime (see regime.go): the rates' blocks start there.
+	cut int
+	// stall is how long nothing may move before the run is stalled: the run file's stall_after, or by the job's
+	// own pace (stallAfter).
+	stall float64
 }
 
 // cappedShare is the share of finished requests stopped at max_tokens, from the latest observation whose
@@ -101,7 +108,7 @@ func untilFinish(hist []Observation) []Observation {
 	return hist
 }
 
-// build takes the engine counters as FoldSeries folds them (restarts, replicas, steps back) and measures
+// build reads the engine counters as folds does (restarts, replicas, steps back) and measures
 // active time: an interval with no progress counts as idle when the
 // engines say they generated nothing or do not answer (a restart), or, without token data, when the flat
 // stretch lasts half of stallAfter.
@@ -114,8 +121,9 @@ func build(hist []Observation, cfg Config) series {
 			break
 		}
 	}
-	folded := FoldSeries(hist)
+	folded := folds(hist)
 	s.countersLeftOut = len(folded) > 0 && folded[len(folded)-1].Unreliable
+	s.foreign = len(folded) > 0 && folded[len(folded)-1].Foreign
 	s.pre = beforeHistory(hist[0], s.countersLeftOut || !CountsJob(hist[0], float64(hist[0].MaxTokens)))
 	if last := hist[len(hist)-1]; s.pre.ok && last.T > hist[0].T && last.Done > hist[0].Done {
 		// An elapsed time the job cannot have taken: the engines' start time of a server that idled before the
@@ -202,6 +210,10 @@ func build(hist []Observation, cfg Config) series {
 	if lp := s.lastProgress(); s.kind == OnFinish && lp < len(hist)-1 {
 		s.kindMoving = DetectKind(hist[:lp+1], folded[:lp+1])
 	}
+	s.stall = cfg.StallAfter
+	if s.stall <= 0 {
+		s.stall = s.stallAfter()
+	}
 	// Active time: leave out idle stretches.
 	engines := false
 	for _, p := range s.pts {
@@ -231,12 +243,13 @@ func build(hist []Observation, cfg Config) series {
 			continue
 		}
 		j := i // the quiet stretch is the intervals i..j-1, ending at point j-1
-		tokensKnown, down, flat := true, false, true
+		tokensKnown, down, flat, decoding := true, false, true, s.kind == OnFinish
 		for j < len(s.pts) && quiet(j) {
 			// A counter that moves only on finish stands still while requests decode: flat is not idle.
 			tokensKnown = tokensKnown && s.pts[j].hasG && s.pts[j-1].hasG && s.kind != OnFinish
 			down = down || engines && !s.pts[j].hasG
 			flat = flat && !s.pts[j].progress
+			decoding = decoding && s.pts[j].hasG && s.pts[j].running > 0
 			j++
 		}
 		span := s.pts[j-1].t - s.pts[i-1].t
@@ -244,7 +257,13 @@ func build(hist []Observation, cfg Config) series {
 		if !engines && !s.starting(i-1) {
 			pause = isPause(s.pts[j-1].done-s.pts[i-1].done, s.recentItemRate(i-1)*span)
 		}
-		idle := flat && (tokensKnown || span >= cfg.StallAfter/2) || down || pause
+		// An on-finish counter's flat stretch with requests running is those requests decoding, until it has
+		// lasted longer than the longest of them can take (then the engine is frozen, answering or not).
+		long := s.stall / 2
+		if decoding {
+			long = math.Max(long, stallLongest*s.longestRequest(i))
+		}
+		idle := flat && (tokensKnown || span >= long) || down || pause
 		if pause && j < len(s.pts) {
 			s.restarts = append(s.restarts, s.pts[j-1].t)
 		}
@@ -401,6 +420,15 @@ func (s series) saturated(b block) bool {
 func (s series) stalledSince(stallAfter float64) (float64, bool) {
 	lp := s.lastProgress()
 	since := s.pts[lp].t
+	// A server restart since is activity too: its requests are sent again and start decoding from nothing.
+	for _, r := range s.resets {
+		if r > since {
+			since = r
+			for lp < len(s.pts)-1 && s.pts[lp].t < r {
+				lp++
+			}
+		}
+	}
 	lastPt := s.pts[len(s.pts)-1]
 	last := lastPt.t
 	if lp == 0 && s.logModified > 0 && s.logModified < since && !(lastPt.hasG && lastPt.running > 0) {
@@ -414,37 +442,47 @@ func (s series) stalledSince(stallAfter float64) (float64, bool) {
 		// judged up to the last progress: without the engines' finished lengths, a stall's flat counter with
 		// requests running reads as one that waits for finishes (runwatch's sim stalled for 30 min, as its
 		// monitor records it, was called stalled 8 min late).
-		stallAfter = math.Max(stallAfter, 1.2*s.longestRequest())
+		stallAfter = math.Max(stallAfter, stallLongest*s.longestRequest(len(s.pts)))
 	}
 	return since, last-since >= stallAfter && len(s.pts)-1-lp >= 2
 }
 
 // longestRequest is how long the longest request the job can send takes in a full batch: max_tokens (or, where
 // it is unknown, inflightCap times the mean finished length) at one request's share of the run's token rate
-// over its active time. 0 when the history does not say.
-func (s series) longestRequest() float64 {
-	first, last := -1, -1
-	for i, p := range s.pts {
-		if p.hasG && p.seg == s.pts[len(s.pts)-1].seg {
-			if first < 0 {
-				first = i
+// over its active time, measured in the latest server lifetime that shows one (a restarted server's first
+// seconds show none) and up to its last progress (a flat stretch of decoding is active time that shows no
+// tokens yet), from the points before end. 0 when the history does not say.
+func (s series) longestRequest(end int) float64 {
+	if s.slots <= 0 || end <= 0 {
+		return 0
+	}
+	for seg := s.pts[end-1].seg; seg >= 0; seg-- {
+		first, last := -1, -1
+		for i, p := range s.pts[:end] {
+			if p.hasG && p.seg == seg {
+				if first < 0 {
+					first = i
+				}
+				if p.progress || last < 0 {
+					last = i
+				}
 			}
-			last = i
 		}
+		if first < 0 {
+			continue
+		}
+		a, z := s.pts[first], s.pts[last]
+		active := z.active - a.active
+		if !(active > 0) || !(z.g > a.g) {
+			continue
+		}
+		cap := s.maxTokens
+		if cap <= 0 && z.done > a.done {
+			cap = inflightCap * (z.g - a.g) / (z.done - a.done)
+		}
+		return cap / ((z.g - a.g) / active / s.slots)
 	}
-	if first < 0 || s.slots <= 0 {
-		return 0
-	}
-	a, z := s.pts[first], s.pts[last]
-	active := z.active - a.active
-	if !(active > 0) || !(z.g > a.g) {
-		return 0
-	}
-	cap := s.maxTokens
-	if cap <= 0 && z.done > a.done {
-		cap = inflightCap * (z.g - a.g) / (z.done - a.done)
-	}
-	return cap / ((z.g - a.g) / active / s.slots)
+	return 0
 }
 
 // before is what the first observation says of the job before the history began, when runwatch started
@@ -479,4 +517,66 @@ func beforeHistory(o Observation, countersLeftOut bool) before {
 		b.lengths = measure{*o.AvgCompletion * float64(o.Done), float64(o.Done)}
 	}
 	return b
+}
+
+// stallGaps is how many of the job's own longer gaps between progress (the 90th percentile of them) nothing may
+// move before the run is stalled, and stallSamples the fewest sampling intervals: a threshold that follows the
+// job's pace, where a fixed 600 s never called a frozen server stalled on a job that moves every second (150 s
+// without progress on a held-out job read "running" with a sliding finish), and would call a slow one stalled
+// between two of its finishes. stallMinGaps is how many gaps make a pace; with fewer, the longest gap so far
+// stands for it. A history in which nothing has moved yet has no pace at all: stallUnknown seconds (the old
+// default) then, as the first batch of a job may take that long to turn over.
+const (
+	// stallLongest is how many times the longest request a full batch can take a counter that moves on finish
+	// may stand still while requests run (see stalledSince).
+	stallLongest = 1.2
+	stallGaps    = 6
+	stallSamples = 4
+	stallMinGaps = 5
+	stallUnknown = 600
+)
+
+// stallAfter is how long nothing may move before the run is stalled, by the job's own pace: stallGaps times the
+// 90th percentile of its gaps between progress (points where done or the tokens moved), and no less than
+// stallSamples sampling intervals.
+func (s series) stallAfter() float64 {
+	var gaps, steps []float64
+	last := -1
+	for i, p := range s.pts {
+		if i > 0 {
+			steps = append(steps, p.t-s.pts[i-1].t)
+		}
+		if i == 0 || p.progress {
+			if last >= 0 {
+				gaps = append(gaps, p.t-s.pts[last].t)
+			}
+			last = i
+		}
+	}
+	if len(gaps) == 0 || len(steps) == 0 {
+		return stallUnknown
+	}
+	sort.Float64s(gaps)
+	q := gaps[len(gaps)-1]
+	if len(gaps) >= stallMinGaps {
+		q = gaps[int(0.9*float64(len(gaps)-1))]
+	}
+	return math.Max(stallGaps*q, stallSamples*median(steps))
+}
+
+// frozen reports whether the engines stopped answering when progress stopped at T since: every point after it
+// lacks them, and some point before it had them.
+func (s series) frozen(since float64) bool {
+	had, after := false, 0
+	for _, p := range s.pts {
+		if p.t <= since {
+			had = had || p.hasG
+			continue
+		}
+		if p.hasG {
+			return false
+		}
+		after++
+	}
+	return had && after > 0
 }

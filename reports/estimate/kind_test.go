@@ -28,7 +28,7 @@ func TestDetectKind(t *testing.T) {
 		{"on finish without the histogram", noHistOnFinish, OnFinish},
 		{"one sample without the histogram", noHist[:1], KindUnknown},
 	} {
-		if got := DetectKind(tt.hist, FoldSeries(tt.hist)); got != tt.want {
+		if got := DetectKind(tt.hist, foldSeries(tt.hist)); got != tt.want {
 			t.Errorf("DetectKind(%s) = %v; want %v", tt.name, got, tt.want)
 		}
 	}

@@ -14,9 +14,9 @@ type block struct{ from, to int }
 // half a block is one block.
 func (s series) blocks(blockLen float64) []block {
 	var bs []block
-	from := 0
-	first := s.pts[0].active
-	for i := 1; i < len(s.pts); i++ {
+	from := s.cut
+	first := s.pts[from].active
+	for i := from + 1; i < len(s.pts); i++ {
 		// Close a block at the last point before the next grid line.
 		next := first + blockLen*math.Floor((s.pts[from].active-first)/blockLen+1)
 		if i+1 < len(s.pts) && s.pts[i+1].active > next && s.pts[i].active > s.pts[from].active {

@@ -99,16 +99,22 @@ func firstSample(tp Throughput, o Observation, countersLeftOut bool) Throughput 
 // fromLogLengths fills in the token rate of a run whose engine counters were left out (countersLeftOut) from
 // the job log's mean completion times the item rate, when the log gives one: what the job generates, said as
 // derived. Without it the answer for replicas behind one address had items/s alone.
-func fromLogLengths(tp Throughput, o Observation, countersLeftOut bool) Throughput {
+func fromLogLengths(tp Throughput, o Observation, countersLeftOut, foreign bool) Throughput {
 	if !countersLeftOut || tp.TokensPerS > 0 || o.AvgCompletion == nil || !(*o.AvgCompletion > 0) || !(tp.ItemsPerS > 0) {
 		return tp
 	}
 	m := *o.AvgCompletion
 	tp.TokensPerS, tp.RunTokensPerS = tp.ItemsPerS*m, tp.RunItemsPerS*m
-	tp.Basis = fmt.Sprintf("items/s × the log's mean completion, %s tokens: the engines' counters do not cover the job",
-		format.Count(m))
+	why := "the engines' counters do not cover the job"
+	if foreign {
+		why = "the engines also count other work"
+	}
+	tp.Basis = fmt.Sprintf("items/s × the log's mean completion, %s tokens: %s", format.Count(m), why)
 	return tp
 }
+
+// foreignWork is what an estimate says when the engines' counters count another job's work too (see scope).
+const foreignWork = "the server also serves other work (its engines counted more requests than this job finished): using this job's log"
 
 // paceRequests is how many request durations the pace window spans: six, 900 s for the job the estimator was
 // first tuned on (200 requests in flight, 1.4 items/s, so a request takes about 143 s).

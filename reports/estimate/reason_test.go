@@ -89,7 +89,7 @@ func TestReasonLastItemSingular(t *testing.T) {
 	}
 }
 
-var oneItems = regexp.MustCompile(`\b1 items\b`)
+var oneItems = regexp.MustCompile(`(^|[^.0-9])1 items\b`) // not a rate's "15.1 items/s"
 
 // TestLengthsJSON: the censored mean's fields are snake_case with their units, like the rest of --json.
 func TestLengthsJSON(t *testing.T) {

@@ -1,8 +1,11 @@
 package estimate
 
 import (
+	"fmt"
 	"math"
 	"sort"
+
+	"runwatch/reports/format"
 )
 
 // The estimators side by side. Each predicts the item rate of the busy part of the run (items not started yet
@@ -43,6 +46,12 @@ type selection struct {
 	stretch float64
 }
 
+// selectHorizon is the most blocks ahead an estimator is scored over: how well it follows the rate the job runs
+// at next. Scored over the busy part's whole horizon (up to half the history), the evidence that the job's
+// pace had changed came a whole horizon late, and the whole run's rate stood: held-out jobs whose speed drifted
+// (growing prompts, a throttle, a neighbour ramping up) scored 1.28-1.42x tqdm's EMA.
+const selectHorizon = 2
+
 // maxScored is how many recent boundaries score an estimator: a run's early errors say little of its late ones.
 const maxScored = 12
 
@@ -55,13 +64,13 @@ const sharpness = 1.0
 
 // structuralPrior is the structural model's head start: its weight is multiplied by this, so that a simple
 // estimator must predict this run markedly better before it moves the estimate.
-const structuralPrior = 3.0
+const structuralPrior = 1.5
 
 // switchRatio is how much better (in weight) a simple estimator must have predicted this run to take over.
-const switchRatio = 4.0
+const switchRatio = 2.0
 
 // minSwitch is the fewest scored boundaries before a simple estimator may take over.
-const minSwitch = 8
+const minSwitch = 4
 
 // minScored is the fewest scored boundaries before the history may overrule the structural model.
 const minScored = 3
@@ -128,7 +137,7 @@ func (s series) candidates(st []blockStats, bs []block, window, structRate float
 	}
 	// The structural model at past boundaries: its levels of seconds per item (log only) or of tokens per
 	// second and per item, with their change detection, from the blocks before k.
-	cs = append(cs, candidate{"the structural model", func(k int) float64 {
+	cs = append(cs, candidate{structuralName, func(k int) float64 {
 		if k == len(st) {
 			return structRate
 		}
@@ -192,16 +201,28 @@ func (s series) choose(e ETA, pr parts, now float64) ETA {
 		}
 	}
 	e.Estimator = sel.best
+	if sel.best != structuralName && sel.rate > 0 {
+		// The answer says the rate it priced the busy part at, and why that one: its figures above are the
+		// structural model's.
+		e.Reason += fmt.Sprintf("; priced at %s, %s, which forecast this run best", format.Rate(sel.rate, "items/s"), sel.best)
+	}
 	return e
 }
+
+// structuralName names the structural model among the estimators.
+const structuralName = "the structural model"
 
 // selectRate scores the candidates over the history and weighs them.
 func (s series) selectRate(st []blockStats, pr parts) (selection, bool) {
 	n := len(st)
 	cs := s.candidates(st, pr.blocks, 3*pr.blockLen, pr.rate)
-	h := int(math.Round(pr.busy / pr.blockLen))
-	h = max(1, min(h, (n-1)/2))
-	realized := func(k int) float64 {
+	// The estimators are weighed by how well they followed the rate of the next blocks (selectHorizon), and the
+	// one chosen is calibrated by its errors over the busy part's horizon (up to half the history): a range
+	// built from short horizons held the finish in half the answers of the last twentieth.
+	hCal := int(math.Round(pr.busy / pr.blockLen))
+	hCal = max(1, min(hCal, (n-1)/2))
+	h := min(hCal, selectHorizon)
+	realizedOver := func(k, h int) float64 {
 		var it, d float64
 		for _, b := range st[k : k+h] {
 			if b.restart {
@@ -214,25 +235,30 @@ func (s series) selectRate(st []blockStats, pr parts) (selection, bool) {
 		}
 		return it / d
 	}
-	var ks []int
-	for k := 3; k+h <= n; k++ {
-		if r := realized(k); !math.IsNaN(r) {
-			ks = append(ks, k)
+	realized := func(k int) float64 { return realizedOver(k, h) }
+	boundaries := func(h int) []int {
+		var ks []int
+		for k := 3; k+h <= n; k++ {
+			if r := realizedOver(k, h); !math.IsNaN(r) {
+				ks = append(ks, k)
+			}
 		}
+		if len(ks) > maxScored {
+			ks = ks[len(ks)-maxScored:]
+		}
+		return ks
 	}
-	if len(ks) > maxScored {
-		ks = ks[len(ks)-maxScored:]
-	}
+	ks, ksCal := boundaries(h), boundaries(hCal)
 	// preds[c][k] is candidate c's rate at boundary k, for the scored boundaries and now (k = n).
 	preds := make([][]float64, len(cs))
 	for c, cd := range cs {
 		preds[c] = make([]float64, n+1)
-		for _, k := range append(ks, n) {
+		for _, k := range append(append(ks, ksCal...), n) {
 			preds[c][k] = cd.rate(k)
 		}
 	}
 	structural := len(cs) - 1
-	stretch := math.Sqrt(math.Max(1, pr.busy/(float64(h)*pr.blockLen)))
+	stretch := math.Sqrt(math.Max(1, pr.busy/(float64(hCal)*pr.blockLen)))
 	if len(ks) < minScored {
 		return selection{rate: pr.rate, best: cs[structural].name, weight: 1, errs: nil}, true
 	}
@@ -293,14 +319,16 @@ func (s series) selectRate(st []blockStats, pr parts) (selection, bool) {
 		}
 	}
 	sel.rate = math.Exp(logRate)
-	for _, k := range ks {
+	for _, k := range ksCal {
 		lp := 0.0
 		for c := range cs {
 			if w := weights[c] / total; w > 0 {
 				lp += w * math.Log(preds[c][k])
 			}
 		}
-		sel.errs = append(sel.errs, math.Log(realized(k))-lp)
+		if !math.IsNaN(lp) && !math.IsInf(lp, 0) {
+			sel.errs = append(sel.errs, math.Log(realizedOver(k, hCal))-lp)
+		}
 	}
 	return sel, true
 }

@@ -18,6 +18,17 @@ const noRate = "no item has finished yet and the engines report no tokens"
 // items/s, or items left × tokens per item ÷ finished tokens/s once the log shows the lengths changing.
 func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	blockLen := cfg.Window / 3
+	// After a lasting change in the batch (see regime.go) the rates are the regime's: its blocks, its batch.
+	rg := s.regimeOf(blockLen)
+	if rg.from == 0 {
+		rg = s.paceOf(s.blocks(blockLen))
+	}
+	if rg.from > 0 {
+		s.cut, s.pre, s.slots = rg.from, before{}, 0
+		for _, p := range s.pts[rg.from:] {
+			s.slots = math.Max(s.slots, p.running)
+		}
+	}
 	bs := s.blocks(blockLen)
 	if len(bs) == 0 {
 		e.Reason = noRate
@@ -42,7 +53,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// A history that starts mid-job: the job before it is one block of each measure, at its start (see
 	// before). Its token rate only when the batch was full when the history began: a batch still filling (clients
 	// ramping up) ran below the rate the busy part prices.
-	start := s.pts[0].active
+	start := s.pts[s.cut].active
 	preRate := false // the token rate counts the job before the history
 	if s.pre.ok {
 		spi.add(measure{s.pre.seconds, s.pre.items}, start)
@@ -221,11 +232,17 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	// A history that starts mid-job (runwatch started, or its state lost, while the job ran) is not the whole
 	// run unless the job before it counts (s.pre): its windows are said as the minutes they are.
 	whole := start
-	if s.pts[0].done > 0 && !(s.pre.ok && (preRate || e.TokensPerS == 0)) {
+	if s.cut > 0 || s.pts[0].done > 0 && !(s.pre.ok && (preRate || e.TokensPerS == 0)) {
 		whole = math.Inf(-1)
 	}
 	e.Reason += windowsOf(last.active, whole, window{rateAt, rateTrend}, window{lenAt, lenTrend}, blockLen,
 		e.TokensPerItem > 0)
+	if s.cut > 0 {
+		e.Reason += ", " + rg.since()
+	}
+	if s.foreign {
+		e.Reason += "; " + foreignWork
+	}
 	if e.TokensPerS > 0 && e.TokensPerItem > 0 {
 		// The items × tokens ÷ tokens/s above is the full batch's arithmetic; the drain at the end (the last
 		// requests decoding with the batch emptying) makes the estimate longer than it, which near the end is

@@ -17,16 +17,20 @@ type Config struct {
 	// Window is the estimator's unit of time: seconds of recent history for the "recent" rate, a third of it
 	// a block of rates. 0 follows the job's own pace (see PaceWindow), so that a job replayed 10x slower gets
 	// the same relative figures.
-	Window     float64
-	StallAfter float64 // no progress (done and tokens flat) for this long -> stalled (default 600)
+	Window float64
+	// StallAfter: no progress (done and tokens flat) for this long -> stalled; 0 follows the job's own pace (see
+	// stallAfter).
+	StallAfter float64
+	// Memo, when set, is what the run's successive estimates share (see Memo): with it an estimate's cost does
+	// not grow with the history.
+	Memo *Memo `json:"-"`
 	// noBacktest leaves out the range's last check (backtest): set for the estimates at past times it scores.
 	noBacktest bool
+	// memo is Memo while an estimate holds its lock.
+	memo *Memo
 }
 
 func (c Config) withDefaults() Config {
-	if c.StallAfter <= 0 {
-		c.StallAfter = 600
-	}
 	return c
 }
 
@@ -49,14 +53,20 @@ type Throughput struct {
 
 // ETA is a finish estimate with its range.
 type ETA struct {
-	State        string     `json:"state"`   // StateRunning, StateStalled, StateDone or StateUnknown
-	Seconds      *float64   `json:"seconds"` // nil when unknown or stalled
-	LowS         *float64   `json:"low_s"`
-	HighS        *float64   `json:"high_s"`
-	FinishAt     *time.Time `json:"finish_at"` // time.Unix(last T + Seconds); only meaningful in live history
-	Reason       string     `json:"reason"`    // one sentence: how it was computed, why unknown, since when stalled
+	State   string   `json:"state"`   // StateRunning, StateStalled, StateDone or StateUnknown
+	Seconds *float64 `json:"seconds"` // nil when unknown or stalled
+	LowS    *float64 `json:"low_s"`
+	HighS   *float64 `json:"high_s"`
+	// At is the T of the latest observation: the estimate's moment on the run clock.
+	At float64 `json:"at,omitempty"`
+	// FinishAt is when the run will finish, for display: At + Seconds on a clock anchored at the unix epoch,
+	// put on the wall clock by whoever knows it (OnWall).
+	FinishAt     *time.Time `json:"finish_at"`
+	Reason       string     `json:"reason"` // one sentence: how it was computed, why unknown, how long stalled
 	Rough        bool       `json:"rough,omitempty"`
 	StalledSince *float64   `json:"stalled_since,omitempty"` // T when progress stopped
+	// StalledAt is StalledSince as a clock time, for display (see FinishAt).
+	StalledAt *time.Time `json:"stalled_at,omitempty"`
 	// Progress is the share of items done (0 to 1; 0 when the total is unknown).
 	Progress float64 `json:"progress,omitempty"`
 	// ResetAt is the T of the latest server restart in the history, if any: an engine counter reset, a change

@@ -22,6 +22,8 @@ type job struct {
 	max     []int
 	prompts []string
 	start   time.Time
+	// meter counts the tokens streamed back per address (Stream); nil when requests are not streamed.
+	meter *meter
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -75,10 +77,14 @@ func (j *job) run(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if !j.waitTurn(ctx, w) {
-				return
-			}
-			for i := range queue {
+			for {
+				if !j.waitTurn(ctx, w) {
+					return
+				}
+				i, ok := <-queue
+				if !ok {
+					return
+				}
 				j.item(ctx, i)
 			}
 		}()
@@ -86,14 +92,27 @@ func (j *job) run(ctx context.Context) {
 	wg.Wait()
 }
 
-// waitTurn holds worker w back until its share of the ramp is done.
+// waitTurn holds worker w back until its share of the ramp is done, and, with Clients, while the stretch of
+// the job it is in sends with fewer workers than w. false: ctx ended.
 func (j *job) waitTurn(ctx context.Context, w int) bool {
-	s := j.sc.StartConcurrency
-	if s == 0 || w < s {
+	if s := j.sc.StartConcurrency; s > 0 && w >= s {
+		need := int64(float64(w-s+1) / float64(j.sc.Concurrency-s) * j.sc.RampUntil * float64(j.sc.Items))
+		if !j.waitDone(ctx, need) {
+			return false
+		}
+	}
+	if len(j.sc.Clients) == 0 {
 		return true
 	}
-	need := int64(float64(w-s+1) / float64(j.sc.Concurrency-s) * j.sc.RampUntil * float64(j.sc.Items))
-	return j.waitDone(ctx, need)
+	stop := context.AfterFunc(ctx, func() { j.mu.Lock(); j.cond.Broadcast(); j.mu.Unlock() })
+	defer stop()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	// Once every item is done no worker waits: the queue is empty, and the job's run returns.
+	for w >= j.sc.clients(float64(j.st.Done)/float64(j.st.Total)) && j.st.Done < j.st.Total && ctx.Err() == nil {
+		j.cond.Wait()
+	}
+	return ctx.Err() == nil
 }
 
 // waitDone blocks until need items are done (true) or ctx ends (false).
@@ -149,12 +168,19 @@ func (j *job) send(ctx context.Context, base string, i int) (int, error) {
 	} else {
 		body["prompt"] = j.prompts[i]
 	}
+	if j.sc.Stream {
+		body["stream"] = true
+		body["stream_options"] = map[string]bool{"include_usage": true}
+	}
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(b))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if j.sc.Stream {
+		return j.stream(req, base, body)
+	}
 	resp, err := j.client.Do(req)
 	if err != nil {
 		return 0, err

@@ -5,9 +5,12 @@
 // the scenario's prompts with a fixed number of client workers (retrying failures), logs progress as a batch
 // job does ("Progress: N/M ..." on stderr), samples every server's /metrics at the scenario's interval, and
 // writes one JSON line per sample in the format `bot replay --trace` reads. The last line is taken when the last
-// item finished: the trace's finish is the true finish. Counters are the servers' own (summed over servers,
-// as runwatch sums engines), so they start at 0 again after a restart; this simulator counts generated tokens
-// only when a request finishes.
+// item finished: the trace's finish is the true finish. Counters are summed over servers, as runwatch sums
+// engines, and folded as its sampler folds them (restarts counted; traces recorded before were written with the
+// servers' raw counters and are folded when read). This simulator counts generated tokens only when a request
+// finishes; a scenario with Stream sends every request streamed and writes a second trace, NAME.iter.jsonl,
+// whose counter is the tokens streamed back as they are decoded, as vLLM counts them. The second corpus
+// (second.go, reports/testdata/peer2) adds clients that change concurrency, a neighbour job and a throttle.
 //
 // Run it from the repository root:
 //
@@ -30,15 +33,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"runwatch/reports"
+	"runwatch/reports/estimate"
 	"runwatch/sim"
 )
 
@@ -51,7 +57,7 @@ func main() {
 	path := flag.Bool("path", false, "print where the trace of -scenario (and -seed) is kept, from the repository root, and exit")
 	flag.Parse()
 	if *list {
-		for _, s := range append(scenarios(), heldout()...) {
+		for _, s := range append(append(scenarios(), heldout()...), second()...) {
 			fmt.Printf("%-16s %5d items, %3d clients: %s\n", s.Name, s.Items, s.Concurrency, s.About)
 		}
 		return
@@ -124,14 +130,31 @@ func record(ctx context.Context, sc scenario, gz, out string, w io.Writer) error
 		Timeout:   5 * time.Minute,
 	}
 	j := newJob(sc, urls, client)
+	if sc.Stream {
+		j.meter = newMeter()
+	}
 	jctx, jcancel := context.WithCancel(ctx)
 	defer jcancel()
+	var wg sync.WaitGroup
+	if nb := sc.Neighbour; nb != nil {
+		wg.Go(func() { neighbourJob(jctx, j, *nb, client, log) })
+		if nb.Lead > 0 {
+			select {
+			case <-time.After(nb.Lead):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
 	j.start = time.Now()
 	ran := make(chan struct{})
 	go func() { j.run(jctx); close(ran) }()
-	var wg sync.WaitGroup
 	wg.Go(func() { disrupt(jctx, j, servers[0], sc, log, jcancel) })
-	obs := sample(jctx, j, urls, sc.Every, ran, log)
+	if t := sc.Throttle; t != nil {
+		wg.Go(func() { throttleServer(jctx, j, servers[0], *t, log) })
+	}
+	obs, iter := sample(jctx, j, urls, sc.Every, ran, log)
+	jcancel()
 	wg.Wait()
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -139,6 +162,24 @@ func record(ctx context.Context, sc scenario, gz, out string, w io.Writer) error
 	if last := obs[len(obs)-1]; last.Done != last.Total {
 		return fmt.Errorf("job ended at %d/%d", last.Done, last.Total)
 	}
+	// Written in the one form histories have: the counters folded (estimate.Fold), restarts and steps back
+	// counted, as runwatch's sampler records them.
+	if err := writeTrace(out, estimate.Fold(obs), log); err != nil {
+		return err
+	}
+	if iter != nil {
+		return writeTrace(iterPath(out), estimate.Fold(iter), log)
+	}
+	return nil
+}
+
+// iterPath is where the per-iteration trace of a recording written to out goes: NAME.iter.jsonl beside it.
+func iterPath(out string) string {
+	return strings.TrimSuffix(out, ".jsonl") + ".iter.jsonl"
+}
+
+// writeTrace writes obs to out atomically.
+func writeTrace(out string, obs []reports.Observation, log io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -186,6 +227,11 @@ func disrupt(ctx context.Context, j *job, s *server, sc scenario, log io.Writer,
 	}
 	fmt.Fprintf(log, "restart: killing the server at %.1fs\n", time.Since(j.start).Seconds())
 	s.stop()
+	if j.meter != nil {
+		for _, u := range s.urls() {
+			j.meter.restart(u)
+		}
+	}
 	if !wait(sc.Downtime) {
 		return
 	}
@@ -199,51 +245,68 @@ func disrupt(ctx context.Context, j *job, s *server, sc scenario, log io.Writer,
 }
 
 // sample takes a trace line every `every` until the job has run, then one at the moment the last item
-// finished.
-func sample(ctx context.Context, j *job, urls []string, every time.Duration, ran <-chan struct{}, log io.Writer) []reports.Observation {
+// finished. With a meter (Stream) it also returns the same lines with the streamed token count as the token
+// counter (perIteration); nil without.
+func sample(ctx context.Context, j *job, urls []string, every time.Duration, ran <-chan struct{}, log io.Writer) (obs, iter []reports.Observation) {
 	m := &http.Client{Timeout: 2 * time.Second}
+	add := func(t float64, st jobState, sc []scrape) {
+		o := observe(t, st, sc)
+		obs = append(obs, o)
+		if j.meter != nil {
+			iter = append(iter, perIteration(o, sc))
+		}
+	}
 	// The job's state is read after the scrape returns, so that a scrape a stopped server holds up to its
 	// timeout is stamped with the time it was answered, not the tick it began on.
-	take := func() reports.Observation {
-		sc := scrapeAll(ctx, m, urls)
+	take := func() {
+		sc := scrapeAll(ctx, m, urls, j.meter)
 		at := time.Now()
 		st := j.state(at)
 		fmt.Fprintln(log, progressLine(st))
-		return observe(at.Sub(j.start).Seconds(), st, sc)
+		add(at.Sub(j.start).Seconds(), st, sc)
 	}
-	var obs []reports.Observation
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	obs = append(obs, observe(0, j.state(j.start), scrapeAll(ctx, m, urls)))
+	add(0, j.state(j.start), scrapeAll(ctx, m, urls, j.meter))
 	for {
 		select {
 		case <-ran:
 			fin := j.finished()
 			if fin.IsZero() {
-				return obs
+				return obs, iter
 			}
 			// The counters move when a request finishes; give the servers a moment to count the last one.
 			time.Sleep(300 * time.Millisecond)
 			st := j.state(fin)
 			fmt.Fprintln(log, progressLine(st))
-			last := observe(fin.Sub(j.start).Seconds(), st, scrapeAll(ctx, m, urls))
+			t := fin.Sub(j.start).Seconds()
 			// A line taken while the last item finished is stamped after the finish: the finish line replaces it.
-			for len(obs) > 0 && obs[len(obs)-1].T >= last.T {
+			for len(obs) > 0 && obs[len(obs)-1].T >= round(t, 1000) {
 				obs = obs[:len(obs)-1]
+				if iter != nil {
+					iter = iter[:len(iter)-1]
+				}
 			}
-			return append(obs, last)
+			add(t, st, scrapeAll(ctx, m, urls, j.meter))
+			return obs, iter
 		case <-tick.C:
-			obs = append(obs, take())
+			take()
 		}
 	}
 }
 
-// scrapeAll reads every server's /metrics.
-func scrapeAll(ctx context.Context, c *http.Client, urls []string) []scrape {
+// scrapeAll reads every server's /metrics, and with a meter the tokens streamed from each as it answered.
+func scrapeAll(ctx context.Context, c *http.Client, urls []string, mt *meter) []scrape {
 	out := make([]scrape, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
-		wg.Go(func() { out[i] = scrapeOne(ctx, c, u+"/metrics") })
+		wg.Go(func() {
+			out[i] = scrapeOne(ctx, c, u+"/metrics")
+			out[i].Streamed = math.NaN()
+			if mt != nil {
+				out[i].Streamed = mt.read(u)
+			}
+		})
 	}
 	wg.Wait()
 	return out

@@ -37,6 +37,66 @@ type scenario struct {
 	OneURL bool
 	Every  time.Duration // sampling interval
 	Seed   int64         // the client's seed (prompts, max_tokens); servers have their own
+
+	// Stream sends every request streamed and counts the tokens as they arrive, so that the recording gives a
+	// second trace whose token counter moves per iteration, as vLLM's does (see meter).
+	Stream bool
+	// Clients, when set, is how many of the Concurrency workers send at each stretch of the job: from each
+	// step's share of items done on, its count (a client that drops workers mid-run, or adds them).
+	Clients []clientStep
+	// Neighbour is another job sharing the servers: its tokens and requests are in the engines' counters and
+	// gauges, not in this job's log.
+	Neighbour *neighbour
+	// Throttle slows the first server from a share of the job on (see throttle).
+	Throttle *throttle
+}
+
+// clientStep is a share of the job's items done and how many workers send from then on.
+type clientStep struct {
+	At      float64
+	Clients int
+}
+
+// neighbour is another job on the same servers. It starts Lead before the job (0: with it) or when the job
+// has done From of its items, ramps its workers up to Clients over the job's items from From to RampTo (0: at
+// once), and stops taking items once the job has done Until of its own (1: with the job's last).
+type neighbour struct {
+	Clients      int
+	Lead         time.Duration
+	From, RampTo float64
+	Until        float64
+	MaxTokens    int
+	PromptWords  int
+	Seed         int64
+}
+
+// throttle stops the first server (SIGSTOP) for a share of every Period, as a CPU or power cap does: from
+// the job's From share of items done the share rises linearly to Max at To, and stays.
+type throttle struct {
+	From, To, Max float64
+	Period        time.Duration
+}
+
+// duty is the share of each period the server is stopped at a share done of the job.
+func (t throttle) duty(done float64) float64 {
+	switch {
+	case done < t.From:
+		return 0
+	case done >= t.To || t.To <= t.From:
+		return t.Max
+	}
+	return t.Max * (done - t.From) / (t.To - t.From)
+}
+
+// clients is how many workers send once share of the job's items are done.
+func (sc scenario) clients(share float64) int {
+	n := sc.Concurrency
+	for _, s := range sc.Clients {
+		if share >= s.At {
+			n = s.Clients
+		}
+	}
+	return n
 }
 
 // serverSpec is one simulator process.
@@ -237,6 +297,11 @@ func tracePath(name string, seed int) string {
 			dir += "/heldout"
 		}
 	}
+	for _, s := range second() {
+		if s.Name == name {
+			dir = "reports/testdata/peer2"
+		}
+	}
 	if seed > 0 {
 		return fmt.Sprintf("%s/seeds/%s.s%d.jsonl", dir, name, seed)
 	}
@@ -244,7 +309,7 @@ func tracePath(name string, seed int) string {
 }
 
 func find(name string) (scenario, bool) {
-	for _, s := range append(scenarios(), heldout()...) {
+	for _, s := range append(append(scenarios(), heldout()...), second()...) {
 		if s.Name == name {
 			return s, true
 		}

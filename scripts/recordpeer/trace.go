@@ -28,7 +28,10 @@ type scrape struct {
 	// finish_reason where vLLM says finished_reason, so probes.Engine.FinishedByReason misses it; NaN when
 	// absent.
 	Capped float64
-	Err    error
+	// Streamed is the tokens streamed from the server since it started, read as its scrape returned (NaN
+	// when requests are not streamed): what a counter per iteration holds.
+	Streamed float64
+	Err      error
 }
 
 // parseScrape reads one /metrics body.
@@ -152,3 +155,17 @@ func ptr(v float64) *float64 { return &v }
 
 // round keeps a trace small: t and elapsed to the millisecond, means to a tenth of a token.
 func round(v, per float64) float64 { return math.Round(v*per) / per }
+
+// perIteration is o with the token counter the servers' streamed tokens (summed over those that answered, as
+// observe sums their counters): a counter that grows as tokens are decoded, as vLLM's does, beside the
+// simulator's finished-length histogram, which moves on finish as vLLM's does too.
+func perIteration(o reports.Observation, scrapes []scrape) reports.Observation {
+	var gen sum
+	for _, s := range scrapes {
+		if s.Err == nil && s.Engine.Kind != "" {
+			gen.add(s.Streamed)
+		}
+	}
+	o.GenTokens = gen.ptr()
+	return o
+}
