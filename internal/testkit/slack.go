@@ -25,6 +25,9 @@ type Call struct {
 	TS     string // the ts the fake answered with
 	// held: a chat.postMessage still being taken (Slack.Hold): not in the channel's history yet.
 	held bool
+	// Token is the bearer token the call carried: which bot process made it, where a test runs
+	// several over one fake.
+	Token string
 }
 
 // BlocksText returns the text of every block of a chat call, for assertions on content.
@@ -140,7 +143,7 @@ func ChannelID(ch string) string {
 func (f *Slack) handler(method string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		call := Call{Method: method, Body: body, Form: url.Values{}}
+		call := Call{Method: method, Body: body, Form: url.Values{}, Token: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")}
 		ct, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 		switch {
 		case ct == "application/x-www-form-urlencoded":
@@ -160,6 +163,9 @@ func (f *Slack) handler(method string) http.HandlerFunc {
 					call.Form.Set(p.FormName(), string(b))
 				}
 			}
+		}
+		if call.Token == "" {
+			call.Token = call.Form.Get("token")
 		}
 		if method == "response_url" {
 			call.Form.Set("_path", r.URL.Path) // which response_url was answered
