@@ -10,12 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runwatch/internal/testkit"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestServeLeaksNoURLCredentials is the red team's finding 1 through the real binary: metrics
@@ -75,14 +76,15 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	slack := newRestartSlack(t)
+	slack := testkit.NewSlack(t)
 	env := serveEnv(dir, cfg, stateDir, slack)
 	bot := startRestartBot(t, bin, dir, env)
 	// A warning for each endpoint, whichever it says: the closed port is down, the 503 and the refused redirect
 	// answer, but a loaded machine can make either of those time out on the sample that confirms it, and its
 	// warning then says "source down" for good (its cooldown is an hour). Which one is the posts' fault tests'
 	// to hold; this test reads what the warnings say about the URLs.
-	secWaitSlack(t, slack, bot, "a warning for each of the three endpoints", func(calls []restartCall) bool {
+	waitServe(t, slack, bot, 10, "a warning for each of the three endpoints", func() bool {
+		calls := slack.Calls("")
 		for _, e := range []string{closed + "/metrics", host + "/metrics", host + "/redirect"} {
 			warned := false
 			for _, c := range calls {
@@ -114,7 +116,7 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 	}
 
 	places := map[string]string{"/metrics": metrics, "bot output": bot.stderr.String()}
-	for i, c := range slack.snapshot() {
+	for i, c := range slack.Calls("") {
 		places[fmt.Sprintf("Slack call %d (%s)", i, c.Method)] = c.Form.Encode()
 	}
 	ents, _ := os.ReadDir(stateDir)
@@ -151,38 +153,6 @@ func TestServeLeaksNoURLCredentials(t *testing.T) {
 	}
 	t.Logf("figure: password, api_key, stage token and a redirect target's answer in %d places (Slack posts, /metrics, %d state files, status --json, checklist, log): %d leaks; the other host asked %d times",
 		len(places), len(ents), leaks, cloudHits.Load())
-}
-
-// secWaitSlack waits until cond holds over Slack's calls, woken by each call the fake records. It is bounded
-// by the bot's own pace, not the wall clock: it fails once the bot has taken 10 samples without cond (a warning
-// is posted on the second sample that finds its condition, and a failed post is retried on the next), or when
-// the bot exits. A loaded machine slows the samples, and the wait with them, without failing it. The test's
-// own deadline (go test -timeout) ends the wait early enough for the cleanups to stop the bot.
-func secWaitSlack(t *testing.T, slack *restartSlack, bot *restartBot, what string, cond func([]restartCall) bool) {
-	t.Helper()
-	const maxSamples = 10
-	for {
-		calls, next := slack.watch()
-		if cond(calls) {
-			return
-		}
-		if n := secSamples(bot.addr); n >= maxSamples {
-			// Sample n is counted after sample n-1 delivered its posts: the calls now hold them all.
-			if calls, _ := slack.watch(); cond(calls) {
-				return
-			}
-			t.Fatalf("bot serve took %d samples without %s", n, what)
-		}
-		if d, ok := t.Deadline(); ok && time.Until(d) < 30*time.Second {
-			t.Fatalf("the test's deadline is near, still waiting for %s (%d samples)", what, secSamples(bot.addr))
-		}
-		select {
-		case <-next:
-		case <-bot.exited:
-			t.Fatalf("bot serve exited waiting for %s: %v\n%s", what, bot.err, bot.stderr)
-		case <-time.After(250 * time.Millisecond): // no Slack call: count the samples again
-		}
-	}
 }
 
 // leaksIn fails t for every one of secrets found in a place's text (its lines named) and counts them.
@@ -228,29 +198,12 @@ func secReadAlerts(stateDir string) secAlerts {
 	return a
 }
 
-// secSamples is runwatch_samples_total on a bot's /metrics (0 when it cannot be read).
-func secSamples(addr string) int {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "runwatch_samples_total "); ok {
-			n, _ := strconv.ParseFloat(v, 64)
-			return int(n)
-		}
-	}
-	return 0
-}
-
-// TestServeKill9MidPostPostsOnce is the red team's finding 7 with the real binary: Slack takes 4 s
-// to take a chat.postMessage (the message is in the channel once it answers), and `bot serve` is
-// killed with SIGKILL three times: the first time while its warning is in flight, then again at
-// once. The intent recorded before the post, looked up only once the post's call would have timed out
-// (a look-up made while Slack is still taking it finds nothing), and the message metadata read back
-// through conversations.history leave exactly one copy of the warning (4 copies before the wait).
+// TestServeKill9MidPostPostsOnce: Slack takes a chat.postMessage until the test lets it (the message is
+// in the channel once Slack answers), and `bot serve` is killed with SIGKILL three times: the first time
+// while its warning is in flight, then twice as it asks Slack whether that post landed. The intent recorded
+// before the post, looked up only once the post's call would have timed out (a look-up made while Slack is
+// still taking it finds nothing), and the message metadata read back through conversations.history leave
+// exactly one copy of the warning (4 copies before the wait).
 func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
@@ -269,12 +222,12 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	slack := newRestartSlack(t)
-	slack.postDelay.Store(int64(4 * time.Second))
+	slack := testkit.NewSlack(t)
+	release := holdPosts(t, slack)
 	env := serveEnv(dir, cfg, stateDir, slack)
 	copies := func(from int) int {
 		n := 0
-		for _, c := range slack.snapshot()[from:] {
+		for _, c := range slack.Calls("")[from:] {
 			if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" && strings.Contains(c.Form.Get("text"), "source down") {
 				n++
 			}
@@ -290,52 +243,54 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 		}
 		return false
 	}
-	lookups := func(from int) int {
-		n := 0
-		for _, c := range slack.snapshot()[from:] {
-			if c.Method == "conversations.history" {
-				n++
-			}
-		}
-		return n
-	}
-	kills, midPost, midLookup := 0, 0, 0
-	for kills < 3 {
-		from := len(slack.snapshot())
+	lookups := func(from int) int { return len(slack.Calls("conversations.history")) - from }
+	midPost, midLookup := 0, 0
+	for i := range 3 {
+		from, fromLookups := len(slack.Calls("")), len(slack.Calls("conversations.history"))
 		bot := startRestartBot(t, bin, dir, env)
-		restartWait(t, "a warning or a look-up in flight", func() bool {
-			return copies(from) > 0 || lookups(from) > 0 || settled()
+		// A look-up waits until the post's call would have timed out (posts.DeliverTimeout and a margin,
+		// 35 s): up to 60 samples.
+		waitServe(t, slack, bot, 60, "a warning or a look-up in flight", func() bool {
+			return copies(from) > 0 || lookups(fromLookups) > 0
 		})
 		if copies(from) > 0 {
 			midPost++
 		}
-		if lookups(from) > 0 {
+		if lookups(fromLookups) > 0 {
 			midLookup++
 		}
 		if err := bot.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		<-bot.exited
-		kills++
-	}
-	final := startRestartBot(t, bin, dir, env)
-	restartWait(t, "the warning settled and 4 samples after the last restart", func() bool {
-		return settled() && secSamples(final.addr) >= 4
-	})
-	history := 0
-	for _, c := range slack.snapshot() {
-		if c.Method == "conversations.history" {
-			history++
+		if i == 0 {
+			release() // Slack finishes taking the post the kill interrupted: it is in the channel from now on
 		}
 	}
+	final := startRestartBot(t, bin, dir, env)
+	waitServe(t, slack, final, 60, "the warning settled and 4 samples after the last restart", func() bool {
+		return settled() && botSamples(final.addr) >= 4
+	})
 	if n := copies(0); n != 1 {
-		t.Errorf("copies of the warning after %d kills (%d mid-post) = %d; want exactly 1", kills, midPost, n)
+		t.Errorf("copies of the warning after 3 kills (%d mid-post, %d mid-look-up) = %d; want exactly 1", midPost, midLookup, n)
 	}
-	if midPost == 0 {
-		t.Errorf("no kill landed mid-post; the test proves nothing")
+	if midPost != 1 {
+		t.Errorf("kills mid-post = %d; want the first (the test proves nothing without it)", midPost)
 	}
-	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d mid conversations.history; Slack taking a post in 4 s): %d copy of the warning; %d look-ups",
-		midPost, midLookup, copies(0), history)
+	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d at a conversations.history look-up): %d copy of the warning; %d look-ups",
+		midPost, midLookup, copies(0), len(slack.Calls("conversations.history")))
+}
+
+// holdPosts makes the fake Slack take each chat.postMessage until release (or the test's end): the call is
+// recorded as it arrives, the message is in the channel once Slack answers. A test kills a bot while its
+// post is in flight this way, knowing it is.
+func holdPosts(t *testing.T, slack *testkit.Slack) (release func()) {
+	gate := make(chan struct{})
+	release = sync.OnceFunc(func() { close(gate) })
+	slack.Hold = func() { <-gate }
+	slack.Calls("") // the fake reads Hold under its lock: taking it once orders this write before any call
+	t.Cleanup(release) // before the fake closes: it waits for the calls it holds
+	return release
 }
 
 // TestBotRunsNoProcesses holds "never run a shell on input from Slack" at the import graph: no
@@ -380,7 +335,7 @@ func TestBotRunsNoProcesses(t *testing.T) {
 }
 
 // TestServeKill9MidStatusPostPostsOnce is the scheduled status's kill -9 with the real binary: Slack
-// takes 4 s to answer chat.postMessage, and `bot serve` is killed while its first status, the run's
+// takes the chat.postMessage until the test lets it, and `bot serve` is killed while its first status, the run's
 // living message (post_mode: update), is in flight: Slack has it, the bot has no answer. The
 // restarted bot asks Slack whether it landed and goes on editing that message; it never posts a
 // second one.
@@ -396,51 +351,52 @@ func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "runwatch.yaml")
 	stateDir := filepath.Join(dir, "state")
-	runFile := "runs:\n  - name: steady\n    channel: CSTATUS\n    log: " + strconv.Quote(logPath) + "\n    schedule: \"@every 3s\"\n    post_mode: update\n"
+	runFile := "runs:\n  - name: steady\n    channel: CSTATUS\n    log: " + strconv.Quote(logPath) + "\n    schedule: \"@every 1s\"\n    post_mode: update\n"
 	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	slack := newRestartSlack(t)
-	slack.postDelay.Store(int64(4 * time.Second))
+	slack := testkit.NewSlack(t)
+	release := holdPosts(t, slack)
 	env := serveEnv(dir, cfg, stateDir, slack)
 	count := func(method string) int {
 		n := 0
-		for _, c := range slack.snapshot() {
-			if c.Method == method && restartStatus(c, "steady") {
+		for _, c := range slack.Calls(method) {
+			if restartStatus(c, "steady") {
 				n++
 			}
 		}
 		return n
 	}
 	bot := startRestartBot(t, bin, dir, env)
-	restartWait(t, "the first status in flight", func() bool { return count("chat.postMessage") > 0 })
+	waitServe(t, slack, bot, 20, "the first status in flight", func() bool { return count("chat.postMessage") > 0 })
 	if err := bot.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-bot.exited
-	slack.postDelay.Store(0)
-	startRestartBot(t, bin, dir, env)
-	restartWait(t, "two edits of the living message after the restart", func() bool { return count("chat.update") >= 2 })
+	release() // Slack finishes taking it: the living message is in the channel from now on
+	again := startRestartBot(t, bin, dir, env)
+	// The restarted bot looks the post up once its call would have timed out (35 s): up to 60 samples.
+	waitServe(t, slack, again, 60, "two edits of the living message after the restart", func() bool { return count("chat.update") >= 2 })
 	if n := count("chat.postMessage"); n != 1 {
 		t.Errorf("living status messages after a kill mid-post = %d; want exactly 1", n)
 	}
 	landed := ""
-	for i, c := range slack.snapshot() {
+	for _, c := range slack.Calls("") {
 		switch {
 		case c.Method == "chat.postMessage" && restartStatus(c, "steady") && landed == "":
-			landed = fmt.Sprintf("1700000000.%06d", i+1) // the fake's ts is the call's number
+			landed = c.TS
 		case c.Method == "chat.update" && c.Form.Get("ts") != landed:
 			t.Errorf("chat.update of %s; want the message that landed before the kill (%s)", c.Form.Get("ts"), landed)
 		}
 	}
-	t.Logf("figure: kill -9 of bot serve while its living status was in flight (Slack answering in 4 s): %d living message, %d edits of it after the restart",
+	t.Logf("figure: kill -9 of bot serve while its living status was in flight (Slack holding the answer): %d living message, %d edits of it after the restart",
 		count("chat.postMessage"), count("chat.update"))
 }
 
 // serveEnv is bot serve's environment in these tests: the run file and state directory given, a sample and
 // a probe timeout of a second each, and Slack's Web API stand-in.
-func serveEnv(dir, cfg, stateDir string, slack *restartSlack) []string {
+func serveEnv(dir, cfg, stateDir string, slack *testkit.Slack) []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
 		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
-		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.srv.GetAPIURL()}
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.APIURL()}
 }
