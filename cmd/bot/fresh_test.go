@@ -76,6 +76,7 @@ func (j *freshJob) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 // answers used to read it (after it, "how fast?" measured the new pace while "ETA?" had quoted the
 // sample's).
 func TestAnswersBetweenSamplesAgree(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	start := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	job := &freshJob{now: start, start: start, at: start, rate: 1400, log: filepath.Join(dir, "gen.log")}

@@ -16,6 +16,7 @@ import (
 // pid: both posted every scheduled status (each read "not posted yet" from the same file) and
 // overwrote each other's history. A console started beside it only reads the directory.
 func TestSecondServeOverOneStateDirRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
@@ -71,6 +72,7 @@ func TestSecondServeOverOneStateDirRefused(t *testing.T) {
 // channel no answer at all, and logged why only where the channel cannot see): no scheduled posts or
 // warnings, and a snooze refused rather than kept where the console would not see it.
 func TestServeWaitsForAConsole(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}

@@ -77,18 +77,25 @@ func writeTo(t *testing.T, path string) *promtest.Process {
 	return promtest.Start(t, cmd)
 }
 
+// processEnv is the environment of a bot process the test starts in dir: nothing of the environment
+// the tests run in, no discovery, a state directory of its own, and the extra variables given.
+func processEnv(dir string, extra ...string) []string {
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state")}, extra...)
+}
+
 // startExporter runs the built bot's `bot exporter` on addr with the node's run file, reading procRoot
 // ("" the real /proc).
-func startExporter(t *testing.T, bin, addr, config, procRoot string) *promtest.Process {
+func startExporter(t *testing.T, bin, dir, addr, config, procRoot string) *promtest.Process {
 	t.Helper()
 	cmd := exec.Command(bin, "exporter", "--listen", addr, "--config", config)
-	cmd.Env = append(os.Environ(), "RUNWATCH_PROC_ROOT="+procRoot, "RUNWATCH_PROBE_TIMEOUT=5s")
+	cmd.Dir, cmd.Env = dir, processEnv(dir, "RUNWATCH_PROC_ROOT="+procRoot, "RUNWATCH_PROBE_TIMEOUT=5s")
 	return promtest.Start(t, cmd)
 }
 
 func TestWritesVerdictOverManyHosts(t *testing.T) {
+	t.Parallel() // waits on Prometheus's scrapes, mostly: beside the other tests that run processes
 	bin := buildBot(t)
-	dir := setEnv(t)
+	dir := t.TempDir()
 	shared, data := filepath.Join(dir, "shared"), filepath.Join(dir, "data")
 	os.MkdirAll(shared, 0o755)
 	os.MkdirAll(data, 0o755)
@@ -111,7 +118,7 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 			proc = empty
 		}
 		addr[h] = promtest.FreeAddr(t, h)
-		exporters[h] = startExporter(t, bin, addr[h], node, proc)
+		exporters[h] = startExporter(t, bin, dir, addr[h], node, proc)
 	}
 	prom := promtest.StartServer(t, fmt.Sprintf(`  - job_name: runwatch-exporter
     static_configs:
@@ -138,18 +145,23 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 	if err := os.WriteFile(central, []byte(centralRuns), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("RUNWATCH_PROC_ROOT", empty) // the central bot sees no writer of its own
+	// The central bot: one-shot `bot ask` and `bot status` that see no writer of their own.
+	bot := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		var out, errb strings.Builder
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, processEnv(dir, "RUNWATCH_PROC_ROOT="+empty, "RUNWATCH_PROBE_TIMEOUT=2s"), &out, &errb
+		cmd.Run() // an answer that could not tell exits 1; its text is what the test reads
+		t.Logf("bot %q:\n%s%s", args, out.String(), errb.String())
+		return out.String()
+	}
 	ask := func(run, question string) string {
 		t.Helper()
-		_, out, errb := run2(t, "ask", "--config", central, "--run", run, question)
-		t.Logf("%s: %q:\n%s%s", run, question, out, errb)
-		return out
+		return bot("ask", "--config", central, "--run", run, question)
 	}
 	status := func(run string) string {
 		t.Helper()
-		_, out, errb := run2(t, "status", "--config", central, "--run", run)
-		t.Logf("%s: status:\n%s%s", run, out, errb)
-		return out
+		return bot("status", "--config", central, "--run", run)
 	}
 	question := "are we writing to " + shared + "?"
 
@@ -215,10 +227,4 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 			t.Errorf("with the writer killed and both hosts answering, the first line = %q; want (ok) No", first)
 		}
 	})
-}
-
-// run2 is run with no stdin.
-func run2(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	return run(t, "", args...)
 }

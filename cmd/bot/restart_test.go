@@ -339,6 +339,7 @@ func restartMonitor(t *testing.T, cfg, stateDir string) *monitor.Monitor {
 // status message and the day's thread survive; nothing is posted twice and no ETA shift is
 // announced because of the restart.
 func TestServeSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the bot for about 20 seconds")
 	}

@@ -25,6 +25,7 @@ import (
 // the token and the other host's answer appear nowhere: not in Slack posts, the bot's /metrics,
 // alerts.json, the run state files, `bot status --json`, the checklist, or the bot's log.
 func TestServeLeaksNoURLCredentials(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
@@ -205,6 +206,7 @@ func secReadAlerts(stateDir string) secAlerts {
 // still taking it finds nothing), and the message metadata read back through conversations.history leave
 // exactly one copy of the warning (4 copies before the wait).
 func TestServeKill9MidPostPostsOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}
@@ -297,6 +299,7 @@ func holdPosts(t *testing.T, slack *testkit.Slack) (release func()) {
 // package of the bot imports os/exec, plugin or syscall's exec, and the one dependency that does
 // (godotenv, whose Exec runs a command) is called only for godotenv.Read.
 func TestBotRunsNoProcesses(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{.Standard}}\t{{join .Imports \" \"}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
@@ -340,6 +343,7 @@ func TestBotRunsNoProcesses(t *testing.T) {
 // restarted bot asks Slack whether it landed and goes on editing that message; it never posts a
 // second one.
 func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the bot")
 	}

@@ -120,6 +120,7 @@ func statusPosts(calls []testkit.Call) []testkit.Call {
 }
 
 func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
+	t.Parallel()
 	metrics := testkit.VLLM(t)
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
 	opts := botOpts{Metrics: []string{metrics.URL + "/metrics"}, Run: func(r *config.Run) {
@@ -185,6 +186,7 @@ func TestServeRestartKeepsSnoozeAndLivingMessage(t *testing.T) {
 // that the run posts nowhere: the check ran before the scheduler restored the id, and said so while the
 // bot went on posting there.
 func TestServeAllowListCheckAfterTheChannelIsKnown(t *testing.T) {
+	t.Parallel()
 	metrics := testkit.VLLM(t)
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
 	opts := botOpts{Metrics: []string{metrics.URL + "/metrics"}, Run: func(r *config.Run) {
@@ -302,6 +304,7 @@ func TestServeClosesItsJournals(t *testing.T) {
 // in its error pages (as a misbehaving proxy might), a source going down, requests with bad
 // signatures. No log line carries the bot token or the signing secret.
 func TestSecurityServeLogsNoCredentials(t *testing.T) {
+	t.Parallel()
 	ep := testkit.NewFaultEndpoint(t)
 	secret := "8f742231b10e8888abcd99yyyzzz85a5"
 	e := newBotEnv(t, botOpts{Metrics: []string{ep.URL()}})
@@ -324,10 +327,7 @@ func TestSecurityServeLogsNoCredentials(t *testing.T) {
 		}
 	}
 	// Wait until the warning about the dead endpoint has been refused, with the token in the error.
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "invalid_auth") && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, "the warning refused with the token in the error", nil, func() bool { return strings.Contains(logs.String(), "invalid_auth") }, nil)
 	s.stop(t)
 	out := logs.String()
 	if !strings.Contains(out, "warning not delivered") || !strings.Contains(out, "invalid_auth xoxb-[redacted]") {
