@@ -304,10 +304,16 @@ func kinds(ps []posts.Post) []string {
 func BenchmarkMentionETA(b *testing.B) {
 	metrics := testkit.VLLM(b)
 	e := newHTTPEnv(b, botOpts{Metrics: []string{metrics.URL + "/metrics"}})
+	// One user asking, as often as the per-user limit lets them: the limiter's clock moves one refill
+	// interval per question. On the wall clock the 11th question in a burst is told to wait, and its
+	// answer never comes.
+	limit := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	e.app.limiter.now = limit.Now
 	var durs []time.Duration
 	i := 0
 	for b.Loop() {
 		i++
+		limit.Set(limit.Now().Add(e.app.limiter.every))
 		body := testkit.MentionEvent(fmt.Sprintf("EvB%d", i), "<@U111> ETA?", "U222", "C1", fmt.Sprintf("1700000000.%06d", i), "")
 		start := time.Now()
 		resp := e.post(b, "/slack/events", body, nil)
