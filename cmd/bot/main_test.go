@@ -27,8 +27,21 @@ func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	return code, out.String(), errb.String()
 }
 
+// botVariables are the environment variables the bot reads (config.LoadEnv and main).
+var botVariables = []string{"RUNWATCH_ADMINS", "RUNWATCH_ALLOWED_CHANNELS", "RUNWATCH_CONFIG", "RUNWATCH_DISCOVER",
+	"RUNWATCH_HTTP_ADDR", "RUNWATCH_PROBE_TIMEOUT", "RUNWATCH_PROC_ROOT", "RUNWATCH_SAMPLE_INTERVAL", "RUNWATCH_STATE_DIR",
+	"SLACK_API_URL", "SLACK_APP_TOKEN", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"}
+
+// setEnv gives realMain an environment of the test's own: a state directory in a fresh directory it
+// changes to, a probe timeout of 2 s, no discovery, and none of the bot's variables from the caller's
+// environment (a user of runwatch running the tests may have them set: RUNWATCH_PROC_ROOT or a bot
+// token would change what every answer sees).
 func setEnv(t *testing.T) string {
 	t.Helper()
+	for _, k := range botVariables {
+		t.Setenv(k, "") // restored when the test ends
+		os.Unsetenv(k)
+	}
 	dir := t.TempDir()
 	t.Setenv("RUNWATCH_STATE_DIR", filepath.Join(dir, "state"))
 	t.Setenv("RUNWATCH_CONFIG", "")
