@@ -1,10 +1,13 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -12,7 +15,19 @@ import (
 // botBinDir holds the binary botBinary builds; TestMain removes it.
 var botBinDir string
 
+// waitingTests is how many of the parallel tests run at once unless -test.parallel says otherwise. They
+// run bot processes and spend their time waiting on them, not computing: on Prometheus's scrapes, a
+// bot's samples, the 35 s a restarted bot gives a post's call to time out before it looks the post up.
+// The default, GOMAXPROCS (2 here), ran them two at a time, each pair as long as its slower test.
+const waitingTests = 6
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(waitingTests, runtime.GOMAXPROCS(0))))
+	}
 	code := m.Run()
 	if botBinDir != "" {
 		os.RemoveAll(botBinDir)
