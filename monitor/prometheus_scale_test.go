@@ -234,6 +234,7 @@ func procCPU(tb testing.TB, pid int) time.Duration {
 //	prom%core@30s   the CPU Prometheus spends answering a sample, at 30 s sampling (its scraping,
 //	                measured while runwatch is idle, taken out)
 //	heap-MiB        the heap runwatch keeps in use after the samples
+//	rss-MiB         this process's resident memory then (the simulated servers' included)
 func BenchmarkPrometheusManyRuns(b *testing.B) {
 	for _, runs := range []int{1, 10, 50} {
 		b.Run(fmt.Sprintf("runs=%d/hosts=16", runs), func(b *testing.B) {
@@ -262,7 +263,7 @@ func BenchmarkPrometheusManyRuns(b *testing.B) {
 			}
 			m.Sample(ctx) // fills the histories from query_range
 			// Idle: what Prometheus and this process spend without runwatch asking anything.
-			idle := 5 * time.Second
+			idle := 15 * time.Second // one scrape interval: every target scraped once
 			self0, prom0 := cpuTime(b), procCPU(b, promPid)
 			time.Sleep(idle)
 			selfIdle, promIdle := cpuTime(b)-self0, procCPU(b, promPid)-prom0
@@ -285,8 +286,25 @@ func BenchmarkPrometheusManyRuns(b *testing.B) {
 			b.ReportMetric(100*max(self, 0)/n/30, "%core@30s")
 			b.ReportMetric(100*max(prom, 0)/n/30, "prom%core@30s")
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+			b.ReportMetric(rssMiB(b), "rss-MiB")
 			b.Logf("runs=%d: Prometheus idle %.2f%% of a core (scraping %d targets every 15 s)", runs, 100*promIdle.Seconds()/idle.Seconds(), 16*runs+16)
 			runtime.KeepAlive(m)
 		})
 	}
+}
+
+// rssMiB is this process's resident memory.
+func rssMiB(tb testing.TB) float64 {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
