@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -173,11 +174,22 @@ func TestQueriesPerSampleGrowWithSelectorsNotRuns(t *testing.T) {
 	farm := startScaleFarm(t, 4, 8, false, time.Second, dir)
 	one, _ := farm.samplesQueries(t, farm.runs[:1])
 	eight, evs := farm.samplesQueries(t, farm.runs)
-	t.Logf("figure: queries per sample: %d for 1 run, %d for 8 runs with 8 selectors over 4 hosts", one, eight)
-	if one == 0 || one > 5 || eight != one {
-		t.Errorf("queries per sample: %d for one run, %d for eight; want the same, at most 5 (one per kind)", one, eight)
+	// Selectors of other shapes, which are not one selector apart: each its own part of the query.
+	mixed := slices.Clone(farm.runs)
+	for i := range mixed {
+		if i%2 == 1 {
+			p := *mixed[i].Prometheus
+			p.Selector = fmt.Sprintf(`{job="vllm-%s"}`, mixed[i].Name)
+			mixed[i].Prometheus = &p
+		}
 	}
-	for i, ev := range evs {
+	tagged, evsMixed := farm.samplesQueries(t, mixed)
+	t.Logf("figure: queries per sample: %d for 1 run, %d for 8 runs with 8 selectors over 4 hosts (%d with selectors of two shapes)", one, eight, tagged)
+	if one == 0 || one > 5 || eight != one || tagged != one {
+		t.Errorf("queries per sample: %d for one run, %d for eight, %d for eight of two shapes; want the same, at most 5 (one per kind)", one, eight, tagged)
+	}
+	for i, ev := range append(evs, evsMixed...) {
+		i %= len(evs)
 		rs := ev.Run
 		want := map[string]bool{}
 		for _, h := range scaleRunHosts(i, 4, false) {
