@@ -56,7 +56,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 	s := &sample{obs: reports.Observation{T: m.runClock(st)}, metrics: map[string]float64{}}
 	ps := m.promEngineSource(r)
 	if ps != nil && m.logs[r.Name] == nil {
-		m.promBackfill(ctx, r, ps, st, now, problem)
+		m.promBackfill(ctx, pass, r, ps, st, now, problem)
 	}
 	prevMemos := st.engineMemos()
 

@@ -153,7 +153,7 @@ func (m *Monitor) promEngines(ctx context.Context, p *pass, r *config.Run, ps *p
 
 // promBackfill fills the run's history from Prometheus once per monitor (retrying a failure after a
 // minute): from the last point it has, or six hours back, to now.
-func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSource, st *runState, now time.Time, problem func(string, error)) {
+func (m *Monitor) promBackfill(ctx context.Context, p *pass, r *config.Run, ps *promSource, st *runState, now time.Time, problem func(string, error)) {
 	if ps.err != nil {
 		return
 	}
@@ -173,9 +173,7 @@ func (m *Monitor) promBackfill(ctx context.Context, r *config.Run, ps *promSourc
 		}
 	}
 	st.mu.Unlock()
-	c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
-	defer cancel()
-	steps, err := ps.engines.History(c, from, now)
+	steps, err := m.promHistory(ctx, p, r, ps, from, now) // with the other runs of the pass on this server
 	if err != nil {
 		problem(ps.probe(), fmt.Errorf("history: %w", probes.NoAnswer(err, 2*m.opts.ProbeTimeout)))
 		return

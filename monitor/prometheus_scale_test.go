@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,11 +174,22 @@ func TestQueriesPerSampleGrowWithSelectorsNotRuns(t *testing.T) {
 	farm := startScaleFarm(t, 4, 8, false, time.Second, dir)
 	one, _ := farm.samplesQueries(t, farm.runs[:1])
 	eight, evs := farm.samplesQueries(t, farm.runs)
-	t.Logf("figure: queries per sample: %d for 1 run, %d for 8 runs with 8 selectors over 4 hosts", one, eight)
-	if one == 0 || one > 5 || eight != one {
-		t.Errorf("queries per sample: %d for one run, %d for eight; want the same, at most 5 (one per kind)", one, eight)
+	// Selectors of other shapes, which are not one selector apart: each its own part of the query.
+	mixed := slices.Clone(farm.runs)
+	for i := range mixed {
+		if i%2 == 1 {
+			p := *mixed[i].Prometheus
+			p.Selector = fmt.Sprintf(`{job="vllm-%s"}`, mixed[i].Name)
+			mixed[i].Prometheus = &p
+		}
 	}
-	for i, ev := range evs {
+	tagged, evsMixed := farm.samplesQueries(t, mixed)
+	t.Logf("figure: queries per sample: %d for 1 run, %d for 8 runs with 8 selectors over 4 hosts (%d with selectors of two shapes)", one, eight, tagged)
+	if one == 0 || one > 5 || eight != one || tagged != one {
+		t.Errorf("queries per sample: %d for one run, %d for eight, %d for eight of two shapes; want the same, at most 5 (one per kind)", one, eight, tagged)
+	}
+	for i, ev := range append(evs, evsMixed...) {
+		i %= len(evs)
 		rs := ev.Run
 		want := map[string]bool{}
 		for _, h := range scaleRunHosts(i, 4, false) {
@@ -205,4 +218,105 @@ func TestQueriesPerSampleGrowWithSelectorsNotRuns(t *testing.T) {
 			t.Errorf("run %s: storage on hosts %v; want its %d hosts (problems %+v)", rs.Name, remote, len(want), rs.Problems)
 		}
 	}
+}
+
+// procCPU is the CPU a process has used (user and system), from /proc/<pid>/stat.
+func procCPU(tb testing.TB, pid int) time.Duration {
+	tb.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// The command may hold spaces: the fields after it start past its closing parenthesis.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
+}
+
+// BenchmarkPrometheusManyRuns is runwatch against the real Prometheus for 1, 10 and 50 runs, each
+// on the same 16 hosts (a simulated vLLM server per run and host, and the real node_exporter on
+// every host), scraped every 15 s. Each iteration is one sample of every run, as `bot serve` takes
+// it; besides the time per sample it reports:
+//
+//	queries-per-sample  what a steady sample asks Prometheus (instant and range queries)
+//	status-s        a fresh one-shot status of every run (`bot status`: the 6 h history read first)
+//	%core@30s       runwatch's CPU per sample as a share of one core at 30 s sampling, the work of
+//	                serving the simulated servers to Prometheus taken out
+//	prom%core@30s   the CPU Prometheus spends answering a sample, at 30 s sampling (its scraping,
+//	                measured while runwatch is idle, taken out)
+//	heap-MiB        the heap runwatch keeps in use after the samples
+//	rss-MiB         this process's resident memory then (the simulated servers' included)
+func BenchmarkPrometheusManyRuns(b *testing.B) {
+	for _, runs := range []int{1, 10, 50} {
+		b.Run(fmt.Sprintf("runs=%d/hosts=16", runs), func(b *testing.B) {
+			dir := b.TempDir()
+			os.MkdirAll(filepath.Join(dir, "shared"), 0o755)
+			farm := startScaleFarm(b, 16, runs, true, 15*time.Second, dir)
+			promPid := farm.prom.Cmd.Process.Pid
+			ctx := context.Background()
+
+			fresh, _, err := New(&config.File{Source: "bench", Runs: farm.runs}, Options{ProbeTimeout: 10 * time.Second, ReadOnly: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			st := fresh.Status(ctx, All)
+			status := time.Since(start)
+			for _, rs := range st.Runs {
+				if len(rs.Engines) != 16 || rs.Progress == nil {
+					b.Fatalf("run %s: %d engines, progress %+v, problems %+v; want 16 and progress", rs.Name, len(rs.Engines), rs.Progress, rs.Problems)
+				}
+			}
+
+			m, _, err := New(&config.File{Source: "bench", Runs: farm.runs}, Options{ProbeTimeout: 10 * time.Second})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.Sample(ctx) // fills the histories from query_range
+			// Idle: what Prometheus and this process spend without runwatch asking anything.
+			idle := 15 * time.Second // one scrape interval: every target scraped once
+			self0, prom0 := cpuTime(b), procCPU(b, promPid)
+			time.Sleep(idle)
+			selfIdle, promIdle := cpuTime(b)-self0, procCPU(b, promPid)-prom0
+
+			q0, self0, prom0 := farm.queries(b), cpuTime(b), procCPU(b, promPid)
+			t0 := time.Now()
+			for b.Loop() {
+				m.Sample(ctx)
+			}
+			wall := time.Since(t0)
+			n := float64(b.N)
+			queries := float64(farm.queries(b)-q0) / n
+			self := (cpuTime(b) - self0).Seconds() - selfIdle.Seconds()*wall.Seconds()/idle.Seconds()
+			prom := (procCPU(b, promPid) - prom0).Seconds() - promIdle.Seconds()*wall.Seconds()/idle.Seconds()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(queries, "queries-per-sample")
+			b.ReportMetric(status.Seconds(), "status-s")
+			b.ReportMetric(100*max(self, 0)/n/30, "%core@30s")
+			b.ReportMetric(100*max(prom, 0)/n/30, "prom%core@30s")
+			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
+			b.ReportMetric(rssMiB(b), "rss-MiB")
+			b.Logf("runs=%d: Prometheus idle %.2f%% of a core (scraping %d targets every 15 s)", runs, 100*promIdle.Seconds()/idle.Seconds(), 16*runs+16)
+			runtime.KeepAlive(m)
+		})
+	}
+}
+
+// rssMiB is this process's resident memory.
+func rssMiB(tb testing.TB) float64 {
+	tb.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }

@@ -173,6 +173,7 @@ type promFake struct {
 
 var (
 	promFakeRunRE      = regexp.MustCompile(`run="([^"]+)"`)
+	promFakeRunsRE     = regexp.MustCompile(`run=~"([^"]+)"`)
 	promFakeInstanceRE = regexp.MustCompile(`instance=~"([^"]*)"`)
 )
 
@@ -239,7 +240,24 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 	var result model.Value
 	resultType := "vector"
 	switch {
-	case strings.Contains(q, `"runwatch_part"`):
+	case strings.HasSuffix(r.URL.Path, "/query_range") && (strings.Contains(q, `"runwatch_part"`) || strings.Contains(q, `run=~"`)):
+		resultType = "matrix"
+		start, _ := strconv.ParseFloat(r.Form.Get("start"), 64)
+		end, _ := strconv.ParseFloat(r.Form.Get("end"), 64)
+		step, _ := strconv.ParseFloat(r.Form.Get("step"), 64)
+		mat := model.Matrix{}
+		runs, tag := f.parts(q)
+		for i, run := range runs {
+			jb := f.jobs[run]
+			for k := 0; k < jb.instances; k++ {
+				for _, ss := range jb.historySeries(run, k, start, end, step) {
+					ss.Metric = tag(ss.Metric, i)
+					mat = append(mat, ss)
+				}
+			}
+		}
+		result = mat
+	case strings.Contains(q, `"runwatch_part"`), strings.Contains(q, `run=~"`):
 		result = f.grouped(q, at)
 	case strings.HasSuffix(r.URL.Path, "/query_range"):
 		resultType = "matrix"
@@ -338,17 +356,7 @@ func (f *promFake) serve(w http.ResponseWriter, r *http.Request) {
 // engine series; a storage or writers query gives every run's filesystems once and, for each part,
 // the hosts of its run.
 func (f *promFake) grouped(q string, at float64) model.Vector {
-	var runs []string
-	for _, m := range promFakeRunRE.FindAllStringSubmatch(q, -1) {
-		if !slices.Contains(runs, m[1]) {
-			runs = append(runs, m[1])
-		}
-	}
-	tag := func(m model.Metric, i int) model.Metric {
-		c := m.Clone()
-		c["runwatch_part"] = model.LabelValue(strconv.Itoa(i))
-		return c
-	}
+	runs, tag := f.parts(q)
 	ts := model.TimeFromUnixNano(int64(at * 1e9))
 	v := model.Vector{}
 	seen := map[string]bool{}
@@ -365,7 +373,7 @@ func (f *promFake) grouped(q string, at float64) model.Vector {
 				continue
 			}
 			host := model.LabelValue(promFakeHost(job.instance(k)))
-			v = append(v, &model.Sample{Metric: model.Metric{"instance": model.LabelValue(job.instance(k)), "host": host, "runwatch_part": model.LabelValue(strconv.Itoa(i))}, Value: 1, Timestamp: ts})
+			v = append(v, &model.Sample{Metric: tag(model.Metric{"instance": model.LabelValue(job.instance(k)), "host": host}, i), Value: 1, Timestamp: ts})
 			for _, smp := range job.fsSeries(k, at) {
 				if key := smp.Metric.String(); !seen[key] {
 					seen[key] = true
@@ -374,10 +382,41 @@ func (f *promFake) grouped(q string, at float64) model.Vector {
 			}
 		}
 		if strings.Contains(q, promFakeResetsName) && job.restartAt > 0 && at >= job.restartAt {
-			v = append(v, &model.Sample{Metric: model.Metric{"__name__": promFakeResetsName, "instance": model.LabelValue(job.instance(0)), "runwatch_part": model.LabelValue(strconv.Itoa(i))}, Value: 1, Timestamp: ts})
+			v = append(v, &model.Sample{Metric: tag(model.Metric{"__name__": promFakeResetsName, "instance": model.LabelValue(job.instance(0))}, i), Value: 1, Timestamp: ts})
 		}
 	}
 	return v
+}
+
+// parts are the runs of a grouped query in part order, and how a series of part i is told apart.
+func (f *promFake) parts(q string) ([]string, func(model.Metric, int) model.Metric) {
+	var runs []string
+	// Runs told apart by their run label are one selector, run=~"a|b", and a part is its run's name;
+	// else each run's part is tagged with its index.
+	collapsed := promFakeRunsRE.FindStringSubmatch(q)
+	if collapsed != nil {
+		runs = strings.Split(collapsed[1], "|")
+	} else {
+		for _, m := range promFakeRunRE.FindAllStringSubmatch(q, -1) {
+			if !slices.Contains(runs, m[1]) {
+				runs = append(runs, m[1])
+			}
+		}
+	}
+	tag := func(m model.Metric, i int) model.Metric {
+		c := m.Clone()
+		if collapsed != nil {
+			if _, ok := c["run"]; ok {
+				return c // the engines' own series carry it
+			}
+			c["run"] = model.LabelValue(runs[i])
+			c["runwatch_part"] = model.LabelValue(runs[i])
+			return c
+		}
+		c["runwatch_part"] = model.LabelValue(strconv.Itoa(i))
+		return c
+	}
+	return runs, tag
 }
 
 func promFakeMetric(b []byte, m model.Metric) []byte {

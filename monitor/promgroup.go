@@ -18,9 +18,15 @@ import (
 // the queries of a sample grow with the distinct selectors asked, in one query each, not with the
 // runs; and each query has its own time budget instead of waiting for its turn behind a run's.
 type promBatch struct {
+	history flight.Group[[]promHistoryAnswer]
 	engines flight.Group[[]promEngineAnswer]
 	storage flight.Group[[]promStorageAnswer]
 	writers flight.Group[[]promWritersAnswer]
+}
+
+type promHistoryAnswer struct {
+	selector string
+	steps    []probes.PromStep
 }
 
 type promEngineAnswer struct {
@@ -88,6 +94,49 @@ func (m *Monitor) promEngineReading(ctx context.Context, p *pass, r *config.Run,
 		}
 	}
 	return probes.PromEngineReading{}, errNotInBatch
+}
+
+// promHistory is the run's history from Prometheus (its engines step by step, from from to now),
+// read in one query_range with those of every other run of the pass on that server whose engines
+// and progress come from it; they are read six hours back (promBackfillSpan), from from when the
+// run is the only one.
+func (m *Monitor) promHistory(ctx context.Context, p *pass, r *config.Run, ps *promSource, from, now time.Time) ([]probes.PromStep, error) {
+	answers, err := p.prom.history.Do(ctx, promKey(ps), func() ([]promHistoryAnswer, error) {
+		sels := []string{selectorOf(r)}
+		for _, rr := range m.promRuns(p, ps, func(rr *config.Run, _ *promSource) bool {
+			return m.promEngineSource(rr) != nil && m.logs[rr.Name] == nil
+		}) {
+			if sel := selectorOf(rr); !slices.Contains(sels, sel) {
+				sels = append(sels, sel)
+			}
+		}
+		if len(sels) > 1 {
+			from = now.Add(-promBackfillSpan)
+		}
+		c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
+		defer cancel()
+		hs, err := ps.client.Histories(c, sels, from, now)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]promHistoryAnswer, len(sels))
+		for i, sel := range sels {
+			out[i].selector = sel
+			if hs != nil {
+				out[i].steps = hs[i]
+			}
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range answers {
+		if a.selector == selectorOf(r) {
+			return a.steps, nil
+		}
+	}
+	return nil, errNotInBatch
 }
 
 // promStorage is the run's paths on the hosts of its targets, read with every other run's of the

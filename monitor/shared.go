@@ -55,7 +55,7 @@ func (p *pass) wait() *sharedProbes {
 func (m *Monitor) newPass(ctx context.Context, need Need, sampling bool) *pass {
 	p := &pass{done: make(chan struct{})}
 	p.scrapes.Keep, p.usage.Keep = true, true
-	p.prom.engines.Keep, p.prom.storage.Keep, p.prom.writers.Keep = true, true, true
+	p.prom.history.Keep, p.prom.engines.Keep, p.prom.storage.Keep, p.prom.writers.Keep = true, true, true, true
 	for i := range m.file.Runs {
 		p.runs = append(p.runs, &m.file.Runs[i])
 	}

@@ -2,7 +2,6 @@ package probes
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -142,34 +141,11 @@ type PromStep struct {
 // to its age, so that its first minutes are measured too. A span shorter than two steps has no
 // history: nil, nil.
 func (p *PromEngines) History(ctx context.Context, from, now time.Time) ([]PromStep, error) {
-	if now.Sub(from) < 2*promMinStep {
-		return nil, nil
-	}
-	q := promHistoryQuery(p.sel)
-	query := func(span time.Duration) (PromResult, time.Duration, error) {
-		step := promStep(span)
-		n := span / step
-		res, err := p.client.QueryRange(ctx, q, now.Add(-n*step), now, step)
-		return res, step, err
-	}
-	res, step, err := query(now.Sub(from))
-	if err == nil && res.Truncated == "" {
-		if first := promFirstT(res.Series); first > 0 {
-			age := now.Sub(UnixTime(first)) + step
-			if age < 60*step && promStep(age) < step {
-				if fine, _, err := query(age); err == nil && fine.Truncated == "" {
-					res = fine
-				}
-			}
-		}
-	}
-	if err != nil {
+	out, err := p.client.Histories(ctx, []string{p.sel}, from, now)
+	if err != nil || out == nil {
 		return nil, err
 	}
-	if res.Truncated != "" {
-		return nil, fmt.Errorf("history not used: %s", res.Truncated)
-	}
-	return promSteps(res.Series), nil
+	return out[0], nil
 }
 
 // promFirstT is the time of the earliest sample in series (0 when there is none).

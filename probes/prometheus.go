@@ -169,6 +169,12 @@ func promPartsOf(ctx context.Context) int {
 
 // QueryRange evaluates query at every step from start to end.
 func (p *Prometheus) QueryRange(ctx context.Context, query string, start, end time.Time, step time.Duration) (PromResult, error) {
+	return p.queryRangeParts(ctx, query, start, end, step, 1)
+}
+
+// queryRangeParts is QueryRange for a grouped query of parts parts (queryParts).
+func (p *Prometheus) queryRangeParts(ctx context.Context, query string, start, end time.Time, step time.Duration, parts int) (PromResult, error) {
+	ctx = context.WithValue(ctx, promPartsKey{}, max(1, parts))
 	if step <= 0 || !end.After(start) {
 		return PromResult{}, fmt.Errorf("query_range %s: empty range %s..%s step %s", p.where, start.Format(time.RFC3339), end.Format(time.RFC3339), step)
 	}

@@ -10,6 +10,8 @@ package probes
 import (
 	"context"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -34,46 +36,279 @@ func promTagged(exprs []string) string {
 	return strings.Join(parts, " or ")
 }
 
-// promSplit splits the series of a grouped query of n parts by part, the tag taken off. Series of
-// no part (untagged) are returned apart. With one part nothing is tagged: every series is its.
-func promSplit(series []PromSeries, n int) (parts [][]PromSeries, untagged []PromSeries) {
+// promSplit splits the series of a grouped query of n parts by part, as index tells a series' part
+// from its value of label (taken off when drop is set). Series of no part are returned apart. With
+// one part every series is its.
+func promSplit(series []PromSeries, n int, label string, index func(string) (int, bool), drop bool) (parts [][]PromSeries, untagged []PromSeries) {
 	parts = make([][]PromSeries, n)
 	if n == 1 {
 		parts[0] = series
 		return parts, nil
 	}
 	for _, s := range series {
-		v, ok := s.Labels[promPart]
-		i, err := strconv.Atoi(v)
-		if !ok || err != nil || i < 0 || i >= n {
+		v, ok := s.Labels[label]
+		i, found := index(v)
+		if !ok || !found || i < 0 || i >= n {
 			untagged = append(untagged, s)
 			continue
 		}
-		delete(s.Labels, promPart)
+		if drop {
+			delete(s.Labels, label)
+		}
 		parts[i] = append(parts[i], s)
 	}
 	return parts, untagged
+}
+
+// promTagIndex reads a part's index from its promPart tag.
+func promTagIndex(v string) (int, bool) {
+	i, err := strconv.Atoi(v)
+	return i, err == nil
+}
+
+// promMatcher is one label matcher of a selector.
+type promMatcher struct{ name, op, value string }
+
+func (m promMatcher) String() string { return m.name + m.op + strconv.Quote(m.value) }
+
+var promLabelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*`)
+
+// promMatchers parses the label matchers of a selector without its braces (job="vllm",run=~"a.*").
+// ok is false for anything it does not read exactly (single-quoted or quoted names, say): such a
+// selector is asked as written, in a part of its own.
+func promMatchers(inner string) ([]promMatcher, bool) {
+	var out []promMatcher
+	rest := strings.TrimSpace(inner)
+	for rest != "" {
+		name := promLabelName.FindString(rest)
+		if name == "" {
+			return nil, false
+		}
+		rest = strings.TrimSpace(rest[len(name):])
+		op := ""
+		for _, o := range []string{"=~", "!~", "!=", "="} {
+			if strings.HasPrefix(rest, o) {
+				op = o
+				break
+			}
+		}
+		if op == "" {
+			return nil, false
+		}
+		rest = strings.TrimSpace(rest[len(op):])
+		if rest == "" || (rest[0] != '"' && rest[0] != '`') {
+			return nil, false
+		}
+		end := 1
+		for end < len(rest) && rest[end] != rest[0] {
+			if rest[0] == '"' && rest[end] == '\\' {
+				end++
+			}
+			end++
+		}
+		if end >= len(rest) {
+			return nil, false
+		}
+		value, err := strconv.Unquote(rest[:end+1])
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, promMatcher{name, op, value})
+		rest = strings.TrimSpace(rest[end+1:])
+		if r, ok := strings.CutPrefix(rest, ","); ok {
+			rest = strings.TrimSpace(r)
+		} else if rest != "" {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// promPlan is how a grouped query tells its parts apart.
+type promPlan struct {
+	n int
+	// label is the one label the selectors differ in, each with label="value": one selector with
+	// label=~"value1|value2|…" (sel) picks every part's series at once, and a series' value of
+	// label says whose it is. "" when the selectors are not all of that shape: each is then its
+	// own part of the query, tagged with its index (promTagged).
+	label string
+	sel   string
+	index map[string]int
+}
+
+// promPlanFor plans a query for the parts selectors (inner, distinct). Runs told apart by one
+// label, the usual `{job="vllm",run="synth-25k"}`, are one selector: Prometheus looks the series
+// up once, not once per run.
+func promPlanFor(selectors []string) promPlan {
+	p := promPlan{n: len(selectors)}
+	if len(selectors) < 2 {
+		return p
+	}
+	all := make([]map[string]promMatcher, len(selectors))
+	for i, sel := range selectors {
+		ms, ok := promMatchers(sel)
+		if !ok {
+			return p
+		}
+		all[i] = map[string]promMatcher{}
+		for _, m := range ms {
+			if _, dup := all[i][m.name]; dup {
+				return p
+			}
+			all[i][m.name] = m
+		}
+		if len(all[i]) != len(all[0]) {
+			return p
+		}
+	}
+	label := ""
+	for name, m0 := range all[0] {
+		same := true
+		for _, ms := range all[1:] {
+			m, ok := ms[name]
+			if !ok {
+				return p
+			}
+			same = same && m == m0
+		}
+		if same {
+			continue
+		}
+		if label != "" || name == "__name__" {
+			return p // more than one label differs
+		}
+		label = name
+	}
+	if label == "" {
+		return p
+	}
+	index := map[string]int{}
+	var values []string
+	for i, ms := range all {
+		m := ms[label]
+		if m.op != "=" || m.value == "" {
+			return p
+		}
+		if _, dup := index[m.value]; dup {
+			return p
+		}
+		index[m.value] = i
+		values = append(values, m.value)
+	}
+	var common []string
+	for _, name := range slices.Sorted(maps.Keys(all[0])) {
+		if name != label {
+			common = append(common, all[0][name].String())
+		}
+	}
+	p.label, p.index = label, index
+	p.sel = strings.Join(append(common, label+"=~"+promAlternation(values)), ",")
+	return p
+}
+
+// part is the index of the part whose value of p.label is v.
+func (p promPlan) part(v string) (int, bool) {
+	i, ok := p.index[v]
+	return i, ok
 }
 
 // EngineReadings reads the engines of the runs whose series selectors are selectors, in one query:
 // the reading of each selector, in order. An answer cut at the series limits is an error, as for
 // one run: part of the servers would undercount the totals.
 func (p *Prometheus) EngineReadings(ctx context.Context, selectors []string, at time.Time) ([]PromEngineReading, error) {
-	exprs := make([]string, len(selectors))
+	inner := make([]string, len(selectors))
 	for i, sel := range selectors {
-		exprs[i] = promEngineQuery(promInner(sel))
+		inner[i] = promInner(sel)
 	}
-	res, err := p.queryParts(ctx, promTagged(exprs), at, len(exprs))
+	plan := promPlanFor(inner)
+	var query string
+	if plan.label != "" {
+		query = promEngineQuery(plan.sel, plan.label)
+	} else {
+		exprs := make([]string, len(inner))
+		for i, sel := range inner {
+			exprs[i] = promEngineQuery(sel)
+		}
+		query = promTagged(exprs)
+	}
+	res, err := p.queryParts(ctx, query, at, len(inner))
 	if err != nil {
 		return nil, err
 	}
 	if res.Truncated != "" {
 		return nil, fmt.Errorf("engine series not used: %s", res.Truncated)
 	}
-	parts, _ := promSplit(res.Series, len(exprs))
+	var parts [][]PromSeries
+	if plan.label != "" {
+		parts, _ = promSplit(res.Series, len(inner), plan.label, plan.part, false)
+	} else {
+		parts, _ = promSplit(res.Series, len(inner), promPart, promTagIndex, true)
+	}
 	out := make([]PromEngineReading, len(parts))
 	for i, part := range parts {
 		out[i] = promEngineReading(part)
+	}
+	return out, nil
+}
+
+// Histories reads the histories of the runs whose series selectors are selectors, from from to now,
+// in one query_range (and one more, with a finer step, when all of them are young): for each
+// selector, in order, what PromEngines.History reads for one. A span shorter than two steps has no
+// history: nil, nil.
+func (p *Prometheus) Histories(ctx context.Context, selectors []string, from, now time.Time) ([][]PromStep, error) {
+	if now.Sub(from) < 2*promMinStep {
+		return nil, nil
+	}
+	inner := make([]string, len(selectors))
+	for i, sel := range selectors {
+		inner[i] = promInner(sel)
+	}
+	n := len(inner)
+	plan := promPlanFor(inner)
+	var q string
+	if plan.label != "" {
+		q = promHistoryQuery(plan.sel, plan.label)
+	} else {
+		exprs := make([]string, n)
+		for i, sel := range inner {
+			exprs[i] = promHistoryQuery(sel)
+		}
+		q = promTagged(exprs)
+	}
+	query := func(span time.Duration) (PromResult, time.Duration, error) {
+		step := promStep(span)
+		k := span / step
+		res, err := p.queryRangeParts(ctx, q, now.Add(-k*step), now, step, n)
+		return res, step, err
+	}
+	res, step, err := query(now.Sub(from))
+	if err == nil && res.Truncated == "" {
+		// Runs younger than a few dozen steps are asked again with a step fitted to the oldest's
+		// age, so that their first minutes are measured too.
+		if first := promFirstT(res.Series); first > 0 {
+			age := now.Sub(UnixTime(first)) + step
+			if age < 60*step && promStep(age) < step {
+				if fine, _, err := query(age); err == nil && fine.Truncated == "" {
+					res = fine
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Truncated != "" {
+		return nil, fmt.Errorf("history not used: %s", res.Truncated)
+	}
+	var parts [][]PromSeries
+	if plan.label != "" {
+		parts, _ = promSplit(res.Series, n, plan.label, plan.part, true)
+	} else {
+		parts, _ = promSplit(res.Series, n, promPart, promTagIndex, true)
+	}
+	out := make([][]PromStep, n)
+	for i, part := range parts {
+		out[i] = promSteps(part)
 	}
 	return out, nil
 }
@@ -93,35 +328,45 @@ func promHostsOf(markers [][]PromSeries) []map[string]bool {
 }
 
 // promGroupedOnHosts is facts (series with a host label) on the hosts of any of the selectors,
-// followed by each selector's hosts tagged as its part, for the split to tell which facts are whose.
-// One selector needs no markers: every fact is its.
-func promGroupedOnHosts(facts string, selectors []string) string {
-	if len(selectors) == 1 {
-		return facts + " and on(host) " + promRunHosts(promInner(selectors[0]))
-	}
-	hosts := make([]string, len(selectors))
+// followed by each selector's hosts marked as its part (promPart: the part's index, or its value
+// of the plan's label), and the split of its answer: the facts on each selector's hosts. One
+// selector needs no markers: every fact is its.
+func promGroupedOnHosts(facts string, selectors []string) (string, func([]PromSeries) [][]PromSeries) {
+	inner := make([]string, len(selectors))
 	for i, sel := range selectors {
-		hosts[i] = promRunHosts(promInner(sel))
+		inner[i] = promInner(sel)
 	}
-	return facts + " and on(host) (" + strings.Join(hosts, " or ") + ") or " + promTagged(hosts)
-}
-
-// promSplitOnHosts splits the answer of promGroupedOnHosts: the facts on each selector's hosts.
-func promSplitOnHosts(series []PromSeries, n int) [][]PromSeries {
+	n := len(inner)
 	if n == 1 {
-		return [][]PromSeries{series}
+		return facts + " and on(host) " + promRunHosts(inner[0]), func(series []PromSeries) [][]PromSeries { return [][]PromSeries{series} }
 	}
-	markers, facts := promSplit(series, n)
-	hosts := promHostsOf(markers)
-	out := make([][]PromSeries, n)
-	for _, s := range facts {
-		for i := range n {
-			if hosts[i][s.Labels["host"]] {
-				out[i] = append(out[i], s)
+	plan := promPlanFor(inner)
+	var query string
+	index := promTagIndex
+	if plan.label != "" {
+		query = facts + " and on(host) " + promRunHosts(plan.sel) + " or " +
+			fmt.Sprintf(`label_replace(%s, %q, "$1", %q, "(.*)")`, promRunHostsBy(plan.sel, plan.label), promPart, plan.label)
+		index = plan.part
+	} else {
+		hosts := make([]string, n)
+		for i, sel := range inner {
+			hosts[i] = promRunHosts(sel)
+		}
+		query = facts + " and on(host) (" + strings.Join(hosts, " or ") + ") or " + promTagged(hosts)
+	}
+	return query, func(series []PromSeries) [][]PromSeries {
+		markers, facts := promSplit(series, n, promPart, index, true)
+		hosts := promHostsOf(markers)
+		out := make([][]PromSeries, n)
+		for _, s := range facts {
+			for i := range n {
+				if hosts[i][s.Labels["host"]] {
+					out[i] = append(out[i], s)
+				}
 			}
 		}
+		return out
 	}
-	return out
 }
 
 // PromFSRequest is one run's question about its storage on the hosts of its targets.
@@ -153,7 +398,8 @@ func (p *Prometheus) Filesystems(ctx context.Context, reqs []PromFSRequest, at t
 	fs := promSelector([]string{"node_filesystem_avail_bytes", "node_filesystem_size_bytes", "node_filesystem_free_bytes", "node_filesystem_device_error"},
 		"", "mountpoint=~"+promAlternation(promAncestors(all)))
 	c, cancel := context.WithTimeout(ctx, timeout)
-	res, err := p.queryParts(c, promGroupedOnHosts(promHostLabel(fs), selectors), at, n)
+	query, split := promGroupedOnHosts(promHostLabel(fs), selectors)
+	res, err := p.queryParts(c, query, at, n)
 	cancel()
 	if err != nil {
 		failAll(fmt.Errorf("storage: %w", NoAnswer(err, timeout)))
@@ -176,7 +422,7 @@ func (p *Prometheus) Filesystems(ctx context.Context, reqs []PromFSRequest, at t
 	type used struct{ instances, mounts map[string]bool }
 	uses := make([]used, n)
 	diskOf := make([]map[string]map[string][]promDiskMount, n) // per request: instance -> disk -> mount points
-	for i, part := range promSplitOnHosts(res.Series, n) {
+	for i, part := range split(res.Series) {
 		mps := promAncestors(reqs[i].Paths)
 		part = slices.DeleteFunc(slices.Clone(part), func(s PromSeries) bool {
 			_, found := slices.BinarySearch(mps, s.Labels["mountpoint"])
@@ -272,7 +518,8 @@ func (p *Prometheus) WritersOf(ctx context.Context, reqs []PromWritersRequest, a
 		selectors[i] = r.Selector
 	}
 	sort.Strings(protected)
-	res, err := p.queryParts(ctx, promGroupedOnHosts(promHostLabel(promWriterFacts(slices.Compact(protected))), selectors), at, n)
+	query, split := promGroupedOnHosts(promHostLabel(promWriterFacts(slices.Compact(protected))), selectors)
+	res, err := p.queryParts(ctx, query, at, n)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +528,7 @@ func (p *Prometheus) WritersOf(ctx context.Context, reqs []PromWritersRequest, a
 		return nil, fmt.Errorf("the answer was cut: %s", res.Truncated)
 	}
 	out := make([]RemoteWriters, n)
-	for i, part := range promSplitOnHosts(res.Series, n) {
+	for i, part := range split(res.Series) {
 		paths := reqs[i].Protected
 		part = slices.DeleteFunc(slices.Clone(part), func(s PromSeries) bool {
 			return s.Labels["__name__"] == "runwatch_protected_writer_processes" && !slices.Contains(paths, s.Labels["path"])

@@ -26,24 +26,20 @@ const promResetsName = "runwatch_resets_1h"
 // older than the answer says, and a rate taken over the time asked would be wrong.
 const promScrapedName = "runwatch_scraped"
 
-// promScraped is the series of promScrapedName: the newest sample time among each instance's batch
-// gauges and token counters (series every engine exports at every scrape) that sel picks out.
-// timestamp() gives a sample's own time only when applied to a selector itself, and drops the
-// metric name, so it is applied to one metric name at a time (two names' series would otherwise
-// be one label set, which Prometheus refuses).
-func promScraped(sel string) string {
-	var parts []string
-	for _, n := range append(promBatchGauges(), promRestartCounters()...) {
-		// A gauge of the table may name its series with a label (Triton's request_type="active").
-		name, labels, _ := strings.Cut(strings.TrimSuffix(n, "}"), "{")
-		matchers := []string{`__name__=` + strconv.Quote(name)}
-		if labels != "" {
-			matchers = append(matchers, labels)
-		}
-		parts = append(parts, `timestamp(`+promSelector(nil, sel, matchers...)+`)`)
-	}
-	return `label_replace(label_replace(max by (instance) (` + strings.Join(parts, " or ") + `), "__name__", "` +
+// promScraped is the series of promScrapedName: when each instance of the run's targets was last
+// scraped, the time of its `up` sample (written at every scrape, with the scrape's time).
+// timestamp() gives a sample's own time only when applied to a selector itself. A selector that
+// picks series by labels the targets' `up` does not carry finds none: such a run's samples stay at
+// the time asked.
+func promScraped(sel string, by ...string) string {
+	return `label_replace(label_replace(max by (` + promBy(by) + `) (timestamp(` + promSelector([]string{"up"}, sel) + `)), "__name__", "` +
 		promScrapedName + `", "", ""), "runwatch", "scraped", "", "")`
+}
+
+// promBy is the labels of a per-instance aggregation: instance, and by, the label a grouped
+// query's parts differ in (promPlan), kept so that the answer can be split by it.
+func promBy(by []string) string {
+	return strings.Join(append([]string{"instance"}, by...), ", ")
 }
 
 // promInner strips the braces of a selector: `{job="vllm"}` -> `job="vllm"`.
@@ -105,18 +101,18 @@ func promBatchGauges() []string {
 
 // promEngineQuery reads every engine series of the run at once, the targets' up, and how often
 // each server's token counter was reset in the last hour.
-func promEngineQuery(sel string) string {
+func promEngineQuery(sel string, by ...string) string {
 	names := append([]string{"up"}, PromEngineNames()...)
 	// `or` matches series on their labels without the name: a label of its own keeps the right side.
-	return promSelector(names, sel) + ` or label_replace(label_replace(max by (instance) (resets(` +
+	return promSelector(names, sel) + ` or label_replace(label_replace(max by (` + promBy(by) + `) (resets(` +
 		promSelector(promRestartCounters(), sel) + `[1h])), "__name__", "` + promResetsName + `", "", ""), "runwatch", "resets", "", "")` +
-		` or ` + promScraped(sel)
+		` or ` + promScraped(sel, by...)
 }
 
 // promHistoryQuery reads the series the history is built from, summed per instance (the history
 // needs neither the data-parallel engines apart nor why requests ended), which makes the answer a
 // few series per server. Start times are the latest per instance, not a sum.
-func promHistoryQuery(sel string) string {
+func promHistoryQuery(sel string, by ...string) string {
 	var sums, starts []string
 	for _, n := range append([]string{"up"}, PromProgressNames()...) {
 		if n == "process_start_time_seconds" || strings.HasSuffix(n, "_created") {
@@ -126,9 +122,10 @@ func promHistoryQuery(sel string) string {
 		}
 	}
 	// `or` matches series on their labels without the name: a label of its own keeps the right side.
-	return `sum by (__name__, instance) (` + promSelector(sums, sel) + `) or label_replace(max by (__name__, instance) (` +
+	by = append([]string{"__name__"}, by...)
+	return `sum by (` + promBy(by) + `) (` + promSelector(sums, sel) + `) or label_replace(max by (` + promBy(by) + `) (` +
 		promSelector(starts, sel) + `), "runwatch", "start", "", "")` +
-		` or ` + promScraped(sel)
+		` or ` + promScraped(sel, by[1:]...)
 }
 
 // promHostLabel adds a `host` label: the instance without its port, so that node_exporter on
@@ -140,7 +137,12 @@ func promHostLabel(expr string) string {
 // promRunHosts is the hosts of the run's targets (any `up` or engine batch series the selector
 // matches), one series per instance with its `host` label, to join other hosts' facts on.
 func promRunHosts(sel string) string {
-	return promHostLabel(`group by (instance) (` + promSelector(append([]string{"up"}, promBatchGauges()...), sel) + `)`)
+	return promRunHostsBy(sel)
+}
+
+// promRunHostsBy is promRunHosts keeping the labels by as well.
+func promRunHostsBy(sel string, by ...string) string {
+	return promHostLabel(`group by (` + promBy(by) + `) (` + promSelector(append([]string{"up"}, promBatchGauges()...), sel) + `)`)
 }
 
 // promFSQuery reads node_exporter's filesystems at the mount points that can hold the paths, on the

@@ -207,8 +207,9 @@ func TestPromStepsAtTheirScrapeTime(t *testing.T) {
 }
 
 // A grouped query's answer goes back to its parts: the facts on each part's hosts, a fact on hosts
-// of two parts to both, and the markers themselves to none.
-func TestPromSplitOnHosts(t *testing.T) {
+// of two parts to both, and the markers themselves to none; whether the parts are one selector
+// split by the label they differ in, or tagged by index.
+func TestPromGroupedOnHosts(t *testing.T) {
 	s := func(labels ...string) PromSeries {
 		l := map[string]string{}
 		for i := 0; i < len(labels); i += 2 {
@@ -216,40 +217,80 @@ func TestPromSplitOnHosts(t *testing.T) {
 		}
 		return PromSeries{Labels: l, Samples: []PromSample{{T: 1, V: 1}}}
 	}
-	q := promGroupedOnHosts("facts", []string{`{run="a"}`, `{run="b"}`})
-	for _, want := range []string{`facts and on(host) (`, `"runwatch_part", "0"`, `"runwatch_part", "1"`, `run="a"`, `run="b"`} {
-		if !strings.Contains(q, want) {
-			t.Errorf("grouped query %q lacks %q", q, want)
-		}
-	}
-	parts := promSplitOnHosts([]PromSeries{
-		s("host", "n1", "instance", "n1:8000", promPart, "0"),
-		s("host", "n2", "instance", "n2:8000", promPart, "0"),
-		s("host", "n2", "instance", "n2:8000", promPart, "1"),
-		s("host", "n3", "instance", "n3:8000", promPart, "1"),
+	facts := []PromSeries{
 		s("__name__", "node_filesystem_avail_bytes", "host", "n1", "mountpoint", "/data"),
 		s("__name__", "node_filesystem_avail_bytes", "host", "n2", "mountpoint", "/data"),
 		s("__name__", "node_filesystem_avail_bytes", "host", "n3", "mountpoint", "/data"),
 		s("__name__", "node_filesystem_avail_bytes", "host", "n4", "mountpoint", "/data"),
-	}, 2)
-	hostsOf := func(ss []PromSeries) []string {
-		var out []string
-		for _, x := range ss {
-			if x.Labels[promPart] != "" {
-				t.Errorf("a marker %v went to a part", x.Labels)
+	}
+	for _, tc := range []struct {
+		name      string
+		selectors []string
+		want      []string // in the query
+		marks     [2]string
+	}{
+		{"one label apart", []string{`{job="vllm",run="a"}`, `{run="b", job="vllm"}`}, []string{`run=~"a|b"`, `group by (instance, run)`, `"runwatch_part", "$1", "run"`}, [2]string{"a", "b"}},
+		{"tagged", []string{`{run="a"}`, `{job="other"}`}, []string{`"runwatch_part", "0"`, `"runwatch_part", "1"`, `run="a"`, `job="other"`}, [2]string{"0", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, split := promGroupedOnHosts("facts", tc.selectors)
+			for _, want := range tc.want {
+				if !strings.Contains(q, want) {
+					t.Errorf("grouped query %q lacks %q", q, want)
+				}
 			}
-			out = append(out, x.Labels["host"])
-		}
-		return out
-	}
-	if got := hostsOf(parts[0]); !slices.Equal(got, []string{"n1", "n2"}) {
-		t.Errorf("part 0 = %v; want the facts of n1 and n2", got)
-	}
-	if got := hostsOf(parts[1]); !slices.Equal(got, []string{"n2", "n3"}) {
-		t.Errorf("part 1 = %v; want the facts of n2 and n3", got)
+			series := append([]PromSeries{
+				s("host", "n1", "instance", "n1:8000", promPart, tc.marks[0]),
+				s("host", "n2", "instance", "n2:8000", promPart, tc.marks[0]),
+				s("host", "n2", "instance", "n2:8000", promPart, tc.marks[1]),
+				s("host", "n3", "instance", "n3:8000", promPart, tc.marks[1]),
+			}, facts...)
+			parts := split(series)
+			hostsOf := func(ss []PromSeries) []string {
+				var out []string
+				for _, x := range ss {
+					if x.Labels[promPart] != "" {
+						t.Errorf("a marker %v went to a part", x.Labels)
+					}
+					out = append(out, x.Labels["host"])
+				}
+				return out
+			}
+			if got := hostsOf(parts[0]); !slices.Equal(got, []string{"n1", "n2"}) {
+				t.Errorf("part 0 = %v; want the facts of n1 and n2", got)
+			}
+			if got := hostsOf(parts[1]); !slices.Equal(got, []string{"n2", "n3"}) {
+				t.Errorf("part 1 = %v; want the facts of n2 and n3", got)
+			}
+		})
 	}
 	// One part is asked and answered as before grouping.
-	if q := promGroupedOnHosts("facts", []string{`{run="a"}`}); strings.Contains(q, promPart) {
+	if q, _ := promGroupedOnHosts("facts", []string{`{run="a"}`}); strings.Contains(q, promPart) {
 		t.Errorf("a one-part query %q is tagged", q)
+	}
+}
+
+// Selectors that differ in one label's value are one selector; any other shape is not.
+func TestPromPlanFor(t *testing.T) {
+	for _, tc := range []struct {
+		selectors []string
+		label     string
+		sel       string
+	}{
+		{[]string{`job="vllm",run="a"`, `job="vllm", run="b"`, "run=`c`,job=\"vllm\""}, "run", `job="vllm",run=~"a|b|c"`},
+		{[]string{`run="a.b"`, `run="c"`}, "run", `run=~"a\\.b|c"`},
+		{[]string{`run="a"`}, "", ""},
+		{[]string{`run="a"`, `run=~"b"`}, "", ""},                // not an equality
+		{[]string{`run="a",job="x"`, `run="b",job="y"`}, "", ""}, // two labels differ
+		{[]string{`run="a"`, `run="b",job="x"`}, "", ""},         // not the same labels
+		{[]string{`run='a'`, `run='b'`}, "", ""},                 // single quotes: not read
+		{[]string{`run="a"`, `run=""`}, "", ""},                  // an empty value is a missing label
+		{[]string{`__name__="a"`, `__name__="b"`}, "", ""},       // names are not a part's label
+		{[]string{`run="a" job="x"`, `run="b" job="x"`}, "", ""}, // no comma
+	} {
+		p := promPlanFor(tc.selectors)
+		if p.label != tc.label || p.sel != tc.sel {
+			t.Errorf("promPlanFor(%q) = label %q, selector %q; want %q, %q", tc.selectors, p.label, p.sel, tc.label, tc.sel)
+		}
 	}
 }

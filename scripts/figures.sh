@@ -133,6 +133,22 @@ the same at 5 ms per query|StatusManyRuns/steady/latency=5ms|sec/op|within the 2
 the first status of a fresh bot, 6 h of history read back|StatusManyRuns/fresh/6h|sec/op|
 CPU of one `bot exporter` scrape, 600 processes|ExporterScrape600|cpu-ms/scrape|
 discovery on a host with 200 listening ports (150 answering 404, 40 silent, 10 engines) and a job|Discover200Listeners|sec/op|under 300 ms
+storage status of 10 runs from one writer scan, 100 processes|WriterScan/procs=100|sec/op|
+the same, 1,000 processes|WriterScan/procs=1000|sec/op|
+the same, 5,000 processes|WriterScan/procs=5000|sec/op|
+200 storage questions at once over 10 runs, 640 processes (9,600 writers): 99th percentile|StorageConcurrent/procs=640|p99-ms|under 1 s
+the same, 5,000 processes|StorageConcurrent/procs=5000|p99-ms|under 1 s
+`bot serve` sampling 1 run every 1 s, 640 processes (9,600 writers): heap kept|ServeSampling/runs=1/procs=640|heap-MiB|flat in runs
+the same, 10 runs|ServeSampling/runs=10/procs=640|heap-MiB|flat in runs
+the same, 50 runs|ServeSampling/runs=50/procs=640|heap-MiB|under 60 MiB
+`bot serve` sampling 10 runs every 1 s at 5,000 processes: CPU|ServeSampling/runs=10/procs=5000|%core@1s|under 15% of a core
+the same, 50 runs at 640 processes|ServeSampling/runs=50/procs=640|%core@1s|
+Prometheus queries per sample, 1 run × 16 hosts (real Prometheus)|PrometheusManyRuns/runs=1/hosts=16|queries-per-sample|
+the same, 10 runs × 16 hosts|PrometheusManyRuns/runs=10/hosts=16|queries-per-sample|
+the same, 50 runs × 16 hosts|PrometheusManyRuns/runs=50/hosts=16|queries-per-sample|growing with selectors asked, not runs
+a fresh one-shot status, 50 runs × 16 hosts|PrometheusManyRuns/runs=50/hosts=16|status-s|within 3 s
+`bot serve` CPU at 30 s sampling, 50 runs × 16 hosts|PrometheusManyRuns/runs=50/hosts=16|%core@30s|under 1% of a core
+Prometheus CPU added at 30 s sampling, 50 runs × 16 hosts|PrometheusManyRuns/runs=50/hosts=16|prom%core@30s|under 1% of a core
 TARGETS
 )
 
