@@ -77,7 +77,7 @@ type Options struct {
 	NoLogFile bool
 	StatFS    *probes.StatFS // nil: the real statfs
 	ReadOnly  string         // the monitor only reads its state directory, for this reason
-	ProcRoot  string         // "": the real /proc
+	ProcRoot  string         // "": ProcView of the test's own process; "/proc" the machine's
 }
 
 // World is one run, "synth", with real probes: a progress log, optionally a metrics endpoint, an
@@ -121,6 +121,9 @@ func NewWorld(t testing.TB, o Options) *World {
 	w.File = &config.File{Source: "test", Runs: []config.Run{r}}
 	if o.File != nil {
 		o.File(w.File)
+	}
+	if o.ProcRoot == "" {
+		o.ProcRoot = ProcView(t, os.Getpid())
 	}
 	st, err := state.Open(w.StateDir)
 	if err != nil {
