@@ -49,6 +49,17 @@ func (c *Clock) Set(t time.Time) {
 // Add moves the clock on by d.
 func (c *Clock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
 
+// Jump moves the clock by d without firing anything, as a suspend and resume or an NTP step move the
+// wall clock: a timer counts elapsed time, so what waits is as far from firing as it was.
+func (c *Clock) Jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	for i := range c.waiters {
+		c.waiters[i].at = c.waiters[i].at.Add(d)
+	}
+}
+
 // After is a channel that gets the time once the clock reaches d from now.
 func (c *Clock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
@@ -65,6 +76,10 @@ func (c *Clock) After(d time.Duration) <-chan time.Time {
 	}
 	return ch
 }
+
+// Waits gets a value each time something calls After (while it has room), for a test that waits on
+// it with a message of its own; AwaitAfter is the common case.
+func (c *Clock) Waits() <-chan struct{} { return c.waiting }
 
 // AwaitAfter waits until something calls After (once per call since the last AwaitAfter): the code
 // under test is waiting on the clock, and the test may move it.
