@@ -14,6 +14,7 @@ import (
 
 	"runwatch/config"
 	"runwatch/internal/testkit"
+	"runwatch/internal/testkit/goldenfile"
 	"runwatch/probes"
 )
 
@@ -67,13 +68,13 @@ func TestRepliesGolden(t *testing.T) {
 
 func replyGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	testkit.Golden(t, filepath.Join("testdata", name), got, *update)
+	goldenfile.Text(t, filepath.Join("testdata", name), got, *update)
 }
 
 // replyGoldenJSON compares Block Kit after unmarshalling, so formatting does not matter.
 func replyGoldenJSON(t *testing.T, name string, got []byte) {
 	t.Helper()
-	testkit.GoldenJSON(t, filepath.Join("testdata", name), got, *update)
+	goldenfile.JSON(t, filepath.Join("testdata", name), got, *update)
 }
 
 // "will the disk fill?" names the capacity plan that does not fit on the output's mount: the pace

@@ -65,7 +65,7 @@ func (h *faultHungStatfs) usage(mountPoint string) (probes.Usage, error) {
 }
 
 func TestFaultStatfsNeverReturns(t *testing.T) {
-	srv, _ := vllmServer(t, 1386*30)
+	srv := vllmServer(t, 1386*30)
 	f := newFixture(t, srv.URL+"/metrics")
 	table, err := probes.NewMounts("/proc").Read(context.Background())
 	if err != nil {
@@ -132,7 +132,7 @@ func TestFaultStatfsNeverReturns(t *testing.T) {
 }
 
 func TestFaultStateDir(t *testing.T) {
-	srv, _ := vllmServer(t, 1386*30)
+	srv := vllmServer(t, 1386*30)
 	f := newFixture(t, srv.URL+"/metrics")
 	root := tmpfs.Mount(t, "256k")
 	dir, err := state.Open(root)

@@ -16,32 +16,16 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/reports"
 	"runwatch/state"
 )
 
-// vllmServer serves vLLM V1 metrics whose counters grow by step on every scrape.
-func vllmServer(t *testing.T, step float64) (*httptest.Server, *atomic.Int64) {
+// vllmServer is a busy vLLM server (fake.VLLM, a real engine's recording) whose generated tokens grow
+// by step on every scrape.
+func vllmServer(t *testing.T, step float64) *fake.VLLM {
 	t.Helper()
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k := float64(n.Add(1))
-		fmt.Fprintf(w, `# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{model_name="m"} 200
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{model_name="m"} 12
-# TYPE vllm:kv_cache_usage_perc gauge
-vllm:kv_cache_usage_perc{model_name="m"} 0.87
-# TYPE vllm:generation_tokens_total counter
-vllm:generation_tokens_total{model_name="m"} %g
-# TYPE vllm:prompt_tokens_total counter
-vllm:prompt_tokens_total{model_name="m"} %g
-# TYPE vllm:request_success_total counter
-vllm:request_success_total{finished_reason="stop",model_name="m"} %g
-`, 565000+k*step, 100000+k*step/3, 300+k)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
+	return fake.NewVLLM(t, fake.VLLMOptions{TokensPerScrape: step})
 }
 
 // holdOpen starts a real process that keeps file open for writing until the test ends.
@@ -104,7 +88,7 @@ func newFixture(t *testing.T, metrics ...string) fixture {
 }
 
 func TestStatusEndToEnd(t *testing.T) {
-	srv, _ := vllmServer(t, 1386*30)
+	srv := vllmServer(t, 1386*30)
 	f := newFixture(t, srv.URL+"/metrics", "http://127.0.0.1:1/metrics")
 	writer := holdOpen(t, filepath.Join(f.shared, "samples", "part-0001.jsonl"))
 	ok := holdOpen(t, filepath.Join(f.out, "part-0001.jsonl"))
@@ -187,7 +171,7 @@ func TestStatusEndToEnd(t *testing.T) {
 }
 
 func TestSampleHistorySurvivesRestart(t *testing.T) {
-	srv, _ := vllmServer(t, 1386*30)
+	srv := vllmServer(t, 1386*30)
 	f := newFixture(t, srv.URL+"/metrics")
 	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))
 	if err != nil {

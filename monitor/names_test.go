@@ -103,7 +103,7 @@ func TestStateQueryURLKeptAcrossRestart(t *testing.T) {
 // directory: its fixture, the metrics URL, the directory and the clock's time (move it to sample on).
 func sampledWithState(t *testing.T, path string) (fixture, string, *state.Dir, *time.Time) {
 	t.Helper()
-	srv, _ := vllmServer(t, 1386*30)
+	srv := vllmServer(t, 1386*30)
 	raw := srv.URL + path
 	f := newFixture(t, raw)
 	dir, err := state.Open(filepath.Join(t.TempDir(), "state"))

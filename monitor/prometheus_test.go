@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/probes"
 	"runwatch/reports"
 )
@@ -442,24 +443,6 @@ func promFakePair(b []byte, t model.Time, v model.SampleValue) []byte {
 	return append(b, `"]`...)
 }
 
-// promFakeClock is a clock the test moves.
-type promFakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *promFakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *promFakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func promTestRun(name, url string, total int64) config.Run {
 	return config.Run{Name: name, Total: total, Outputs: []string{"/data/" + name + "/out"}, Protected: []string{"/shared"},
 		Prometheus: &config.Prometheus{URL: url, Selector: `{run="` + name + `"}`}}
@@ -475,7 +458,7 @@ func TestPrometheusSourceStatus(t *testing.T) {
 		{Name: "serving", Check: "promql", Query: `sum(vllm:num_requests_running{run="synth"}) > 0`},
 		{Name: "absent", Check: "promql", Query: `vllm:num_requests_running{run="other"}`},
 	}
-	clock := &promFakeClock{t: now}
+	clock := fake.NewClock(now)
 	m, _, err := New(&config.File{Runs: []config.Run{run}}, Options{ProbeTimeout: 2 * time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -628,7 +611,7 @@ func TestPrometheusTargetDown(t *testing.T) {
 	job := promFakeJob{instances: 2, start: float64(now.Unix()) - 600, rate: 1000, items: 2, fill: 1, dataAvail: 1e12, down: -1}
 	jobs := map[string]promFakeJob{"synth": job}
 	fp := newPromFake(t, jobs)
-	clock := &promFakeClock{t: now}
+	clock := fake.NewClock(now)
 	m, _, err := New(&config.File{Runs: []config.Run{promTestRun("synth", fp.URL, 1e6)}}, Options{ProbeTimeout: 2 * time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -709,7 +692,7 @@ func TestPrometheusWithDirectMetrics(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	job := promFakeJob{instances: 2, start: float64(now.Unix()) - 600, rate: 1000, items: 2, fill: 1, dataAvail: 1e12, down: -1}
 	fp := newPromFake(t, map[string]promFakeJob{"synth": job})
-	srv, _ := vllmServer(t, 1000)
+	srv := vllmServer(t, 1000)
 	run := promTestRun("synth", fp.URL, 1e6)
 	run.Metrics = []string{srv.URL + "/metrics"}
 	m, _, err := New(&config.File{Runs: []config.Run{run}}, Options{ProbeTimeout: 2 * time.Second, Now: func() time.Time { return now }})
@@ -774,7 +757,7 @@ func TestRunConcurrencyBound(t *testing.T) {
 // first status takes). The fake Prometheus runs in the same process, so its own
 // work is in the figures; "latency" adds a delay to each of its answers.
 func BenchmarkStatusManyRuns(b *testing.B) {
-	setup := func(b *testing.B, latency, age time.Duration) (*config.File, *promFake, *promFakeClock) {
+	setup := func(b *testing.B, latency, age time.Duration) (*config.File, *promFake, *fake.Clock) {
 		now := time.Unix(1_800_000_000, 0)
 		jobs := map[string]promFakeJob{}
 		fp := newPromFake(b, jobs)
@@ -785,7 +768,7 @@ func BenchmarkStatusManyRuns(b *testing.B) {
 			jobs[name] = promFakeJob{prefix: name + "-", instances: 8, start: float64(now.Add(-age).Unix()), rate: 1000, items: 2, fill: 1e6, dataAvail: 1e12, down: -1}
 			runs = append(runs, promTestRun(name, fp.URL, 1e6))
 		}
-		return &config.File{Runs: runs}, fp, &promFakeClock{t: now}
+		return &config.File{Runs: runs}, fp, fake.NewClock(now)
 	}
 	check := func(b *testing.B, st reports.Status) {
 		if rs := st.Runs[99]; len(rs.Engines) != 8 || rs.ETA == nil || rs.ETA.Seconds == nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/probes"
 )
 
@@ -95,24 +96,6 @@ func (n benchNode) runs(count int) *config.File {
 	return f
 }
 
-// benchClock is a clock a benchmark moves on.
-type benchClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *benchClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *benchClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 func benchUsage(string) (probes.Usage, error) {
 	return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
 }
@@ -132,7 +115,7 @@ func BenchmarkWriterScan(b *testing.B) {
 	for _, procs := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("procs=%d", procs), func(b *testing.B) {
 			node := newBenchNode(b, procs, 4)
-			clock := &benchClock{t: time.Unix(1_800_000_000, 0)}
+			clock := fake.NewClock(time.Unix(1_800_000_000, 0))
 			m, _, err := New(node.runs(10), Options{ProcRoot: node.proc, Now: clock.Now, StatFS: probes.NewStatFSFunc(time.Minute, benchUsage)})
 			if err != nil {
 				b.Fatal(err)
@@ -156,7 +139,7 @@ func BenchmarkStorageConcurrent(b *testing.B) {
 	for _, tc := range []struct{ procs, perProc int }{{640, 15}, {5000, 4}} {
 		b.Run(fmt.Sprintf("procs=%d", tc.procs), func(b *testing.B) {
 			node := newBenchNode(b, tc.procs, tc.perProc)
-			clock := &benchClock{t: time.Unix(1_800_000_000, 0)}
+			clock := fake.NewClock(time.Unix(1_800_000_000, 0))
 			m, _, err := New(node.runs(10), Options{ProcRoot: node.proc, Now: clock.Now, Fresh: 10 * time.Second,
 				StatFS: probes.NewStatFSFunc(time.Minute, benchUsage), ProbeTimeout: 10 * time.Second})
 			if err != nil {
@@ -197,7 +180,7 @@ func BenchmarkServeSampling(b *testing.B) {
 	for _, tc := range []struct{ runs, procs, perProc int }{{1, 640, 15}, {10, 640, 15}, {50, 640, 15}, {10, 5000, 4}} {
 		b.Run(fmt.Sprintf("runs=%d/procs=%d", tc.runs, tc.procs), func(b *testing.B) {
 			node := newBenchNode(b, tc.procs, tc.perProc)
-			clock := &benchClock{t: time.Unix(1_800_000_000, 0)}
+			clock := fake.NewClock(time.Unix(1_800_000_000, 0))
 			m, _, err := New(node.runs(tc.runs), Options{ProcRoot: node.proc, Now: clock.Now, Fresh: 500 * time.Millisecond, ScanEvery: 30,
 				StatFS: probes.NewStatFSFunc(time.Minute, benchUsage), ProbeTimeout: 10 * time.Second})
 			if err != nil {

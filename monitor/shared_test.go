@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/state"
@@ -98,7 +99,7 @@ func TestWriteRateFromTheRunningBot(t *testing.T) {
 // Ten runs that list one metrics endpoint and write to one mount: each sample scrapes the endpoint
 // once and stats the mount once, and every run gets the reading.
 func TestOnePassPerSample(t *testing.T) {
-	srv, scrapes := vllmServer(t, 1386*30)
+	srv := vllmServer(t, 1386*30)
 	dir := t.TempDir()
 	var statfs atomic.Int32
 	usage := func(string) (probes.Usage, error) {
@@ -119,7 +120,7 @@ func TestOnePassPerSample(t *testing.T) {
 	}
 	for sample := 1; sample <= 3; sample++ {
 		evs := m.Sample(context.Background())
-		if got := scrapes.Load(); got != int64(sample) {
+		if got := srv.Scrapes(); got != int64(sample) {
 			t.Errorf("after sample %d the endpoint served %d scrapes; want %d (one per sample for 10 runs)", sample, got, sample)
 		}
 		if got := statfs.Load(); got != int32(sample) {
@@ -141,7 +142,7 @@ func TestSamplesShareTheWriterScan(t *testing.T) {
 		t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
 	}
 	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth"}}}
-	clock := &benchClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	clock := fake.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	m, _, err := New(f, Options{ProcRoot: proc, ScanEvery: 3, ScanReuse: 3 * time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/reports"
 )
 
@@ -19,7 +20,7 @@ func TestPrometheusOnlyRunShowsThroughput(t *testing.T) {
 	job := promFakeJob{instances: 3, start: float64(now.Unix()) - 3600, rate: 1000, items: 2, fill: 10e6, dataAvail: 60e9, down: -1}
 	fp := newPromFake(t, map[string]promFakeJob{"synth": job})
 	run := promTestRun("synth", fp.URL, 0)
-	clock := &promFakeClock{t: now}
+	clock := fake.NewClock(now)
 	m, _, err := New(&config.File{Runs: []config.Run{run}}, Options{ProbeTimeout: 2 * time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/testkit"
+	"runwatch/internal/testkit/goldenfile"
 	"runwatch/monitor"
 	"runwatch/posts"
 	"runwatch/probes"
@@ -240,13 +241,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func replyGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	testkit.Golden(t, filepath.Join("testdata", name), got, *update)
+	goldenfile.Text(t, filepath.Join("testdata", name), got, *update)
 }
 
 // replyGoldenJSON compares Block Kit after unmarshalling, so formatting does not matter.
 func replyGoldenJSON(t *testing.T, name string, got []byte) {
 	t.Helper()
-	testkit.GoldenJSON(t, filepath.Join("testdata", name), got, *update)
+	goldenfile.JSON(t, filepath.Join("testdata", name), got, *update)
 }
 
 // diskWorld is the disk a run writes to, as the probes see it: a /proc tree whose one ext4 root has

@@ -166,7 +166,7 @@ func TestNullStateEntriesDoNotCrash(t *testing.T) {
 	s.LoadState()
 	e.Clock.Set(schedT0)
 	s.Tick(context.Background())
-	startSched(t, sched, newStepClock(schedT0))
+	startSched(t, sched, testkit.NewClock(schedT0))
 	if err := sched.Fire(context.Background(), "synth", schedT0); err != nil {
 		t.Fatal(err)
 	}

@@ -212,65 +212,6 @@ func TestScheduleFailedPostRetried(t *testing.T) {
 	}
 }
 
-// stepClock is a Clock that moves only when the test steps it; After's channels fire when a step
-// reaches their time.
-type stepClock struct {
-	mu      sync.Mutex
-	t       time.Time
-	waiters []stepWaiter
-	waiting chan struct{} // a signal per After call
-}
-
-type stepWaiter struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func newStepClock(t time.Time) *stepClock {
-	return &stepClock{t: t, waiting: make(chan struct{}, 64)}
-}
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *stepClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	c.waiters = append(c.waiters, stepWaiter{at: c.t.Add(d), ch: ch})
-	c.waiting <- struct{}{}
-	return ch
-}
-
-// awaitWaiter waits until something calls After.
-func (c *stepClock) awaitWaiter(t *testing.T) {
-	t.Helper()
-	select {
-	case <-c.waiting:
-	case <-time.After(30 * time.Second):
-		t.Fatal("nothing waits on the clock")
-	}
-}
-
-// advance moves the clock on by d and fires what is due.
-func (c *stepClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.t) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.t
-	}
-	c.waiters = kept
-}
-
 func TestScheduleEveryPostsOnTime(t *testing.T) {
 	t.Parallel()
 	e := &schedEnv{botEnv: newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Schedule = "@every 1s" }}), fake: testkit.NewSlack(t)}
@@ -279,20 +220,20 @@ func TestScheduleEveryPostsOnTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := newStepClock(schedT0)
+	clock := testkit.NewClock(schedT0)
 	startSched(t, s, clock)
 	// Half a second is not yet due; the second half is.
-	clock.awaitWaiter(t)
-	clock.advance(500 * time.Millisecond)
+	clock.AwaitAfter(t)
+	clock.Add(500 * time.Millisecond)
 	if n := len(e.fake.Calls("chat.postMessage")); n != 0 {
 		t.Errorf("posts half a second into an @every 1s schedule = %d; want none", n)
 	}
-	clock.advance(500 * time.Millisecond)
+	clock.Add(500 * time.Millisecond)
 	e.fake.Wait(t, "chat.postMessage", 1)
 	// The job moves on (an unchanged status is not posted again), and the next second is due.
 	e.WriteLog(t, 310, 25000)
-	clock.awaitWaiter(t)
-	clock.advance(time.Second)
+	clock.AwaitAfter(t)
+	clock.Add(time.Second)
 	sent := e.fake.Wait(t, "chat.postMessage", 2)
 	for _, p := range sent[:2] {
 		if p.Form.Get("channel") == "" || !strings.Contains(p.Form.Get("text"), "synth · status") {
@@ -639,19 +580,8 @@ func TestScheduleLocalCronAcrossDST(t *testing.T) {
 	}
 }
 
-// jump steps the wall clock by d without firing anything, as a suspend/resume or an NTP step does:
-// a timer counts elapsed time, so what waits is as far from firing as it was.
-func (c *stepClock) jump(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-	for i := range c.waiters {
-		c.waiters[i].at = c.waiters[i].at.Add(d)
-	}
-}
-
 // startSched starts s on clock until the test ends.
-func startSched(t *testing.T, s *posts.Scheduler, clock *stepClock) {
+func startSched(t *testing.T, s *posts.Scheduler, clock *testkit.Clock) {
 	t.Helper()
 	s.Clock = clock
 	ctx, cancel := context.WithCancel(context.Background())
@@ -668,14 +598,14 @@ func startSched(t *testing.T, s *posts.Scheduler, clock *stepClock) {
 func TestScheduleWallClockJump(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t, "new", "@hourly", "")
-	clock := newStepClock(schedT0)
+	clock := testkit.NewClock(schedT0)
 	startSched(t, e.sched, clock)
-	clock.awaitWaiter(t)
-	clock.jump(50 * time.Minute)
+	clock.AwaitAfter(t)
+	clock.Jump(50 * time.Minute)
 	for clock.Now().Before(schedT0.Add(time.Hour)) {
-		clock.advance(time.Minute)
+		clock.Add(time.Minute)
 		select {
-		case <-clock.waiting:
+		case <-clock.Waits():
 		case <-time.After(10 * time.Second):
 			t.Fatalf("at %s (wall clock) nothing reads the clock again: the hourly post waits for a timer that counts elapsed time only", clock.Now().Format(time.TimeOnly))
 		}
@@ -699,7 +629,7 @@ func TestScheduleRestartAcrossTheHour(t *testing.T) {
 	}
 	restart := schedT0.Add(time.Hour + time.Second)
 	second.Clock.Set(restart)
-	startSched(t, s, newStepClock(restart))
+	startSched(t, s, testkit.NewClock(restart))
 	first.fake.Wait(t, "chat.postMessage", 2)
 
 	// Started again at 11:00:02, after the 11:00 post landed, it waits for 12:00.
@@ -709,9 +639,9 @@ func TestScheduleRestartAcrossTheHour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := newStepClock(restart.Add(time.Second))
+	clock := testkit.NewClock(restart.Add(time.Second))
 	startSched(t, s3, clock)
-	clock.awaitWaiter(t)
+	clock.AwaitAfter(t)
 	if n := len(third.fake.Calls("chat.postMessage")); n != 0 {
 		t.Errorf("posts after a restart a second after the hour's post = %d; want none", n)
 	}
@@ -728,16 +658,16 @@ func TestScheduleRestartJustBeforeTheHour(t *testing.T) {
 	}
 	restart := schedT0.Add(2*time.Hour - 40*time.Millisecond) // 11:00 was missed; 12:00 is 40 ms away
 	second.Clock.Set(restart)
-	clock := newStepClock(restart)
+	clock := testkit.NewClock(restart)
 	startSched(t, s, clock)
-	clock.awaitWaiter(t)
+	clock.AwaitAfter(t)
 	if n := len(second.fake.Calls("chat.postMessage")) + len(second.fake.Calls("chat.update")); n != 0 {
 		t.Errorf("posts 40 ms before the hour after missing the last = %d; want none until the hour", n)
 	}
 	second.Clock.Set(restart.Add(40 * time.Millisecond))
-	clock.advance(40 * time.Millisecond)
+	clock.Add(40 * time.Millisecond)
 	second.fake.Wait(t, "chat.postMessage", 1)
-	clock.awaitWaiter(t)
+	clock.AwaitAfter(t)
 	if n := len(second.fake.Calls("chat.postMessage")); n != 1 {
 		t.Errorf("posts at the hour = %d; want 1", n)
 	}
@@ -864,12 +794,12 @@ func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
 // slowPoster is the Slack API on a step clock that moves on by d while each post is on its way.
 type slowPoster struct {
 	*slackapp.API
-	clock *stepClock
+	clock *testkit.Clock
 	d     time.Duration
 }
 
 func (p *slowPoster) PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error) {
-	p.clock.jump(p.d)
+	p.clock.Jump(p.d)
 	return p.API.PostTagged(ctx, channel, threadTS, id, m)
 }
 
@@ -879,7 +809,7 @@ func (p *slowPoster) PostTagged(ctx context.Context, channel, threadTS, id strin
 func TestScheduleRestartAfterASlowPost(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnvWith(t, botOpts{Run: func(r *config.Run) { r.Schedule = "@every 2s" }})
-	clock := newStepClock(schedT0)
+	clock := testkit.NewClock(schedT0)
 	slow := &slowPoster{API: e.api, clock: clock, d: 1500 * time.Millisecond}
 	s, err := posts.NewScheduler(e.bot, slow, mustOpen(t, e.StateDir), nil, nil)
 	if err != nil {
@@ -902,17 +832,17 @@ func TestScheduleRestartAfterASlowPost(t *testing.T) {
 	}
 	restart := schedT0.Add(2200 * time.Millisecond)
 	e.Clock.Set(restart)
-	second := newStepClock(restart)
+	second := testkit.NewClock(restart)
 	s2, err := posts.NewScheduler(e.bot, e.api, mustOpen(t, e.StateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	startSched(t, s2, second)
-	second.awaitWaiter(t)
+	second.AwaitAfter(t)
 	if n := len(e.fake.Calls("chat.postMessage")); n != 1 {
 		t.Fatalf("posts 0.7 s after the last reached Slack = %d; want only that one", n)
 	}
-	second.advance(1800 * time.Millisecond) // the schedule's next time after the restart
+	second.Add(1800 * time.Millisecond) // the schedule's next time after the restart
 	e.fake.Wait(t, "chat.postMessage", 2)
 }
 
@@ -956,17 +886,17 @@ func TestScheduleEditKilledMidwayNotRepeated(t *testing.T) {
 	<-cp.landed
 	restart := at.Add(100 * time.Millisecond)
 	e.Clock.Set(restart)
-	clock := newStepClock(restart)
+	clock := testkit.NewClock(restart)
 	second, err := posts.NewScheduler(e.bot, e.api, mustOpen(t, e.StateDir), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	startSched(t, second, clock)
-	clock.awaitWaiter(t)
+	clock.AwaitAfter(t)
 	if n := len(e.fake.Calls("chat.update")); n != 1 {
 		t.Fatalf("edits 0.1 s after the one Slack took before the kill = %d; want only that one", n)
 	}
-	clock.advance(1900 * time.Millisecond) // the schedule's next time
+	clock.Add(1900 * time.Millisecond) // the schedule's next time
 	e.Clock.Set(clock.Now())
 	e.WriteLog(t, 1200, 25000)
 	e.fake.Wait(t, "chat.update", 2)

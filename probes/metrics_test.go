@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runwatch/internal/testkit/fake"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,24 +183,21 @@ func TestParseMetricsVariants(t *testing.T) {
 	}
 }
 
-// metricsTestEngine serves a vLLM V1 exposition whose counters grow by one
-// request of 100 tokens per scrape, like a live server.
-func metricsTestEngine(t *testing.T, contentType string) (*httptest.Server, *atomic.Int64) {
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		i := n.Add(1)
-		w.Header().Set("Content-Type", contentType)
-		fmt.Fprintf(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\",model_name=\"m\"} %d\n", 100*i)
-		fmt.Fprintf(w, "# TYPE vllm:request_success_total counter\nvllm:request_success_total{engine=\"0\",finished_reason=\"stop\",model_name=\"m\"} %d\n", i)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
+// TestScrapeCountersAdvance scrapes a busy engine (fake.Replay: the third-party simulator's recorded
+// /metrics, moving on by the recorded pace each scrape) under each Content-Type an endpoint may give.
 func TestScrapeCountersAdvance(t *testing.T) {
+	// The recording: 13,326 generated tokens and 145 finished requests at the first scrape, then
+	// fake.RecordedTokensPerScrape tokens and 51 requests more at each.
+	const tokens0, finished0, finishedStep = 13326, 145, 51
 	for _, ct := range []string{"text/plain; version=0.0.4; charset=utf-8", "application/openmetrics-text; version=1.0.0; charset=utf-8", "application/octet-stream", ""} {
 		t.Run(ct, func(t *testing.T) {
-			srv, _ := metricsTestEngine(t, ct)
+			engine := fake.NewReplay(t, fake.VLLMOptions{})
+			var n atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", ct)
+				w.Write(engine.Body(int(n.Add(1))))
+			}))
+			t.Cleanup(srv.Close)
 			m := NewMetrics(srv.Client(), 0)
 			var prev Engine
 			for i := 1; i <= 3; i++ {
@@ -207,8 +205,9 @@ func TestScrapeCountersAdvance(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Scrape #%d: %v", i, err)
 				}
-				if e.GenerationTokens != float64(100*i) || e.RequestsFinished != float64(i) || e.URL != srv.URL+"/metrics" || e.Kind != "vllm" {
-					t.Fatalf("Scrape #%d = %+v; want %d tokens, %d finished", i, e, 100*i, i)
+				wantTokens, wantFinished := tokens0+float64(i-1)*fake.RecordedTokensPerScrape, float64(finished0+finishedStep*(i-1))
+				if e.GenerationTokens != wantTokens || e.RequestsFinished != wantFinished || e.URL != srv.URL+"/metrics" || e.Kind != "vllm" {
+					t.Fatalf("Scrape #%d = %+v; want %g tokens, %g finished", i, e, wantTokens, wantFinished)
 				}
 				if i > 1 && e.GenerationTokens <= prev.GenerationTokens {
 					t.Errorf("Scrape #%d: counter went from %v to %v", i, prev.GenerationTokens, e.GenerationTokens)

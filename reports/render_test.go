@@ -3,12 +3,12 @@ package reports
 import (
 	"encoding/json"
 	"flag"
-	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"runwatch/internal/testkit/goldenfile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -71,47 +71,16 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+// golden compares got with testdata/name (goldenfile.Text; -update rewrites it).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./reports -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	goldenfile.Text(t, filepath.Join("testdata", name), got, *update)
 }
 
-// goldenJSON compares Block Kit JSON after unmarshalling, so formatting does not matter.
+// goldenJSON compares Block Kit JSON with testdata/name after unmarshalling, so formatting does not matter.
 func goldenJSON(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		golden(t, name, got)
-		return
-	}
-	wantRaw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run go test ./reports -update to create it)", err)
-	}
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(wantRaw, &w); err != nil {
-		t.Fatalf("golden %s: %v", name, err)
-	}
-	if !reflect.DeepEqual(g, w) {
-		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it):\n--- got\n%s", name, got)
-	}
+	goldenfile.JSON(t, filepath.Join("testdata", name), got, *update)
 }
 
 // A problem is one line, and says its probe once: an error that joins two (the disk counters' block

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/monitor"
 	"runwatch/state"
 )
@@ -78,12 +77,10 @@ func writeRunFile(t *testing.T, dir string, metricsURL string) string {
 	return p
 }
 
+// metricsServer is a busy vLLM server's /metrics URL (fake.VLLM, a real engine's recording).
 func metricsServer(t *testing.T) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} 565000\n# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 200\n")
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL + "/metrics"
+	t.Helper()
+	return fake.NewVLLM(t, fake.VLLMOptions{}).MetricsURL()
 }
 
 func TestUsage(t *testing.T) {

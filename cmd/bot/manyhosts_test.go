@@ -16,44 +16,9 @@ import (
 	"time"
 
 	"runwatch/internal/promtest"
+	"runwatch/internal/testkit"
 	"runwatch/probes"
 )
-
-// emptyProc is a /proc with this machine's mount table and no processes: a node (or a central bot)
-// that sees no writer at all.
-func emptyProc(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// self is a link to a pid directory, as in a real /proc; that process has exited (no fd/).
-	os.MkdirAll(filepath.Join(root, "4242"), 0o755)
-	if err := os.Symlink("4242", filepath.Join(root, "self")); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string][]byte{"4242/mountinfo": mi, "diskstats": nil} {
-		if err := os.WriteFile(filepath.Join(root, name), body, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
-
-// procView is a /proc that shows only the given processes (links to their real /proc entries) and this
-// machine's mount table: a node whose processes are the test's own, whatever else runs on the machine. A
-// process that exits leaves a dangling link, which the scan reads as a process gone.
-func procView(t *testing.T, pids ...int) string {
-	t.Helper()
-	root := emptyProc(t)
-	for _, pid := range pids {
-		if err := os.Symlink(fmt.Sprintf("/proc/%d", pid), filepath.Join(root, fmt.Sprint(pid))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return root
-}
 
 // verdict is an answer's verdict: the line after its title.
 func verdict(answer string) string {
@@ -109,7 +74,7 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 	}
 	// r1 runs on 127.0.0.2 (which sees the writer) and 127.0.0.3 (sees no process); r2 on 127.0.0.4 (sees the
 	// writer) and 127.0.0.5.
-	empty, busy := emptyProc(t), procView(t, writer.Cmd.Process.Pid)
+	empty, busy := testkit.ProcView(t), testkit.ProcView(t, writer.Cmd.Process.Pid)
 	addr := map[string]string{}
 	exporters := map[string]*promtest.Process{}
 	for _, h := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runwatch/internal/testkit/fake"
 	"strings"
 	"testing"
 )
@@ -25,13 +26,13 @@ func TestPathTokensNeverShown(t *testing.T) {
 		hookKey  = "q8Zr2LmX0vB7nT4kW1yH6pDs"
 	)
 	secrets := []string{botToken, promKey, hookKey}
+	engine := fake.NewReplay(t, fake.VLLMOptions{}) // a real engine's recorded /metrics
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.Contains(r.URL.Path, promKey) {
 			http.Error(w, "no route "+r.URL.Path, http.StatusNotFound)
 			return
 		}
-		fmt.Fprint(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} 565000\n"+
-			"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 200\n")
+		w.Write(engine.Body(1))
 	}))
 	defer srv.Close()
 	dir := setEnv(t)

@@ -290,8 +290,10 @@ func holdPosts(t *testing.T, slack *testkit.Slack) (release func()) {
 	gate := make(chan struct{})
 	release = sync.OnceFunc(func() { close(gate) })
 	slack.Hold = func() { <-gate }
-	slack.Calls("") // the fake reads Hold under its lock: taking it once orders this write before any call
-	t.Cleanup(release) // before the fake closes: it waits for the calls it holds
+	// The fake reads Hold under its lock: taking the lock once orders this write before any call.
+	slack.Calls("")
+	// Released before the fake closes, which waits for the calls it holds.
+	t.Cleanup(release)
 	return release
 }
 

@@ -3,32 +3,20 @@ package testkit
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/monitor"
 )
-
-// probesTestdata is probes/testdata, where the recorded engine metrics are (see its SOURCES.md).
-func probesTestdata() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "probes", "testdata")
-}
 
 // Fixture reads a recorded fixture of probes/testdata: real engines' metrics, mount tables, logs.
 func Fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(probesTestdata(), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return fake.Fixture(t, name)
 }
 
 // Recorded serves the given metrics bodies, advancing one on each call of next (the last one stays).
@@ -48,7 +36,7 @@ func Recorded(t testing.TB, bodies [][]byte) (url string, next func()) {
 func MetricsOnly(t testing.TB, url string, now *time.Time) *monitor.Monitor {
 	t.Helper()
 	file := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Channel: "#synth", Metrics: []string{url}, MaxTokens: 64, Total: 1000}}}
-	m, _, err := monitor.New(file, monitor.Options{ProcRoot: filepath.Join(probesTestdata(), "proc"), ProbeTimeout: 5 * time.Second, RateWindow: -1,
+	m, _, err := monitor.New(file, monitor.Options{ProcRoot: fake.Testdata("proc"), ProbeTimeout: 5 * time.Second, RateWindow: -1,
 		Now: func() time.Time { return *now }})
 	if err != nil {
 		t.Fatal(err)

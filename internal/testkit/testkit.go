@@ -1,9 +1,11 @@
 // Package testkit is the harness the tests of the conversation, the posts, the Slack transport and
-// cmd/bot share: one fake Slack Web API (Slack), one settable clock (Clock), a logger into a buffer
-// (LogBuffer), a run over real probes (World: a progress log, an output directory, a state directory,
-// a monitor), metrics endpoints that behave like vLLM's or break like one (VLLM, FaultEndpoint), Slack's
-// request shapes signed as Slack signs them (Sign, SlashBody, MentionEvent), a fake of the monitor for
-// pure answers (FakeRuns, ReplyRuns) and golden files (Golden). Only tests import it.
+// cmd/bot share: one fake Slack Web API (Slack), one settable clock (Clock, fake.Clock), a logger into a
+// buffer (LogBuffer), a run over real probes (World: a progress log, an output directory, a state
+// directory, a /proc of the test's own (ProcView), a monitor), metrics endpoints that replay a real
+// engine's recording or break like one (VLLM, FaultEndpoint, on fake.VLLM), Slack's request shapes signed
+// as Slack signs them (Sign, SlashBody, MentionEvent) and a fake of the monitor for pure answers
+// (FakeRuns, ReplyRuns). Its subpackages import nothing of runwatch, for the tests of the packages below
+// it: fake (the clock, the vLLM recording) and goldenfile (golden files). Only tests import them.
 package testkit
 
 import "runwatch/config"

@@ -5,42 +5,30 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runwatch/internal/testkit/fake"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// VLLM serves vLLM V1 metrics whose counters grow on every scrape, like a busy server.
+// VLLM is a busy vLLM server (fake.VLLM: a recording of a real engine under load) whose generated
+// tokens grow by 41,580 a scrape (1,386 tokens/s at a sample every 30 s).
 func VLLM(t testing.TB) *httptest.Server {
 	t.Helper()
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k := float64(n.Add(1))
-		fmt.Fprintf(w, `# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{model_name="m"} 200
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{model_name="m"} 12
-# TYPE vllm:kv_cache_usage_perc gauge
-vllm:kv_cache_usage_perc{model_name="m"} 0.87
-# TYPE vllm:generation_tokens_total counter
-vllm:generation_tokens_total{model_name="m"} %g
-# TYPE vllm:request_success_total counter
-vllm:request_success_total{finished_reason="stop",model_name="m"} %g
-`, 565000+k*41580, 300+k)
-	}))
-	t.Cleanup(srv.Close)
-	return srv
+	return fake.NewVLLM(t, fake.VLLMOptions{TokensPerScrape: 41580}).Server
 }
 
-// FaultEndpoint is a vLLM /metrics endpoint that a test breaks the ways real ones break: down
-// (connection refused), slow, garbage, a 50 MiB body, counters that start over.
+// FaultEndpoint is a vLLM /metrics endpoint (fake.Replay's recording, with the server's start time) that
+// a test breaks the ways real ones break: down (connection refused), slow, garbage, a 50 MiB body,
+// counters that start over.
 type FaultEndpoint struct {
-	t     testing.TB
-	addr  string
-	mode  atomic.Value // "ok", "slow", "garbage", "error" (HTTP 500) or "huge"
-	n     atomic.Int64 // scrapes since the (simulated) server started
-	start atomic.Int64 // its process_start_time_seconds
+	t      testing.TB
+	addr   string
+	replay *fake.Replay
+	mode   atomic.Value // "ok", "slow", "garbage", "error" (HTTP 500) or "huge"
+	n      atomic.Int64 // scrapes since the (simulated) server started
+	start  atomic.Int64 // its process_start_time_seconds
 
 	mu  sync.Mutex
 	srv *http.Server
@@ -50,6 +38,9 @@ type FaultEndpoint struct {
 func NewFaultEndpoint(t testing.TB) *FaultEndpoint {
 	t.Helper()
 	f := &FaultEndpoint{t: t}
+	f.replay = fake.NewReplay(t, fake.VLLMOptions{TokensPerScrape: 41580, Extra: func() string {
+		return fmt.Sprintf("# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %d\n", f.start.Load())
+	}})
 	f.mode.Store("ok")
 	f.start.Store(1_700_000_000)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -107,7 +98,7 @@ func (f *FaultEndpoint) Restart() {
 }
 
 func (f *FaultEndpoint) handle(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	w.Header().Set("Content-Type", fake.ContentType)
 	switch f.mode.Load() {
 	case "slow":
 		select {
@@ -131,16 +122,5 @@ func (f *FaultEndpoint) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	k := float64(f.n.Add(1))
-	fmt.Fprintf(w, `# TYPE vllm:num_requests_running gauge
-vllm:num_requests_running{model_name="m"} 200
-# TYPE vllm:num_requests_waiting gauge
-vllm:num_requests_waiting{model_name="m"} 12
-# TYPE vllm:generation_tokens_total counter
-vllm:generation_tokens_total{model_name="m"} %g
-# TYPE vllm:request_success_total counter
-vllm:request_success_total{finished_reason="stop",model_name="m"} %g
-# TYPE process_start_time_seconds gauge
-process_start_time_seconds %d
-`, k*41580, k*10, f.start.Load())
+	w.Write(f.replay.Body(int(f.n.Add(1))))
 }

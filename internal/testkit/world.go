@@ -11,33 +11,17 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/testkit/fake"
 	"runwatch/monitor"
 	"runwatch/probes"
 	"runwatch/state"
 )
 
-// Clock is a settable clock for the monitor and the scheduler.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// Clock is the kit's one clock (fake.Clock), for the monitor, the scheduler and the limiters.
+type Clock = fake.Clock
 
 // NewClock is a clock at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now is the time the test set last.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Set moves the clock to t.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+func NewClock(t time.Time) *Clock { return fake.NewClock(t) }
 
 // LogBuffer is a slog logger writing into a buffer, for checks on what was logged.
 type LogBuffer struct {
@@ -77,7 +61,7 @@ type Options struct {
 	NoLogFile bool
 	StatFS    *probes.StatFS // nil: the real statfs
 	ReadOnly  string         // the monitor only reads its state directory, for this reason
-	ProcRoot  string         // "": the real /proc
+	ProcRoot  string         // "": ProcView of the test's own process; "/proc" the machine's
 }
 
 // World is one run, "synth", with real probes: a progress log, optionally a metrics endpoint, an
@@ -121,6 +105,9 @@ func NewWorld(t testing.TB, o Options) *World {
 	w.File = &config.File{Source: "test", Runs: []config.Run{r}}
 	if o.File != nil {
 		o.File(w.File)
+	}
+	if o.ProcRoot == "" {
+		o.ProcRoot = ProcView(t, os.Getpid())
 	}
 	st, err := state.Open(w.StateDir)
 	if err != nil {

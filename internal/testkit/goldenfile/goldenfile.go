@@ -1,4 +1,7 @@
-package testkit
+// Package goldenfile compares a test's output with a file in testdata/, or rewrites the file when the
+// package's -update flag is set. It imports nothing of runwatch, so the tests of every package use it,
+// reports' own included.
+package goldenfile
 
 import (
 	"encoding/json"
@@ -9,9 +12,9 @@ import (
 	"testing"
 )
 
-// Golden compares got with the golden file at path (testdata/…), or writes it there when update is
+// Text compares got with the golden file at path (testdata/…), or writes it there when update is
 // set (each package's -update flag).
-func Golden(t testing.TB, path string, got []byte, update bool) {
+func Text(t testing.TB, path string, got []byte, update bool) {
 	t.Helper()
 	if update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -31,12 +34,12 @@ func Golden(t testing.TB, path string, got []byte, update bool) {
 	}
 }
 
-// GoldenJSON is Golden for JSON (Block Kit), compared after unmarshalling so that formatting does
-// not matter.
-func GoldenJSON(t testing.TB, path string, got []byte, update bool) {
+// JSON is Text for JSON (Block Kit), compared after unmarshalling so that formatting does not
+// matter.
+func JSON(t testing.TB, path string, got []byte, update bool) {
 	t.Helper()
 	if update {
-		Golden(t, path, append(got, '\n'), true)
+		Text(t, path, append(got, '\n'), true)
 		return
 	}
 	want, err := os.ReadFile(path)
