@@ -53,6 +53,7 @@ func TestConfigErrorTable(t *testing.T) {
 		{"max_tokens", run("    outputs: [/x]", "    max_tokens: -1"), "line 4: runs[0].max_tokens", "must not be negative"},
 		{"schedule", run("    outputs: [/x]", `    schedule: "99 * * * *"`), "line 4: runs[0].schedule", "cron spec"},
 		{"post_mode", run("    outputs: [/x]", "    post_mode: sometimes"), "line 4: runs[0].post_mode", "new, update, thread"},
+		{"broadcast_resolved", run("    outputs: [/x]", "    broadcast_resolved: sometimes"), "line 4: runs[0].broadcast_resolved", "true or false"},
 		{"stages", run("    stages: {name: s}"), "line 3: runs[0].stages must be a list", ""},
 		{"prometheus", run("    prometheus: [http://p]"), "line 3: runs[0].prometheus must be a mapping", ""},
 		{"url", prom("      selector: '{job=\"x\"}'") + "", "", ""}, // placeholder replaced below

@@ -52,11 +52,13 @@ type Run struct {
 	MaxTokens int `yaml:"max_tokens"`
 
 	// Speaking up.
-	Schedule        string   `yaml:"schedule"`
-	PostMode        string   `yaml:"post_mode"`
-	Stages          []Stage  `yaml:"stages"`
-	AllowedChannels []string `yaml:"allowed_channels"`
-	Admins          []string `yaml:"admins"`
+	Schedule string `yaml:"schedule"`
+	PostMode string `yaml:"post_mode"`
+	// BroadcastResolved sends a warning's resolution to the channel as well as its thread.
+	BroadcastResolved bool     `yaml:"broadcast_resolved"`
+	Stages            []Stage  `yaml:"stages"`
+	AllowedChannels   []string `yaml:"allowed_channels"`
+	Admins            []string `yaml:"admins"`
 
 	// Prometheus makes a Prometheus server a source for this run.
 	Prometheus *Prometheus `yaml:"prometheus"`

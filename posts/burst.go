@@ -30,7 +30,7 @@ func coalesce(posts []Post, cont func(group string) string) []Post {
 	for i, p := range posts {
 		k := burstGroup(p)
 		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind || p.Edit != "" {
-			k = fmt.Sprint("\x00", i) // stands for others already, or goes nowhere: alone
+			k = fmt.Sprint("\x00", i) // stands for others already, goes nowhere, or edits a message: alone
 		}
 		if _, seen := groups[k]; !seen {
 			order = append(order, k)

@@ -10,8 +10,9 @@ import (
 )
 
 // Deliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
-// thread with a link to it; a failed post returns its error so the alerter tries again on the
-// next tick. Each post carries its intent ID as message metadata (see Find).
+// thread with a link to it (sent to the channel too when the post says so), and edits a warning's own
+// message in place (chat.update) when the post is an edit; a failed post returns its error so the alerter
+// tries again on the next tick. Each post carries its intent ID as message metadata (see Find).
 func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ctx context.Context, p posts.Post) (string, error) {
 	links := &permalinks{}
 	return func(ctx context.Context, p posts.Post) (string, error) {
@@ -25,9 +26,12 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 		defer cancel()
 		channel := b.ChannelID(p.Channel)
 		if p.Edit != "" {
-			// A correction replaces the post it corrects, where it stands.
+			if posts.IsWarning(p.Kind) {
+				p.Message.Controls = b.WarningControls(p.Run, p.Key, p.Owner) // open again: its buttons back
+			}
+			// A warning's own message, or a correction, replaces the post where it stands.
 			err := api.Update(ctx, channel, p.Edit, p.Message)
-			metrics.Posted(p.Kind, err)
+			metrics.Posted(p.Kind+"_edit", err)
 			return p.Edit, err
 		}
 		if p.ThreadRef == "" && posts.IsWarning(p.Kind) {
@@ -38,7 +42,7 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 				p.Message.Context = append(p.Message.Context, "<"+link+"|↑ the first warning>")
 			}
 		}
-		ch, ts, err := api.PostTagged(ctx, channel, p.ThreadRef, p.ID, p.Message)
+		ch, ts, err := api.postTagged(ctx, channel, p.ThreadRef, p.ID, p.Broadcast && p.ThreadRef != "", p.Message)
 		metrics.Posted(p.Kind, err)
 		if err == nil {
 			b.LearnChannel(p.Channel, ch)

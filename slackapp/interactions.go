@@ -24,6 +24,9 @@ import (
 // stateBlockID marks the context block that says who did what on a warning.
 const stateBlockID = "rw_state"
 
+// intentCleared marks the answer to "I'm on it" on a warning that has cleared.
+const intentCleared = "cleared"
+
 // press is one button press, from either transport.
 type press struct {
 	action, arg string
@@ -158,6 +161,12 @@ func (s *App) press(ctx context.Context, p press) {
 			s.metrics.Event("refused")
 		}
 		s.tell(ctx, p, rep.Message)
+		if rep.Intent == intentCleared && !p.home && !p.ephemeral {
+			// A button on a warning that has cleared is never left to be pressed again.
+			if err := s.api.UpdateBlocks(ctx, p.channel, p.messageTS, p.text, clearedBlocks(p.blocks)); err != nil {
+				s.log.Warn("cleared warning not updated after a press", "run", p.ref.Run, "err", err)
+			}
+		}
 		return
 	}
 	if err := s.refresh(ctx, p); err != nil {
@@ -189,7 +198,7 @@ func (s *App) take(req conversation.Request, ref conversation.ControlRef) conver
 	// of one run could take another's by naming their own run beside its key.
 	w, open := s.Claims.Warning(ref.Key)
 	if !open || w.Run != run.Name {
-		return conversation.Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
+		return conversation.Reply{Intent: intentCleared, Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
 	}
 	cl, err := s.Claims.Take(ref.Key, req.User, s.bot.Monitor().Now(), posts.DefaultAlertPolicy().Cooldown[w.Kind])
 	rep := conversation.Reply{Message: reports.Message{Sections: []string{fmt.Sprintf("<@%s> is on %s.", cl.User, reports.Esc(w.Summary))}}}
@@ -245,6 +254,19 @@ func (s *App) refresh(ctx context.Context, p press) error {
 		return s.api.ReplaceOriginal(ctx, p.responseURL, text, blocks)
 	}
 	return err
+}
+
+// clearedBlocks is a warning's message without its buttons or state line, saying it has cleared.
+func clearedBlocks(blocks []slack.Block) []slack.Block {
+	var out []slack.Block
+	for _, b := range blocks {
+		if b.ID() == stateBlockID || b.BlockType() == slack.MBTAction && strings.HasPrefix(b.ID(), conversation.RefPrefix) {
+			continue
+		}
+		out = append(out, b)
+	}
+	return append(out, slack.NewContextBlock(stateBlockID, slack.NewTextBlockObject(slack.MarkdownType,
+		":large_green_circle: This warning has cleared: nothing to act on here any more.", false, false)))
 }
 
 func hasChart(blocks []slack.Block) bool {
