@@ -47,6 +47,9 @@ type Post struct {
 	Broadcast bool `json:",omitempty"`
 	// Owner is who said "I'm on it" about the warning an edit shows open ("" when nobody).
 	Owner string `json:",omitempty"`
+	// Mentions are whom the post pages (config.Mention: user and user group ids, @here): a critical
+	// warning's, when it is posted or comes back.
+	Mentions []string `json:",omitempty"`
 }
 
 // PendingPost is a post whose intent was recorded and whose delivery was not yet confirmed.
@@ -165,7 +168,9 @@ type Alerter struct {
 	Channel func(run string) string
 	// Broadcast says whether a run's resolutions go to the channel as well as the warning's thread (nil: not).
 	Broadcast func(run string) bool
-	loc       *time.Location
+	// Page is whom a run's warning of kind pages (nil, or nil for a kind: nobody); only critical kinds do.
+	Page func(run, kind string) []string
+	loc  *time.Location
 }
 
 // NewAlerter returns an alerter with the default policy.
@@ -292,7 +297,7 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 				}
 				al.Posted, al.Summary, al.Suppressed = now, c.summary, false
 				again := fmt.Sprintf(":repeat: Again (it had recovered at %s).", reports.SlackTime(al.ClearedAt, a.loc))
-				p := Post{Run: run, Kind: c.kind, Key: c.key, Message: c.msg, ThreadRef: al.Ref}
+				p := Post{Run: run, Kind: c.kind, Key: c.key, Message: c.msg, ThreadRef: al.Ref, Mentions: a.page(run, c)}
 				p.Message.Sections = append([]string{again}, p.Message.Sections...)
 				post(al, p)
 				al.Message = c.msg
@@ -327,6 +332,7 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 				p.Message.Sections = append([]string{fmt.Sprintf("Still %s (since %s).", reports.Esc(strings.ReplaceAll(c.kind, "_", " ")), reports.SlackTime(al.Since, a.loc))}, p.Message.Sections...)
 			} else {
 				al.Message = c.msg
+				p.Mentions = a.page(run, c)
 			}
 			post(al, p)
 		}
@@ -420,6 +426,15 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 		post(al, Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, Message: msg, ThreadRef: al.Ref, Broadcast: a.Broadcast != nil && a.Broadcast(al.Run)})
 	}
 	return posts
+}
+
+// page is whom condition c of run pages: the run's paging for its kind, when it is critical. The state
+// directory not taking writes is runwatch's own trouble, not the job's: it pages nobody.
+func (a *Alerter) page(run string, c condition) []string {
+	if a.Page == nil || strings.HasSuffix(c.key, "/state") {
+		return nil
+	}
+	return a.Page(run, c.kind)
 }
 
 // canClear reports whether ev had the evidence to show the condition of al (key k) is gone. Silence is

@@ -64,6 +64,14 @@ func NewSampler(b *conversation.Bot, interval time.Duration, log *slog.Logger) *
 		r, ok := cfg.RunByName(run)
 		return ok && r.BroadcastResolved
 	}
+	a.Page = func(run, kind string) []string {
+		r, _ := cfg.RunByName(run)
+		var out []string
+		for _, m := range cfg.Paging(r, kind) {
+			out = append(out, string(m))
+		}
+		return out
+	}
 	return &Sampler{bot: b, interval: interval, log: log, Alerter: a}
 }
 

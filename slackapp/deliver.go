@@ -2,6 +2,7 @@ package slackapp
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"runwatch/conversation"
@@ -37,6 +38,10 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 		if p.ThreadRef == "" && posts.IsWarning(p.Kind) {
 			p.Message.Controls = b.WarningControls(p.Run, p.Key, "")
 		}
+		if line := mentionLine(p.Mentions); line != "" {
+			// First, so that the notification (the text beside the blocks) starts with whom it pages.
+			p.Message.Sections = append([]string{line}, p.Message.Sections...)
+		}
 		if p.ThreadRef != "" {
 			if link := links.get(ctx, api, channel, p.ThreadRef); link != "" {
 				p.Message.Context = append(p.Message.Context, "<"+link+"|↑ the first warning>")
@@ -49,6 +54,25 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 		}
 		return ts, err
 	}
+}
+
+// mentionLine is Slack's mrkdwn for whom a post pages: <@U…> for a user, <!subteam^S…> for a user group,
+// <!here> and <!channel>; "" for nobody.
+func mentionLine(ms []string) string {
+	var out []string
+	for _, m := range ms {
+		switch {
+		case m == "@here":
+			out = append(out, "<!here>")
+		case m == "@channel":
+			out = append(out, "<!channel>")
+		case strings.HasPrefix(m, "S"):
+			out = append(out, "<!subteam^"+m+">")
+		case strings.HasPrefix(m, "U"), strings.HasPrefix(m, "W"):
+			out = append(out, "<@"+m+">")
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // Find asks Slack whether a post a crash interrupted landed: a message with its intent ID in

@@ -11,6 +11,7 @@ import (
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
+	"runwatch/monitor"
 	"runwatch/posts"
 	"runwatch/reports"
 )
@@ -28,10 +29,15 @@ type lifecycleEnv struct {
 }
 
 func newLifecycleEnv(t *testing.T, run func(r *config.Run)) *lifecycleEnv {
+	return newLifecycleEnvWith(t, botOpts{Run: run})
+}
+
+func newLifecycleEnvWith(t *testing.T, o botOpts) *lifecycleEnv {
 	t.Helper()
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	e := &lifecycleEnv{ep: testkit.NewFaultEndpoint(t), fake: testkit.NewSlack(t), clock: testkit.NewClock(t0), t0: t0}
-	e.botEnv = newBotEnv(t, botOpts{Metrics: []string{e.ep.URL()}, Clock: e.clock, Timeout: 500 * time.Millisecond, Run: run})
+	o.Metrics, o.Clock, o.Timeout = []string{e.ep.URL()}, e.clock, 500*time.Millisecond
+	e.botEnv = newBotEnv(t, o)
 	api, _ := newTestAPI(t, e.fake, nil, nil)
 	e.s = posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
 	e.s.Deliver = Deliver(e.bot, api, nil)
@@ -190,5 +196,57 @@ func TestExpiredWarningLosesItsButtons(t *testing.T) {
 	w.waitIdle()
 	if upd := w.fake.Calls("chat.update"); len(upd) != 2 || hasButtons(t, upd[1]) {
 		t.Errorf("after a press on the stale message: %v; want it edited without buttons", w.fake.Methods())
+	}
+}
+
+// TestCriticalWarningsPage: a run's page: mentions its users, user groups and @here on a critical warning
+// (a source down), when it is posted; not on its resolution, not on a warning that is not critical (an ETA
+// move), not on the scheduled status. A run without a page: of its own pages whom the top level names.
+func TestCriticalWarningsPage(t *testing.T) {
+	e := newLifecycleEnv(t, func(r *config.Run) {
+		r.Page = &config.Page{Critical: []config.Mention{"U0ONCALL", "S0SRE", "@here"}}
+	})
+	e.seconds(3, false)
+	e.seconds(1, true)
+	w, edits := e.warning(t)
+	if text := w.Form.Get("text"); !strings.HasPrefix(text, "*synth · source down*\n<@U0ONCALL> <!subteam^S0SRE> <!here>\n") {
+		t.Errorf("critical warning = %q; want the mentions under its title (the notification's text)", text)
+	}
+	if blocks := w.BlocksText(t); !strings.Contains(blocks, "<@U0ONCALL> <!subteam^S0SRE> <!here>") {
+		t.Errorf("critical warning's blocks = %s; want the mentions", blocks)
+	}
+	for _, c := range append(e.fake.Calls("chat.postMessage")[1:], edits...) {
+		if strings.Contains(c.Form.Get("text"), "U0ONCALL") || strings.Contains(c.Form.Get("text"), "<!here>") {
+			t.Errorf("a follow-up pages: %q", c.Form.Get("text"))
+		}
+	}
+	// An ETA move is not critical.
+	shift := testkit.Eval("synth", nil)
+	shift.Shift = &reports.Shift{Reason: "throughput fell"}
+	for _, p := range e.s.Alerter.Process([]monitor.Evaluation{shift}, e.t0.Add(time.Hour), func(string) bool { return false }) {
+		if len(p.Mentions) > 0 {
+			t.Errorf("%s pages %v; want only critical warnings to", p.Kind, p.Mentions)
+		}
+	}
+	// Nor is the scheduled status.
+	sched, err := posts.NewScheduler(e.bot, NewAPI(APIOptions{Token: testkit.BotToken, APIURL: e.fake.APIURL()}), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Fire(context.Background(), "synth", e.t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.fake.Calls("")
+	if last := calls[len(calls)-1]; !strings.Contains(last.Form.Get("text"), "synth · status") || strings.Contains(last.Form.Get("text"), "<!here>") {
+		t.Errorf("scheduled status = %q; want it without mentions", last.Form.Get("text"))
+	}
+
+	// The top level's page: for a run without its own.
+	top := newLifecycleEnvWith(t, botOpts{File: func(f *config.File) {
+		f.Page = &config.Page{ProbeDown: []config.Mention{"S0INFRA"}, Critical: []config.Mention{"@here"}}
+	}})
+	top.seconds(3, false)
+	if w, _ := top.warning(t); !strings.Contains(w.Form.Get("text"), "\n<!subteam^S0INFRA>\n") {
+		t.Errorf("source down under the top-level page = %q; want the kind's own list, S0INFRA", w.Form.Get("text"))
 	}
 }
