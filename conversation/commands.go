@@ -377,22 +377,24 @@ func Help(cmds []Command, runwatch string) reports.Message {
 		if c.SmallTalk {
 			continue
 		}
+		// Every text of the table is escaped: "snooze <duration>" in Slack is a broken link, not the usage.
 		ex := ""
 		if len(c.Examples) > 0 {
 			var qs []string
 			for _, e := range c.Examples {
-				qs = append(qs, "_"+e+"_")
+				qs = append(qs, "_"+reports.Esc(e)+"_")
 			}
 			ex = " e.g. " + strings.Join(qs, ", ")
 		}
-		line := fmt.Sprintf("• *%s* — %s%s", c.Name, c.Description, ex)
+		desc := reports.Esc(c.Description)
+		line := fmt.Sprintf("• *%s* — %s%s", c.Name, desc, ex)
 		if c.Mutating || c.Name == "help" {
-			do = append(do, fmt.Sprintf("• `%s %s` — %s", runwatch, c.Usage, c.Description))
+			do = append(do, fmt.Sprintf("• `%s %s` — %s", runwatch, reports.Esc(c.Usage), desc))
 			continue
 		}
 		if strings.HasPrefix(c.Usage, "/") {
 			// A slash command of its own, or a /runwatch subcommand (status is one: /status is Slack's).
-			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, c.Usage, c.Description, ex)
+			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, reports.Esc(c.Usage), desc, ex)
 		}
 		ask = append(ask, line)
 	}
@@ -442,7 +444,7 @@ func handleChart(ctx context.Context, b *Bot, q Query) Reply {
 func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
 	if len(q.Args) == 0 {
 		rw := b.SlashName("/runwatch")
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("Usage: `%s snooze <duration> [run]`, e.g. `%s snooze 2h`.", rw, rw)}}}
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("Usage: `%s snooze &lt;duration&gt; [run]`, e.g. `%s snooze 2h`.", rw, rw)}}}
 	}
 	d, err := parseSnooze(q.Args[0])
 	if err != nil {
@@ -501,7 +503,7 @@ func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
 func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	if len(q.Args) < 2 {
 		rw := b.SlashName("/runwatch")
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("Usage: `%s stage <name> done|todo|failed [run]`; quote a name with spaces: `%s stage \"Training script updated\" done`.", rw, rw)}}}
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("Usage: `%s stage &lt;name&gt; done|todo|failed [run]`; quote a name with spaces: `%s stage \"Training script updated\" done`.", rw, rw)}}}
 	}
 	// The state is the last word; the name is everything before it, so a name with spaces works
 	// quoted or not.

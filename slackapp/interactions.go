@@ -60,6 +60,9 @@ func (s *App) interaction(cb slack.InteractionCallback) bool {
 	home := cb.Container.Type == "view" || cb.View.Type == slack.VTHomeTab
 	for _, a := range cb.ActionCallback.BlockActions {
 		ref, ok := conversation.ParseRef(a.BlockID)
+		if ok {
+			ref, ok = s.bot.Resolve(ref, s.openKeys()) // a long run name or key travels as its digest
+		}
 		action, arg := a.ActionID, a.Value
 		if a.ActionID == reports.MenuID {
 			action, arg, _ = strings.Cut(a.SelectedOption.Value, ":")
@@ -112,6 +115,15 @@ func (s *App) interaction(cb slack.InteractionCallback) bool {
 		s.background(func(ctx context.Context) { s.press(ctx, p) })
 	}
 	return admitted
+}
+
+// openKeys are the keys of the open warnings, which a press's key digest is matched against.
+func (s *App) openKeys() []string {
+	var keys []string
+	for _, w := range s.Claims.Open("") {
+		keys = append(keys, w.Key)
+	}
+	return keys
 }
 
 // pressRefusal says why a press has nowhere to be answered ("" when it has): no channel to check the
