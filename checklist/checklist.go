@@ -25,6 +25,9 @@ type Checker struct {
 	Guard *probes.Guard
 	// PromQL runs a promql check for a run; nil when no run has a Prometheus source.
 	PromQL func(ctx context.Context, r *config.Run, query string) (bool, string, error)
+	// Runwatch is the /runwatch command as the Slack app was installed ("": /runwatch), which a manual
+	// stage's detail names.
+	Runwatch string
 }
 
 // Mark is a stage state set by hand (from Slack or the console).
@@ -182,7 +185,11 @@ func (c *Checker) checkOne(ctx context.Context, r *config.Run, s *config.Stage, 
 		if strings.ContainsAny(name, " \t") {
 			name = `"` + name + `"`
 		}
-		return reports.StageStatus{State: reports.StagePending, Detail: "set it with /runwatch stage " + name + " done"}
+		cmd := c.Runwatch
+		if cmd == "" {
+			cmd = "/runwatch"
+		}
+		return reports.StageStatus{State: reports.StagePending, Detail: "set it with " + cmd + " stage " + name + " done"}
 	}
 	return reports.StageStatus{State: reports.StagePending, Detail: "unknown check " + s.Check}
 }

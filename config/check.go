@@ -47,6 +47,11 @@ func (f *File) validate(lines keyLines) error {
 	// Each run's first problem, so that fixing one run does not only reveal the next run's.
 	seen := map[string]int{}
 	var errs []error
+	if err := f.Commands.validate(func(key string) string {
+		return fmt.Sprintf("line %d: commands.%s", lines.line("commands."+key, 0), key)
+	}); err != nil {
+		errs = append(errs, err)
+	}
 	for i := range f.Runs {
 		if err := f.Runs[i].validate(i, lines, seen); err != nil {
 			errs = append(errs, err)

@@ -28,6 +28,20 @@ func TestConfigErrorTable(t *testing.T) {
 	}{
 		{"runs", "runs: 5\n", "line 1: runs must be a list", ""},
 		{"discover", run() + "discover: maybe\n", "line 4: discover", "true or false"},
+		{"page", run() + "page:\n  critical: [U0ONCALL, alice]\n", "line 5: page.critical[1]", `"alice" is not a user id (U0123ABCD)`},
+		{"page", run("    page:", "      disk_full: ['@alice']"), "line 4: runs[0].page.disk_full[0]", "is a name: Slack pages people by id"},
+		{"page", run("    page: [U0ONCALL]"), "line 3: runs[0].page must be a mapping", ""},
+		{"critical", run("    page:", "      critical: {a: 1}"), "line 4: runs[0].page.critical must be a list", ""},
+		{"protected_write", run("    page:", "      protected_write: [[U1]]"), "line 4: runs[0].page.protected_write[0]", "must be a single value"},
+		{"disk_full", run("    page:", "      disk_full: [C0CHANNEL]"), "line 4: runs[0].page.disk_full[0]", "not a user id"},
+		{"stall", run("    page:", "      stall: [\"#oncall\"]"), "line 4: runs[0].page.stall[0]", "is a name"},
+		{"probe_down", run("    page:", "      probe_down: U1"), "line 4: runs[0].page.probe_down must be a list", ""},
+		{"commands", run() + "commands: /eta-b200\n", "line 4: commands must be a mapping", ""},
+		{"prefix", run() + "commands:\n  prefix: B200\n", "line 5: commands.prefix", "lower case letters"},
+		{"suffix", run() + "commands:\n  suffix: \"-b 200\"\n", "line 5: commands.suffix", "lower case letters"},
+		{"eta", run() + "commands:\n  eta: eta-b200\n", "line 5: commands.eta", "not a slash command name"},
+		{"storage", run() + "commands:\n  storage: /eta\n", "line 5: commands.storage", "the eta command's name too"},
+		{"runwatch", run() + "commands:\n  runwatch: /Runwatch\n", "line 5: commands.runwatch", "not a slash command name"},
 		{"allowed_channels", run() + "allowed_channels: {a: 1}\n", "line 4: allowed_channels must be a list", ""},
 		{"admins", run() + "admins: [[U1]]\n", "line 4: admins[0] must be a single value, not a list", ""},
 		{"name", "runs:\n  - name: 'a b'\n", "line 2: runs[0].name", "not a valid name"},
@@ -53,6 +67,7 @@ func TestConfigErrorTable(t *testing.T) {
 		{"max_tokens", run("    outputs: [/x]", "    max_tokens: -1"), "line 4: runs[0].max_tokens", "must not be negative"},
 		{"schedule", run("    outputs: [/x]", `    schedule: "99 * * * *"`), "line 4: runs[0].schedule", "cron spec"},
 		{"post_mode", run("    outputs: [/x]", "    post_mode: sometimes"), "line 4: runs[0].post_mode", "new, update, thread"},
+		{"broadcast_resolved", run("    outputs: [/x]", "    broadcast_resolved: sometimes"), "line 4: runs[0].broadcast_resolved", "true or false"},
 		{"stages", run("    stages: {name: s}"), "line 3: runs[0].stages must be a list", ""},
 		{"prometheus", run("    prometheus: [http://p]"), "line 3: runs[0].prometheus must be a mapping", ""},
 		{"url", prom("      selector: '{job=\"x\"}'") + "", "", ""}, // placeholder replaced below
@@ -112,7 +127,8 @@ func TestConfigErrorTable(t *testing.T) {
 			}
 		})
 	}
-	for _, typ := range []reflect.Type{reflect.TypeFor[File](), reflect.TypeFor[Run](), reflect.TypeFor[Plan](), reflect.TypeFor[Stage](), reflect.TypeFor[Prometheus]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[File](), reflect.TypeFor[Run](), reflect.TypeFor[Plan](), reflect.TypeFor[Stage](), reflect.TypeFor[Prometheus](),
+		reflect.TypeFor[Page](), reflect.TypeFor[Commands]()} {
 		for key := range yamlFields(typ) {
 			if !covered[key] {
 				t.Errorf("key %q of %s has no row in the error table", key, typ.Name())

@@ -25,6 +25,10 @@ type File struct {
 	Admins          []string `yaml:"admins"`
 	// Discover, when false, turns discovery off: runs the file leaves without a log, metrics or total stay so.
 	Discover *bool `yaml:"discover"`
+	// Page is whom every run's critical warnings mention, for runs without a page: of their own.
+	Page *Page `yaml:"page"`
+	// Commands are the installed app's slash command names (slack.go).
+	Commands Commands `yaml:"commands"`
 	// Source says where the file came from: a path, "built-in default", or "discovered on this host".
 	Source string `yaml:"-"`
 }
@@ -52,8 +56,12 @@ type Run struct {
 	MaxTokens int `yaml:"max_tokens"`
 
 	// Speaking up.
-	Schedule        string   `yaml:"schedule"`
-	PostMode        string   `yaml:"post_mode"`
+	Schedule string `yaml:"schedule"`
+	PostMode string `yaml:"post_mode"`
+	// BroadcastResolved sends a warning's resolution to the channel as well as its thread.
+	BroadcastResolved bool `yaml:"broadcast_resolved"`
+	// Page is whom the run's critical warnings mention (slack.go).
+	Page            *Page    `yaml:"page"`
 	Stages          []Stage  `yaml:"stages"`
 	AllowedChannels []string `yaml:"allowed_channels"`
 	Admins          []string `yaml:"admins"`

@@ -135,7 +135,7 @@ func NewBot(mon Runs, loc *time.Location, env config.Env) *Bot {
 	for _, l := range lists {
 		b.allowed.add(l...)
 	}
-	b.commands = CommandTable()
+	b.commands = installedNames(CommandTable(), mon.Config().Commands)
 	return b
 }
 

@@ -367,32 +367,34 @@ func handleRuns(ctx context.Context, b *Bot, q Query) Reply {
 }
 
 func handleHelp(ctx context.Context, b *Bot, q Query) Reply {
-	return Reply{Message: Help(b.commands), Ephemeral: true}
+	return Reply{Message: Help(b.commands, b.SlashName("/runwatch")), Ephemeral: true}
 }
 
-// Help renders the command table.
-func Help(cmds []Command) reports.Message {
+// Help renders the command table; runwatch is the /runwatch command as installed.
+func Help(cmds []Command, runwatch string) reports.Message {
 	var ask, do []string
 	for _, c := range cmds {
 		if c.SmallTalk {
 			continue
 		}
+		// Every text of the table is escaped: "snooze <duration>" in Slack is a broken link, not the usage.
 		ex := ""
 		if len(c.Examples) > 0 {
 			var qs []string
 			for _, e := range c.Examples {
-				qs = append(qs, "_"+e+"_")
+				qs = append(qs, "_"+reports.Esc(e)+"_")
 			}
 			ex = " e.g. " + strings.Join(qs, ", ")
 		}
-		line := fmt.Sprintf("• *%s* — %s%s", c.Name, c.Description, ex)
+		desc := reports.Esc(c.Description)
+		line := fmt.Sprintf("• *%s* — %s%s", c.Name, desc, ex)
 		if c.Mutating || c.Name == "help" {
-			do = append(do, fmt.Sprintf("• `/runwatch %s` — %s", c.Usage, c.Description))
+			do = append(do, fmt.Sprintf("• `%s %s` — %s", runwatch, reports.Esc(c.Usage), desc))
 			continue
 		}
 		if strings.HasPrefix(c.Usage, "/") {
 			// A slash command of its own, or a /runwatch subcommand (status is one: /status is Slack's).
-			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, c.Usage, c.Description, ex)
+			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, reports.Esc(c.Usage), desc, ex)
 		}
 		ask = append(ask, line)
 	}
@@ -441,7 +443,8 @@ func handleChart(ctx context.Context, b *Bot, q Query) Reply {
 
 func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
 	if len(q.Args) == 0 {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch snooze <duration> [run]`, e.g. `/runwatch snooze 2h`."}}}
+		rw := b.SlashName("/runwatch")
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("Usage: `%s snooze &lt;duration&gt; [run]`, e.g. `%s snooze 2h`.", rw, rw)}}}
 	}
 	d, err := parseSnooze(q.Args[0])
 	if err != nil {
@@ -452,7 +455,7 @@ func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
 		return ErrorReply("snooze "+q.Run.Name, err)
 	}
-	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `/runwatch unsnooze` turns them back on.",
+	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `"+b.SlashName("/runwatch")+" unsnooze` turns them back on.",
 		reports.Code(q.Run.Name), reports.Duration(d.Seconds()), reports.SlackDateTime(until, b.loc))}, err)}, Data: map[string]any{"snoozed_until": until.UTC()}}
 }
 
@@ -499,7 +502,8 @@ func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
 
 func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	if len(q.Args) < 2 {
-		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"Usage: `/runwatch stage <name> done|todo|failed [run]`; quote a name with spaces: `/runwatch stage \"Training script updated\" done`."}}}
+		rw := b.SlashName("/runwatch")
+		return Reply{Ephemeral: true, Message: reports.Message{Sections: []string{fmt.Sprintf("Usage: `%s stage &lt;name&gt; done|todo|failed [run]`; quote a name with spaces: `%s stage \"Training script updated\" done`.", rw, rw)}}}
 	}
 	// The state is the last word; the name is everything before it, so a name with spaces works
 	// quoted or not.

@@ -1,6 +1,8 @@
 package conversation
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net/url"
 	"strings"
 
@@ -38,22 +40,50 @@ type controlView struct {
 }
 
 // ControlRef is what comes back with a press: the run, and the warning when it is one. Warning marks
-// a warning without a key of its own (a burst of them, or a key too long for a block_id), so that a
-// press edits its buttons rather than rendering the run's status over its text.
+// a warning without a key of its own (a burst of them), so that a press edits its buttons rather than
+// rendering the run's status over its text. A run or a key too long for a block_id travels as its digest
+// (RunDigest, KeyDigest, with Run or Key empty): Resolve gives the run back, and a key is matched against
+// the open warnings (DigestOf).
 type ControlRef struct {
-	Run, Key string
-	Warning  bool
+	Run, Key             string
+	Warning              bool
+	RunDigest, KeyDigest string
 }
 
-// Encode is the block_id that carries r (at most reports.MaxBlockID long for a short key).
+// DigestOf is the digest a run name or a warning key too long for a block_id travels as.
+func DigestOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:12])
+}
+
+// Encode is the block_id that carries r: at most reports.MaxBlockID long, a long key (a deep mount path, a
+// long metrics URL) and then a long run name replaced by their digests, so that no warning loses its buttons.
 func (r ControlRef) Encode() string {
-	v := url.Values{"r": {r.Run}}
-	if r.Key != "" {
-		v.Set("k", r.Key)
-	} else if r.Warning {
-		v.Set("w", "1")
+	enc := func(run, key string, runDigest, keyDigest bool) string {
+		v := url.Values{}
+		if runDigest {
+			v.Set("rd", DigestOf(run))
+		} else {
+			v.Set("r", run)
+		}
+		switch {
+		case key != "" && keyDigest:
+			v.Set("kd", DigestOf(key))
+		case key != "":
+			v.Set("k", key)
+		case r.Warning:
+			v.Set("w", "1")
+		}
+		return RefPrefix + v.Encode()
 	}
-	return RefPrefix + v.Encode()
+	id := enc(r.Run, r.Key, false, false)
+	if len(id) > reports.MaxBlockID {
+		id = enc(r.Run, r.Key, false, true)
+	}
+	if len(id) > reports.MaxBlockID {
+		id = enc(r.Run, r.Key, true, true)
+	}
+	return id
 }
 
 // ParseRef reads a block_id Encode made; ok is false for one that is not runwatch's.
@@ -63,10 +93,34 @@ func ParseRef(blockID string) (ControlRef, bool) {
 		return ControlRef{}, false
 	}
 	v, err := url.ParseQuery(rest)
-	if err != nil || v.Get("r") == "" {
+	if err != nil || (v.Get("r") == "" && v.Get("rd") == "") {
 		return ControlRef{}, false
 	}
-	return ControlRef{Run: v.Get("r"), Key: v.Get("k"), Warning: v.Get("k") != "" || v.Get("w") == "1"}, true
+	return ControlRef{Run: v.Get("r"), Key: v.Get("k"), RunDigest: v.Get("rd"), KeyDigest: v.Get("kd"),
+		Warning: v.Get("k") != "" || v.Get("kd") != "" || v.Get("w") == "1"}, true
+}
+
+// Resolve gives back the run of a ref that carried its digest (one of the run file's runs, or none: ok
+// false), and the key of an open warning among keys when the ref carried the key's digest.
+func (b *Bot) Resolve(ref ControlRef, keys []string) (ControlRef, bool) {
+	if ref.RunDigest != "" {
+		for _, r := range b.mon.Config().Runs {
+			if DigestOf(r.Name) == ref.RunDigest {
+				ref.Run, ref.RunDigest = r.Name, ""
+			}
+		}
+		if ref.RunDigest != "" {
+			return ref, false
+		}
+	}
+	if ref.KeyDigest != "" {
+		for _, k := range keys {
+			if DigestOf(k) == ref.KeyDigest {
+				ref.Key, ref.KeyDigest = k, ""
+			}
+		}
+	}
+	return ref, true
 }
 
 // controls returns the buttons for v: at most two buttons and the menu, in order of use — I'm on
@@ -74,11 +128,6 @@ func ParseRef(blockID string) (ControlRef, bool) {
 // manual stage pending), Last log lines; what does not fit goes in the menu.
 func controls(v controlView) *reports.Controls {
 	c := &reports.Controls{Ref: ControlRef{Run: v.Run, Key: v.Key, Warning: v.Warning}.Encode()}
-	if len(c.Ref) > reports.MaxBlockID {
-		// A key this long (a deep mount path) does not fit a block_id: keep the run's buttons.
-		c.Ref = ControlRef{Run: v.Run, Warning: v.Warning}.Encode()
-		v.Key = ""
-	}
 	if v.Key != "" && v.Owner == "" {
 		c.Buttons = append(c.Buttons, reports.Button{ID: ActTake, Text: "I'm on it", Style: "primary"})
 	}

@@ -210,7 +210,7 @@ func New(f *config.File, o Options) (*Monitor, []reports.Problem, error) {
 	if !o.LocalOnly {
 		m.prom = newPromSources(f, o)
 	}
-	m.stages = &checklist.Checker{HTTP: o.HTTP, Guard: m.guard, PromQL: m.promQLCheck}
+	m.stages = &checklist.Checker{HTTP: o.HTTP, Guard: m.guard, PromQL: m.promQLCheck, Runwatch: f.Commands.Name("/runwatch")}
 	var problems []reports.Problem
 	for i := range f.Runs {
 		r := &f.Runs[i]

@@ -39,9 +39,17 @@ type Post struct {
 	// Burst is the group of a burst of warnings at the top level, or of one going on in its thread: where
 	// the next evaluation's warnings of the group go (see coalesceBursts).
 	Burst string `json:",omitempty"`
-	// Edit is the transport's reference of an earlier post this one replaces in place (a finish post that
-	// the job's progress contradicts): the transport edits that message instead of posting.
+	// Edit, when set, is the transport's reference of a message this post replaces in place: the warning's
+	// own message once it resolved, expired, flaps or is open again (see lifecycle.go), or a finish post that
+	// the job's progress contradicts (corrected where it stands).
 	Edit string `json:",omitempty"`
+	// Broadcast sends a reply in a thread to the channel too.
+	Broadcast bool `json:",omitempty"`
+	// Owner is who said "I'm on it" about the warning an edit shows open ("" when nobody).
+	Owner string `json:",omitempty"`
+	// Mentions are whom the post pages (config.Mention: user and user group ids, @here): a critical
+	// warning's, when it is posted or comes back.
+	Mentions []string `json:",omitempty"`
 }
 
 // PendingPost is a post whose intent was recorded and whose delivery was not yet confirmed.
@@ -64,6 +72,9 @@ type AlertState struct {
 	// that fails is simply due again at the next evaluation, a follow-up is said once, so it is kept here and
 	// delivered again, under its first ID, until it lands or pendingGiveUp passes.
 	Retry []PendingPost `json:"retry,omitempty"`
+	// Channels are the ids Slack gave the run file's "#name" channels where warnings landed: a warning's
+	// message is edited (chat.update) by channel id, after a restart too.
+	Channels map[string]string `json:"channels,omitempty"`
 }
 
 // ActiveAlert is one condition that is (or recently was) true.
@@ -90,13 +101,20 @@ type ActiveAlert struct {
 	Flapping  bool        `json:"flapping,omitempty"`
 	// Correcting: a finish post that progress contradicts is being corrected in place.
 	Correcting bool `json:"correcting,omitempty"`
+
+	// Message is the warning as posted (without its buttons), so that its message can be edited when it
+	// resolves, expires, flaps or comes back; Shared marks a warning posted inside a post standing for others
+	// (a burst, the note of a lost memory), whose message is not its own to edit.
+	Message reports.Message `json:"message,omitzero"`
+	Shared  bool            `json:"shared,omitempty"`
 }
 
-// Flapping: a condition that goes down flapDowns times within flapWindow is flapping; it is
-// steady again once nothing changed for flapWindow.
+// Flapping: a condition that recovers for the second time within flapWindow of going down is flapping:
+// its message says so, and its changes are not posted one by one until it has been steady (up or down)
+// for flapWindow.
 const (
 	flapWindow = 5 * time.Minute
-	flapDowns  = 5
+	flapDowns  = 2
 )
 
 // recentDowns is the downs within flapWindow of now.
@@ -148,7 +166,11 @@ type Alerter struct {
 	State  AlertState
 	// Channel finds where a run's warnings go.
 	Channel func(run string) string
-	loc     *time.Location
+	// Broadcast says whether a run's resolutions go to the channel as well as the warning's thread (nil: not).
+	Broadcast func(run string) bool
+	// Page is whom a run's warning of kind pages (nil, or nil for a kind: nobody); only critical kinds do.
+	Page func(run, kind string) []string
+	loc  *time.Location
 }
 
 // NewAlerter returns an alerter with the default policy.
@@ -270,21 +292,17 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			recurred := al.Recurring && al.Ref != ""
 			al.Recurring = false
 			if recurred {
-				n := al.recentDowns(now)
-				switch {
-				case al.Flapping:
+				if al.Flapping {
 					continue // summarised when it holds steady
-				case n >= flapDowns:
-					al.Flapping = true
-					post(al, Post{Run: run, Kind: c.kind + "_flapping", Key: c.key, ThreadRef: al.Ref, Message: reports.Message{Sections: []string{fmt.Sprintf(
-						":arrows_counterclockwise: Flapping: down %d times in %s (%s). Changes are no longer posted one by one; this thread hears when it holds steady.",
-						n, reports.Duration(flapWindow.Seconds()), reports.Esc(c.summary))}}})
-					continue
 				}
 				al.Posted, al.Summary, al.Suppressed = now, c.summary, false
-				p := Post{Run: run, Kind: c.kind, Key: c.key, Message: c.msg, ThreadRef: al.Ref}
-				p.Message.Sections = append([]string{fmt.Sprintf(":repeat: Again (it had recovered at %s).", reports.SlackTime(al.ClearedAt, a.loc))}, p.Message.Sections...)
+				again := fmt.Sprintf(":repeat: Again (it had recovered at %s).", reports.SlackTime(al.ClearedAt, a.loc))
+				p := Post{Run: run, Kind: c.kind, Key: c.key, Message: c.msg, ThreadRef: al.Ref, Mentions: a.page(run, c)}
+				p.Message.Sections = append([]string{again}, p.Message.Sections...)
 				post(al, p)
+				al.Message = c.msg
+				a.edit(al, c.key, c.kind, post, fmt.Sprintf(":repeat: *Again* since %s (it had recovered at %s).",
+					reports.SlackTime(now, a.loc), reports.SlackTime(al.ClearedAt, a.loc)))
 				continue
 			}
 			if al.Flapping {
@@ -293,6 +311,8 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 					post(al, Post{Run: run, Kind: c.kind, Key: c.key, ThreadRef: al.Ref, Message: reports.Message{Sections: []string{fmt.Sprintf(
 						":red_circle: Holding steady, down, since %s, after flapping (down %d times within %s).",
 						reports.SlackTime(al.Changed, a.loc), len(al.Downs), reports.Duration(flapWindow.Seconds()))}}})
+					a.edit(al, c.key, c.kind, post, fmt.Sprintf(":red_circle: *Down* since %s, steady after flapping (down %d times within %s).",
+						reports.SlackTime(al.Changed, a.loc), len(al.Downs), reports.Duration(flapWindow.Seconds())))
 				}
 				continue
 			}
@@ -310,6 +330,9 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			if al.Ref != "" {
 				p.ThreadRef = al.Ref // a repeat goes under the first warning
 				p.Message.Sections = append([]string{fmt.Sprintf("Still %s (since %s).", reports.Esc(strings.ReplaceAll(c.kind, "_", " ")), reports.SlackTime(al.Since, a.loc))}, p.Message.Sections...)
+			} else {
+				al.Message = c.msg
+				p.Mentions = a.page(run, c)
 			}
 			post(al, p)
 		}
@@ -340,8 +363,13 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			continue
 		}
 		if al.Kind == AlertShift || al.Kind == AlertFinished {
-			// Events, not states: forget them after their cooldown so the next one is news.
+			// Events, not states: forget them after their cooldown so the next one is news, and take the
+			// buttons off the message: there is nothing left to take or snooze on it.
 			if now.Sub(al.Posted) >= a.Policy.Cooldown[al.Kind] || al.Posted.IsZero() {
+				if !al.Posted.IsZero() && IsWarning(al.Kind) {
+					a.edit(al, k, al.Kind+"_expired", post, fmt.Sprintf(":hourglass: News at %s, and no longer current: ask _ETA?_ for the estimate now.",
+						reports.SlackTime(al.Posted, a.loc)))
+				}
 				delete(a.State.Active, k)
 			}
 			continue
@@ -353,6 +381,8 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 				post(al, Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, ThreadRef: al.Ref, Message: reports.Message{Sections: []string{fmt.Sprintf(
 					":large_green_circle: Holding steady since %s: %s. It went down %d times within %s.",
 					reports.SlackTime(al.ClearedAt, a.loc), reports.Esc(recoveredText(al)), len(al.Downs), reports.Duration(flapWindow.Seconds()))}}})
+				a.edit(al, k, al.Kind+"_resolved", post, fmt.Sprintf(":large_green_circle: *Resolved* at %s, after flapping (down %d times within %s): %s.",
+					reports.SlackTime(al.ClearedAt, a.loc), len(al.Downs), reports.Duration(flapWindow.Seconds()), reports.Esc(recoveredText(al))))
 			}
 			if !al.Flapping && now.Sub(al.ClearedAt) >= a.Policy.Cooldown[al.Kind] {
 				delete(a.State.Active, k)
@@ -360,6 +390,10 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 			continue
 		}
 		if al.Posted.IsZero() || snoozed(al.Run) {
+			if !al.Posted.IsZero() {
+				a.edit(al, k, al.Kind+"_resolved", post, fmt.Sprintf(":large_green_circle: *Cleared* at %s (after %s), while the run's warnings were snoozed.",
+					reports.SlackTime(now, a.loc), reports.Duration(now.Sub(al.Since).Seconds())))
+			}
 			delete(a.State.Active, k)
 			continue
 		}
@@ -371,6 +405,14 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 		if al.Flapping {
 			continue
 		}
+		if n := al.recentDowns(now); n >= flapDowns {
+			// The second recovery in a row: it flaps. Its message says so once; the changes are not posted
+			// one by one until it holds steady.
+			al.Flapping = true
+			a.edit(al, k, al.Kind+"_flapping", post, fmt.Sprintf(":arrows_counterclockwise: *Flapping*: down %d times in %s, up again since %s. Its changes are not posted one by one; this message says when it holds steady.",
+				n, reports.Duration(now.Sub(al.Downs[len(al.Downs)-n]).Seconds()), reports.SlackTime(now, a.loc)))
+			continue
+		}
 		text := recoveredText(al)
 		if al.Kind == AlertProtected {
 			text = protectedRecovered(warnedMount(al, k), ev.Run.Storage)
@@ -378,11 +420,21 @@ func (a *Alerter) Process(evs []monitor.Evaluation, now time.Time, snoozed func(
 		if ev.Run.ServerRetired(al.Summary) {
 			text = fmt.Sprintf("%s finished, so %s is not needed any more", al.Run, strings.TrimSuffix(strings.TrimSuffix(al.Summary, summaryUnreachable), summaryNotMetrics))
 		}
-		msg := reports.Message{Sections: []string{fmt.Sprintf(":large_green_circle: Resolved after %s: %s.",
-			reports.Duration(now.Sub(al.Since).Seconds()), reports.Esc(text))}}
-		post(al, Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, Message: msg, ThreadRef: al.Ref})
+		after := reports.Duration(now.Sub(al.Since).Seconds())
+		a.edit(al, k, al.Kind+"_resolved", post, fmt.Sprintf(":large_green_circle: *Resolved* at %s, after %s: %s.", reports.SlackTime(now, a.loc), after, reports.Esc(text)))
+		msg := reports.Message{Sections: []string{fmt.Sprintf(":large_green_circle: Resolved after %s: %s.", after, reports.Esc(text))}}
+		post(al, Post{Run: al.Run, Kind: al.Kind + "_resolved", Key: k, Message: msg, ThreadRef: al.Ref, Broadcast: a.Broadcast != nil && a.Broadcast(al.Run)})
 	}
 	return posts
+}
+
+// page is whom condition c of run pages: the run's paging for its kind, when it is critical. The state
+// directory not taking writes is runwatch's own trouble, not the job's: it pages nobody.
+func (a *Alerter) page(run string, c condition) []string {
+	if a.Page == nil || strings.HasSuffix(c.key, "/state") {
+		return nil
+	}
+	return a.Page(run, c.kind)
 }
 
 // canClear reports whether ev had the evidence to show the condition of al (key k) is gone. Silence is
@@ -485,8 +537,12 @@ func protectedRecovered(mount string, st reports.Storage) string {
 // a flapping notice, a claim's reminder.
 func followUp(kind string) bool {
 	return strings.HasSuffix(kind, "_resolved") || strings.HasSuffix(kind, "_flapping") || strings.HasSuffix(kind, "_reminder") ||
-		strings.HasSuffix(kind, correctedSuffix)
+		strings.HasSuffix(kind, "_expired") || strings.HasSuffix(kind, correctedSuffix)
 }
+
+// followsUp reports whether p follows up a warning rather than being one: a follow-up's kind, or an edit of
+// the warning's message. It is said once: when it fails it is kept for another try (Sampler.retryLater).
+func (p Post) followsUp() bool { return p.Edit != "" || followUp(p.Kind) }
 
 // stillTrue reports whether a follow-up kept for another try still says what is so: a resolution whose
 // warning came back, or a flapping notice of a warning that holds steady again, is out of date.
@@ -497,6 +553,8 @@ func (a *Alerter) stillTrue(p Post) bool {
 		return al == nil || al.Cleared
 	case strings.HasSuffix(p.Kind, "_flapping"):
 		return al != nil && al.Flapping
+	case p.Edit != "" && IsWarning(p.Kind):
+		return al != nil && !al.Cleared // shown open again: only while it is
 	}
 	return true
 }
@@ -515,8 +573,14 @@ func (a *Alerter) Delivered(p Post, ref string) {
 			a.State.Bursts[p.Burst] = b
 		}
 	}
+	if p.Edit != "" {
+		return // the warning's own message, edited: it is where it was
+	}
 	for _, k := range p.Covers {
 		a.Delivered(Post{Key: k, Kind: p.Kind}, ref)
+		if al := a.State.Active[k]; al != nil && al.Ref == ref {
+			al.Shared = true // its message stands for the others too: not its own to edit
+		}
 	}
 	if al := a.State.Active[p.Key]; al != nil && al.Ref == "" && ref != "" && !followUp(p.Kind) {
 		al.Ref = ref
@@ -541,5 +605,5 @@ func (a *Alerter) Undelivered(p Post) {
 // follow-up, a reminder or the good news that a job finished.
 func IsWarning(kind string) bool {
 	return kind != AlertFinished && kind != lostKind && !strings.HasSuffix(kind, "_resolved") && !strings.HasSuffix(kind, "_reminder") &&
-		!strings.HasSuffix(kind, correctedSuffix)
+		!strings.HasSuffix(kind, "_expired") && !strings.HasSuffix(kind, correctedSuffix)
 }

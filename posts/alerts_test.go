@@ -64,13 +64,16 @@ func TestAlerterLifecycle(t *testing.T) {
 	if sent := a.Process([]monitor.Evaluation{unknown}, t0.Add(62*time.Minute), never); len(sent) != 0 {
 		t.Errorf("without an ETA = %v; want no resolution", kinds(sent))
 	}
-	// Moving again: the follow-up goes in the thread.
+	// Moving again: the warning's own message is edited to resolved, and the follow-up goes in the thread.
 	sent = a.Process([]monitor.Evaluation{testkit.Eval("synth", nil)}, t0.Add(70*time.Minute), never)
-	if len(sent) != 1 || sent[0].Kind != posts.AlertStall+"_resolved" || sent[0].ThreadRef != "1700000000.000100" {
-		t.Fatalf("recovery = %+v; want a resolved follow-up in the thread", sent)
+	if len(sent) != 2 || sent[0].Edit != "1700000000.000100" || sent[1].Kind != posts.AlertStall+"_resolved" || sent[1].ThreadRef != "1700000000.000100" {
+		t.Fatalf("recovery = %+v; want the warning edited and a resolved follow-up in the thread", sent)
 	}
-	if !strings.Contains(sent[0].Message.Mrkdwn(), "making progress again") {
-		t.Errorf("recovery text = %q", sent[0].Message.Mrkdwn())
+	if m := sent[0].Message; m.Title != "synth · stalled (resolved)" || m.Controls != nil || !strings.Contains(m.Mrkdwn(), "*Resolved* at") || !strings.Contains(m.Mrkdwn(), "*Stalled* since") {
+		t.Errorf("edited warning = %q; want it resolved, its own text kept, no buttons", m.Mrkdwn())
+	}
+	if !strings.Contains(sent[1].Message.Mrkdwn(), "making progress again") {
+		t.Errorf("recovery text = %q", sent[1].Message.Mrkdwn())
 	}
 	// Resolved, the warning is kept with its thread for its cooldown (a recurrence goes there), then
 	// forgotten. (Before the flapping fix it was forgotten at once.)
@@ -128,8 +131,8 @@ func TestAlerterSnoozeAndEvidence(t *testing.T) {
 		t.Errorf("scan failed = %v; want the warning neither repeated nor resolved", kinds(sent))
 	}
 	sent = a.Process([]monitor.Evaluation{testkit.Eval("synth", nil)}, t0.Add(3*time.Minute), isSnoozed)
-	if len(sent) != 1 || sent[0].ThreadRef != "ts1" || !strings.Contains(sent[0].Message.Mrkdwn(), "nothing writes to /shared any more") {
-		t.Errorf("resolved = %+v", sent)
+	if len(sent) != 2 || sent[0].Edit != "ts1" || sent[1].ThreadRef != "ts1" || !strings.Contains(sent[1].Message.Mrkdwn(), "nothing writes to /shared any more") {
+		t.Errorf("resolved = %+v; want the warning edited and the follow-up in its thread", sent)
 	}
 }
 
@@ -836,8 +839,9 @@ func TestRoughFigureIsNotAFirstEstimate(t *testing.T) {
 // TestFlappingIsOneWarning is the red team's finding 6 through the recording Slack stand-in: the
 // run's metrics endpoint goes down and up every 5 s for 60 s of an injected clock, sampled every
 // second. Before, each down was a new top-level warning (a resolved alert was forgotten with its
-// cooldown); now there is one warning, its thread takes the recurrences, says when it is flapping,
-// and says once when it holds steady. Every follow-up links the first warning.
+// cooldown); now there is one warning, its thread takes the first recurrence, its own message says it
+// flaps from its second recovery on, and the thread and the message say once when it holds steady.
+// Every follow-up links the first warning.
 func TestFlappingIsOneWarning(t *testing.T) {
 	ep := testkit.NewFaultEndpoint(t)
 	clock := testkit.NewClock(schedT0)
@@ -911,7 +915,7 @@ func TestFlappingIsOneWarning(t *testing.T) {
 		}
 	}
 	all := strings.Join(texts, "\n")
-	for _, want := range []string{"Again (it had recovered at", "Flapping: ", "down 5 times in 5 min", "Holding steady since", "It went down 6 times within 5 min"} {
+	for _, want := range []string{"Again (it had recovered at", "Holding steady since", "It went down 6 times within 5 min"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("the thread lacks %q:\n%s", want, all)
 		}
@@ -919,8 +923,17 @@ func TestFlappingIsOneWarning(t *testing.T) {
 	if n := strings.Count(all, "Holding steady"); n != 1 {
 		t.Errorf("'holding steady' said %d times; want once", n)
 	}
-	t.Logf("figure: 60 s of flapping (down 6 times, sampled every second): %d top-level post, %d replies in its thread (recurrences, one 'flapping', one 'holding steady'), each linking the first warning",
-		len(top), len(thread))
+	var edits []string
+	for _, c := range fake.Calls("chat.update") {
+		if c.Form.Get("ts") == top[0].TS {
+			edits = append(edits, c.Form.Get("text"))
+		}
+	}
+	if all := strings.Join(edits, "\n"); !strings.Contains(all, "*Flapping*: down 2 times in ") || !strings.Contains(edits[len(edits)-1], "after flapping (down 6 times within 5 min)") {
+		t.Errorf("edits of the warning's message = %q; want it to say it flaps at the second recovery, and to end resolved after flapping", edits)
+	}
+	t.Logf("figure: 60 s of flapping (down 6 times, sampled every second): %d top-level post, %d replies in its thread (the first resolution, the first recurrence, one 'holding steady'), %d edits of the warning (resolved, open again, flapping, resolved after flapping), each reply linking the first warning",
+		len(top), len(thread), len(edits))
 }
 
 // silenceStorage is the storage of a run whose protected /shared was written to on host gpu-2 (6
@@ -977,6 +990,9 @@ func TestProtectedWriteIsNotResolvedBySilence(t *testing.T) {
 					}
 				})
 				for _, p := range a.Process([]monitor.Evaluation{ev}, t0.Add(time.Duration(i+1)*30*time.Second), never) {
+					if p.Edit != "" {
+						continue // the warning's own message, edited with it: the thread's reply is the resolution
+					}
 					got = append(got, p.Kind+": "+reports.PlainText(p.Message.Mrkdwn()))
 				}
 			}

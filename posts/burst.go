@@ -30,7 +30,7 @@ func coalesce(posts []Post, cont func(group string) string) []Post {
 	for i, p := range posts {
 		k := burstGroup(p)
 		if len(p.Covers) > 0 || p.Channel == "" || p.Kind == lostKind || p.Edit != "" {
-			k = fmt.Sprint("\x00", i) // stands for others already, or goes nowhere: alone
+			k = fmt.Sprint("\x00", i) // stands for others already, goes nowhere, or edits a message: alone
 		}
 		if _, seen := groups[k]; !seen {
 			order = append(order, k)
@@ -116,8 +116,15 @@ func (a *Alerter) coalesceBursts(posts []Post, now time.Time, window time.Durati
 func burstPost(ps []Post) Post {
 	first := ps[0]
 	p := Post{Run: first.Run, Channel: first.Channel, Kind: first.Kind, ThreadRef: first.ThreadRef}
+	paged := map[string]bool{}
 	for _, q := range ps {
 		p.Covers = append(p.Covers, q.Key)
+		for _, m := range q.Mentions {
+			if !paged[m] {
+				paged[m] = true
+				p.Mentions = append(p.Mentions, m) // paged once for the burst
+			}
+		}
 	}
 	// One line per post, the same line once with a count (twenty resolutions say the same).
 	var texts []string

@@ -143,17 +143,25 @@ func (c *Claims) Apply(a *Alerter, posts []Post, now time.Time, snoozed func(run
 	defer c.mu.Unlock()
 	changed := false
 	out := posts[:0]
+	over := map[string]bool{} // claims whose warning resolved: ended once every post about it named them
 	for _, p := range posts {
 		cl, claimed := c.claims[p.Key]
 		switch {
-		case claimed && strings.HasSuffix(p.Kind, "_resolved"):
+		case claimed && (strings.HasSuffix(p.Kind, "_resolved") || strings.HasSuffix(p.Kind, "_expired")):
 			p.Message.Sections = append(p.Message.Sections, fmt.Sprintf("<@%s> was on it since %s.", cl.User, reports.SlackTime(cl.At, loc)))
-			delete(c.claims, p.Key)
-			changed = true
+			over[p.Key] = true
+		case claimed && p.Edit != "":
+			// The warning's message shown open again (or flapping): who is on it, and no "I'm on it" button.
+			p.Owner = cl.User
+			p.Message.Context = append(p.Message.Context, fmt.Sprintf(":eyes: <@%s> is on it since %s", cl.User, reports.SlackTime(cl.At, loc)))
 		case claimed && p.ThreadRef != "":
 			continue // the reminder below speaks for it
 		}
 		out = append(out, p)
+	}
+	for k := range over {
+		delete(c.claims, k)
+		changed = true
 	}
 	c.open = c.open[:0]
 	keys := make([]string, 0, len(st.Active))
@@ -164,8 +172,8 @@ func (c *Claims) Apply(a *Alerter, posts []Post, now time.Time, snoozed func(run
 	live := map[string]bool{}
 	for _, k := range keys {
 		al := st.Active[k]
-		if al.Cleared || al.Posted.IsZero() {
-			continue
+		if (al.Cleared && !al.Flapping) || al.Posted.IsZero() {
+			continue // a flapping warning is open while it flaps, up or down
 		}
 		live[k] = true
 		c.open = append(c.open, OpenWarning{Key: k, Run: al.Run, Kind: al.Kind, Summary: al.Summary, Since: al.Since, Ref: al.Ref, Channel: channel(al.Run)})

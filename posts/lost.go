@@ -39,7 +39,7 @@ func (l *lostAlerts) gather(a *Alerter, posts []Post) []Post {
 	byChannel := map[string][]Post{}
 	var out []Post
 	for _, p := range posts {
-		if p.ThreadRef != "" || followUp(p.Kind) || p.Channel == "" {
+		if p.ThreadRef != "" || p.followsUp() || p.Channel == "" {
 			out = append(out, p)
 			continue
 		}

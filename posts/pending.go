@@ -70,7 +70,7 @@ func (s *Sampler) recoverPending(ctx context.Context, now time.Time) []Post {
 		case ref != "":
 			s.log.Info("a post interrupted by a restart had landed; not posting it again", "run", pp.Post.Run, "kind", pp.Post.Kind)
 			s.Alerter.Delivered(pp.Post, ref)
-		case followUp(pp.Post.Kind):
+		case pp.Post.followsUp():
 			redo = append(redo, pp.Post)
 		default:
 			s.Alerter.Undelivered(pp.Post)

@@ -59,7 +59,20 @@ func NewSampler(b *conversation.Bot, interval time.Duration, log *slog.Logger) *
 		}
 		return ""
 	}
-	return &Sampler{bot: b, interval: interval, log: log, Alerter: NewAlerter(b.Location(), channel)}
+	a := NewAlerter(b.Location(), channel)
+	a.Broadcast = func(run string) bool {
+		r, ok := cfg.RunByName(run)
+		return ok && r.BroadcastResolved
+	}
+	a.Page = func(run, kind string) []string {
+		r, _ := cfg.RunByName(run)
+		var out []string
+		for _, m := range cfg.Paging(r, kind) {
+			out = append(out, string(m))
+		}
+		return out
+	}
+	return &Sampler{bot: b, interval: interval, log: log, Alerter: a}
 }
 
 // LoadState restores the alerter's memory from the state directory. A memory that cannot be
@@ -86,6 +99,9 @@ func (s *Sampler) LoadState() {
 			}
 		}
 		s.Alerter.State = st
+		for name, id := range st.Channels {
+			s.bot.LearnChannel(name, id)
+		}
 	}
 }
 
@@ -148,7 +164,7 @@ func (s *Sampler) retries(now time.Time) []Post {
 // asked yet whether it landed.
 func (s *Sampler) unsettled(key string) bool {
 	for _, pp := range s.Alerter.State.Pending {
-		if pp.Post.Key == key && !followUp(pp.Post.Kind) {
+		if pp.Post.Key == key && !pp.Post.followsUp() {
 			return true
 		}
 	}
@@ -188,7 +204,7 @@ func (s *Sampler) Tick(ctx context.Context) {
 		s.recordIntents(posts, now)
 	}
 	for _, p := range posts {
-		if s.Deliver != nil && followUp(p.Kind) && p.ThreadRef == "" && s.unsettled(p.Key) {
+		if s.Deliver != nil && followUp(p.Kind) && p.Edit == "" && p.ThreadRef == "" && s.unsettled(p.Key) {
 			// Its warning's post is not settled yet (a crash interrupted it): where it landed is known later.
 			delete(s.Alerter.State.Pending, p.ID)
 			s.retryLater(p, now)
@@ -203,7 +219,9 @@ func (s *Sampler) Tick(ctx context.Context) {
 				switch {
 				case strings.HasSuffix(p.Kind, "_reminder"):
 					s.Claims.undelivered(p, now)
-				case followUp(p.Kind):
+				case strings.HasSuffix(p.Kind, correctedSuffix):
+					s.Alerter.Undelivered(p) // the next evaluation corrects it again, with what it sees then
+				case p.followsUp():
 					s.retryLater(p, now)
 				default:
 					s.Alerter.Undelivered(p)
@@ -211,6 +229,12 @@ func (s *Sampler) Tick(ctx context.Context) {
 				continue
 			}
 			s.Alerter.Delivered(p, ref)
+			if id := s.bot.ChannelID(p.Channel); id != p.Channel {
+				if s.Alerter.State.Channels == nil {
+					s.Alerter.State.Channels = map[string]string{}
+				}
+				s.Alerter.State.Channels[p.Channel] = id
+			}
 		case s.Notify != nil:
 			s.Notify(p.Message)
 		}

@@ -224,6 +224,7 @@ var emojiText = map[string]string{
 	"bell":                     "",    // warnings back on; a reminder
 	"eyes":                     "",    // who is on a warning
 	"raised_hand":              "",    // asked to wait
+	"hourglass":                "",    // a warning no longer current: the words beside it say so
 }
 
 // Unglyphed is plain text without the console glyph of its leading emoji ("(!) completions ..." ->

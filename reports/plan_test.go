@@ -113,7 +113,7 @@ func TestFormat(t *testing.T) {
 		{Rate(1386.2, "tok/s"), "1,386 tok/s"},
 		{Rate(0.714, "items/s"), "0.71 items/s"},
 		{Percent(0.493), "49%"},
-		{Percent(0.001), "<1%"},
+		{Percent(0.001), "under 1%"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -153,15 +154,37 @@ func (s *App) learnSlashChannel(sc slashRequest) {
 
 func (s *App) slashToRequest(sc slashRequest) conversation.Request {
 	req := conversation.Request{Text: sc.Text, Channel: sc.Channel, ChannelName: sc.ChannelName, User: sc.User, Source: "slash"}
-	for _, c := range s.bot.Commands() {
-		if c.Slash != "" && c.Slash == sc.Command {
-			req.Command = c.Name
-		}
+	name := s.bot.SlashCommand(sc.Command)
+	if name == "" {
+		name = s.guessSlash(sc.Command)
 	}
-	if req.Command == "" && sc.Command == "/runwatch" && strings.TrimSpace(sc.Text) == "" {
-		req.Command = "help"
+	switch name {
+	case "runwatch":
+		if strings.TrimSpace(sc.Text) == "" {
+			req.Command = "help"
+		}
+	case "":
+	default:
+		req.Command = name
 	}
 	return req
+}
+
+// guessSlash reads a slash command the run file's commands: does not name by the command it most likely is:
+// one of /eta, /storage and /runwatch as a word of its name (/eta-b200, /b200_storage, /runwatch2 is not),
+// so that an app installed under its own names answers before commands: is set. Said once in the log.
+func (s *App) guessSlash(installed string) string {
+	words := strings.FieldsFunc(strings.TrimPrefix(installed, "/"), func(r rune) bool { return r == '-' || r == '_' || r == '.' })
+	for _, base := range []string{"runwatch", "storage", "eta"} {
+		if slices.Contains(words, base) {
+			if _, said := s.guessed.LoadOrStore(installed, true); !said {
+				s.log.Info("a slash command the run file's commands: does not name is read as runwatch's own; set commands: so that help and the manifest name it too",
+					"command", installed, "as", "/"+base)
+			}
+			return base
+		}
+	}
+	return ""
 }
 
 func slashMessage(rep conversation.Reply) *slack.WebhookMessage {

@@ -2,6 +2,7 @@ package slackapp
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"runwatch/conversation"
@@ -10,8 +11,9 @@ import (
 )
 
 // Deliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
-// thread with a link to it; a failed post returns its error so the alerter tries again on the
-// next tick. Each post carries its intent ID as message metadata (see Find).
+// thread with a link to it (sent to the channel too when the post says so), and edits a warning's own
+// message in place (chat.update) when the post is an edit; a failed post returns its error so the alerter
+// tries again on the next tick. Each post carries its intent ID as message metadata (see Find).
 func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ctx context.Context, p posts.Post) (string, error) {
 	links := &permalinks{}
 	return func(ctx context.Context, p posts.Post) (string, error) {
@@ -25,26 +27,52 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 		defer cancel()
 		channel := b.ChannelID(p.Channel)
 		if p.Edit != "" {
-			// A correction replaces the post it corrects, where it stands.
+			if posts.IsWarning(p.Kind) {
+				p.Message.Controls = b.WarningControls(p.Run, p.Key, p.Owner) // open again: its buttons back
+			}
+			// A warning's own message, or a correction, replaces the post where it stands.
 			err := api.Update(ctx, channel, p.Edit, p.Message)
-			metrics.Posted(p.Kind, err)
+			metrics.Posted(p.Kind+"_edit", err)
 			return p.Edit, err
 		}
 		if p.ThreadRef == "" && posts.IsWarning(p.Kind) {
 			p.Message.Controls = b.WarningControls(p.Run, p.Key, "")
+		}
+		if line := mentionLine(p.Mentions); line != "" {
+			// First, so that the notification (the text beside the blocks) starts with whom it pages.
+			p.Message.Sections = append([]string{line}, p.Message.Sections...)
 		}
 		if p.ThreadRef != "" {
 			if link := links.get(ctx, api, channel, p.ThreadRef); link != "" {
 				p.Message.Context = append(p.Message.Context, "<"+link+"|↑ the first warning>")
 			}
 		}
-		ch, ts, err := api.PostTagged(ctx, channel, p.ThreadRef, p.ID, p.Message)
+		ch, ts, err := api.postTagged(ctx, channel, p.ThreadRef, p.ID, p.Broadcast && p.ThreadRef != "", p.Message)
 		metrics.Posted(p.Kind, err)
 		if err == nil {
 			b.LearnChannel(p.Channel, ch)
 		}
 		return ts, err
 	}
+}
+
+// mentionLine is Slack's mrkdwn for whom a post pages: <@U…> for a user, <!subteam^S…> for a user group,
+// <!here> and <!channel>; "" for nobody.
+func mentionLine(ms []string) string {
+	var out []string
+	for _, m := range ms {
+		switch {
+		case m == "@here":
+			out = append(out, "<!here>")
+		case m == "@channel":
+			out = append(out, "<!channel>")
+		case strings.HasPrefix(m, "S"):
+			out = append(out, "<!subteam^"+m+">")
+		case strings.HasPrefix(m, "U"), strings.HasPrefix(m, "W"):
+			out = append(out, "<@"+m+">")
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // Find asks Slack whether a post a crash interrupted landed: a message with its intent ID in

@@ -77,8 +77,8 @@ func (s *App) homeBlocks(runs []reports.RunStatus, now time.Time) []slack.Block 
 	})
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "runwatch", false, false)),
-		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("%s you may see · as of %s · `/runwatch status <run>` in a channel for the whole picture",
-			reports.Plural(len(hs), "run", "runs"), reports.SlackTime(now, s.bot.Location())), false, false)),
+		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("%s you may see · as of %s · `%s status &lt;run&gt;` in a channel for the whole picture",
+			reports.Plural(len(hs), "run", "runs"), reports.SlackTime(now, s.bot.Location()), s.bot.SlashName("/runwatch")), false, false)),
 	}
 	if len(hs) == 0 {
 		return append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType,
@@ -100,7 +100,7 @@ func (s *App) homeBlocks(runs []reports.RunStatus, now time.Time) []slack.Block 
 	}
 	if rest := hs[full:]; len(rest) > 0 {
 		blocks = append(blocks, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf(
-			"%s more in brief: a Home tab holds %d blocks. Ask `/runwatch status <run>` for one of them.", reports.Plural(len(rest), "run", "runs"), homeMaxBlocks), false, false)))
+			"%s more in brief: a Home tab holds %d blocks. Ask `%s status &lt;run&gt;` for one of them.", reports.Plural(len(rest), "run", "runs"), homeMaxBlocks, s.bot.SlashName("/runwatch")), false, false)))
 		var lines []string
 		for _, h := range rest {
 			lines = append(lines, homeLine(h))
@@ -148,10 +148,7 @@ func (s *App) homeRunBlocks(h homeRun) []slack.Block {
 		} else {
 			acc = slack.NewAccessory(slack.NewButtonBlockElement(conversation.ActTake, "", slack.NewTextBlockObject(slack.PlainTextType, "I'm on it", false, false)))
 		}
-		ref := conversation.ControlRef{Run: rs.Name, Key: w.Key}.Encode()
-		if len(ref) > reports.MaxBlockID {
-			ref, acc = "", nil
-		}
+		ref := conversation.ControlRef{Run: rs.Name, Key: w.Key}.Encode() // within 255: a long key travels as its digest
 		out = append(out, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, reports.TruncateRunes(text, homeSectionMax), false, false), nil, acc,
 			slack.SectionBlockOptionBlockID(ref)))
 	}

@@ -2,12 +2,12 @@ package slackapp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -21,13 +21,18 @@ import (
 // maxSlackBody caps a Slack request body; Slack's own payloads are far smaller.
 const maxSlackBody = 1 << 20
 
-// maxBodiesInFlight bounds the bodies read at once. Headers that look signed (a current timestamp, a
-// well-formed signature) are all a client needs to be read; only the body can prove it is Slack. Slack's
-// payloads are a few KB and read in a moment, so a request that finds the budget spent is turned away (503,
-// Retry-After) rather than held: 400 slow clients each announcing 1 MiB once held 966 MB.
+// The bodies read at once are bounded. Headers that look signed (a current timestamp, a well-formed
+// signature) are all a client needs to be read; only the body can prove it is Slack: 400 slow clients each
+// announcing 1 MiB once held 966 MB. Slack's own payloads are a few KB and read in a moment: bodies
+// announcing at most smallBody are read maxSmallBodies at once (32 MiB at most), larger ones (up to the cap)
+// maxLargeBodies at once (16 MiB), so that slow large ones never hold up Slack's. A request that finds its
+// pool full waits for room up to bodyWait (a flood of Slack's own is read in turn), then is turned away
+// (503, Retry-After) before its body.
 const (
-	maxBodiesInFlight = 64
-	bodyBudget        = 16 << 20 // bytes announced by the bodies being read
+	smallBody      = 64 << 10
+	maxSmallBodies = 512
+	maxLargeBodies = 16
+	bodyWait       = 2 * time.Second
 )
 
 // HTTPMode is the HTTP transport: Slack's Events API, slash commands and interactivity endpoints,
@@ -44,7 +49,7 @@ type HTTPMode struct {
 
 // NewHTTPMode is HTTP mode for app with the signing secret; a nil app serves only /healthz and /metrics.
 func NewHTTPMode(app *App, secret config.Secret, m *botmetrics.Metrics, log *slog.Logger) *HTTPMode {
-	return &HTTPMode{app: app, secret: secret, metrics: m, replays: newReplayCache(nil), bodies: &bodyBudgets{}, log: log}
+	return &HTTPMode{app: app, secret: secret, metrics: m, replays: newReplayCache(nil), bodies: newBodyBudgets(), log: log}
 }
 
 // Handler routes /healthz, /metrics and, with an app and a secret, Slack's three endpoints.
@@ -108,7 +113,7 @@ func (h *HTTPMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 		if size < 0 {
 			size = maxSlackBody // chunked: it may take the whole cap
 		}
-		if !h.bodies.take(size) {
+		if !h.bodies.take(r.Context(), size) {
 			w.Header().Set("Connection", "close")
 			w.Header().Set("Retry-After", "1")
 			h.metrics.Reject("bodies_busy")
@@ -180,38 +185,46 @@ func readBody(w http.ResponseWriter, r *http.Request, size int64) ([]byte, error
 	return buf, nil
 }
 
-// bodyBudgets bounds the request bodies read at once: by count and by the bytes they announced.
+// bodyBudgets bounds the request bodies read at once: small ones and large ones, each in a pool of its own.
 type bodyBudgets struct {
-	mu    sync.Mutex
-	n     int
-	bytes int64
+	small, large chan struct{}
 }
 
-// take reserves room for a body of size bytes; false when there is none now.
-func (b *bodyBudgets) take(size int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.n >= maxBodiesInFlight || b.bytes+size > bodyBudget {
+func newBodyBudgets() *bodyBudgets {
+	return &bodyBudgets{small: make(chan struct{}, maxSmallBodies), large: make(chan struct{}, maxLargeBodies)}
+}
+
+func (b *bodyBudgets) pool(size int64) chan struct{} {
+	if size <= smallBody {
+		return b.small
+	}
+	return b.large
+}
+
+// take reserves room for a body of size bytes, waiting up to bodyWait for it; false when none came.
+func (b *bodyBudgets) take(ctx context.Context, size int64) bool {
+	p := b.pool(size)
+	select {
+	case p <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(bodyWait)
+	defer t.Stop()
+	select {
+	case p <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
 		return false
 	}
-	b.n++
-	b.bytes += size
-	return true
 }
 
-func (b *bodyBudgets) give(size int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.n--
-	b.bytes -= size
-}
+func (b *bodyBudgets) give(size int64) { <-b.pool(size) }
 
 // inFlight is how many bodies are being read.
-func (b *bodyBudgets) inFlight() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.n
-}
+func (b *bodyBudgets) inFlight() int { return len(b.small) + len(b.large) }
 
 // events handles the Events API: the URL check, and callbacks acknowledged at once and answered
 // in the background. A redelivery (X-Slack-Retry-Num) of an event already received is only

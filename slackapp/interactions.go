@@ -24,6 +24,9 @@ import (
 // stateBlockID marks the context block that says who did what on a warning.
 const stateBlockID = "rw_state"
 
+// intentCleared marks the answer to "I'm on it" on a warning that has cleared.
+const intentCleared = "cleared"
+
 // press is one button press, from either transport.
 type press struct {
 	action, arg string
@@ -57,6 +60,9 @@ func (s *App) interaction(cb slack.InteractionCallback) bool {
 	home := cb.Container.Type == "view" || cb.View.Type == slack.VTHomeTab
 	for _, a := range cb.ActionCallback.BlockActions {
 		ref, ok := conversation.ParseRef(a.BlockID)
+		if ok {
+			ref, ok = s.bot.Resolve(ref, s.openKeys()) // a long run name or key travels as its digest
+		}
 		action, arg := a.ActionID, a.Value
 		if a.ActionID == reports.MenuID {
 			action, arg, _ = strings.Cut(a.SelectedOption.Value, ":")
@@ -111,6 +117,15 @@ func (s *App) interaction(cb slack.InteractionCallback) bool {
 	return admitted
 }
 
+// openKeys are the keys of the open warnings, which a press's key digest is matched against.
+func (s *App) openKeys() []string {
+	var keys []string
+	for _, w := range s.Claims.Open("") {
+		keys = append(keys, w.Key)
+	}
+	return keys
+}
+
 // pressRefusal says why a press has nowhere to be answered ("" when it has): no channel to check the
 // allow-lists against (an App Home view published without one), or an App Home view whose metadata is
 // not the user's DM with the bot. That is not a view runwatch published, and answering it (log lines
@@ -158,6 +173,12 @@ func (s *App) press(ctx context.Context, p press) {
 			s.metrics.Event("refused")
 		}
 		s.tell(ctx, p, rep.Message)
+		if rep.Intent == intentCleared && !p.home && !p.ephemeral {
+			// A button on a warning that has cleared is never left to be pressed again.
+			if err := s.api.UpdateBlocks(ctx, p.channel, p.messageTS, p.text, clearedBlocks(p.blocks)); err != nil {
+				s.log.Warn("cleared warning not updated after a press", "run", p.ref.Run, "err", err)
+			}
+		}
 		return
 	}
 	if err := s.refresh(ctx, p); err != nil {
@@ -189,7 +210,7 @@ func (s *App) take(req conversation.Request, ref conversation.ControlRef) conver
 	// of one run could take another's by naming their own run beside its key.
 	w, open := s.Claims.Warning(ref.Key)
 	if !open || w.Run != run.Name {
-		return conversation.Reply{Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
+		return conversation.Reply{Intent: intentCleared, Ephemeral: true, Message: reports.Message{Sections: []string{"That warning has cleared already (or runwatch no longer tracks it): there is nothing to take."}}}
 	}
 	cl, err := s.Claims.Take(ref.Key, req.User, s.bot.Monitor().Now(), posts.DefaultAlertPolicy().Cooldown[w.Kind])
 	rep := conversation.Reply{Message: reports.Message{Sections: []string{fmt.Sprintf("<@%s> is on %s.", cl.User, reports.Esc(w.Summary))}}}
@@ -245,6 +266,19 @@ func (s *App) refresh(ctx context.Context, p press) error {
 		return s.api.ReplaceOriginal(ctx, p.responseURL, text, blocks)
 	}
 	return err
+}
+
+// clearedBlocks is a warning's message without its buttons or state line, saying it has cleared.
+func clearedBlocks(blocks []slack.Block) []slack.Block {
+	var out []slack.Block
+	for _, b := range blocks {
+		if b.ID() == stateBlockID || b.BlockType() == slack.MBTAction && strings.HasPrefix(b.ID(), conversation.RefPrefix) {
+			continue
+		}
+		out = append(out, b)
+	}
+	return append(out, slack.NewContextBlock(stateBlockID, slack.NewTextBlockObject(slack.MarkdownType,
+		":large_green_circle: This warning has cleared: nothing to act on here any more.", false, false)))
 }
 
 func hasChart(blocks []slack.Block) bool {

@@ -537,8 +537,13 @@ func TestPressTakeWarning(t *testing.T) {
 		}
 	}
 	sent := w.step(t, t0.Add(3*time.Hour), testkit.Eval("synth", nil))
-	if len(sent) != 1 || !strings.Contains(sent[0].Message.Mrkdwn(), "<@UADMIN> was on it") {
-		t.Errorf("resolution = %+v; want it to name who was on it", sent)
+	if len(sent) != 2 || sent[0].Edit != ts || sent[1].ThreadRef != ts {
+		t.Errorf("resolution = %+v; want the warning edited and a reply in its thread", sent)
+	}
+	for _, p := range sent {
+		if !strings.Contains(p.Message.Mrkdwn(), "<@UADMIN> was on it") {
+			t.Errorf("resolution %q; want it to name who was on it", p.Message.Mrkdwn())
+		}
 	}
 	if _, ok := w.claims.Get("synth/" + posts.AlertStall); ok {
 		t.Errorf("the claim outlived its warning")

@@ -317,6 +317,8 @@ type App struct {
 	posts   chan struct{}
 	// Claims is "I'm on it" and the open warnings (nil: no sampler, nothing to take).
 	Claims *posts.Claims
+	// guessed holds the slash commands read by guessSlash, each logged once.
+	guessed sync.Map
 }
 
 const defaultInlineBudget = 2 * time.Second

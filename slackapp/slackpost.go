@@ -21,9 +21,17 @@ const postMetadataType = "runwatch_post"
 // which would post a second copy. With an id, Slack is asked first whether the message is there
 // (and it is, the post succeeded); without one, or when Slack cannot say, the error is returned.
 func (a *API) PostTagged(ctx context.Context, channel, threadTS, id string, m reports.Message) (string, string, error) {
+	return a.postTagged(ctx, channel, threadTS, id, false, m)
+}
+
+// postTagged is PostTagged; broadcast sends a reply in a thread to the channel too (reply_broadcast).
+func (a *API) postTagged(ctx context.Context, channel, threadTS, id string, broadcast bool, m reports.Message) (string, string, error) {
 	opts := msgOptions(m)
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
+		if broadcast {
+			opts = append(opts, slack.MsgOptionBroadcast())
+		}
 	}
 	if id != "" {
 		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{EventType: postMetadataType, EventPayload: map[string]any{"id": id}}))

@@ -40,6 +40,7 @@ var commands = []command{
 	{"replay", "run the estimator over a recorded trace (JSONL), one JSON line out per line in", "bot replay --trace FILE [--json=false]", runReplay},
 	{"export", "write a run's sampled history as a trace (JSONL) that replay reads", "bot export [--run NAME] [--out FILE] [--config PATH]", runExport},
 	{"exporter", "serve this node's writer facts on /metrics for Prometheus (one per node)", "bot exporter [--listen ADDR] [--config PATH]", runExporter},
+	{"manifest", "print the Slack app manifest for the run file's command names (commands:)", "bot manifest [--name NAME] [--config PATH]", runManifest},
 }
 
 func main() {

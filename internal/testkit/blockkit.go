@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -129,9 +130,34 @@ func textOf(v any) string {
 	return s
 }
 
+// slackMarkup is what a "<…>" in mrkdwn may be: a mention (user, channel, user group, @here), a date, a
+// link. Anything else is text that was not escaped: Slack shows "<run>" as a broken link, and "<!channel>"
+// written by a log line would page a channel.
+var slackMarkup = regexp.MustCompile(`^<(@[UW][A-Z0-9]+|#C[A-Z0-9]+|!(here|channel|everyone)|!subteam\^S[A-Z0-9]+|!date\^[0-9]+\^[^|>]*|https?://[^|>\s]+|mailto:[^|>\s]+)(\|[^<>]*)?>$`)
+
+// markupToken is every "<…>" in a text, and every "&" that starts no entity.
+var markupToken = regexp.MustCompile(`<[^<>]*>|<|>|&(amp;|lt;|gt;)?`)
+
+// UnescapedMrkdwn lists what in a mrkdwn text should have been escaped (reports.Esc): a "<" or ">" that is
+// no Slack markup, an "&" that starts no entity.
+func UnescapedMrkdwn(s string) []string {
+	var bad []string
+	for _, m := range markupToken.FindAllString(s, -1) {
+		switch {
+		case strings.HasPrefix(m, "&"):
+			if m == "&" {
+				bad = append(bad, "&")
+			}
+		case !slackMarkup.MatchString(m):
+			bad = append(bad, m)
+		}
+	}
+	return bad
+}
+
 // BlockKitProblems lists what in raw (a JSON array of blocks) Slack would refuse: the block count,
 // header, section, context, actions and button/menu limits; a data_visualization block is charts's to
-// check (nil: it is a problem, since nothing checked it).
+// check (nil: it is a problem, since nothing checked it). Mrkdwn texts must be escaped (UnescapedMrkdwn).
 func BlockKitProblems(l BlockKitLimits, raw []byte, maxBlocks int, charts ChartCheck) []string {
 	var problems []string
 	errf := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
@@ -143,6 +169,15 @@ func BlockKitProblems(l BlockKitLimits, raw []byte, maxBlocks int, charts ChartC
 		errf("%d blocks; want 1 to %d", len(blocks), maxBlocks)
 	}
 	ids := map[string]bool{}
+	checkMrkdwn := func(where string, v any) {
+		m, _ := v.(map[string]any)
+		if m["type"] != "mrkdwn" {
+			return
+		}
+		if bad := UnescapedMrkdwn(textOf(m)); len(bad) > 0 {
+			errf("%s: mrkdwn not escaped: %q in %q", where, bad, textOf(m))
+		}
+	}
 	checkElement := func(e map[string]any) {
 		if n := runes(e["action_id"]); n > l.ActionID.Max {
 			errf("action_id of %d characters", n)
@@ -189,6 +224,7 @@ func BlockKitProblems(l BlockKitLimits, raw []byte, maxBlocks int, charts ChartC
 			if n := utf8.RuneCountInString(textOf(b["text"])); n == 0 || n > l.Section.Text.Max {
 				errf("section %d of %d characters", i, n)
 			}
+			checkMrkdwn(fmt.Sprintf("section %d", i), b["text"])
 			if fs, _ := b["fields"].([]any); len(fs) > l.Section.Fields.Max {
 				errf("section with %d fields", len(fs))
 			}
@@ -204,6 +240,7 @@ func BlockKitProblems(l BlockKitLimits, raw []byte, maxBlocks int, charts ChartC
 				if n := utf8.RuneCountInString(textOf(e)); n == 0 || n > l.Text.Max {
 					errf("context text of %d characters", n)
 				}
+				checkMrkdwn(fmt.Sprintf("context %d", i), e)
 			}
 		case "actions":
 			els, _ := b["elements"].([]any)

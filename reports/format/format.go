@@ -206,10 +206,11 @@ func Rate(v float64, unit string) string {
 	}
 }
 
-// Percent formats a fraction 0..1 as a percentage.
+// Percent formats a fraction 0..1 as a percentage. Under 1% is said in words: a "<" in Slack's mrkdwn
+// opens a link or a mention.
 func Percent(f float64) string {
 	if f > 0 && f < 0.01 {
-		return "<1%"
+		return "under 1%"
 	}
 	return fmt.Sprintf("%.0f%%", f*100)
 }
