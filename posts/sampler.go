@@ -215,7 +215,11 @@ func (s *Sampler) Tick(ctx context.Context) {
 			ref, err := s.Deliver(ctx, p)
 			delete(s.Alerter.State.Pending, p.ID)
 			if err != nil {
-				s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
+				if errors.Is(err, ErrHeldBack) {
+					s.log.Debug("warning held back: its channel refused the last post", "run", p.Run, "kind", p.Kind, "err", err)
+				} else {
+					s.log.Warn("warning not delivered; will retry", "run", p.Run, "kind", p.Kind, "err", err)
+				}
 				switch {
 				case strings.HasSuffix(p.Kind, "_reminder"):
 					s.Claims.undelivered(p, now)

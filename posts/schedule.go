@@ -40,6 +40,9 @@ var (
 	// ErrChartsRefused says the chat service refused the message's charts: it goes without them, the
 	// chart as a PNG beside it.
 	ErrChartsRefused = errors.New("charts refused")
+	// ErrHeldBack says a post was not sent: its channel refused the last one (the bot is not in it), and
+	// the chat service said so once already; it is tried again later.
+	ErrHeldBack = errors.New("held back: the channel refused the last post")
 )
 
 // Poster is what the scheduler needs from Slack: posts tagged with an intent ID, and the
@@ -207,7 +210,7 @@ func (s *Scheduler) Start(ctx context.Context) {
 					}
 				}
 				if err := s.fire(ctx, name, clock.Now(), false); err != nil {
-					s.log.Warn("scheduled status not posted; will retry", "run", name, "err", err)
+					s.logFailed("scheduled status not posted; will retry", name, err)
 				}
 				due = sch.Next(clock.Now().In(s.bot.Location()))
 			}
@@ -266,9 +269,19 @@ func (s *Scheduler) RetryPending(ctx context.Context) {
 	s.mu.Unlock()
 	for _, name := range names {
 		if err := s.fire(ctx, name, s.now(), true); err != nil {
-			s.log.Warn("scheduled status still not posted", "run", name, "err", err)
+			s.logFailed("scheduled status still not posted", name, err)
 		}
 	}
+}
+
+// logFailed logs a status that was not posted: a warning, or a debug line when its channel's refusal was
+// said already (ErrHeldBack).
+func (s *Scheduler) logFailed(msg, run string, err error) {
+	if errors.Is(err, ErrHeldBack) {
+		s.log.Debug(msg+": its channel refused the last post", "run", run, "err", err)
+		return
+	}
+	s.log.Warn(msg, "run", run, "err", err)
 }
 
 func (s *Scheduler) memoFor(r *config.Run) *scheduleMemo {
@@ -349,7 +362,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	mode := r.PostMode
 	if mode == "" {
-		mode = "new"
+		mode = config.DefaultPostMode // one living message, not a fresh ~2,000 characters every hour
 	}
 	pctx, cancel := context.WithTimeout(ctx, statusPostTimeout)
 	defer cancel()
@@ -462,10 +475,10 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 		return ch, "", true, err
 	case "thread":
 		day := now.In(s.bot.Location()).Format("2006-01-02")
+		parent := msg
+		parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.Location()).Format("Mon 2 Jan"))
+		parent.Context = append(append([]string{}, msg.Context...), "hourly updates in the thread")
 		if m.ParentTS == "" || m.ParentDay != day {
-			parent := msg
-			parent.Title = fmt.Sprintf("%s · status for %s", r.Name, now.In(s.bot.Location()).Format("Mon 2 Jan"))
-			parent.Context = append(append([]string{}, msg.Context...), "hourly updates in the thread")
 			var ts string
 			ch, ts, err = s.post(ctx, m, channel, "", intent("parent", day), parent)
 			if err == nil {
@@ -474,6 +487,14 @@ func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo,
 			return ch, ts, true, err
 		}
 		ch, _, err = s.post(ctx, m, channel, m.ParentTS, intent("reply", ""), msg)
+		if err == nil {
+			// The day's parent shows the latest figures, not the morning's: the thread holds the history (and
+			// the charts, which the edit leaves out).
+			parent.Charts = nil
+			if uerr := s.poster.Update(ctx, ch, m.ParentTS, parent); uerr != nil {
+				s.log.Warn("the day's status parent not brought up to date", "run", r.Name, "err", uerr)
+			}
+		}
 		return ch, m.ParentTS, true, err
 	}
 	ch, _, err = s.post(ctx, m, channel, "", intent("new", ""), msg)

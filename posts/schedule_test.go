@@ -73,30 +73,36 @@ func TestScheduleModes(t *testing.T) {
 		method string        // the call expected, "" for none
 		thread int           // reply under the status posted at this step (1-based), 0 for none
 		update int           // edit of the status posted at this step (1-based)
+		parent int           // after the reply, the day's parent (posted at this step, 1-based) edited to the same figures
 	}
 	tests := []struct {
 		mode  string
 		steps []step
 	}{
 		{"new", []step{
-			{0, 300, "chat.postMessage", 0, 0},
-			{30 * time.Minute, 400, "", 0, 0}, // not due: @hourly
-			{time.Hour, 600, "chat.postMessage", 0, 0},
-			{2 * time.Hour, 25000, "chat.postMessage", 0, 0},
-			{3 * time.Hour, 25000, "", 0, 0}, // finished, unchanged: not posted again
+			{0, 300, "chat.postMessage", 0, 0, 0},
+			{30 * time.Minute, 400, "", 0, 0, 0}, // not due: @hourly
+			{time.Hour, 600, "chat.postMessage", 0, 0, 0},
+			{2 * time.Hour, 25000, "chat.postMessage", 0, 0, 0},
+			{3 * time.Hour, 25000, "", 0, 0, 0}, // finished, unchanged: not posted again
 		}},
 		{"update", []step{
-			{0, 300, "chat.postMessage", 0, 0},
-			{time.Hour, 600, "chat.update", 0, 1},
-			{2 * time.Hour, 25000, "chat.update", 0, 1},
-			{3 * time.Hour, 25000, "", 0, 0},
+			{0, 300, "chat.postMessage", 0, 0, 0},
+			{time.Hour, 600, "chat.update", 0, 1, 0},
+			{2 * time.Hour, 25000, "chat.update", 0, 1, 0},
+			{3 * time.Hour, 25000, "", 0, 0, 0},
 		}},
 		{"thread", []step{
-			{0, 300, "chat.postMessage", 0, 0}, // the day's parent
-			{time.Hour, 600, "chat.postMessage", 1, 0},
-			{2 * time.Hour, 900, "chat.postMessage", 1, 0},
-			{24 * time.Hour, 1200, "chat.postMessage", 0, 0}, // a new day, a new parent
-			{25 * time.Hour, 1500, "chat.postMessage", 4, 0},
+			{0, 300, "chat.postMessage", 0, 0, 0}, // the day's parent
+			{time.Hour, 600, "chat.postMessage", 1, 0, 1},
+			{2 * time.Hour, 900, "chat.postMessage", 1, 0, 1},
+			{24 * time.Hour, 1200, "chat.postMessage", 0, 0, 0}, // a new day, a new parent
+			{25 * time.Hour, 1500, "chat.postMessage", 4, 0, 4},
+		}},
+		// No post_mode: one living message, edited in place.
+		{"", []step{
+			{0, 300, "chat.postMessage", 0, 0, 0},
+			{time.Hour, 600, "chat.update", 0, 1, 0},
 		}},
 	}
 	for _, tc := range tests {
@@ -116,8 +122,19 @@ func TestScheduleModes(t *testing.T) {
 					posted = append(posted, "")
 					continue
 				}
-				if len(calls) != 1 || calls[0].Method != st.method {
-					t.Fatalf("step %d (+%s): calls %v; want one %s", i, st.at, e.fake.Methods()[before:], st.method)
+				want := 1
+				if st.parent > 0 {
+					want = 2 // the reply, then the parent edited
+				}
+				if len(calls) != want || calls[0].Method != st.method {
+					t.Fatalf("step %d (+%s): calls %v; want one %s (and the parent edited: %v)", i, st.at, e.fake.Methods()[before:], st.method, st.parent > 0)
+				}
+				if st.parent > 0 {
+					p := calls[1]
+					if p.Method != "chat.update" || p.Form.Get("ts") != posted[st.parent-1] || !strings.Contains(p.Form.Get("text"), fmt.Sprintf("*%s / 25,000*", reports.Count(float64(st.done)))) ||
+						!strings.Contains(p.Form.Get("text"), "status for") {
+						t.Errorf("step %d: after the reply %s %s = %q; want the day's parent %s edited to %d done", i, p.Method, p.Form.Get("ts"), p.Form.Get("text"), posted[st.parent-1], st.done)
+					}
 				}
 				c := calls[0]
 				if ch := c.Form.Get("channel"); (i == 0 && ch != "#synth") || (i > 0 && ch != "CSYNTH") {
@@ -214,7 +231,7 @@ func TestScheduleFailedPostRetried(t *testing.T) {
 
 func TestScheduleEveryPostsOnTime(t *testing.T) {
 	t.Parallel()
-	e := &schedEnv{botEnv: newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Schedule = "@every 1s" }}), fake: testkit.NewSlack(t)}
+	e := &schedEnv{botEnv: newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Schedule, r.PostMode = "@every 1s", "new" }}), fake: testkit.NewSlack(t)}
 	e.api, _ = newTestAPI(t, e.fake, nil, nil)
 	s, err := posts.NewScheduler(e.bot, e.api, nil, nil, nil)
 	if err != nil {
@@ -396,6 +413,9 @@ func TestScheduleKilledMidPostPostsOnce(t *testing.T) {
 			statuses := func() []testkit.Call {
 				var out []testkit.Call
 				for _, c := range e.fake.Calls("") {
+					if tc.mode == "thread" && c.Method == "chat.update" {
+						continue // the day's parent brought up to date beside a reply
+					}
 					if (c.Method == "chat.postMessage" || c.Method == "chat.update") && strings.Contains(c.Form.Get("text"), "synth · status") {
 						out = append(out, c)
 					}
@@ -808,7 +828,7 @@ func (p *slowPoster) PostTagged(ctx context.Context, channel, threadTS, id strin
 // reaching the channel 0.7 s after the last (TestServeSurvivesKill9 saw 0.74 s under load).
 func TestScheduleRestartAfterASlowPost(t *testing.T) {
 	t.Parallel()
-	e := newSchedEnvWith(t, botOpts{Run: func(r *config.Run) { r.Schedule = "@every 2s" }})
+	e := newSchedEnvWith(t, botOpts{Run: func(r *config.Run) { r.Schedule, r.PostMode = "@every 2s", "new" }})
 	clock := testkit.NewClock(schedT0)
 	slow := &slowPoster{API: e.api, clock: clock, d: 1500 * time.Millisecond}
 	s, err := posts.NewScheduler(e.bot, slow, mustOpen(t, e.StateDir), nil, nil)

@@ -77,9 +77,15 @@ func (s *App) homeBlocks(runs []reports.RunStatus, now time.Time) []slack.Block 
 	})
 	blocks := []slack.Block{
 		slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "runwatch", false, false)),
-		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("%s you may see · as of %s · `%s status &lt;run&gt;` in a channel for the whole picture",
-			reports.Plural(len(hs), "run", "runs"), reports.SlackTime(now, s.bot.Location()), s.bot.SlashName("/runwatch")), false, false)),
 	}
+	for _, h := range s.api.HeldChannels() {
+		// A channel that refuses posts is what to fix first: its runs' warnings and statuses go nowhere.
+		blocks = append(blocks, section(fmt.Sprintf(":warning: runwatch cannot post in %s (%s): %s. Its warnings and statuses are held until then.",
+			channelRef(h.Channel), reports.Esc(h.Code), h.Advice(channelRef(h.Channel)))))
+	}
+	blocks = append(blocks,
+		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, fmt.Sprintf("%s you may see · as of %s · `%s status &lt;run&gt;` in a channel for the whole picture",
+			reports.Plural(len(hs), "run", "runs"), reports.SlackTime(now, s.bot.Location()), s.bot.SlashName("/runwatch")), false, false)))
 	if len(hs) == 0 {
 		return append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType,
 			"There is no run for you here: runwatch shows runs where it may answer you (its `allowed_channels`; direct messages and this tab for admins).", false, false), nil, nil))

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/internal/testkit"
@@ -23,6 +25,8 @@ type lifecycleEnv struct {
 	ep    *testkit.FaultEndpoint
 	fake  *testkit.Slack
 	clock *testkit.Clock
+	api   *API
+	logs  *testkit.LogBuffer
 	s     *posts.Sampler
 	t0    time.Time
 	at    time.Duration
@@ -38,9 +42,11 @@ func newLifecycleEnvWith(t *testing.T, o botOpts) *lifecycleEnv {
 	e := &lifecycleEnv{ep: testkit.NewFaultEndpoint(t), fake: testkit.NewSlack(t), clock: testkit.NewClock(t0), t0: t0}
 	o.Metrics, o.Clock, o.Timeout = []string{e.ep.URL()}, e.clock, 500*time.Millisecond
 	e.botEnv = newBotEnv(t, o)
-	api, _ := newTestAPI(t, e.fake, nil, nil)
+	e.logs = &testkit.LogBuffer{}
+	e.api, _ = newTestAPI(t, e.fake, e.logs.Logger(), nil)
+	e.api.gate.now = e.clock.Now
 	e.s = posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
-	e.s.Deliver = Deliver(e.bot, api, nil)
+	e.s.Deliver = Deliver(e.bot, e.api, nil)
 	return e
 }
 
@@ -249,4 +255,60 @@ func TestCriticalWarningsPage(t *testing.T) {
 	if w, _ := top.warning(t); !strings.Contains(w.Form.Get("text"), "\n<!subteam^S0INFRA>\n") {
 		t.Errorf("source down under the top-level page = %q; want the kind's own list, S0INFRA", w.Form.Get("text"))
 	}
+}
+
+// TestChannelNeverInvited is a run whose channel never invited the bot: Slack answers not_in_channel. The
+// bot says so once (the log, the terminal of bot serve, the App Home: "invite @runwatch to #synth") and
+// holds the channel's posts back: at most 3 attempts in 25 s of 1 s sampling, where every sample tried.
+// Once invited, the next attempt lands, and posts go on.
+func TestChannelNeverInvited(t *testing.T) {
+	e := newLifecycleEnv(t, nil)
+	var told []string
+	e.api.OnChannelHeld = func(channel, advice string) { told = append(told, channel+": "+advice) }
+	refused := testkit.Failure{Status: 200, Body: `{"ok":false,"error":"not_in_channel"}`}
+	for range 100 {
+		e.fake.FailNext("chat.postMessage", refused)
+	}
+	sched, err := posts.NewScheduler(e.bot, e.api, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s.OnSample = sched.RetryPending
+	sched.Fire(context.Background(), "synth", e.t0) // the first status: refused
+	e.seconds(25, false)                            // and the source down: a warning every sample
+	attempts := len(e.fake.Calls("chat.postMessage"))
+	if attempts > 3 {
+		t.Errorf("attempts to post in a channel that never invited the bot, in 25 s of 1 s samples = %d; want at most 3", attempts)
+	}
+	if len(told) != 1 || !strings.Contains(told[0], "invite @runwatch to #synth (/invite @runwatch there)") {
+		t.Errorf("told on the terminal %q; want once: invite @runwatch to #synth", told)
+	}
+	if n := strings.Count(e.logs.String(), "invite @runwatch to #synth"); n != 1 {
+		t.Errorf("the log says to invite the bot %d times; want once:\n%s", n, e.logs.String())
+	}
+	// The App Home says it first.
+	app := NewApp(context.Background(), e.bot, e.api, Identity{UserID: "U111"}, nil, e.logs.Logger())
+	app.Claims = posts.NewClaims(nil, nil)
+	var text []string
+	for _, b := range app.homeBlocks(nil, e.t0) {
+		if sb, ok := b.(*slack.SectionBlock); ok && sb.Text != nil {
+			text = append(text, sb.Text.Text)
+		}
+	}
+	if len(text) == 0 || !strings.Contains(text[0], "runwatch cannot post in #synth (not_in_channel): invite @runwatch to #synth") {
+		t.Errorf("App Home sections = %q; want the channel to invite the bot to, first", text)
+	}
+	// Invited: the next attempt lands, and the channel is no longer held.
+	e.fake.ClearFailures("chat.postMessage")
+	e.seconds(60, false)
+	if n := len(e.fake.Calls("chat.postMessage")); n <= attempts {
+		t.Fatalf("posts after the bot was invited = %d; want the held warning and status posted", n-attempts)
+	}
+	if held := e.api.HeldChannels(); len(held) != 0 {
+		t.Errorf("held channels after a post landed = %v; want none", held)
+	}
+	if !strings.Contains(e.logs.String(), "runwatch posts in #synth again") {
+		t.Errorf("the log does not say the channel takes posts again")
+	}
+	t.Logf("figure: a channel that never invited the bot, 25 s of 1 s samples with a warning due each: %d attempts (50 before: the status and the warning each sample); said once", attempts)
 }

@@ -70,6 +70,11 @@ type API struct {
 	Backoff, MaxBackoff time.Duration
 	// sleep waits d unless ctx ends first; tests record the waits instead.
 	sleep func(ctx context.Context, d time.Duration) error
+	// gate holds back posts to channels that refused them (channels.go).
+	gate *channelGate
+	// OnChannelHeld is told, once per channel, that it refuses posts and what to do (serve prints it on
+	// its terminal); the log says it too. Set before the first post.
+	OnChannelHeld func(channel, advice string)
 }
 
 // NewAPI builds the Web API client.
@@ -94,12 +99,26 @@ func NewAPI(o APIOptions) *API {
 	if sleep == nil {
 		sleep = sleepCtx
 	}
-	return &API{
+	a := &API{
 		client: slack.New(o.Token.Reveal(), opts...), http: o.HTTP, apiURL: u, redact: o.Redactor,
 		metrics: o.Metrics, log: log, MaxAttempts: 4, Backoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second,
 		sleep: sleep,
 	}
+	a.gate = &channelGate{bot: "runwatch", now: time.Now,
+		onHeld: func(channel, code, advice string) {
+			log.Warn("runwatch cannot post in "+channel+": "+advice+"; its posts are held back and tried again after 5 s, 10 s, 20 s… up to 10 min",
+				"channel", channel, "code", code)
+			if a.OnChannelHeld != nil {
+				a.OnChannelHeld(channel, advice)
+			}
+		},
+		onBack: func(channel string) { log.Info("runwatch posts in "+channel+" again", "channel", channel) },
+	}
+	return a
 }
+
+// HeldChannels are the channels whose posts are held back, and what to do about each.
+func (a *API) HeldChannels() []HeldChannel { return a.gate.heldChannels() }
 
 func logLogger(l *slog.Logger) *log.Logger { return log.New(slogWriter{l}, "", 0) }
 
@@ -195,6 +214,11 @@ func (a *API) AuthTest(ctx context.Context) (Identity, error) {
 			return err
 		}
 		id = Identity{UserID: r.UserID, BotID: r.BotID, User: r.User, Team: r.Team}
+		if r.User != "" {
+			a.gate.mu.Lock()
+			a.gate.bot = r.User // "invite @runwatch-b200"
+			a.gate.mu.Unlock()
+		}
 		return nil
 	})
 	return id, err
@@ -208,10 +232,15 @@ func (a *API) Post(ctx context.Context, channel, threadTS string, m reports.Mess
 
 // Update edits a message in place.
 func (a *API) Update(ctx context.Context, channel, ts string, m reports.Message) error {
-	return a.call(ctx, "chat.update", func(ctx context.Context) error {
+	if err := a.gate.check(channel); err != nil {
+		return err
+	}
+	err := a.call(ctx, "chat.update", func(ctx context.Context) error {
 		_, _, _, err := a.client.UpdateMessageContext(ctx, channel, ts, msgOptions(m)...)
 		return err
 	})
+	a.gate.result(channel, err)
+	return err
 }
 
 // Ephemeral shows a message to one user in a channel (in a thread when threadTS is set).

@@ -26,6 +26,9 @@ func (a *API) PostTagged(ctx context.Context, channel, threadTS, id string, m re
 
 // postTagged is PostTagged; broadcast sends a reply in a thread to the channel too (reply_broadcast).
 func (a *API) postTagged(ctx context.Context, channel, threadTS, id string, broadcast bool, m reports.Message) (string, string, error) {
+	if err := a.gate.check(channel); err != nil {
+		return "", "", err // the channel refused the last post, and was said to: not yet again
+	}
 	opts := msgOptions(m)
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
@@ -60,6 +63,7 @@ func (a *API) postTagged(ctx context.Context, channel, threadTS, id string, broa
 		}
 		return err
 	})
+	a.gate.result(channel, err)
 	return ch, ts, err
 }
 

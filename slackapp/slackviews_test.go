@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"runwatch/config"
 	"runwatch/internal/testkit"
 	"runwatch/posts"
 	"runwatch/state"
@@ -33,8 +34,8 @@ func chartBlocks(t *testing.T, raw string) []slack.DataVisualizationBlock {
 
 func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	e := newHTTPEnv(t, botOpts{Clock: clock})
-	withHistory(t, e.botEnv, 45) // more samples than a Slack chart takes points
+	e := newHTTPEnv(t, botOpts{Clock: clock, Run: func(r *config.Run) { r.PostMode = "new" }}) // a post each time: each can carry the chart
+	withHistory(t, e.botEnv, 45)                                                               // more samples than a Slack chart takes points
 	dir, _ := state.Open(e.StateDir)
 	sched, err := posts.NewScheduler(e.bot, e.app.api, dir, nil, nil)
 	if err != nil {

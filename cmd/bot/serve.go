@@ -118,6 +118,12 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	metrics.LogFailures(log)
 	api := slackapp.NewAPI(slackapp.APIOptions{Token: o.Env.SlackBotToken, APIURL: o.Env.SlackAPIURL, HTTP: o.HTTP,
 		Redactor: red, Metrics: metrics, Log: log})
+	if o.Out != nil {
+		// Said once per channel on the terminal too: the one thing to do before anything is posted there.
+		api.OnChannelHeld = func(channel, advice string) {
+			fmt.Fprintf(o.Out, "runwatch: cannot post in %s: %s\n", channel, advice)
+		}
+	}
 
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	self, err := api.AuthTest(actx)

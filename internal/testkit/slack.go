@@ -125,6 +125,13 @@ func (f *Slack) APIURL() string { return f.srv.URL + "/" }
 // ResponseURL is a response_url on the fake.
 func (f *Slack) ResponseURL(name string) string { return f.APIURL() + "response/" + name }
 
+// ClearFailures drops the failures FailNext queued for method.
+func (f *Slack) ClearFailures(method string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.fail, method)
+}
+
 // FailNext makes the next calls of method fail, in order.
 func (f *Slack) FailNext(method string, fs ...Failure) {
 	f.mu.Lock()
