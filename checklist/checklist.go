@@ -102,7 +102,7 @@ func (c *Checker) Check(ctx context.Context, r *config.Run, in Input, timeout ti
 
 // markedStage is a stage whose state a person set, its time said in the bot's zone (now's).
 func markedStage(name string, mk Mark, now time.Time) reports.StageStatus {
-	return reports.StageStatus{Name: name, State: mk.State, Manual: true,
+	return reports.StageStatus{Name: name, State: mk.State, Manual: true, By: mk.By,
 		Detail: fmt.Sprintf("marked %s by %s at %s", strings.ReplaceAll(mk.State, "_", " "), mk.By, mk.At.In(now.Location()).Format("Mon 2 Jan 15:04 MST"))}
 }
 

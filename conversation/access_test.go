@@ -37,7 +37,7 @@ func TestAskMutatingCommandsNeedAdmins(t *testing.T) {
 		t.Errorf("stage mark = %q", rep.Message.Mrkdwn())
 	}
 	st := e.bot.Ask(ctx, Request{Text: "status", Source: "console"}).Message.Text()
-	if !strings.Contains(st, "[done] review — marked done by UADMIN") {
+	if !strings.Contains(st, "[done] review — marked done by @UADMIN") {
 		t.Errorf("status after the mark = %q", st)
 	}
 	rep = e.bot.Ask(ctx, Request{Text: "stage nope done", User: "UADMIN", Source: "mention"})

@@ -101,6 +101,8 @@ type Bot struct {
 	channelMu sync.RWMutex
 	// channelIDs maps channel names from the run file to the ids Slack reported for them.
 	channelIDs map[string]string
+	// snoozers is who snoozed each run's warnings (who.go), under channelMu.
+	snoozers map[string]string
 	// Budget bounds how long one answer may spend probing; the transports add their own limits.
 	Budget time.Duration
 	// guard keeps reads of a hung log (last log lines) from piling up.

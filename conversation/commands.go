@@ -455,8 +455,13 @@ func handleSnooze(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
 		return ErrorReply("snooze "+q.Run.Name, err)
 	}
-	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s, until %s. `"+b.SlashName("/runwatch")+" unsnooze` turns them back on.",
-		reports.Code(q.Run.Name), reports.Duration(d.Seconds()), reports.SlackDateTime(until, b.loc))}, err)}, Data: map[string]any{"snoozed_until": until.UTC()}}
+	b.changedBy(q.Run.Name, q.Req)
+	by := ""
+	if who := whoAsked(q.Req); who != "" {
+		by = " by " + who
+	}
+	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf(":zzz: Warnings for %s snoozed for %s%s, until %s. `"+b.SlashName("/runwatch")+" unsnooze` turns them back on.",
+		reports.Code(q.Run.Name), reports.Duration(d.Seconds()), by, reports.SlackDateTime(until, b.loc))}, err)}, Data: map[string]any{"snoozed_until": until.UTC()}}
 }
 
 // NotSaved adds to an admin command's answer that the change holds in memory but did not reach
@@ -493,7 +498,11 @@ func handleUnsnooze(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil && !errors.Is(err, monitor.ErrNotSaved) {
 		return ErrorReply("unsnooze "+q.Run.Name, err)
 	}
+	b.changedBy(q.Run.Name, Request{})
 	text := fmt.Sprintf(":bell: Warnings for %s are back on.", reports.Code(q.Run.Name))
+	if who := whoAsked(q.Req); who != "" {
+		text = fmt.Sprintf(":bell: %s turned the warnings of %s back on.", who, reports.Code(q.Run.Name))
+	}
 	if !was {
 		text = fmt.Sprintf(":bell: Warnings for %s were not snoozed: they are on.", reports.Code(q.Run.Name))
 	}
@@ -524,6 +533,9 @@ func handleStage(ctx context.Context, b *Bot, q Query) Reply {
 	verb := "marked " + word
 	if s == "" {
 		verb = "back to its automatic check"
+	}
+	if who := whoAsked(q.Req); who != "" {
+		verb += " by " + who
 	}
 	return Reply{Message: reports.Message{Sections: NotSaved([]string{fmt.Sprintf("Stage %s of %s %s.", reports.Code(name), reports.Code(q.Run.Name), verb)}, err)}}
 }

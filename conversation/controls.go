@@ -195,6 +195,13 @@ func (b *Bot) WarningControls(run, key, owner string) *reports.Controls {
 // and the message refreshed after a press. charts adds Slack-drawn charts of the run's history.
 func (b *Bot) StatusMessage(rs reports.RunStatus, charts bool) reports.Message {
 	m := reports.RenderStatus(rs, b.mon.Now(), b.loc)
+	if who := b.SnoozedBy(rs.Name); who != "" {
+		for i, c := range m.Context {
+			if strings.HasPrefix(c, ":zzz: warnings snoozed until ") {
+				m.Context[i] = c + " by " + who
+			}
+		}
+	}
 	m.Controls = b.StatusControls(rs)
 	if charts {
 		m.Charts = b.TrendCharts(rs.Name)

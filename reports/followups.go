@@ -101,7 +101,7 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 				}
 			}
 			if s.Detail != "" {
-				line += ": " + Esc(s.Detail)
+				line += ": " + StageDetail(s)
 			}
 			lines = append(lines, line)
 			if blocker == "" {

@@ -2,10 +2,12 @@ package reports
 
 import (
 	"fmt"
-	"runwatch/reports/estimate"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"runwatch/reports/estimate"
 )
 
 // Status is the answer of `bot status --json`: every configured run.
@@ -92,6 +94,9 @@ type StageStatus struct {
 	State  string `json:"state"`
 	Detail string `json:"detail"` // plain, from the check; escaped when rendered
 	Manual bool   `json:"manual,omitempty"`
+	// By is who marked the stage by hand (a Slack user id, or where it was marked: console); Detail names
+	// them as " by <By> ", which the rendering makes a mention.
+	By string `json:"by,omitempty"`
 	// Unchecked: the check itself could not run (a query that fails, a path that cannot be read); Detail
 	// says why. The stage is not done, and it is not waiting on anything either.
 	Unchecked bool `json:"unchecked,omitempty"`
@@ -360,6 +365,27 @@ func SignalLines(r RunStatus) []string {
 	return out
 }
 
+// StageDetail is a stage's detail as mrkdwn: escaped, with who marked it as a mention.
+func StageDetail(s StageStatus) string {
+	d := Esc(s.Detail)
+	if s.By != "" {
+		d = strings.Replace(d, " by "+Esc(s.By)+" ", " by "+Who(s.By)+" ", 1)
+	}
+	return d
+}
+
+// slackUser is a Slack user id.
+var slackUser = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+
+// Who names a person in mrkdwn: a Slack user id as a mention (<@U…>, which plain text shows as @U…),
+// anything else (console, a button's source) as it is, escaped.
+func Who(user string) string {
+	if slackUser.MatchString(user) {
+		return "<@" + user + ">"
+	}
+	return Esc(user)
+}
+
 // StageEmoji is the checklist mark for a stage state.
 func StageEmoji(state string) string {
 	switch state {
@@ -379,7 +405,7 @@ func Checklist(stages []StageStatus) string {
 	for _, s := range stages {
 		fmt.Fprintf(&b, "%s *%s*", StageEmoji(s.State), Esc(s.Name))
 		if s.Detail != "" {
-			b.WriteString(" — " + Esc(s.Detail))
+			b.WriteString(" — " + StageDetail(s))
 		}
 		b.WriteString("\n")
 	}

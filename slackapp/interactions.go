@@ -307,8 +307,11 @@ func (s *App) warningBlocks(blocks []slack.Block, ref conversation.ControlRef) [
 			fmt.Sprintf(":eyes: <@%s> is on it since %s", cl.User, reports.SlackTime(cl.At, s.bot.Location())), false, false))
 	}
 	if until, ok := s.bot.Monitor().SnoozedUntil(ref.Run); ok {
-		state = append(state, slack.NewTextBlockObject(slack.MarkdownType,
-			fmt.Sprintf(":zzz: %s's warnings snoozed until %s", reports.Esc(ref.Run), reports.SlackTime(until, s.bot.Location())), false, false))
+		line := fmt.Sprintf(":zzz: %s's warnings snoozed until %s", reports.Esc(ref.Run), reports.SlackTime(until, s.bot.Location()))
+		if who := s.bot.SnoozedBy(ref.Run); who != "" {
+			line += " by " + who
+		}
+		state = append(state, slack.NewTextBlockObject(slack.MarkdownType, line, false, false))
 	}
 	if len(state) > 0 {
 		out = append(out, slack.NewContextBlock(stateBlockID, state...))
