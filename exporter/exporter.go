@@ -12,6 +12,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -90,7 +91,7 @@ type Exporter struct {
 	problems problemlog.Log
 
 	writerProcs, writerFiles, protectedProcs, invisible, pathInfo *prometheus.Desc
-	scanSeconds, problemCount, capped                             *prometheus.Desc
+	scanSeconds, scanSuccess, problemCount, capped                *prometheus.Desc
 }
 
 // New returns an exporter reading src.
@@ -105,9 +106,11 @@ func New(src Source, o Options) *Exporter {
 		writerFiles: d("runwatch_writer_open_files", "Files open for writing on the mount, by whether they are under a protected path.", "mount", "protected"),
 		protectedProcs: d("runwatch_protected_writer_processes", "Processes writing under a configured protected path, by the path, its mount and the command.",
 			"path", "mount", "command"),
-		invisible:    d("runwatch_invisible_processes", "Processes whose open files could not be read (permission); their writes are unknown."),
-		pathInfo:     d("runwatch_run_path_info", "A configured path of a run and the mount it lands on (1).", "run", "role", "path", "mount", "protected"),
-		scanSeconds:  d("runwatch_exporter_scan_duration_seconds", "Time the scrape spent reading the node."),
+		invisible:   d("runwatch_invisible_processes", "Processes whose open files could not be read (permission); their writes are unknown."),
+		pathInfo:    d("runwatch_run_path_info", "A configured path of a run and the mount it lands on (1).", "run", "role", "path", "mount", "protected"),
+		scanSeconds: d("runwatch_exporter_scan_duration_seconds", "Time the scrape spent reading the node."),
+		scanSuccess: d("runwatch_exporter_scan_success", "1 when the scrape's scan of open files in /proc ran whole; 0 when it failed or was cut short: "+
+			"the writer series are then unknown, not none (the error is logged)."),
 		problemCount: d("runwatch_exporter_problems", "Probes that failed during the scrape (each is logged when it starts and when it ends)."),
 		capped:       d("runwatch_exporter_capped_label_values", "Label values summed under \"other\" because a cap was reached, by label.", "label"),
 	}
@@ -115,7 +118,7 @@ func New(src Source, o Options) *Exporter {
 
 // Describe sends the descriptors of every metric the exporter may produce.
 func (e *Exporter) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{e.writerProcs, e.writerFiles, e.protectedProcs, e.invisible, e.pathInfo, e.scanSeconds, e.problemCount, e.capped} {
+	for _, d := range []*prometheus.Desc{e.writerProcs, e.writerFiles, e.protectedProcs, e.invisible, e.pathInfo, e.scanSeconds, e.scanSuccess, e.problemCount, e.capped} {
 		ch <- d
 	}
 }
@@ -143,6 +146,11 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		g(e.protectedProcs, float64(p.Processes), p.Path, p.Mount, p.Command)
 	}
 	g(e.invisible, float64(f.Invisible))
+	ok := 0.0
+	if f.ScanOK {
+		ok = 1
+	}
+	g(e.scanSuccess, ok)
 	for _, p := range f.Paths {
 		g(e.pathInfo, 1, p.Run, p.Role, p.Path, p.Mount, strconv.FormatBool(p.Protected))
 	}
@@ -175,9 +183,12 @@ type Facts struct {
 	Mounts    []MountFacts
 	Protected []ProtectedFacts
 	Invisible int
-	Paths     []PathFacts
-	Problems  int
-	Capped    map[string]int // label -> values summed under "other"
+	// ScanOK says the scan of open files ran whole: without it the writer counts are what a failed
+	// scan left, and a central bot must not read them as "nobody writes".
+	ScanOK   bool
+	Paths    []PathFacts
+	Problems int
+	Capped   map[string]int // label -> values summed under "other"
 }
 
 // MountFacts counts writers on one mount, apart for protected and other files.
@@ -203,7 +214,7 @@ type PathFacts struct {
 // scan; a writer is counted once however many runs list it, and is protected when any run says so.
 func Summarize(st reports.Status, o Options) Facts {
 	o = o.withDefaults()
-	f := Facts{Capped: map[string]int{}}
+	f := Facts{Capped: map[string]int{}, ScanOK: len(st.Runs) > 0}
 	type fileKey struct {
 		pid  int
 		file string
@@ -211,6 +222,8 @@ func Summarize(st reports.Status, o Options) Facts {
 	files := map[fileKey]reports.WriterInfo{}
 	for _, rs := range st.Runs {
 		f.Problems += len(rs.Problems)
+		// This machine is among the hosts a report covers only when its scan ran whole (reports.Coverage).
+		f.ScanOK = f.ScanOK && slices.Contains(rs.Storage.Coverage.Hosts, "")
 		f.Invisible = max(f.Invisible, rs.Storage.Invisible)
 		for _, w := range rs.Storage.Writers {
 			k := fileKey{w.PID, w.File}

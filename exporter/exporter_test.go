@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"runwatch/config"
+	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
 )
@@ -109,7 +110,7 @@ func TestSummarizeCapsAndAggregates(t *testing.T) {
 	for _, fam := range fams {
 		n += len(fam.GetMetric())
 	}
-	if want := 9*4 + 5 + 1 + 2 + 1 + 1 + 3; n != want {
+	if want := 9*4 + 5 + 1 + 2 + 1 + 1 + 1 + 3; n != want {
 		t.Errorf("series = %d; want %d", n, want)
 	}
 }
@@ -219,3 +220,39 @@ func TestExporterLogsItsProblems(t *testing.T) {
 type stepSource struct{ st reports.Status }
 
 func (s *stepSource) Status(context.Context, monitor.Need) reports.Status { return s.st }
+
+// An exporter whose scan of open files failed says so (runwatch_exporter_scan_success 0, the error in
+// its log) rather than exporting a failed scan's zeros as a node where nobody writes; a scan that runs
+// whole says 1. The /proc it reads holds an entry the scan cannot read (a pid that is a file, not a
+// directory: an error that is neither "gone" nor "permission denied"). Each scrape is a new exporter's:
+// one exporter reuses a scan a few seconds old.
+func TestExporterSaysWhenItsScanFailed(t *testing.T) {
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	os.MkdirAll(shared, 0o755)
+	proc := testkit.ProcView(t)
+	file := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Protected: []string{shared}}}}
+	success := func() (float64, string) {
+		t.Helper()
+		m, err := NodeMonitor(file, proc, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		v, ok := value(scrape(t, New(m, Options{Log: slog.New(slog.NewTextHandler(&logs, nil))}).Handler()), "runwatch_exporter_scan_success", nil)
+		if !ok {
+			t.Fatal("no runwatch_exporter_scan_success series")
+		}
+		return v, logs.String()
+	}
+	if v, _ := success(); v != 1 {
+		t.Errorf("runwatch_exporter_scan_success over a readable /proc = %v; want 1", v)
+	}
+	bad := filepath.Join(proc, "77777")
+	if err := os.WriteFile(bad, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, logs := success(); v != 0 || !strings.Contains(logs, "77777/fd") {
+		t.Errorf("with the scan failing: runwatch_exporter_scan_success = %v, log %q; want 0 and the scan's error (77777/fd)", v, logs)
+	}
+}

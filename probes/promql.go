@@ -171,7 +171,8 @@ const PromExporterMemory = time.Hour
 
 // promWriterQuery reads, per exporting host of the run, the processes writing under the protected
 // paths and the processes the exporter could not inspect; and, to tell a silent exporter from none,
-// the exporters that answered within PromExporterMemory ("seen") and their targets' `up` now. The
+// the exporters that answered within PromExporterMemory ("seen") and their targets' `up` now; and
+// whether each exporter's scan of open files ran whole ("scan": runwatch_exporter_scan_success). The
 // exporters' own series carry no run label (a protected path means the same on every node): they
 // are scoped like storage, joined on the hosts of the run's targets, so that two runs on disjoint
 // hosts never list each other's writers.
@@ -186,5 +187,6 @@ func promWriterFacts(protected []string) string {
 	// `or` matches series on their labels without the name: a label of its own keeps the right side.
 	return fmt.Sprintf(`runwatch_protected_writer_processes{path=~%s} or runwatch_invisible_processes`, promAlternation(protected)) +
 		` or label_replace(` + seen + `, "runwatch", "seen", "", "")` +
-		` or label_replace(up and on(instance) ` + seen + `, "runwatch", "up", "", "")`
+		` or label_replace(up and on(instance) ` + seen + `, "runwatch", "up", "", "")` +
+		` or label_replace(runwatch_exporter_scan_success, "runwatch", "scan", "", "")`
 }

@@ -31,6 +31,9 @@ var (
 	ErrExporterDown    = errors.New("its exporter did not answer Prometheus's last scrape (up = 0)")
 	ErrExporterNoFacts = errors.New("its exporter answered Prometheus's last scrape without writer facts")
 	ErrExporterGone    = fmt.Errorf("its exporter answered within the last %s and Prometheus no longer scrapes it", PromExporterMemory)
+	// ErrExporterScanFailed: the exporter answered, but its scan of open files failed (its
+	// runwatch_exporter_scan_success is 0): its writer facts are unknown, not none. Why is in its log.
+	ErrExporterScanFailed = errors.New("its exporter could not scan its processes (its log says why)")
 )
 
 // RemoteWriter is the processes of one command writing under one protected path on one host.
@@ -54,6 +57,7 @@ func promWritersOf(series []PromSeries) RemoteWriters {
 	out := RemoteWriters{Invisible: map[string]int{}}
 	hosts := map[string]bool{}
 	seen, up := map[string]bool{}, map[string]float64{} // by instance
+	failed := map[string]string{}                       // host -> the instance whose scan failed
 	for _, s := range series {
 		if len(s.Samples) == 0 {
 			continue
@@ -66,6 +70,12 @@ func promWritersOf(series []PromSeries) RemoteWriters {
 			continue
 		case "up":
 			up[inst] = max(up[inst], v)
+			continue
+		case "scan":
+			// An exporter from before the gauge has none: its scan is taken as whole, as it was.
+			if v == 0 {
+				failed[promHost(inst)] = inst
+			}
 			continue
 		}
 		host := promHost(inst)
@@ -92,10 +102,16 @@ func promWritersOf(series []PromSeries) RemoteWriters {
 		}
 		return a.Command < b.Command
 	})
+	// A host whose exporter could not scan answered without evidence: silent, whatever it counted.
+	for _, h := range slices.Sorted(maps.Keys(failed)) {
+		delete(hosts, h)
+		delete(out.Invisible, h)
+		out.Silent = append(out.Silent, SilentExporter{Host: h, Instance: failed[h], Err: ErrExporterScanFailed})
+	}
 	out.Hosts = slices.Sorted(maps.Keys(hosts))
 	for _, inst := range slices.Sorted(maps.Keys(seen)) {
-		if hosts[promHost(inst)] {
-			continue // answered (or another exporter on the host did)
+		if h := promHost(inst); hosts[h] || failed[h] != "" {
+			continue // answered (or another exporter on the host did), or said its scan failed
 		}
 		v, scraped := up[inst]
 		err := ErrExporterGone
@@ -107,5 +123,6 @@ func promWritersOf(series []PromSeries) RemoteWriters {
 		}
 		out.Silent = append(out.Silent, SilentExporter{Host: promHost(inst), Instance: inst, Err: err})
 	}
+	sort.SliceStable(out.Silent, func(i, j int) bool { return out.Silent[i].Host < out.Silent[j].Host })
 	return out
 }

@@ -7,7 +7,8 @@ import (
 
 // TestPromWritersOfTellsSilenceFromNone: an exporter that answered within the hour and does not now is
 // silent, with why (down, answering without facts, no longer scraped); a host that never had one is
-// not a gap; a host whose exporter answered is one of Hosts with its writers and uninspected processes.
+// not a gap; a host whose exporter answered is one of Hosts with its writers and uninspected processes,
+// unless its scan of open files failed (runwatch_exporter_scan_success = 0): then it is silent too.
 func TestPromWritersOfTellsSilenceFromNone(t *testing.T) {
 	series := func(name, inst string, v float64, labels ...string) PromSeries {
 		l := map[string]string{"instance": inst, "host": promHost(inst)}
@@ -33,6 +34,12 @@ func TestPromWritersOfTellsSilenceFromNone(t *testing.T) {
 		series("", "gpu-3:9464", 1, "runwatch", "seen"),
 		series("up", "gpu-3:9464", 1, "runwatch", "up"),
 		series("", "gpu-4:9464", 1, "runwatch", "seen"),
+		// gpu-5's exporter answers, but its scan of /proc failed: what it counts is no evidence.
+		series("runwatch_invisible_processes", "gpu-5:9464", 0),
+		series("", "gpu-5:9464", 1, "runwatch", "seen"),
+		series("up", "gpu-5:9464", 1, "runwatch", "up"),
+		series("runwatch_exporter_scan_success", "gpu-5:9464", 0, "runwatch", "scan"),
+		series("runwatch_exporter_scan_success", "gpu-1:9464", 1, "runwatch", "scan"),
 	})
 	want := RemoteWriters{
 		Writers:   []RemoteWriter{{Host: "gpu-1", Command: "extract", Path: "/shared", Mount: "/shared", Processes: 1}},
@@ -42,6 +49,7 @@ func TestPromWritersOfTellsSilenceFromNone(t *testing.T) {
 			{Host: "gpu-2", Instance: "gpu-2:9464", Err: ErrExporterDown},
 			{Host: "gpu-3", Instance: "gpu-3:9464", Err: ErrExporterNoFacts},
 			{Host: "gpu-4", Instance: "gpu-4:9464", Err: ErrExporterGone},
+			{Host: "gpu-5", Instance: "gpu-5:9464", Err: ErrExporterScanFailed},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {

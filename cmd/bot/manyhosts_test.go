@@ -74,12 +74,16 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 	}
 	// r1 runs on 127.0.0.2 (which sees the writer) and 127.0.0.3 (sees no process); r2 on 127.0.0.4 (sees the
 	// writer) and 127.0.0.5.
-	empty, busy := testkit.ProcView(t), testkit.ProcView(t, writer.Cmd.Process.Pid)
+	// 127.0.0.3's /proc is its own, so that its scan can be made to fail.
+	empty, busy, node3 := testkit.ProcView(t), testkit.ProcView(t, writer.Cmd.Process.Pid), testkit.ProcView(t)
 	addr := map[string]string{}
 	exporters := map[string]*promtest.Process{}
 	for _, h := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"} {
 		proc := busy
-		if h == "127.0.0.3" || h == "127.0.0.5" {
+		switch h {
+		case "127.0.0.3":
+			proc = node3
+		case "127.0.0.5":
 			proc = empty
 		}
 		addr[h] = promtest.FreeAddr(t, h)
@@ -190,6 +194,26 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 		got := ask("r1", question)
 		if first := verdict(got); !strings.HasPrefix(first, "(ok) No") {
 			t.Errorf("with the writer killed and both hosts answering, the first line = %q; want (ok) No", first)
+		}
+	})
+
+	t.Run("an exporter whose scan failed is no all-clear", func(t *testing.T) {
+		// A pid entry that is a file, not a directory: 127.0.0.3's scan fails (neither "gone" nor
+		// "permission denied"), and its exporter still answers every scrape.
+		bad := filepath.Join(node3, "77777")
+		if err := os.WriteFile(bad, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(bad)
+		prom.WaitFor(t, "127.0.0.3's exporter counting its failed scan", fmt.Sprintf(`runwatch_exporter_problems{instance=%q}`, addr["127.0.0.3"]), 30*time.Second,
+			func(r probes.PromResult) bool { v, ok := promtest.Value(r); return ok && v > 0 })
+		got := ask("r1", question)
+		first := verdict(got)
+		if strings.Contains(first, "(ok)") || !strings.Contains(first, "Can't tell") || !strings.Contains(first, "127.0.0.3") || !strings.Contains(first, "could not scan") {
+			t.Errorf("with 127.0.0.3's scan failing, the first line = %q; want can't tell for 127.0.0.3, whose exporter could not scan", first)
+		}
+		if first := verdict(ask("r1", "is "+shared+" safe?")); strings.Contains(first, "(ok)") || strings.Contains(first, "Yes") {
+			t.Errorf("is it safe? with 127.0.0.3's scan failing: first line %q; want no yes", first)
 		}
 	})
 }
