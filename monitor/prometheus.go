@@ -55,6 +55,9 @@ type promSource struct {
 	err     error // why there is no client (a credential variable that is not set)
 	// exporters remembers the hosts whose exporters answered lately (promwriters.go).
 	exporters exporterHosts
+	// local are the names a target on this machine has in the server's series (thisMachine): hosts
+	// this machine's own scan speaks for.
+	local map[string]bool
 
 	mu         sync.Mutex
 	backfilled bool
@@ -75,7 +78,7 @@ func newPromSources(f *config.File, o Options) map[string]*promSource {
 			continue
 		}
 		pc := r.Prometheus
-		ps := &promSource{where: probes.RedactURL(pc.URL)}
+		ps := &promSource{where: probes.RedactURL(pc.URL), local: thisMachine(pc.URL)}
 		out[r.Name] = ps
 		get := func(key, name string) string {
 			if name == "" || ps.err != nil {

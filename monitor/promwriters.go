@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
+	"net/url"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,12 +27,14 @@ type promWriters struct {
 	silent    []reports.SilentHost
 	err       string   // why the query failed: every other host is unseen
 	known     []string // the hosts whose exporters answered lately, which a failed query leaves unseen
+	// unexported are the run's hosts no exporter speaks for, this machine left out.
+	unexported []string
 }
 
 // coverage puts w's writers and what it saw and did not see into in.
 func (w promWriters) coverage(in *reports.RemoteInput) {
 	in.Writers, in.Invisible, in.Exporters, in.Silent = w.writers, w.invisible, w.hosts, w.silent
-	in.WritersErr, in.KnownHosts = w.err, w.known
+	in.WritersErr, in.KnownHosts, in.Unexported = w.err, w.known, w.unexported
 }
 
 // exporterHosts remembers when each host's exporter last answered for a run, so that a query that
@@ -80,6 +86,12 @@ func (m *Monitor) promObserveWriters(ctx context.Context, p *pass, r *config.Run
 		return promWriters{err: err.Error(), known: ps.exporters.recent(now)}
 	}
 	out := promWriters{invisible: rw.Invisible, hosts: rw.Hosts}
+	for _, h := range rw.Unexported {
+		// This machine's own scan speaks for it: a target on it needs no exporter.
+		if !ps.local[h] {
+			out.unexported = append(out.unexported, h)
+		}
+	}
 	for _, w := range rw.Writers {
 		out.writers = append(out.writers, reports.WriterInfo{
 			Command: w.Command, File: w.Path, Mount: w.Mount,
@@ -104,6 +116,35 @@ func (m *Monitor) promObserveWriters(ctx context.Context, p *pass, r *config.Run
 		}
 	}
 	ps.exporters.note(now, rw.Hosts...)
+	return out
+}
+
+// thisMachine is the names a target on this machine may have in Prometheus's series: its host name
+// and addresses; and, when the Prometheus server at promURL runs here too, the loopback names its
+// targets on this machine are scraped by (localhost:8000).
+func thisMachine(promURL string) map[string]bool {
+	out := map[string]bool{}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		out[h] = true
+		if short, _, ok := strings.Cut(h, "."); ok {
+			out[short] = true
+		}
+	}
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() {
+				out[ipn.IP.String()] = true
+			}
+		}
+	}
+	loopback := []string{"localhost", "127.0.0.1", "::1"}
+	if u, err := url.Parse(promURL); err == nil {
+		if h := u.Hostname(); out[h] || slices.Contains(loopback, h) {
+			for _, l := range loopback {
+				out[l] = true
+			}
+		}
+	}
 	return out
 }
 

@@ -329,33 +329,55 @@ func promHostsOf(markers [][]PromSeries) []map[string]bool {
 
 // promGroupedOnHosts is facts (series with a host label) on the hosts of any of the selectors,
 // followed by each selector's hosts marked as its part (promPart: the part's index, or its value
-// of the plan's label), and the split of its answer: the facts on each selector's hosts. One
-// selector needs no markers: every fact is its.
-func promGroupedOnHosts(facts string, selectors []string) (string, func([]PromSeries) [][]PromSeries) {
+// of the plan's label), and the split of its answer: the facts on each selector's hosts, and those
+// hosts. One selector needs no markers, every fact being its, unless marked asks for its hosts
+// too (a host with no facts is news: a host of the run no exporter speaks for).
+func promGroupedOnHosts(facts string, selectors []string, marked bool) (string, func([]PromSeries) ([][]PromSeries, []map[string]bool)) {
 	inner := make([]string, len(selectors))
 	for i, sel := range selectors {
 		inner[i] = promInner(sel)
 	}
 	n := len(inner)
-	if n == 1 {
-		return facts + " and on(host) " + promRunHosts(inner[0]), func(series []PromSeries) [][]PromSeries { return [][]PromSeries{series} }
+	if n == 1 && !marked {
+		return facts + " and on(host) " + promRunHosts(inner[0]), func(series []PromSeries) ([][]PromSeries, []map[string]bool) {
+			return [][]PromSeries{series}, nil
+		}
 	}
 	plan := promPlanFor(inner)
 	var query string
 	index := promTagIndex
-	if plan.label != "" {
+	switch {
+	case n == 1:
+		hosts := promRunHosts(inner[0])
+		query = facts + " and on(host) " + hosts + " or " + fmt.Sprintf(`label_replace(%s, %q, "0", "", "")`, hosts, promPart)
+	case plan.label != "":
 		query = facts + " and on(host) " + promRunHosts(plan.sel) + " or " +
 			fmt.Sprintf(`label_replace(%s, %q, "$1", %q, "(.*)")`, promRunHostsBy(plan.sel, plan.label), promPart, plan.label)
 		index = plan.part
-	} else {
+	default:
 		hosts := make([]string, n)
 		for i, sel := range inner {
 			hosts[i] = promRunHosts(sel)
 		}
 		query = facts + " and on(host) (" + strings.Join(hosts, " or ") + ") or " + promTagged(hosts)
 	}
-	return query, func(series []PromSeries) [][]PromSeries {
-		markers, facts := promSplit(series, n, promPart, index, true)
+	return query, func(series []PromSeries) ([][]PromSeries, []map[string]bool) {
+		var markers [][]PromSeries
+		var facts []PromSeries
+		if n == 1 {
+			// promSplit takes every series of a one-part answer as the part's: the markers are told apart here.
+			markers = make([][]PromSeries, 1)
+			for _, s := range series {
+				if _, ok := s.Labels[promPart]; ok {
+					delete(s.Labels, promPart)
+					markers[0] = append(markers[0], s)
+				} else {
+					facts = append(facts, s)
+				}
+			}
+		} else {
+			markers, facts = promSplit(series, n, promPart, index, true)
+		}
 		hosts := promHostsOf(markers)
 		out := make([][]PromSeries, n)
 		for _, s := range facts {
@@ -365,7 +387,7 @@ func promGroupedOnHosts(facts string, selectors []string) (string, func([]PromSe
 				}
 			}
 		}
-		return out
+		return out, hosts
 	}
 }
 
@@ -398,7 +420,7 @@ func (p *Prometheus) Filesystems(ctx context.Context, reqs []PromFSRequest, at t
 	fs := promSelector([]string{"node_filesystem_avail_bytes", "node_filesystem_size_bytes", "node_filesystem_free_bytes", "node_filesystem_device_error"},
 		"", "mountpoint=~"+promAlternation(promAncestors(all)))
 	c, cancel := context.WithTimeout(ctx, timeout)
-	query, split := promGroupedOnHosts(promHostLabel(fs), selectors)
+	query, split := promGroupedOnHosts(promHostLabel(fs), selectors, false)
 	res, err := p.queryParts(c, query, at, n)
 	cancel()
 	if err != nil {
@@ -422,7 +444,8 @@ func (p *Prometheus) Filesystems(ctx context.Context, reqs []PromFSRequest, at t
 	type used struct{ instances, mounts map[string]bool }
 	uses := make([]used, n)
 	diskOf := make([]map[string]map[string][]promDiskMount, n) // per request: instance -> disk -> mount points
-	for i, part := range split(res.Series) {
+	fsParts, _ := split(res.Series)
+	for i, part := range fsParts {
 		mps := promAncestors(reqs[i].Paths)
 		part = slices.DeleteFunc(slices.Clone(part), func(s PromSeries) bool {
 			_, found := slices.BinarySearch(mps, s.Labels["mountpoint"])
@@ -518,7 +541,7 @@ func (p *Prometheus) WritersOf(ctx context.Context, reqs []PromWritersRequest, a
 		selectors[i] = r.Selector
 	}
 	sort.Strings(protected)
-	query, split := promGroupedOnHosts(promHostLabel(promWriterFacts(slices.Compact(protected))), selectors)
+	query, split := promGroupedOnHosts(promHostLabel(promWriterFacts(slices.Compact(protected))), selectors, true)
 	res, err := p.queryParts(ctx, query, at, n)
 	if err != nil {
 		return nil, err
@@ -528,12 +551,14 @@ func (p *Prometheus) WritersOf(ctx context.Context, reqs []PromWritersRequest, a
 		return nil, fmt.Errorf("the answer was cut: %s", res.Truncated)
 	}
 	out := make([]RemoteWriters, n)
-	for i, part := range split(res.Series) {
+	parts, hosts := split(res.Series)
+	for i, part := range parts {
 		paths := reqs[i].Protected
 		part = slices.DeleteFunc(slices.Clone(part), func(s PromSeries) bool {
 			return s.Labels["__name__"] == "runwatch_protected_writer_processes" && !slices.Contains(paths, s.Labels["path"])
 		})
 		out[i] = promWritersOf(part)
+		out[i].Unexported = unexported(out[i], hosts[i])
 	}
 	return out, nil
 }

@@ -233,7 +233,7 @@ func TestPromGroupedOnHosts(t *testing.T) {
 		{"tagged", []string{`{run="a"}`, `{job="other"}`}, []string{`"runwatch_part", "0"`, `"runwatch_part", "1"`, `run="a"`, `job="other"`}, [2]string{"0", "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, split := promGroupedOnHosts("facts", tc.selectors)
+			q, split := promGroupedOnHosts("facts", tc.selectors, false)
 			for _, want := range tc.want {
 				if !strings.Contains(q, want) {
 					t.Errorf("grouped query %q lacks %q", q, want)
@@ -245,7 +245,10 @@ func TestPromGroupedOnHosts(t *testing.T) {
 				s("host", "n2", "instance", "n2:8000", promPart, tc.marks[1]),
 				s("host", "n3", "instance", "n3:8000", promPart, tc.marks[1]),
 			}, facts...)
-			parts := split(series)
+			parts, hosts := split(series)
+			if !hosts[0]["n1"] || !hosts[0]["n2"] || hosts[0]["n3"] || !hosts[1]["n3"] {
+				t.Errorf("hosts = %v; want n1, n2 for part 0 and n2, n3 for part 1", hosts)
+			}
 			hostsOf := func(ss []PromSeries) []string {
 				var out []string
 				for _, x := range ss {
@@ -265,8 +268,17 @@ func TestPromGroupedOnHosts(t *testing.T) {
 		})
 	}
 	// One part is asked and answered as before grouping.
-	if q, _ := promGroupedOnHosts("facts", []string{`{run="a"}`}); strings.Contains(q, promPart) {
+	if q, _ := promGroupedOnHosts("facts", []string{`{run="a"}`}, false); strings.Contains(q, promPart) {
 		t.Errorf("a one-part query %q is tagged", q)
+	}
+	// Unless its hosts are asked for: then they are marked, and told apart from the facts.
+	q, split := promGroupedOnHosts("facts", []string{`{run="a"}`}, true)
+	if !strings.Contains(q, `"runwatch_part", "0"`) {
+		t.Errorf("a one-part query asking for its hosts %q marks none", q)
+	}
+	parts, hosts := split(append([]PromSeries{s("host", "n1", "instance", "n1:8000", promPart, "0"), s("host", "n5", "instance", "n5:8000", promPart, "0")}, facts...))
+	if len(parts[0]) != 1 || parts[0][0].Labels["host"] != "n1" || len(hosts[0]) != 2 || !hosts[0]["n5"] {
+		t.Errorf("one marked part = %v, hosts %v; want n1's fact alone, hosts n1 and n5", parts, hosts)
 	}
 }
 

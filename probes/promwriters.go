@@ -18,6 +18,20 @@ type RemoteWriters struct {
 	Hosts     []string       // hosts whose exporters answered, sorted
 	// Silent are the exporters of the run's hosts that answered within PromExporterMemory and do not now.
 	Silent []SilentExporter
+	// Unexported are the run's hosts (those of its targets, the series selector's) where no exporter
+	// answered within PromExporterMemory: no process there was inspected. Sorted.
+	Unexported []string
+}
+
+// unexported are the hosts of runHosts that neither answered nor are silent in w.
+func unexported(w RemoteWriters, runHosts map[string]bool) []string {
+	var out []string
+	for _, h := range slices.Sorted(maps.Keys(runHosts)) {
+		if h != "" && !slices.Contains(w.Hosts, h) && !slices.ContainsFunc(w.Silent, func(s SilentExporter) bool { return s.Host == h }) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // SilentExporter is an exporter that should have answered and did not, and why.

@@ -29,6 +29,9 @@ const (
 	GapPrometheus = "prometheus"
 	// GapExporter: a host's `bot exporter` did not answer Prometheus's last scrape, or vanished.
 	GapExporter = "exporter"
+	// GapNoExporter: a host the run spans (one of its targets is there) where no `bot exporter` has
+	// answered: none was ever run there, or not within the last hour.
+	GapNoExporter = "no_exporter"
 	// GapScan: the scan of open files failed on the host.
 	GapScan = "scan"
 	// GapProcesses: processes on the host whose open files could not be read.
@@ -208,7 +211,7 @@ func unseenHosts(gaps []Gap) string {
 func hostGaps(gaps []Gap) []Gap {
 	var out []Gap
 	for _, g := range gaps {
-		if g.Source == GapPrometheus || g.Source == GapExporter || (g.Source == GapScan && !slices.Contains(g.Hosts, "")) {
+		if g.Source == GapPrometheus || g.Source == GapExporter || g.Source == GapNoExporter || (g.Source == GapScan && !slices.Contains(g.Hosts, "")) {
 			out = append(out, g)
 		}
 	}

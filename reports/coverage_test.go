@@ -2,6 +2,7 @@ package reports
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -21,6 +22,15 @@ func coverageInput() StorageInput {
 			{PID: 4242, Command: "python3", File: "/data/synth/out/part-0001.jsonl", MountID: 30, Flags: 0o100001},
 		}},
 	}
+}
+
+// hostNames are n hosts, gpu-1 to gpu-n.
+func hostNames(n int) []string {
+	var out []string
+	for i := 1; i <= n; i++ {
+		out = append(out, fmt.Sprintf("gpu-%d", i))
+	}
+	return out
 }
 
 // firstLines are the verdicts of the writes, safe and status answers, as the console shows them.
@@ -76,6 +86,41 @@ func TestVerdictsSayWhatTheyCouldNotSee(t *testing.T) {
 		{
 			name: "an exporter is silent, but node_exporter says its device wrote nothing",
 			st: remote(RemoteInput{Exporters: []string{"gpu-1"}, Silent: []SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}},
+				Paths:   PlaceOnHosts([]PathObservation{{Path: "/shared", Role: RoleProtected}}, []probes.RemoteHost{{Name: "gpu-2", Filesystems: []probes.RemoteFS{{Mount: probes.Mount{MountPoint: "/shared", FSType: "xfs", Source: "/dev/sdb"}, Usage: usage(1e12, 2e12)}}}}),
+				Devices: map[string]map[string]DeviceWrites{"gpu-2": {"/shared": {Device: "/dev/sdb", Seconds: 300}}}}),
+			writes: "(ok) No — no process is writing to /shared. On host gpu-2 /shared's device (/dev/sdb) wrote 0 B in the last 5 min.",
+			safe:   "(ok) Yes", status: "(ok) no writes to /shared",
+			covers: map[string]bool{"/shared": true, "gpu-2:/shared": true},
+		},
+		{
+			name:   "one host, no Prometheus",
+			st:     BuildStorage(coverageInput(), nil),
+			writes: "(ok) No — no process is writing to /shared.", safe: "(ok) Yes — nothing writes to /shared", status: "(ok) no writes to /shared",
+			covers: map[string]bool{"/shared": true},
+		},
+		{
+			name:   "a host of the run runs no exporter",
+			st:     remote(RemoteInput{Exporters: []string{"gpu-1"}, Unexported: []string{"gpu-3"}}),
+			writes: "(?) Can't tell for host gpu-3: no bot exporter reports its processes; run bot exporter on gpu-3. On this host no process writes to /shared, nor on the other host whose exporter answered.",
+			safe:   "(?) Can't tell for host gpu-3", status: "(?) writes to /shared unknown for host gpu-3",
+			covers:   map[string]bool{"/shared": true, "gpu-1:/shared": true, "gpu-3:/shared": false},
+			answered: map[string]bool{"gpu-3:/shared": false},
+		},
+		{
+			name:   "five hosts of the run run no exporter",
+			st:     remote(RemoteInput{Exporters: []string{"gpu-1"}, Unexported: []string{"gpu-3", "gpu-4", "gpu-5", "gpu-6", "gpu-7"}}),
+			writes: "(?) Can't tell for 5 hosts: no bot exporter reports their processes; run bot exporter on gpu-3, gpu-4, gpu-5 and 2 more. On this host",
+			safe:   "(?) Can't tell for 5 hosts", status: "(?) writes to /shared unknown for 5 hosts",
+		},
+		{
+			name:   "none of the run's 16 hosts runs an exporter: said once",
+			st:     remote(RemoteInput{Unexported: hostNames(16)}),
+			writes: "(?) Can't tell for 16 hosts: none of them runs bot exporter, so I see this machine's processes only; run it on each (docs/multi-host.md). On this host no process writes to /shared.",
+			safe:   "(?) Can't tell for 16 hosts", status: "(?) writes to /shared unknown for 16 hosts",
+		},
+		{
+			name: "a host without an exporter whose device wrote nothing",
+			st: remote(RemoteInput{Exporters: []string{"gpu-1"}, Unexported: []string{"gpu-2"},
 				Paths:   PlaceOnHosts([]PathObservation{{Path: "/shared", Role: RoleProtected}}, []probes.RemoteHost{{Name: "gpu-2", Filesystems: []probes.RemoteFS{{Mount: probes.Mount{MountPoint: "/shared", FSType: "xfs", Source: "/dev/sdb"}, Usage: usage(1e12, 2e12)}}}}),
 				Devices: map[string]map[string]DeviceWrites{"gpu-2": {"/shared": {Device: "/dev/sdb", Seconds: 300}}}}),
 			writes: "(ok) No — no process is writing to /shared. On host gpu-2 /shared's device (/dev/sdb) wrote 0 B in the last 5 min.",

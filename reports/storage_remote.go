@@ -30,6 +30,9 @@ type RemoteInput struct {
 	Invisible map[string]int
 	// Silent are the hosts whose exporters should have answered and did not.
 	Silent []SilentHost
+	// Unexported are the hosts the run spans (its targets') where no exporter answered lately, this
+	// machine left out (its own scan speaks for it): no process there was inspected.
+	Unexported []string
 	// WritersErr is why the writer query failed, "" when Prometheus answered it; KnownHosts are the
 	// hosts whose exporters answered lately, which that failure leaves unseen.
 	WritersErr string
@@ -139,12 +142,60 @@ func remoteCoverage(c *Coverage, in RemoteInput) {
 			c.addGap(Gap{Source: GapExporter, Hosts: []string{s.Host}, Paths: paths, Why: s.Why})
 		}
 	}
+	noExporters(c, in, open)
 	if in.WritersErr != "" {
 		why := "the writer query to Prometheus failed: " + in.WritersErr
 		if d, ok := strings.CutPrefix(in.WritersErr, "no answer within "); ok {
 			why = "Prometheus did not answer within " + d
 		}
 		c.addGap(Gap{Source: GapPrometheus, Hosts: slices.Clone(in.KnownHosts), Why: why})
+	}
+}
+
+// maxFixHosts bounds the hosts the advice to run `bot exporter` names; the rest are counted.
+const maxFixHosts = 3
+
+// noExporters adds a gap for the hosts of the run no exporter speaks for (in.Unexported), but for
+// the protected paths their devices' counters cover (open). The gap says how to close it: "no `bot
+// exporter` reports its processes: run `bot exporter` on `gpu-3`"; a run none of whose hosts
+// exports says so once, not once per host.
+func noExporters(c *Coverage, in RemoteInput, open func(string) ([]string, bool)) {
+	type group struct {
+		paths []string
+		hosts []string
+	}
+	var groups []group
+	for _, h := range in.Unexported {
+		paths, none := open(h)
+		if none {
+			continue
+		}
+		i := slices.IndexFunc(groups, func(g group) bool { return slices.Equal(g.paths, paths) })
+		if i < 0 {
+			groups = append(groups, group{paths: paths})
+			i = len(groups) - 1
+		}
+		groups[i].hosts = append(groups[i].hosts, h)
+	}
+	all := len(in.Exporters) == 0 && len(in.Silent) == 0 && len(groups) == 1 && len(groups[0].hosts) == len(in.Unexported)
+	for _, g := range groups {
+		var why string
+		switch {
+		case all && len(g.hosts) > 1:
+			why = "none of them runs `bot exporter`, so I see this machine's processes only; run it on each (docs/multi-host.md)"
+		case len(g.hosts) == 1:
+			why = "no `bot exporter` reports its processes; run `bot exporter` on " + Code(g.hosts[0])
+		default:
+			var names []string
+			for _, h := range g.hosts[:min(len(g.hosts), maxFixHosts)] {
+				names = append(names, Code(h))
+			}
+			if rest := len(g.hosts) - len(names); rest > 0 {
+				names = append(names, fmt.Sprintf("%d more", rest))
+			}
+			why = "no `bot exporter` reports their processes; run `bot exporter` on " + joinAnd(names)
+		}
+		c.addGap(Gap{Source: GapNoExporter, Hosts: slices.Clone(g.hosts), Paths: g.paths, Why: why})
 	}
 }
 

@@ -8,15 +8,19 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"runwatch/internal/promtest"
 	"runwatch/internal/testkit"
+	"runwatch/internal/testkit/fake"
 	"runwatch/probes"
 )
 
@@ -48,6 +52,23 @@ func processEnv(dir string, extra ...string) []string {
 	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state")}, extra...)
 }
 
+// serveEngine serves a recorded vLLM's /metrics on host until the test ends: a host of a run whose
+// target Prometheus scrapes, with no exporter beside it.
+func serveEngine(t *testing.T, host string) string {
+	t.Helper()
+	replay := fake.NewReplay(t, fake.VLLMOptions{TokensPerScrape: 41580})
+	var n atomic.Int64
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(replay.Body(int(n.Add(1)))) }),
+		ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
 // startExporter runs the built bot's `bot exporter` on addr with the node's run file, reading procRoot
 // ("" the real /proc).
 func startExporter(t *testing.T, bin, dir, addr, config, procRoot string) *promtest.Process {
@@ -73,7 +94,8 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 		t.Fatal(err)
 	}
 	// r1 runs on 127.0.0.2 (which sees the writer) and 127.0.0.3 (sees no process); r2 on 127.0.0.4 (sees the
-	// writer) and 127.0.0.5.
+	// writer) and 127.0.0.5, and an engine on 127.0.0.6 with no exporter; r3 only on engines, on 127.0.0.6 and
+	// 127.0.0.7.
 	// 127.0.0.3's /proc is its own, so that its scan can be made to fail.
 	empty, busy, node3 := testkit.ProcView(t), testkit.ProcView(t, writer.Cmd.Process.Pid), testkit.ProcView(t)
 	addr := map[string]string{}
@@ -89,16 +111,27 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 		addr[h] = promtest.FreeAddr(t, h)
 		exporters[h] = startExporter(t, bin, dir, addr[h], node, proc)
 	}
+	for _, h := range []string{"127.0.0.6", "127.0.0.7"} {
+		addr[h] = serveEngine(t, h)
+	}
 	prom := promtest.StartServer(t, fmt.Sprintf(`  - job_name: runwatch-exporter
     static_configs:
       - targets: [%q, %q]
         labels: {run: r1}
       - targets: [%q, %q]
         labels: {run: r2}
-`, addr["127.0.0.2"], addr["127.0.0.3"], addr["127.0.0.4"], addr["127.0.0.5"]))
+  - job_name: vllm
+    static_configs:
+      - targets: [%q]
+        labels: {run: r2}
+      - targets: [%q, %q]
+        labels: {run: r3}
+`, addr["127.0.0.2"], addr["127.0.0.3"], addr["127.0.0.4"], addr["127.0.0.5"], addr["127.0.0.6"], addr["127.0.0.6"], addr["127.0.0.7"]))
 	prom.WaitFor(t, "every exporter scraped, two seeing the writer",
 		`count(runwatch_invisible_processes) + count(runwatch_protected_writer_processes{command="sleep"} > 0)`, 90*time.Second,
 		func(r probes.PromResult) bool { v, ok := promtest.Value(r); return ok && v == 6 })
+	prom.WaitFor(t, "the engines scraped", `count(up{job="vllm"} == 1)`, 90*time.Second,
+		func(r probes.PromResult) bool { v, ok := promtest.Value(r); return ok && v == 3 })
 
 	central := filepath.Join(dir, "central.yaml")
 	centralRuns := fmt.Sprintf(`runs:
@@ -110,7 +143,11 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
     protected: [%q]
     outputs: [%q]
     prometheus: {url: %s, selector: '{run="r2"}'}
-`, shared, data, prom.URL, shared, data, prom.URL)
+  - name: r3
+    protected: [%q]
+    outputs: [%q]
+    prometheus: {url: %s, selector: '{run="r3"}'}
+`, shared, data, prom.URL, shared, data, prom.URL, shared, data, prom.URL)
 	if err := os.WriteFile(central, []byte(centralRuns), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +251,27 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 		}
 		if first := verdict(ask("r1", "is "+shared+" safe?")); strings.Contains(first, "(ok)") || strings.Contains(first, "Yes") {
 			t.Errorf("is it safe? with 127.0.0.3's scan failing: first line %q; want no yes", first)
+		}
+	})
+
+	t.Run("hosts of the run that no exporter speaks for are no all-clear", func(t *testing.T) {
+		// r2's writer is gone from 127.0.0.4, 127.0.0.5 sees none, and 127.0.0.6 runs an engine of r2's but no exporter.
+		got := ask("r2", question)
+		first := verdict(got)
+		if strings.Contains(first, "(ok)") || !strings.Contains(first, "Can't tell for host 127.0.0.6") || !strings.Contains(first, "run bot exporter on 127.0.0.6") {
+			t.Errorf("r2, with 127.0.0.6 exporting nothing, the first line = %q; want can't tell for 127.0.0.6, saying to run bot exporter there", first)
+		}
+		if first := verdict(ask("r2", "is "+shared+" safe?")); strings.Contains(first, "(ok)") || strings.Contains(first, "Yes") {
+			t.Errorf("is it safe? with 127.0.0.6 exporting nothing: first line %q; want no yes", first)
+		}
+		// r3 runs on engines alone: said once, for both hosts, not once per host.
+		got = ask("r3", question)
+		first = verdict(got)
+		if strings.Contains(first, "(ok)") || !strings.Contains(first, "Can't tell for hosts 127.0.0.6 and 127.0.0.7: none of them runs bot exporter") || strings.Count(first, "bot exporter") != 1 {
+			t.Errorf("r3, whose hosts all lack an exporter, the first line = %q; want one can't tell for the 2 hosts, none of which runs bot exporter", first)
+		}
+		if st := status("r3"); strings.Contains(st, "(ok) no writes") || !strings.Contains(st, "unknown for hosts 127.0.0.6 and 127.0.0.7") {
+			t.Errorf("status of r3 = %q; want writes unknown for the 2 hosts", st)
 		}
 	})
 }
