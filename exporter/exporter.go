@@ -30,9 +30,11 @@ import (
 // NodeMonitor is the monitor an exporter reads its node through, over any run file: read-only,
 // stateless (a scrape never waits for a second disk reading) and local only (a run's
 // `prometheus:` is never asked, so what Prometheus holds about other hosts, this node's own past
-// series included, never comes back as this node's facts).
+// series included, never comes back as this node's facts); and its reports keep every writer they
+// classified (Options.AllWriters), so that the counts are over all of them.
 func NodeMonitor(f *config.File, procRoot string, probeTimeout time.Duration) (*monitor.Monitor, error) {
-	m, _, err := monitor.New(f, monitor.Options{ProcRoot: procRoot, ProbeTimeout: probeTimeout, ReadOnly: true, RateWindow: -1, LocalOnly: true})
+	m, _, err := monitor.New(f, monitor.Options{ProcRoot: procRoot, ProbeTimeout: probeTimeout, ReadOnly: true, RateWindow: -1, LocalOnly: true,
+		AllWriters: true})
 	return m, err
 }
 
@@ -212,6 +214,8 @@ type PathFacts struct {
 
 // Summarize turns the runs' storage reports into the node's facts. Every run sees the same /proc
 // scan; a writer is counted once however many runs list it, and is protected when any run says so.
+// The counts are over every writer the scan classified (Storage.AllWriters, which NodeMonitor's
+// reports keep), not the first 200 a report lists.
 func Summarize(st reports.Status, o Options) Facts {
 	o = o.withDefaults()
 	f := Facts{Capped: map[string]int{}, ScanOK: len(st.Runs) > 0}
@@ -225,7 +229,11 @@ func Summarize(st reports.Status, o Options) Facts {
 		// This machine is among the hosts a report covers only when its scan ran whole (reports.Coverage).
 		f.ScanOK = f.ScanOK && slices.Contains(rs.Storage.Coverage.Hosts, "")
 		f.Invisible = max(f.Invisible, rs.Storage.Invisible)
-		for _, w := range rs.Storage.Writers {
+		ws := rs.Storage.AllWriters
+		if ws == nil {
+			ws = rs.Storage.Writers
+		}
+		for _, w := range ws {
 			k := fileKey{w.PID, w.File}
 			if old, ok := files[k]; ok && old.Protected {
 				continue

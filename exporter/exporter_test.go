@@ -256,3 +256,51 @@ func TestExporterSaysWhenItsScanFailed(t *testing.T) {
 		t.Errorf("with the scan failing: runwatch_exporter_scan_success = %v, log %q; want 0 and the scan's error (77777/fd)", v, logs)
 	}
 }
+
+// The per-mount and per-command counts are over every writer on the node, not the 200 a report
+// lists: 50 processes each holding 10 files open under the protected path are 500 writers (the
+// report's cut kept 200 of them, 20 processes: the series said 20 and 200).
+func TestExporterCountsEveryWriter(t *testing.T) {
+	const procs, files = 50, 10
+	dir := t.TempDir()
+	shared := filepath.Join(dir, "shared")
+	os.MkdirAll(shared, 0o755)
+	var pids []int
+	for i := range procs {
+		var extra []*os.File
+		for j := range files {
+			f, err := os.OpenFile(filepath.Join(shared, fmt.Sprintf("part-%03d-%02d.bin", i, j)), os.O_WRONLY|os.O_CREATE, 0o644)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			extra = append(extra, f)
+		}
+		cmd := exec.Command("sleep", "600")
+		cmd.ExtraFiles = extra
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		pids = append(pids, cmd.Process.Pid)
+	}
+	file := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Protected: []string{shared}}}}
+	m, err := NodeMonitor(file, testkit.ProcView(t, pids...), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, New(m, Options{}).Handler())
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"runwatch_protected_writer_processes", map[string]string{"path": shared, "command": "sleep"}, procs},
+		{"runwatch_writer_processes", map[string]string{"protected": "true"}, procs},
+		{"runwatch_writer_open_files", map[string]string{"protected": "true"}, procs * files},
+	} {
+		if v, ok := value(fams, c.name, c.labels); v != c.want {
+			t.Errorf("%s %v = %v (found %v); want %v", c.name, c.labels, v, ok, c.want)
+		}
+	}
+}

@@ -70,6 +70,9 @@ type Options struct {
 	// LocalOnly reads this machine only: a run's `prometheus:` is never asked, so nothing another
 	// host reports comes back as this one's (`bot exporter`, which speaks for its own node).
 	LocalOnly bool
+	// AllWriters keeps every writer a run's storage report classified in Storage.AllWriters, not only the
+	// first 200 it lists: for `bot exporter`, whose per-mount and per-command counts are over them all.
+	AllWriters bool
 	// StatFS reads mount capacity; nil gets probes.NewStatFS(ProbeTimeout). Tests pass
 	// probes.NewStatFSFunc to stand in for a mount whose statfs never returns.
 	StatFS *probes.StatFS
@@ -440,7 +443,7 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 			}
 		}
 		if shared.scan != nil {
-			in.Writers = shared.writers.classify(r.Name, in.Paths, shared.table)
+			in.Writers = shared.writers.classify(r.Name, in.Paths, shared.table, m.opts.AllWriters)
 		}
 		// The time to full is the free-space trend's alone: a write rate is one interval's writes (a burst of
 		// them made "fills in 6 h" of 5 s), and bytes written are not bytes of free space gone.

@@ -148,7 +148,7 @@ func (m *Monitor) runScan(ctx context.Context, ws *writerScan) {
 
 // classify is the scan classified against a run's paths: computed once per scan, run and paths,
 // and shared by every report built from this scan.
-func (ws *writerScan) classify(run string, paths []reports.PathObservation, table *probes.MountTable) *reports.WriterClass {
+func (ws *writerScan) classify(run string, paths []reports.PathObservation, table *probes.MountTable, all bool) *reports.WriterClass {
 	if ws.table != nil {
 		table = ws.table
 	}
@@ -158,13 +158,17 @@ func (ws *writerScan) classify(run string, paths []reports.PathObservation, tabl
 		fmt.Fprintf(&key, "\x00%s\x00%s\x00%s\x00%t\x00%d\x00%d:%d\x00%s\x00%s", p.Role, p.Path, p.Resolved, p.HasMount,
 			p.Mount.ID, p.Mount.Major, p.Mount.Minor, p.Mount.Source, p.Mount.MountPoint)
 	}
-	fmt.Fprintf(&key, "\x00%p", table)
+	fmt.Fprintf(&key, "\x00%p\x00%t", table, all)
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if wc := ws.classes[key.String()]; wc != nil {
 		return wc
 	}
-	wc := reports.ClassifyWriters(ws.scan, table, paths)
+	classify := reports.ClassifyWriters
+	if all {
+		classify = reports.ClassifyAllWriters
+	}
+	wc := classify(ws.scan, table, paths)
 	if ws.classes == nil {
 		ws.classes = map[string]*reports.WriterClass{}
 	}

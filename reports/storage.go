@@ -69,6 +69,9 @@ type Storage struct {
 	// ProtectedProcesses counts the processes on this machine writing under each configured protected
 	// path, over every writer the scan found: Writers is cut at maxWriters, these counts never are.
 	ProtectedProcesses map[string]int `json:"protected_processes,omitempty"`
+	// AllWriters is every writer the classification kept, uncut (WriterClass.All): only from a monitor
+	// that keeps them (Options.AllWriters, `bot exporter`, which counts them all), never in JSON.
+	AllWriters []WriterInfo `json:"-"`
 	// Invisible counts this machine's processes whose open files could not be read; other hosts' are
 	// in Coverage.
 	Invisible int `json:"invisible_processes"`
@@ -328,6 +331,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		}
 		st.Writers, st.WritersOmitted = append(make([]WriterInfo, 0, len(wc.Writers)), wc.Writers...), wc.Omitted
 		st.ProtectedWrites, st.ProtectedProcesses = wc.ProtectedWrites, maps.Clone(wc.ProtectedProcesses)
+		st.AllWriters = wc.All
 		if st.ProtectedWrites {
 			byPath := map[string][]WriterInfo{}
 			var paths []string

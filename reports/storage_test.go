@@ -341,6 +341,13 @@ func TestProtectedWriterCountIsTakenBeforeTheCut(t *testing.T) {
 	if got := st.ProtectedProcesses["/shared"]; got != 500 {
 		t.Errorf("ProtectedProcesses[/shared] = %d; want 500", got)
 	}
+	// The bot's report keeps no uncut list; the exporter's classification keeps every writer.
+	if st.AllWriters != nil {
+		t.Errorf("a report keeps %d uncut writers; want none", len(st.AllWriters))
+	}
+	if all := ClassifyAllWriters(in.Scan, in.Table, in.Paths); len(all.All) != 500*19 || len(all.Writers) != maxWriters {
+		t.Errorf("ClassifyAllWriters: %d kept, %d listed; want %d and %d", len(all.All), len(all.Writers), 500*19, maxWriters)
+	}
 	const want = "500 processes are writing to protected `/shared`"
 	var warned bool
 	for _, w := range st.Warnings {

@@ -22,12 +22,26 @@ type WriterClass struct {
 	// ProtectedProcesses counts the processes doing so, per configured protected path.
 	ProtectedWrites    bool
 	ProtectedProcesses map[string]int
+	// All is every writer the classification kept, uncut, in Writers' order: set by
+	// ClassifyAllWriters only, for a reader that counts them all (`bot exporter`'s per-mount and
+	// per-command series); a report that lists writers keeps the cut copy alone.
+	All []WriterInfo
 }
 
 // ClassifyWriters sorts the writers of scan (which names mounts of table) into the ones a report
 // on paths lists: those writing under a protected path, under an output, or on a mount a path is
 // on; writes to pseudo filesystems (/proc, /sys) are never listed.
 func ClassifyWriters(scan *probes.WriterScan, table *probes.MountTable, paths []PathObservation) WriterClass {
+	return classifyWriters(scan, table, paths, false)
+}
+
+// ClassifyAllWriters is ClassifyWriters keeping every writer in All too: on a node with more than
+// maxWriters open files on the watched mounts, counts taken from Writers would undercount.
+func ClassifyAllWriters(scan *probes.WriterScan, table *probes.MountTable, paths []PathObservation) WriterClass {
+	return classifyWriters(scan, table, paths, true)
+}
+
+func classifyWriters(scan *probes.WriterScan, table *probes.MountTable, paths []PathObservation, keepAll bool) WriterClass {
 	var wc WriterClass
 	if scan == nil {
 		return wc
@@ -103,6 +117,9 @@ func ClassifyWriters(scan *probes.WriterScan, table *probes.MountTable, paths []
 	n := min(len(kept), maxWriters)
 	wc.Omitted = len(kept) - n
 	wc.Writers = append(make([]WriterInfo, 0, n), kept[:n]...)
+	if keepAll {
+		wc.All = kept
+	}
 	return wc
 }
 
