@@ -10,13 +10,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"runwatch/config"
 	"runwatch/internal/testkit/fake"
+	"runwatch/internal/tmpfs"
 	"runwatch/reports"
 	"runwatch/state"
 )
@@ -407,5 +411,183 @@ func TestRunFileTotalDisagreeingWithLog(t *testing.T) {
 		if got := rs.Progress != nil && rs.Progress.Total == 25000; got == tc.want {
 			t.Errorf("total: %d: progress = %+v; want the log's line used: %v", tc.total, rs.Progress, !tc.want)
 		}
+	}
+}
+
+func TestFaultStateDir(t *testing.T) {
+	srv := vllmServer(t, 1386*30)
+	f := newFixture(t, srv.URL+"/metrics")
+	root := tmpfs.Mount(t, "256k")
+	dir, err := state.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	tick := func() {
+		mu.Lock()
+		now = now.Add(30 * time.Second)
+		mu.Unlock()
+	}
+	m, problems, err := New(f.file, Options{State: dir, Now: clock, RateWindow: -1})
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("New = %v, %v", problems, err)
+	}
+	ctx := context.Background()
+	done := 300
+	sample := func() Evaluation {
+		t.Helper()
+		tick()
+		done += 20
+		appendFile(t, f.log, fmt.Sprintf("Progress: %d/25000 (0 errors), 0.7 req/s\n", done))
+		return m.Sample(ctx)[0]
+	}
+	if ev := sample(); len(ev.Run.Problems) > 0 {
+		t.Fatalf("healthy sample problems = %+v", ev.Run.Problems)
+	}
+
+	faults := []struct {
+		name       string
+		make, heal func(t *testing.T)
+		want       string
+	}{
+		{"full", func(t *testing.T) {
+			// Fill the disk the way another writer would: until it refuses.
+			fh, err := os.Create(filepath.Join(root, "filler"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fh.Close()
+			if _, err := fh.Write(make([]byte, 1<<20)); !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the tmpfs: %v; want ENOSPC", err)
+			}
+		}, func(t *testing.T) {
+			if err := os.Remove(filepath.Join(root, "filler")); err != nil {
+				t.Fatal(err)
+			}
+		}, "no space left on device"},
+		{"read-only", func(t *testing.T) { tmpfs.Remount(t, root, "ro") }, func(t *testing.T) { tmpfs.Remount(t, root, "rw") }, "read-only file system"},
+	}
+	for _, fc := range faults {
+		t.Run(fc.name, func(t *testing.T) {
+			before := len(m.History("synth"))
+			fc.make(t)
+			ev := sample()
+			p, ok := faultProblem(ev.Run, "state")
+			if !ok || !strings.Contains(p.Error, fc.want) || !strings.Contains(p.Error, "not saved") {
+				t.Fatalf("sample on a %s state dir: problems = %+v; want state named (%q)", fc.name, ev.Run.Problems, fc.want)
+			}
+			if ev.Run.Progress == nil || ev.Run.ETA == nil {
+				t.Errorf("sample on a %s state dir lost the answer: progress %+v, eta %+v", fc.name, ev.Run.Progress, ev.Run.ETA)
+			}
+			// An answer between samples names it too.
+			rs, _ := m.RunStatus(ctx, "synth", Need{Progress: true})
+			if _, ok := faultProblem(rs, "state"); !ok {
+				t.Errorf("answer on a %s state dir: problems = %+v; want state named", fc.name, rs.Problems)
+			}
+			// A snooze set now holds in memory and says it is not saved.
+			until := clock().Add(time.Hour)
+			if err := m.Snooze("synth", until); !errors.Is(err, ErrNotSaved) {
+				t.Errorf("Snooze on a %s state dir = %v; want ErrNotSaved", fc.name, err)
+			}
+			if _, ok := m.SnoozedUntil("synth"); !ok {
+				t.Errorf("the snooze set on a %s state dir does not hold", fc.name)
+			}
+			sample()
+			if got := len(m.History("synth")); got != before+2 {
+				t.Errorf("history on a %s state dir = %d points; want %d (kept in memory)", fc.name, got, before+2)
+			}
+
+			// The fault clears: the next sample saves everything kept meanwhile, and a restart has it.
+			fc.heal(t)
+			ev = sample()
+			if p, ok := faultProblem(ev.Run, "state"); ok {
+				t.Fatalf("sample after the %s state dir recovered: %+v; want no state problem", fc.name, p)
+			}
+			if rs, _ := m.RunStatus(ctx, "synth", Need{Progress: true}); len(rs.Problems) > 0 {
+				t.Errorf("answer after recovery names %+v; want nothing", rs.Problems)
+			}
+			m2, problems, err := New(f.file, Options{State: dir, Now: clock, RateWindow: -1, ReadOnly: true})
+			if err != nil || len(problems) > 0 {
+				t.Fatalf("restart after recovery: %v %v", problems, err)
+			}
+			if got, want := len(m2.History("synth")), before+3; got != want {
+				t.Errorf("history after a restart = %d points; want %d (the ones sampled during the fault included)", got, want)
+			}
+			if u, ok := m2.SnoozedUntil("synth"); !ok || !u.Equal(until) {
+				t.Errorf("snooze after a restart = %v, %v; want the one set during the fault (%v)", u, ok, until)
+			}
+			if err := m.Snooze("synth", time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("figure: state dir %s: named in samples and answers, history and snooze kept in memory, all saved on the 1st sample after it cleared", fc.name)
+		})
+	}
+
+	t.Run("corrupt", func(t *testing.T) {
+		p := filepath.Join(root, "run-synth.json")
+		if err := os.WriteFile(p, []byte(`{"version":1,"history":[{"t":`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m3, problems, err := New(f.file, Options{State: dir, Now: clock, RateWindow: -1})
+		if err != nil || len(problems) != 1 || !strings.Contains(problems[0].Error, "kept as") {
+			t.Fatalf("New over a corrupt file = %v, %v; want one problem saying where it went", problems, err)
+		}
+		// Answers say why the history is empty until the state is saved again.
+		rs, _ := m3.RunStatus(ctx, "synth", Need{Progress: true})
+		if p, ok := faultProblem(rs, "state"); !ok || !strings.Contains(p.Error, "corrupt state file") {
+			t.Errorf("answer after loading a corrupt file: problems = %+v; want state named as corrupt", rs.Problems)
+		}
+		tick()
+		if ev := m3.Sample(ctx)[0]; len(ev.Run.Problems) > 0 {
+			t.Errorf("first sample after the corrupt file: problems = %+v; want none (saved afresh)", ev.Run.Problems)
+		}
+		aside, _ := filepath.Glob(p + ".corrupt-*")
+		if len(aside) != 1 {
+			t.Errorf("corrupt copies = %v; want the file kept", aside)
+		}
+	})
+}
+
+// TestSurviveNamesThePanickedProbe: a probe that panics in its goroutine adds a problem named for it and
+// lets the run's status go on; the panic stopped the bot before.
+func TestSurviveNamesThePanickedProbe(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	add := func(probe string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, probe+": "+err.Error())
+	}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		defer survive("progress", add)
+		panic("a log line nobody foresaw")
+	}()
+	go func() {
+		defer wg.Done()
+		defer survive("storage", add)
+	}()
+	go func() {
+		defer wg.Done()
+		defer survive("metrics", add)
+		panic("no series in http://admin:hunter2@vllm:8000/metrics?api_key=K3Y")
+	}()
+	wg.Wait()
+	sort.Strings(got)
+	if len(got) != 2 || !strings.Contains(got[1], "progress: failed with a panic: a log line nobody foresaw") {
+		t.Errorf("problems = %q; want the two panicked probes, named", got)
+	}
+	// A panic's text is what the probe was handling: a URL in it is redacted before it is a problem.
+	if len(got) == 2 && (strings.Contains(got[0], "hunter2") || strings.Contains(got[0], "K3Y") ||
+		!strings.Contains(got[0], "metrics: failed with a panic: no series in http://vllm:8000/metrics?api_key=[redacted]")) {
+		t.Errorf("problem of a panic on a URL = %q; want the URL redacted", got[0])
 	}
 }

@@ -2,9 +2,15 @@ package monitor
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,4 +120,123 @@ func TestForeignBarsAreNamedOnce(t *testing.T) {
 	if second := strings.Join(notices[1], "\n"); strings.Contains(second, "Processed prompts") {
 		t.Errorf("second notices = %q; want the bar named once", second)
 	}
+}
+
+// TestFaultLogPermissionDenied reads a log the monitor's user may not read. chmod does not stop
+// root, so as root the monitor runs in a child process (this test binary again) as nobody; the
+// log is then made readable and the same child reads it.
+func TestFaultLogPermissionDenied(t *testing.T) {
+	if path := os.Getenv("RUNWATCH_TEST_PERMISSION_CHILD"); path != "" {
+		faultPermissionChild(path)
+		return
+	}
+	dir, err := os.MkdirTemp("", "runwatch-perm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "gen.log")
+	if err := os.WriteFile(log, []byte("Progress: 300/25000 (0 errors), 0.7 req/s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	status := faultStatusAsOther(t, dir, log)
+	if os.Geteuid() != 0 {
+		if err := os.Chmod(log, 0); err != nil {
+			t.Fatal(err)
+		}
+		status = faultStatusAsOther(t, dir, log)
+	}
+	p, ok := faultProblem(status, "log "+log)
+	if !ok || !strings.Contains(p.Error, "permission denied") || !strings.Contains(p.Error, "run as the job's user") {
+		t.Errorf("status of an unreadable log: problems = %+v; want the log named with what to do", status.Problems)
+	}
+	if status.Name != "synth" {
+		t.Errorf("status = %+v; want run synth answered", status)
+	}
+
+	// The job's owner fixes the mode: the same user now reads it.
+	if err := os.Chmod(log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	status = faultStatusAsOther(t, dir, log)
+	if len(status.Problems) > 0 || status.Progress == nil || status.Progress.Done != 300 {
+		t.Errorf("status once readable = progress %+v, problems %+v; want 300 done and no problem", status.Progress, status.Problems)
+	}
+	who := "this user, mode 000"
+	if os.Geteuid() == 0 {
+		who = "nobody, in a child process"
+	}
+	t.Logf("figure: log unreadable (read as %s): status answered naming the log and what to do; read again once chmod 644", who)
+}
+
+// faultStatusAsOther runs the monitor over log in a child process: as nobody when this process is
+// root (so file modes apply), else as this user. It returns the run's status.
+func faultStatusAsOther(t *testing.T, dir, log string) reports.RunStatus {
+	t.Helper()
+	bin := os.Args[0]
+	cmd := exec.Command(bin, "-test.run=^TestFaultLogPermissionDenied$")
+	cmd.Env = append(os.Environ(), "RUNWATCH_TEST_PERMISSION_CHILD="+log)
+	if os.Geteuid() == 0 {
+		// nobody cannot reach the test binary in go's private build directory: copy it beside the log.
+		bin = filepath.Join(dir, "monitor.test")
+		if _, err := os.Stat(bin); err != nil {
+			faultCopy(t, os.Args[0], bin)
+		}
+		cmd.Path, cmd.Args[0] = bin, bin
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		cmd.Dir = dir
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("child status: %v\n%s%s", err, out, stderr)
+	}
+	_, js, ok := strings.Cut(string(out), "STATUS ")
+	if !ok {
+		t.Fatalf("child printed no status:\n%s", out)
+	}
+	js, _, _ = strings.Cut(js, "\n")
+	var rs reports.RunStatus
+	if err := json.Unmarshal([]byte(js), &rs); err != nil {
+		t.Fatalf("child status %q: %v", js, err)
+	}
+	return rs
+}
+
+func faultCopy(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// faultPermissionChild is the child's side: one status of a run that reads log, printed as JSON.
+func faultPermissionChild(log string) {
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Log: log}}}
+	m, _, err := New(f, Options{ProbeTimeout: 5 * time.Second, RateWindow: -1})
+	if err != nil {
+		fmt.Println("ERROR", err)
+		return
+	}
+	rs, _ := m.RunStatus(context.Background(), "synth", Need{Progress: true})
+	b, _ := json.Marshal(rs)
+	fmt.Printf("STATUS %s\n", b)
 }
