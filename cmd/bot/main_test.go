@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -433,5 +434,47 @@ func TestHelpListsEveryFlag(t *testing.T) {
 	}
 	if _, _, help := run(t, "", "replay", "--help"); strings.Contains(help, "-config") {
 		t.Errorf("bot replay --help = %q; lists --config, which replay does not read", help)
+	}
+}
+
+// TestBotRunsNoProcesses holds "never run a shell on input from Slack" at the import graph: no
+// package of the bot imports os/exec, plugin or syscall's exec, and the one dependency that does
+// (godotenv, whose Exec runs a command) is called only for godotenv.Read.
+func TestBotRunsNoProcesses(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}\t{{.Standard}}\t{{join .Imports \" \"}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := map[string]bool{"github.com/joho/godotenv": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, rest, _ := strings.Cut(line, "\t")
+		std, imports, _ := strings.Cut(rest, "\t")
+		if std == "true" {
+			continue // the standard library is not the bot's code
+		}
+		for _, imp := range strings.Fields(imports) {
+			if (imp == "os/exec" || imp == "plugin") && !allowed[pkg] {
+				t.Errorf("%s imports %s: the bot must start no process", pkg, imp)
+			}
+		}
+	}
+	// Within runwatch: no syscall.Exec or os.StartProcess, and godotenv only reads.
+	files, _ := filepath.Glob("../../*/*.go")
+	more, _ := filepath.Glob("../../*/*/*.go")
+	for _, f := range append(files, more...) {
+		if strings.HasSuffix(f, "_test.go") || strings.Contains(f, "/scripts/") || strings.Contains(f, "/testdata/") || strings.Contains(f, "/internal/tmpfs/") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := string(b)
+		for _, bad := range []string{"syscall.Exec", "os.StartProcess", "syscall.ForkExec", "godotenv.Exec"} {
+			if strings.Contains(src, bad) {
+				t.Errorf("%s calls %s", f, bad)
+			}
+		}
 	}
 }

@@ -549,3 +549,178 @@ func TestServeSurvivesKill9(t *testing.T) {
 		}
 	}
 }
+
+// alertsFile is what the test reads back from alerts.json.
+type alertsFile struct {
+	Active map[string]struct {
+		Ref string `json:"ref"`
+	} `json:"active"`
+	Pending map[string]json.RawMessage `json:"pending"`
+}
+
+func readAlerts(stateDir string) alertsFile {
+	var a alertsFile
+	b, err := os.ReadFile(filepath.Join(stateDir, "alerts.json"))
+	if err == nil {
+		json.Unmarshal(b, &a)
+	}
+	return a
+}
+
+// TestServeKill9MidPostPostsOnce: Slack takes a chat.postMessage until the test lets it (the message is
+// in the channel once Slack answers), and `bot serve` is killed with SIGKILL three times: the first time
+// while its warning is in flight, then twice as it asks Slack whether that post landed. The intent recorded
+// before the post, looked up only once the post's call would have timed out (a look-up made while Slack is
+// still taking it finds nothing), and the message metadata read back through conversations.history leave
+// exactly one copy of the warning (4 copies before the wait).
+func TestServeKill9MidPostPostsOnce(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	bin := buildBot(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := "runs:\n  - name: down\n    channel: CWARN\n    metrics: [\"http://" + closed + "/metrics\"]\n    schedule: \"@every 24h\"\n"
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := testkit.NewSlack(t)
+	release := holdPosts(t, slack)
+	env := serveEnv(dir, cfg, stateDir, slack)
+	copies := func(from int) int {
+		n := 0
+		for _, c := range slack.Calls("")[from:] {
+			if c.Method == "chat.postMessage" && c.Form.Get("thread_ts") == "" && strings.Contains(c.Form.Get("text"), "source down") {
+				n++
+			}
+		}
+		return n
+	}
+	settled := func() bool {
+		a := readAlerts(stateDir)
+		for _, al := range a.Active {
+			if al.Ref != "" && len(a.Pending) == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	lookups := func(from int) int { return len(slack.Calls("conversations.history")) - from }
+	midPost, midLookup := 0, 0
+	for i := range 3 {
+		from, fromLookups := len(slack.Calls("")), len(slack.Calls("conversations.history"))
+		bot := startRestartBot(t, bin, dir, env)
+		// A look-up waits until the post's call would have timed out (posts.DeliverTimeout and a margin,
+		// 35 s): up to 60 samples.
+		waitServe(t, slack, bot, 60, "a warning or a look-up in flight", func() bool {
+			return copies(from) > 0 || lookups(fromLookups) > 0
+		})
+		if copies(from) > 0 {
+			midPost++
+		}
+		if lookups(fromLookups) > 0 {
+			midLookup++
+		}
+		if err := bot.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-bot.exited
+		if i == 0 {
+			release() // Slack finishes taking the post the kill interrupted: it is in the channel from now on
+		}
+	}
+	final := startRestartBot(t, bin, dir, env)
+	waitServe(t, slack, final, 60, "the warning settled and 4 samples after the last restart", func() bool {
+		return settled() && botSamples(final.addr) >= 4
+	})
+	if n := copies(0); n != 1 {
+		t.Errorf("copies of the warning after 3 kills (%d mid-post, %d mid-look-up) = %d; want exactly 1", midPost, midLookup, n)
+	}
+	if midPost != 1 {
+		t.Errorf("kills mid-post = %d; want the first (the test proves nothing without it)", midPost)
+	}
+	t.Logf("figure: kill -9 of bot serve 3 times (%d mid chat.postMessage, %d at a conversations.history look-up): %d copy of the warning; %d look-ups",
+		midPost, midLookup, copies(0), len(slack.Calls("conversations.history")))
+}
+
+// holdPosts makes the fake Slack take each chat.postMessage until release (or the test's end): the call is
+// recorded as it arrives, the message is in the channel once Slack answers. A test kills a bot while its
+// post is in flight this way, knowing it is.
+func holdPosts(t *testing.T, slack *testkit.Slack) (release func()) {
+	gate := make(chan struct{})
+	release = sync.OnceFunc(func() { close(gate) })
+	slack.Hold = func() { <-gate }
+	// The fake reads Hold under its lock: taking the lock once orders this write before any call.
+	slack.Calls("")
+	// Released before the fake closes, which waits for the calls it holds.
+	t.Cleanup(release)
+	return release
+}
+
+// TestServeKill9MidStatusPostPostsOnce is the scheduled status's kill -9 with the real binary: Slack
+// takes the chat.postMessage until the test lets it, and `bot serve` is killed while its first status, the run's
+// living message (post_mode: update), is in flight: Slack has it, the bot has no answer. The
+// restarted bot asks Slack whether it landed and goes on editing that message; it never posts a
+// second one.
+func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	bin := buildBot(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "gen.log")
+	if err := os.WriteFile(logPath, []byte("Progress: 300/25000 (0 errors), 0.7 req/s, avg completion: 1066 tokens, elapsed: 408s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := "runs:\n  - name: steady\n    channel: CSTATUS\n    log: " + strconv.Quote(logPath) + "\n    schedule: \"@every 1s\"\n    post_mode: update\n"
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := testkit.NewSlack(t)
+	release := holdPosts(t, slack)
+	env := serveEnv(dir, cfg, stateDir, slack)
+	count := func(method string) int {
+		n := 0
+		for _, c := range slack.Calls(method) {
+			if restartStatus(c, "steady") {
+				n++
+			}
+		}
+		return n
+	}
+	bot := startRestartBot(t, bin, dir, env)
+	waitServe(t, slack, bot, 20, "the first status in flight", func() bool { return count("chat.postMessage") > 0 })
+	if err := bot.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-bot.exited
+	release() // Slack finishes taking it: the living message is in the channel from now on
+	again := startRestartBot(t, bin, dir, env)
+	// The restarted bot looks the post up once its call would have timed out (35 s): up to 60 samples.
+	waitServe(t, slack, again, 60, "two edits of the living message after the restart", func() bool { return count("chat.update") >= 2 })
+	if n := count("chat.postMessage"); n != 1 {
+		t.Errorf("living status messages after a kill mid-post = %d; want exactly 1", n)
+	}
+	landed := ""
+	for _, c := range slack.Calls("") {
+		switch {
+		case c.Method == "chat.postMessage" && restartStatus(c, "steady") && landed == "":
+			landed = c.TS
+		case c.Method == "chat.update" && c.Form.Get("ts") != landed:
+			t.Errorf("chat.update of %s; want the message that landed before the kill (%s)", c.Form.Get("ts"), landed)
+		}
+	}
+	t.Logf("figure: kill -9 of bot serve while its living status was in flight (Slack holding the answer): %d living message, %d edits of it after the restart",
+		count("chat.postMessage"), count("chat.update"))
+}

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -354,4 +358,175 @@ func newBotEnv(t testing.TB, o botOpts) *botEnv {
 	t.Helper()
 	w := testkit.NewWorld(t, o)
 	return &botEnv{World: w, bot: conversation.NewBot(w.Mon, w.Loc, w.Env)}
+}
+
+// TestServeLeaksNoURLCredentials is the red team's finding 1 through the real binary: metrics
+// endpoints with a password and an api_key that fail, one that redirects to another host (a
+// stand-in for a cloud metadata service), a stage http check with a token. The password, the key,
+// the token and the other host's answer appear nowhere: not in Slack posts, the bot's /metrics,
+// alerts.json, the run state files, `bot status --json`, the checklist, or the bot's log.
+func TestServeLeaksNoURLCredentials(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs the bot")
+	}
+	const (
+		password = "Pa55w0rdLeak"
+		apiKey   = "K3yLeakValue"
+		token    = "T0kenLeakValue"
+		cloudKey = "ASIALEAKEDKEY"
+	)
+	secrets := []string{password, apiKey, token, cloudKey}
+	bin := buildBot(t)
+	dir := t.TempDir()
+	var cloudHits atomic.Int32
+	cloud := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cloudHits.Add(1)
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, `{"AccessKeyId":"`+cloudKey+`"}`+"\n")
+	}))
+	defer cloud.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, cloud.URL+"/latest/meta-data", http.StatusFound)
+			return
+		}
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+	}))
+	defer failing.Close()
+	// A port nothing listens on: the password-bearing URL fails with a connection error.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	host := strings.TrimPrefix(failing.URL, "http://")
+	cfg := filepath.Join(dir, "runwatch.yaml")
+	stateDir := filepath.Join(dir, "state")
+	runFile := `runs:
+  - name: leak
+    channel: "#leak"
+    metrics:
+      - "http://admin:` + password + `@` + closed + `/metrics"
+      - "http://` + host + `/metrics?api_key=` + apiKey + `"
+      - "http://deploy:` + password + `@` + host + `/redirect"
+    stages:
+      - {name: server up, check: http, url: "http://` + host + `/ready?token=` + token + `"}
+      - {name: moved, check: http, url: "http://` + host + `/redirect"}
+`
+	if err := os.WriteFile(cfg, []byte(runFile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	slack := testkit.NewSlack(t)
+	env := serveEnv(dir, cfg, stateDir, slack)
+	bot := startRestartBot(t, bin, dir, env)
+	// A warning for each endpoint, whichever it says: the closed port is down, the 503 and the refused redirect
+	// answer, but a loaded machine can make either of those time out on the sample that confirms it, and its
+	// warning then says "source down" for good (its cooldown is an hour). Which one is the posts' fault tests'
+	// to hold; this test reads what the warnings say about the URLs.
+	waitServe(t, slack, bot, 10, "a warning for each of the three endpoints", func() bool {
+		calls := slack.Calls("")
+		for _, e := range []string{closed + "/metrics", host + "/metrics", host + "/redirect"} {
+			warned := false
+			for _, c := range calls {
+				text := c.Form.Get("text")
+				warned = warned || c.Method == "chat.postMessage" && strings.Contains(text, "source ") && strings.Contains(text, "metrics http://"+e)
+			}
+			if !warned {
+				return false
+			}
+		}
+		return true
+	})
+	metrics := func() string {
+		resp, err := http.Get("http://" + bot.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}()
+	// /metrics counts failures by kind of probe (no URL in a label: bounded cardinality); the failing
+	// probe's redacted name goes to the log.
+	if !strings.Contains(metrics, `runwatch_probe_failures_total{probe="metrics",run="leak"}`) {
+		t.Errorf("/metrics lacks the failing probe's kind:\n%s", grepLines(metrics, "probe_failures"))
+	}
+	if !strings.Contains(bot.stderr.String(), "http://"+closed+"/metrics") {
+		t.Errorf("the log lacks the failing probe under its redacted name:\n%s", bot.stderr.String())
+	}
+
+	places := map[string]string{"/metrics": metrics, "bot output": bot.stderr.String()}
+	for i, c := range slack.Calls("") {
+		places[fmt.Sprintf("Slack call %d (%s)", i, c.Method)] = c.Form.Encode()
+	}
+	ents, _ := os.ReadDir(stateDir)
+	for _, e := range ents {
+		b, _ := os.ReadFile(filepath.Join(stateDir, e.Name()))
+		places["state "+e.Name()] = string(b)
+	}
+	if _, ok := places["state alerts.json"]; !ok {
+		t.Errorf("no alerts.json in the state dir: %v", ents)
+	}
+	for _, args := range [][]string{{"status", "--json"}, {"status"}} {
+		cmd := exec.Command(bin, args...)
+		// Every probe here is answered or refused at once; a minute lets none of them time out on a loaded
+		// machine (the redirect's stage would say "not answering yet" instead of where it pointed).
+		cmd.Dir, cmd.Env = dir, append(env, "RUNWATCH_PROBE_TIMEOUT=1m")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("bot %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		places["bot "+strings.Join(args, " ")] = string(out)
+	}
+	if strings.Contains(places["bot status"], "No progress source configured") || !strings.Contains(places["bot status"], "No progress reading: ") {
+		t.Errorf("the status with every metrics endpoint failing does not name them as failed:\n%s", places["bot status"])
+	}
+	if !strings.Contains(places["bot status"], "redirected to "+cloud.URL+"/latest/meta-data") {
+		t.Errorf("the checklist does not say where the stage's URL redirected:\n%s", places["bot status"])
+	}
+	if !strings.Contains(places["bot status"], "/ready?token=[redacted]") {
+		t.Errorf("the checklist does not show the stage's URL redacted:\n%s", places["bot status"])
+	}
+	leaks := leaksIn(t, places, secrets)
+	if n := cloudHits.Load(); n != 0 {
+		t.Errorf("the host a metrics URL redirected to was asked %d times; want 0", n)
+	}
+	t.Logf("figure: password, api_key, stage token and a redirect target's answer in %d places (Slack posts, /metrics, %d state files, status --json, checklist, log): %d leaks; the other host asked %d times",
+		len(places), len(ents), leaks, cloudHits.Load())
+}
+
+// leaksIn fails t for every one of secrets found in a place's text (its lines named) and counts them.
+func leaksIn(t *testing.T, places map[string]string, secrets []string) int {
+	t.Helper()
+	leaks := 0
+	for where, text := range places {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				leaks++
+				t.Errorf("%s holds %q:\n%s", where, s, grepLines(text, s))
+			}
+		}
+	}
+	return leaks
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// serveEnv is bot serve's environment in these tests: the run file and state directory given, a sample and
+// a probe timeout of a second each, and Slack's Web API stand-in.
+func serveEnv(dir, cfg, stateDir string, slack *testkit.Slack) []string {
+	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.APIURL()}
 }
