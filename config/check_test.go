@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -287,5 +289,52 @@ func TestErrorsNeverQuoteAVariablesValue(t *testing.T) {
 	// A number from a variable stays in the message: line numbers read the same.
 	if _, err := Parse([]byte(head+"    total: ${TOTAL}\n    done_when: nonsense\n"), lookup); err == nil || !strings.Contains(err.Error(), "line 5") {
 		t.Errorf("Parse(done_when: nonsense) = %v; want the error at line 5", err)
+	}
+}
+
+// load writes a run file and loads it the way every command does.
+func load(t *testing.T, yaml string) (*File, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "runwatch.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Load(p, env(nil))
+}
+
+// TestRunFileMessagesReadAsSentences loads run files with the mistakes a reviewer made and checks each
+// error is one line naming the key and the fix, with no Go list syntax and no YAML decoder report.
+func TestRunFileMessagesReadAsSentences(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"a key twice", "runs:\n  - name: a\n    outputs: [/x]\n    outputs: [/y]\n",
+			[]string{`line 4: "outputs" is defined twice in runs[0] (first on line 3)`}},
+		{"a regex in double quotes", "runs:\n  - name: a\n    log_pattern: \"(?P<done>\\d+)/(?P<total>\\d+)\"\n",
+			[]string{"line 3: log_pattern: in double quotes a backslash must be doubled", `write \\d`, "single quotes"}},
+		{"a regex in a double-quoted list item", "runs:\n  - name: a\n    outputs:\n      - /x\n    log_pattern: 'ok (?P<done>\\d+)/(?P<total>\\d+)'\n    watch:\n      - \"C:\\data\"\n",
+			[]string{"line 7:", `\d is not an escape`}},
+		{"a schedule in words", "runs:\n  - name: a\n    outputs: [/x]\n    schedule: \"every hour\"\n",
+			[]string{`line 4: runs[0].schedule "every hour": it has 2 fields, where a cron spec has 5`, "@hourly"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, tt.yaml)
+			if err == nil {
+				t.Fatalf("Load(%q) = nil; want %q", tt.yaml, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Load(%q) = %q; want it to say %q", tt.yaml, err, w)
+				}
+			}
+			msg := err.Error()[strings.Index(err.Error(), "line "):] // after the file's path
+			for _, bad := range []string{"\n", "unmarshal errors", "yaml: ", "parse:", "found 2", "[every"} {
+				if strings.Contains(msg, bad) {
+					t.Errorf("Load(%q) = %q; want no %q in it", tt.yaml, err, bad)
+				}
+			}
+		})
 	}
 }
