@@ -20,6 +20,8 @@ import (
 // carried the values from before it at the time it was asked, and query_range's steps inside the gap
 // repeated them: a stall then a burst, and the ETA read early for minutes after a real restart.
 func TestPrometheusGapDoesNotBiasTheRate(t *testing.T) {
+	// Waits on a real Prometheus's scrapes: beside the monitor's other tests.
+	t.Parallel()
 	const rate = 10_000.0 // generated tokens per second, steady
 	t0 := time.Now()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -184,6 +184,8 @@ func itWaitFor(t *testing.T, p *probes.Prometheus, what, query string, timeout t
 }
 
 func TestPrometheusIntegration(t *testing.T) {
+	// Waits on a real Prometheus's scrapes: beside the monitor's other tests.
+	t.Parallel()
 	promBin := itBinary(t, "prometheus")
 	nodeBin := itBinary(t, "prometheus-node-exporter")
 	dir := t.TempDir()

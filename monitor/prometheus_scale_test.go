@@ -169,6 +169,8 @@ func (f *scaleFarm) samplesQueries(tb testing.TB, runs []config.Run) (int, []Eva
 // filesystems, free-space trends, disk writes, writers); before, eight times as many. Each run
 // still gets its own engines and hosts.
 func TestQueriesPerSampleGrowWithSelectorsNotRuns(t *testing.T) {
+	// Waits on a real Prometheus's scrapes: beside the monitor's other tests.
+	t.Parallel()
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "shared"), 0o755)
 	farm := startScaleFarm(t, 4, 8, false, time.Second, dir)
