@@ -79,13 +79,23 @@ func (s *Answers) Wait(d time.Duration) {
 }
 
 // Begin starts (or joins) the answer to req, evaluated under base (which outlives the request that
-// asked), and returns at once: it never waits for a slot. A new evaluation that finds every slot busy
+// asked), and returns at once: it never waits for a slot. An answer that needs no evaluation (a cheap
+// command, a refusal, an unknown question) is made here and returned done. A new evaluation that finds every slot busy
 // queues in the background, and the caller sees that it has not started (Answering.Started) and can
 // acknowledge at once. The question is parsed here, once.
 func (s *Answers) Begin(base context.Context, req Request) *Answering {
 	var p prepared
 	if rep := s.bot.safely(req, func() Reply { p = s.bot.prepare(req); return Reply{} }); rep.Intent == "failed" {
 		a := &Answering{running: make(chan struct{}), done: make(chan struct{}), rep: rep, ok: true}
+		close(a.running)
+		close(a.done)
+		return a
+	}
+	if p.done != nil || p.cmd.Cheap {
+		// Help, a refusal, a question nothing matched: no probe, no evaluation to share. Answered here, ahead
+		// of the evaluations queued for a slot, so that their acknowledgement never waits behind slow probes.
+		a := &Answering{running: make(chan struct{}), done: make(chan struct{}), ok: true}
+		a.rep = s.bot.safely(req, func() Reply { return s.bot.answer(base, p) })
 		close(a.running)
 		close(a.done)
 		return a

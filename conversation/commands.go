@@ -23,6 +23,7 @@ type Command struct {
 	NeedsRun    bool
 	Mutating    bool   // changes state: admins only
 	SmallTalk   bool   // a courtesy, not a question ("thanks", "hi"): answered, left out of help and command lists
+	Cheap       bool   // answered from the command table and the run file alone: no probe, no slot to wait for
 	Verb        string // for refusals: "snooze warnings"
 	Handler     func(ctx context.Context, b *Bot, q Query) Reply
 }
@@ -76,7 +77,7 @@ func CommandTable() []Command {
 		{Name: "logs", Usage: "/runwatch logs [run]", NeedsRun: true, Handler: handleLogs,
 			Description: "The last lines of the run's job log, or its recent error lines, escaped (in Slack, shown only to you).",
 			Examples:    []string{"/runwatch logs", "show me the error log", "last errors"}},
-		{Name: "runs", Usage: "/runwatch runs", Handler: handleRuns,
+		{Name: "runs", Usage: "/runwatch runs", Cheap: true, Handler: handleRuns,
 			Description: "The runs I watch and their channels.",
 			Examples:    []string{"which runs do you watch?"}},
 		{Name: "snooze", Usage: "snooze <duration> [run]", NeedsRun: true, Mutating: true, Verb: "snooze warnings", Handler: handleSnooze,
@@ -88,12 +89,12 @@ func CommandTable() []Command {
 		{Name: "stage", Usage: "stage <name> done|todo|failed [run]", NeedsRun: true, Mutating: true, Verb: "mark stages", Handler: handleStage,
 			Description: "Mark a checklist stage by hand (todo clears the mark). Admins only.",
 			Examples:    []string{"/runwatch stage download-drafter done"}},
-		{Name: "help", Usage: "help", Handler: handleHelp,
+		{Name: "help", Usage: "help", Cheap: true, Handler: handleHelp,
 			Description: "This list.",
 			Examples:    []string{"help"}},
-		{Name: "thanks", Usage: "thanks", SmallTalk: true, Handler: handleThanks,
+		{Name: "thanks", Usage: "thanks", SmallTalk: true, Cheap: true, Handler: handleThanks,
 			Description: "You're welcome.", Examples: []string{"thanks!"}},
-		{Name: "hello", Usage: "hello", SmallTalk: true, Handler: handleHello,
+		{Name: "hello", Usage: "hello", SmallTalk: true, Cheap: true, Handler: handleHello,
 			Description: "A greeting, and what to ask.", Examples: []string{"hi"}},
 	}
 }

@@ -103,8 +103,12 @@ func (s *App) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply
 	}
 	s.learnSlashChannel(sc)
 	f := s.answers.Begin(s.base, s.slashToRequest(sc))
+	if sc.Received.IsZero() {
+		sc.Received = start
+	}
 	if f.Started() {
-		t := time.NewTimer(s.Inline)
+		// The budget counts from when the request arrived: reading and checking it under a flood took some.
+		t := time.NewTimer(max(0, s.Inline-time.Since(sc.Received)))
 		defer t.Stop()
 		select {
 		case <-f.Done():
@@ -139,9 +143,11 @@ func (s *App) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply
 		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}, nil
 }
 
-// slashRequest is a slash command as both transports deliver it.
+// slashRequest is a slash command as both transports deliver it; Received is when the transport got it
+// (zero: now), which the inline budget counts from.
 type slashRequest struct {
 	Command, Text, Channel, ChannelName, User, ResponseURL string
+	Received                                               time.Time
 }
 
 // learnSlashChannel records the id of a channel a run names by "#name", from a slash command asked there

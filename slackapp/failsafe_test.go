@@ -2,12 +2,15 @@ package slackapp
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"runwatch/config"
 	"runwatch/internal/testkit"
 )
 
@@ -261,4 +265,85 @@ func TestSocketModeStopsOnTokenErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCheapCommandsAheadOfTheQueue fills every answer slot (as slow probes would) and sends 2,000 slash
+// commands at once, from 2,000 people: help, a command in a channel the allow-lists leave out, a
+// non-admin's snooze, a question nobody can answer, and an ETA. The cheap ones (help, refusals, an
+// unknown question) need no slot and are answered in their acknowledgement, every one; the ETAs, which
+// need a slot, are acknowledged with "working on it" at once. It counts; it does not time.
+func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
+	e := newHTTPEnv(t, botOpts{Env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"C0SYNTH"}}})
+	for range cap(e.app.slots) {
+		e.app.slots <- struct{}{} // every slot taken by an evaluation that is slow to finish
+	}
+	defer func() {
+		for range cap(e.app.slots) {
+			<-e.app.slots
+		}
+	}()
+	kinds := []struct{ name, command, text, channel, want string }{
+		{"help", "/runwatch", "help", "C0SYNTH", "runwatch help"},
+		{"channel not allowed", "/eta", "", "C0OTHER", "allowed_channels"},
+		{"not an admin", "/runwatch", "snooze 2h", "C0SYNTH", "only runwatch admins"},
+		{"unknown", "/runwatch", "make me a sandwich", "C0SYNTH", "Try one of these"},
+		{"eta", "/eta", "", "C0SYNTH", "Working on it"},
+	}
+	const n = 2000
+	type result struct {
+		kind   int
+		status int
+		text   string
+		took   time.Duration
+	}
+	results := make([]result, n)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		k := i % len(kinds)
+		body := testkit.SlashBody(kinds[k].command, kinds[k].text, kinds[k].channel, fmt.Sprintf("U%05d", i), e.fake.ResponseURL(fmt.Sprint(i)))
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/slack/commands", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Slack-Request-Timestamp", ts)
+		req.Header.Set("X-Slack-Signature", testkit.Sign(e.secret, ts, body))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			began := time.Now()
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			var msg struct{ Text string }
+			json.NewDecoder(resp.Body).Decode(&msg)
+			results[i] = result{kind: k, status: resp.StatusCode, text: msg.Text, took: time.Since(began)}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wrong := map[string]int{}
+	var durs []time.Duration
+	for _, r := range results {
+		durs = append(durs, r.took)
+		if r.status != http.StatusOK || !strings.Contains(r.text, kinds[r.kind].want) {
+			wrong[kinds[r.kind].name]++
+		}
+	}
+	for name, c := range wrong {
+		t.Errorf("%s: %d of %d acknowledgements were not %q", name, c, n/len(kinds), kinds[slices.IndexFunc(kinds, func(k struct{ name, command, text, channel, want string }) bool { return k.name == name })].want)
+	}
+	slices.Sort(durs)
+	over := 0
+	for _, d := range durs {
+		if d > 3*time.Second {
+			over++
+		}
+	}
+	t.Logf("figure: 2,000 slash commands at once, every answer slot busy: help, refusals and unknown questions all answered in their acknowledgement, ETAs acknowledged \"working on it\"; ack p50 %v, p99 %v, max %v; %d over 3 s",
+		durs[n/2].Round(time.Millisecond), durs[n*99/100].Round(time.Millisecond), durs[n-1].Round(time.Millisecond), over)
 }

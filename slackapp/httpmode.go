@@ -97,6 +97,7 @@ func NewHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
 // body is read closes its connection: the body is never drained.
 func (h *HTTPMode) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), receivedKey{}, time.Now()))
 		sv, err := slack.NewSecretsVerifier(r.Header, h.secret.Reveal())
 		if err != nil {
 			w.Header().Set("Connection", "close")
@@ -156,6 +157,10 @@ func (h *HTTPMode) verified(next func(w http.ResponseWriter, r *http.Request, bo
 		}
 	}
 }
+
+// receivedKey is the request context's key for when its handler began, before its body was read: a slash
+// command's inline budget counts from then.
+type receivedKey struct{}
 
 // rejectSignature refuses a request whose headers or signature are not Slack's, counting why.
 func (h *HTTPMode) rejectSignature(w http.ResponseWriter, r *http.Request, err error) {
@@ -276,7 +281,8 @@ func (h *HTTPMode) commands(w http.ResponseWriter, r *http.Request, body []byte)
 		http.Error(w, "bad slash command", http.StatusBadRequest)
 		return
 	}
-	msg, _ := h.app.slash(slashRequest{Command: sc.Command, Text: sc.Text, Channel: sc.ChannelID, ChannelName: sc.ChannelName,
+	received, _ := r.Context().Value(receivedKey{}).(time.Time)
+	msg, _ := h.app.slash(slashRequest{Received: received, Command: sc.Command, Text: sc.Text, Channel: sc.ChannelID, ChannelName: sc.ChannelName,
 		User: sc.UserID, ResponseURL: sc.ResponseURL})
 	if msg == nil {
 		w.WriteHeader(http.StatusOK) // acknowledged; the answer follows through the response_url

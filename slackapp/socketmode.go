@@ -194,8 +194,9 @@ func (sm *SocketMode) handle(ctx context.Context, evt socketmode.Event) error {
 			return nil
 		}
 		// The answer may take the whole inline budget: do not hold up other envelopes meanwhile.
+		received := time.Now()
 		sm.app.detach(func(bctx context.Context) {
-			sc := slashRequest{Command: cmd.Command, Text: cmd.Text, Channel: cmd.ChannelID, ChannelName: cmd.ChannelName,
+			sc := slashRequest{Received: received, Command: cmd.Command, Text: cmd.Text, Channel: cmd.ChannelID, ChannelName: cmd.ChannelName,
 				User: cmd.UserID, ResponseURL: cmd.ResponseURL}
 			msg, rep := sm.app.slash(sc)
 			if msg == nil {
