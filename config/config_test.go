@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,6 +225,13 @@ func TestEnvExampleDocumentsEveryVariable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range EnvVars {
+		if slices.Contains(EnvOnly, v) {
+			// From the environment only: the example says so, and shows no line a .env could copy.
+			if !strings.Contains(string(b), "# "+v) || strings.Contains(string(b), "\n"+v+"=") {
+				t.Errorf(".env.example shows %s as a line to set, or does not say it is taken from the environment only", v)
+			}
+			continue
+		}
 		if !strings.Contains(string(b), "\n"+v+"=") {
 			t.Errorf(".env.example does not document %s", v)
 		}
@@ -237,7 +245,7 @@ func TestLoadDotEnvDoesNotOverride(t *testing.T) {
 	t.Setenv("RW_TEST_A", "from-env")
 	os.Unsetenv("RW_TEST_B")
 	t.Cleanup(func() { os.Unsetenv("RW_TEST_B") })
-	if err := LoadDotEnv(p); err != nil {
+	if _, err := LoadDotEnv(p); err != nil {
 		t.Fatal(err)
 	}
 	if got := os.Getenv("RW_TEST_A"); got != "from-env" {
@@ -246,7 +254,7 @@ func TestLoadDotEnvDoesNotOverride(t *testing.T) {
 	if got := os.Getenv("RW_TEST_B"); got != "from-file" {
 		t.Errorf("RW_TEST_B = %q; want from-file", got)
 	}
-	if err := LoadDotEnv(filepath.Join(dir, "missing")); err != nil {
+	if _, err := LoadDotEnv(filepath.Join(dir, "missing")); err != nil {
 		t.Errorf("LoadDotEnv(missing) = %v; want nil", err)
 	}
 }
@@ -361,7 +369,7 @@ func TestLoadDotEnvQuotesNoValue(t *testing.T) {
 		if err := os.WriteFile(p, []byte(tt.body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		err := LoadDotEnv(p)
+		_, err := LoadDotEnv(p)
 		want := fmt.Sprintf("read %s: line %d ", p, tt.line)
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "Sekr3t") {
 			t.Errorf("LoadDotEnv(%q) = %v; want %q..., without any value", tt.body, err, want)
@@ -445,5 +453,26 @@ func TestLoadRefusesWhatIsNoRunFile(t *testing.T) {
 	ok := write("ok.yaml", []byte("runs:\r\n  - name: a\r\n    channel: \"#café\"\t# a comment\r\n"))
 	if _, err := Load(ok, env(nil)); err != nil {
 		t.Errorf("Load(CRLF, tab, UTF-8) = %v; want it to load", err)
+	}
+}
+
+// TestDotEnvLeavesEnvOnlyVariables: SLACK_API_URL in a .env is not set (the bot token is sent there), and
+// LoadDotEnv says it left it; the file's other variables are set.
+func TestDotEnvLeavesEnvOnlyVariables(t *testing.T) {
+	t.Setenv("SLACK_API_URL", "")
+	os.Unsetenv("SLACK_API_URL")
+	t.Setenv("RUNWATCH_PROBE_TIMEOUT", "")
+	os.Unsetenv("RUNWATCH_PROBE_TIMEOUT")
+	p := filepath.Join(t.TempDir(), ".env")
+	os.WriteFile(p, []byte("SLACK_API_URL=http://attacker.example/api/\nRUNWATCH_PROBE_TIMEOUT=3s\n"), 0o600)
+	ignored, err := LoadDotEnv(p)
+	if err != nil || !slices.Equal(ignored, []string{"SLACK_API_URL"}) {
+		t.Fatalf("LoadDotEnv = %v, %v; want SLACK_API_URL ignored", ignored, err)
+	}
+	if v, set := os.LookupEnv("SLACK_API_URL"); set {
+		t.Errorf("SLACK_API_URL = %q after LoadDotEnv; want it unset", v)
+	}
+	if v := os.Getenv("RUNWATCH_PROBE_TIMEOUT"); v != "3s" {
+		t.Errorf("RUNWATCH_PROBE_TIMEOUT = %q; want the .env's 3s", v)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,30 +70,40 @@ var EnvVars = []string{
 	"SLACK_SIGNING_SECRET", "SLACK_API_URL", "RUNWATCH_ALLOWED_CHANNELS", "RUNWATCH_ADMINS", "RUNWATCH_DISCOVER",
 }
 
+// EnvOnly are the variables taken from the process environment alone, never from a .env file: whoever can
+// write a file in the working directory must not be able to choose where the bot token is sent.
+var EnvOnly = []string{"SLACK_API_URL"}
+
 // LoadDotEnv loads a .env file into the process environment without overriding variables already
-// set. A missing file is not an error.
-func LoadDotEnv(path string) error {
+// set. A missing file is not an error. The variables of EnvOnly it holds are not set: they are returned,
+// for the caller to say so.
+func LoadDotEnv(path string) (ignored []string, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	vals, err := godotenv.UnmarshalBytes(b)
 	if err != nil {
 		// The parser's error quotes the file from the bad line on, or a value's first line: secrets.
-		return fmt.Errorf("read %s: line %d is not NAME=value, or opens a quote it does not close (its text is not shown: a .env holds secrets)",
+		return nil, fmt.Errorf("read %s: line %d is not NAME=value, or opens a quote it does not close (its text is not shown: a .env holds secrets)",
 			path, dotEnvBadLine(b))
 	}
 	for k, v := range vals {
+		if slices.Contains(EnvOnly, k) {
+			ignored = append(ignored, k)
+			continue
+		}
 		if _, set := os.LookupEnv(k); !set {
 			if err := os.Setenv(k, v); err != nil {
-				return fmt.Errorf("set %s from %s: %w", k, path, err)
+				return nil, fmt.Errorf("set %s from %s: %w", k, path, err)
 			}
 		}
 	}
-	return nil
+	slices.Sort(ignored)
+	return ignored, nil
 }
 
 // dotEnvBadLine is the number of the line of a .env that does not parse: the one after the longest

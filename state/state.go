@@ -23,16 +23,34 @@ var ErrCorrupt = errors.New("corrupt state file")
 // Dir is a state directory.
 type Dir struct {
 	path string
+	// Tightened is the mode the directory had when Open found it open to others and tightened it to 0700
+	// (0: it was not), for the caller to say so.
+	Tightened fs.FileMode
 }
 
 // Open returns the state directory at path, creating it if needed. Temporary files a killed
 // process left behind mid-save (older than staleTemp) are removed: their content was never
 // committed, and each crash would otherwise leave one more.
+//
+// The directory holds what Slack sent and what runwatch posted: it is the bot's user's alone (0700). One
+// made with other permissions (an old one, a directory made by hand) is tightened to 0700; one that cannot
+// be tightened is refused, with what to do.
 func Open(path string) (*Dir, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
 	d := &Dir{path: path}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if perm := info.Mode().Perm(); perm&0o077 != 0 {
+		if err := os.Chmod(path, perm&0o700|0o700); err != nil {
+			return nil, fmt.Errorf("state dir %s is open to other users (mode %04o) and could not be made the bot user's alone (0700): %w; "+
+				"chmod 700 it as its owner, or point RUNWATCH_STATE_DIR at a directory of the bot user's", path, perm, err)
+		}
+		d.Tightened = perm
+	}
 	d.removeStaleTemp(time.Now())
 	return d, nil
 }

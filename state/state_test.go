@@ -288,3 +288,44 @@ func TestOpenRemovesTempFilesLeftByACrash(t *testing.T) {
 	}
 	t.Logf("figure: temporary file left by a kill mid-save: removed at the next start once a minute old; a save in progress untouched")
 }
+
+// TestOpenTightensTheDirectory: a state directory other users can read or write (0777, made by hand or by an
+// older runwatch) is made the bot user's alone (0700), and Open says it did; a new one is 0700 from the start.
+func TestOpenTightensTheDirectory(t *testing.T) {
+	fresh := filepath.Join(t.TempDir(), "new")
+	d, err := Open(fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := os.Stat(fresh); info.Mode().Perm() != 0o700 || d.Tightened != 0 {
+		t.Errorf("new state dir mode %04o, tightened %04o; want 0700, not tightened", info.Mode().Perm(), d.Tightened)
+	}
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777) // past the umask
+	d, err = Open(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := os.Stat(open); info.Mode().Perm() != 0o700 || d.Tightened != 0o777 {
+		t.Errorf("0777 state dir after Open: mode %04o, tightened %04o; want 0700, tightened from 0777", info.Mode().Perm(), d.Tightened)
+	}
+}
+
+// TestOpenRefusesADirectoryItCannotTighten: on a read-only filesystem, a state directory open to others
+// cannot be tightened: Open refuses it, saying what to do.
+func TestOpenRefusesADirectoryItCannotTighten(t *testing.T) {
+	mnt := tmpfs.Mount(t, "64k")
+	dir := filepath.Join(mnt, "state")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o777)
+	tmpfs.Remount(t, mnt, "ro")
+	_, err := Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "mode 0777") || !strings.Contains(err.Error(), "chmod 700") {
+		t.Errorf("Open(0777 dir on a read-only filesystem) = %v; want a refusal naming the mode and the fix", err)
+	}
+}

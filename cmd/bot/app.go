@@ -83,9 +83,18 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(append([]string{"--"}, pos...))
 }
 
+// loadDotEnv loads ./.env, saying which variables it ignored there (config.EnvOnly).
+func loadDotEnv(log *slog.Logger) error {
+	ignored, err := config.LoadDotEnv(".env")
+	for _, k := range ignored {
+		log.Warn(k+" in .env is ignored: it is taken from the environment only, since the bot token is sent there; export it to use it", "variable", k)
+	}
+	return err
+}
+
 // setup loads .env, the environment and the run file (or the demo's).
 func (a *app) setup(ctx context.Context, demo bool) error {
-	if err := config.LoadDotEnv(".env"); err != nil {
+	if err := loadDotEnv(a.log); err != nil {
 		return err
 	}
 	env, err := config.LoadEnv(os.LookupEnv)
@@ -177,6 +186,10 @@ func (a *app) monitor(ctx context.Context, longLived bool) (*monitor.Monitor, er
 			a.log.Warn("state directory unusable; history kept in memory only", "dir", a.env.StateDir, "err", err)
 		} else {
 			dir = d
+			if d.Tightened != 0 {
+				a.log.Warn(fmt.Sprintf("the state directory was open to other users (mode %04o): it holds what Slack sent and what runwatch posted, so it is now the bot user's alone (0700)", d.Tightened),
+					"dir", a.env.StateDir)
+			}
 			what := "bot " + a.cmd.name
 			if a.lock, err = d.LockAs(what); err != nil {
 				if a.exclusive {

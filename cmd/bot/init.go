@@ -21,7 +21,7 @@ func runInit(ctx context.Context, a *app, args []string) error {
 	if err := parseNoArgs(flags, args, "init takes no arguments; it looks at this host"); err != nil {
 		return err
 	}
-	if err := config.LoadDotEnv(".env"); err != nil {
+	if err := loadDotEnv(a.log); err != nil {
 		return err
 	}
 	env, err := config.LoadEnv(os.LookupEnv)

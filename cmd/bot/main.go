@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"runwatch/internal/redact"
+	"runwatch/internal/tty"
 )
 
 // exit codes
@@ -59,6 +60,9 @@ type refusedError struct{}
 func (refusedError) Error() string { return "refused" }
 
 func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// Everything printed on the terminal goes through one filter: a process name or a log line can carry
+	// escape sequences (a screen clear, a clipboard write, an erase of the line before).
+	stdout, stderr = tty.Writer(stdout), tty.Writer(stderr)
 	global := flag.NewFlagSet("bot", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	configPath := global.String("config", "", "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else the built-in default)")

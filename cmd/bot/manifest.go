@@ -17,7 +17,7 @@ func runManifest(ctx context.Context, a *app, args []string) error {
 	if err := parseNoArgs(flags, args, "manifest takes no arguments"); err != nil {
 		return err
 	}
-	if err := config.LoadDotEnv(".env"); err != nil {
+	if err := loadDotEnv(a.log); err != nil {
 		return err
 	}
 	env, err := config.LoadEnv(os.LookupEnv)
