@@ -147,7 +147,11 @@ func handleStatus(ctx context.Context, b *Bot, q Query) Reply {
 	if err != nil {
 		return ErrorReply("get the status", err)
 	}
+	// A terminal shows it all; a channel gets it chat-sized, the rest a press away.
 	m := b.StatusMessage(rs, false)
+	if q.Req.Terminal() {
+		m = b.FullStatus(rs)
+	}
 	SayNoRunFile(q.Run, &m)
 	return Reply{Message: m, Data: map[string]any{"status": rs}}
 }

@@ -27,6 +27,7 @@ func TestRepliesGolden(t *testing.T) {
 	runs := testkit.ReplyRuns(t)
 	b := NewBot(runs, time.UTC, config.Env{Admins: []string{"UADMIN"}})
 	questions := []struct{ name, text, user string }{
+		{"status_console", "status", "console"}, // the terminal's status is the full one
 		{"eta", "ETA?", ""},
 		{"why", "why did the ETA move?", ""},
 		{"ontrack", "are we on track?", ""},
@@ -55,7 +56,11 @@ func TestRepliesGolden(t *testing.T) {
 	}
 	for _, q := range questions {
 		t.Run(q.name, func(t *testing.T) {
-			rep := b.Ask(context.Background(), Request{Text: q.text, User: q.user, Source: "mention", Channel: "C1"})
+			req := Request{Text: q.text, User: q.user, Source: "mention", Channel: "C1"}
+			if q.user == "console" {
+				req = Request{Text: q.text, Source: "console"}
+			}
+			rep := b.Ask(context.Background(), req)
 			replyGolden(t, filepath.Join("replies", q.name+".txt.golden"), []byte(rep.Message.Text()+"\n"))
 			blocks, err := json.MarshalIndent(rep.Message.Blocks(), "", "  ")
 			if err != nil {

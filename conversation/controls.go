@@ -20,6 +20,7 @@ const (
 	ActTake     = "take"
 	ActStage    = "stage_done"
 	ActLogs     = "logs"
+	ActDetails  = "details" // the full status, under a chat-sized one
 )
 
 // RefPrefix marks an actions block as runwatch's; a press whose block_id lacks it is ignored.
@@ -37,6 +38,7 @@ type controlView struct {
 	Owner   string // who said "I'm on it" (warnings)
 	Stage   string // the first manual stage still pending (status)
 	HasLog  bool
+	Details bool // a chat-sized status: its full status is a press away
 }
 
 // ControlRef is what comes back with a press: the run, and the warning when it is one. Warning marks
@@ -139,6 +141,9 @@ func controls(v controlView) *reports.Controls {
 	if v.Key == "" && v.Stage != "" {
 		c.Buttons = append(c.Buttons, reports.Button{ID: ActStage, Text: "Mark “" + v.Stage + "” done", Value: v.Stage, Style: "primary"})
 	}
+	if v.Details {
+		c.Buttons = append(c.Buttons, reports.Button{ID: ActDetails, Text: "Full status"})
+	}
 	logsShown := v.HasLog && len(c.Buttons) < maxButtons
 	if logsShown {
 		c.Buttons = append(c.Buttons, reports.Button{ID: ActLogs, Text: "Last log lines"})
@@ -152,7 +157,8 @@ func controls(v controlView) *reports.Controls {
 	return c
 }
 
-// maxButtons is how many buttons a message shows beside its menu: enough to act, not a wall.
+// maxButtons is how many buttons a message shows beside its menu: enough to act, not a wall (a status's
+// "Full status" comes on top: it is the rest of the message).
 const maxButtons = 2
 
 // pendingManualStage is the first stage of r checked by hand ("manual") that is not done yet.
@@ -178,7 +184,7 @@ func (b *Bot) StatusControls(rs reports.RunStatus) *reports.Controls {
 		return nil
 	}
 	_, snoozed := b.mon.SnoozedUntil(rs.Name)
-	return controls(controlView{Run: rs.Name, Snoozed: snoozed, Stage: pendingManualStage(r, rs.Stages), HasLog: r.Log != ""})
+	return controls(controlView{Run: rs.Name, Snoozed: snoozed, Stage: pendingManualStage(r, rs.Stages), HasLog: r.Log != "", Details: true})
 }
 
 // WarningControls are the buttons of a warning about run (key is the alerter's condition key).
@@ -191,20 +197,32 @@ func (b *Bot) WarningControls(run, key, owner string) *reports.Controls {
 	return controls(controlView{Run: run, Key: key, Warning: true, Snoozed: snoozed, Owner: owner, HasLog: r.Log != ""})
 }
 
-// StatusMessage is a run's status with its buttons: the scheduled post, the /runwatch status answer
-// and the message refreshed after a press. charts adds Slack-drawn charts of the run's history.
+// StatusMessage is a run's status sized for a channel, with its buttons ("Full status" among them): the
+// scheduled post, the /runwatch status answer in Slack and the message refreshed after a press. charts adds
+// Slack-drawn charts of the run's history.
 func (b *Bot) StatusMessage(rs reports.RunStatus, charts bool) reports.Message {
-	m := reports.RenderStatus(rs, b.mon.Now(), b.loc)
-	if who := b.SnoozedBy(rs.Name); who != "" {
+	m := b.snoozedBy(rs.Name, reports.RenderStatusBrief(rs, b.mon.Now(), b.loc))
+	m.Controls = b.StatusControls(rs)
+	if charts {
+		m.Charts = b.TrendCharts(rs.Name)
+	}
+	return m
+}
+
+// FullStatus is a run's status in full, without buttons: the console's, and the "Full status" of a
+// chat-sized one.
+func (b *Bot) FullStatus(rs reports.RunStatus) reports.Message {
+	return b.snoozedBy(rs.Name, reports.RenderStatus(rs, b.mon.Now(), b.loc))
+}
+
+// snoozedBy adds who snoozed run to m's snooze line.
+func (b *Bot) snoozedBy(run string, m reports.Message) reports.Message {
+	if who := b.SnoozedBy(run); who != "" {
 		for i, c := range m.Context {
 			if strings.HasPrefix(c, ":zzz: warnings snoozed until ") {
 				m.Context[i] = c + " by " + who
 			}
 		}
-	}
-	m.Controls = b.StatusControls(rs)
-	if charts {
-		m.Charts = b.TrendCharts(rs.Name)
 	}
 	return m
 }

@@ -116,10 +116,15 @@ func AnswerLeft(r RunStatus, loc *time.Location) Message {
 	}
 
 	var risks []string
+	misfits := 0
 	for _, p := range r.Plans {
 		if p.Fits != nil && !*p.Fits {
-			risks = append(risks, p.Sentence) // its own verdict carries the :red_circle:
+			risks = append(risks, PlanMisfit(p)) // a line each: the sums are the fit answer's
+			misfits++
 		}
+	}
+	if misfits > 0 {
+		risks[len(risks)-1] += " Ask “will it fit?” for the sums and what would fit."
 	}
 	for _, w := range r.Storage.Warnings {
 		risks = append(risks, r.Storage.WarningSeverity(w)+" "+w.Message)

@@ -2,7 +2,6 @@ package reports
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -365,53 +364,6 @@ func SignalLines(r RunStatus) []string {
 	return out
 }
 
-// StageDetail is a stage's detail as mrkdwn: escaped, with who marked it as a mention.
-func StageDetail(s StageStatus) string {
-	d := Esc(s.Detail)
-	if s.By != "" {
-		d = strings.Replace(d, " by "+Esc(s.By)+" ", " by "+Who(s.By)+" ", 1)
-	}
-	return d
-}
-
-// slackUser is a Slack user id.
-var slackUser = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
-
-// Who names a person in mrkdwn: a Slack user id as a mention (<@U…>, which plain text shows as @U…),
-// anything else (console, a button's source) as it is, escaped.
-func Who(user string) string {
-	if slackUser.MatchString(user) {
-		return "<@" + user + ">"
-	}
-	return Esc(user)
-}
-
-// StageEmoji is the checklist mark for a stage state.
-func StageEmoji(state string) string {
-	switch state {
-	case StageDone:
-		return ":white_check_mark:"
-	case StageInProgress:
-		return ":hourglass_flowing_sand:"
-	case StageFailed:
-		return ":x:"
-	}
-	return ":white_large_square:"
-}
-
-// Checklist renders stages as a todo list.
-func Checklist(stages []StageStatus) string {
-	var b strings.Builder
-	for _, s := range stages {
-		fmt.Fprintf(&b, "%s *%s*", StageEmoji(s.State), Esc(s.Name))
-		if s.Detail != "" {
-			b.WriteString(" — " + StageDetail(s))
-		}
-		b.WriteString("\n")
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
 // StorageVerdict is the one-line storage summary of a status. A mount's free space and time to full carry on
 // the same part each plan of plans that does not fit there, as the space answer does: "fills in 27 d" reads as
 // safe beside hidden states still to come that need twenty times the free space.
@@ -562,64 +514,6 @@ func ProgressProblems(problems []Problem) []Problem {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Probe < out[j].Probe })
 	return out
-}
-
-// RenderStatus renders a run's full status: the console's `status` and Slack's hourly post.
-func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
-	m := Message{Title: r.Name + " · status"}
-	var head []string
-	if r.Progress != nil {
-		head = append(head, ProgressLine(*r.Progress))
-	}
-	if r.Throughput != nil {
-		head = append(head, ThroughputBeside(*r.Throughput, r.Finish))
-	}
-	if r.ETA != nil {
-		head = append(head, ETALine(*r.ETA, loc))
-	}
-	if r.Finish != nil {
-		head = append(head, FinishLine(*r.Finish, loc))
-	} else if l := LastMoveLine(r.Moves, r.ETA, loc); l != "" {
-		head = append(head, l)
-	}
-	if len(head) == 0 {
-		head = append(head, noProgressLine(r.Problems))
-	}
-	m.Sections = append(m.Sections, strings.Join(head, "\n"))
-	if l := EngineLineBeside(r, loc); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	if l := SignalLines(r); len(l) > 0 {
-		m.Sections = append(m.Sections, strings.Join(l, "\n"))
-	}
-	m.Sections = append(m.Sections, StorageVerdict(r.Storage, r.Plans))
-	for _, w := range r.Storage.Warnings {
-		m.Sections = append(m.Sections, r.Storage.WarningSeverity(w)+" "+w.Message)
-	}
-	if len(r.Plans) > 0 {
-		var lines []string
-		said := map[string]bool{} // plans sharing a target: "nothing written yet" once, not per plan
-		for _, p := range r.Plans {
-			lines = append(lines, p.Sentence)
-			if mp := MeasuredFor(r.Measured, p.Name); mp != nil && !said[mp.Sentence] {
-				said[mp.Sentence] = true
-				lines = append(lines, mp.Sentence)
-			}
-		}
-		m.Sections = append(m.Sections, strings.Join(lines, "\n"))
-	}
-	if len(r.Stages) > 0 {
-		m.Sections = append(m.Sections, "*Checklist*\n"+Checklist(r.Stages))
-	}
-	for _, n := range r.Notices {
-		m.Context = append(m.Context, Esc(n))
-	}
-	m.Context = append(m.Context, ProblemContext(r.LiveProblems())...)
-	if r.Snoozed != nil && r.Snoozed.After(now) {
-		m.Context = append(m.Context, ":zzz: warnings snoozed until "+SlackTime(*r.Snoozed, loc))
-	}
-	m.Context = append(m.Context, "as of "+SlackTime(now, loc))
-	return m
 }
 
 // hiddenNames is ": `tini` (pid 1)" for the first invisible process, "" when none is named.

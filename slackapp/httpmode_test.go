@@ -279,7 +279,7 @@ func TestHTTPSlashCommands(t *testing.T) {
 	}{
 		{"eta", testkit.SlashBody("/eta", "", "C0ALLOWED", "U222", e.fake.ResponseURL("1")), false, []string{"synth · ETA", "ETA", "done (", "Servers: 1 of 1 up"}},
 		{"eta names the run", testkit.SlashBody("/eta", "synth", "C0ALLOWED", "U222", e.fake.ResponseURL("2")), false, []string{"synth · ETA"}},
-		{"status", testkit.SlashBody("/runwatch", "status", "C0ALLOWED", "U222", e.fake.ResponseURL("3")), false, []string{"synth · status", "Checklist", "review"}},
+		{"status", testkit.SlashBody("/runwatch", "status", "C0ALLOWED", "U222", e.fake.ResponseURL("3")), false, []string{"synth · status", "Checklist", "generate"}},
 		{"storage of a path that is not the run's", testkit.SlashBody("/storage", "/etc", "C0ALLOWED", "U222", e.fake.ResponseURL("4")), true, []string{"isn't one of them"}},
 		{"runwatch help", testkit.SlashBody("/runwatch", "", "C0ALLOWED", "U222", e.fake.ResponseURL("5")), true, []string{"runwatch help", "/eta [run]", "/runwatch status [run]", "chart"}},
 		{"runwatch snooze, not an admin", testkit.SlashBody("/runwatch", "snooze 2h", "C0ALLOWED", "U222", e.fake.ResponseURL("6")), true, []string{"only runwatch admins"}},

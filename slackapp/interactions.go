@@ -43,7 +43,8 @@ type press struct {
 }
 
 // pressActions is the allow-list of what a press may do.
-var pressActions = map[string]bool{conversation.ActSnooze: true, conversation.ActUnsnooze: true, conversation.ActTake: true, conversation.ActStage: true, conversation.ActLogs: true}
+var pressActions = map[string]bool{conversation.ActSnooze: true, conversation.ActUnsnooze: true, conversation.ActTake: true, conversation.ActStage: true, conversation.ActLogs: true,
+	conversation.ActDetails: true}
 
 var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 
@@ -154,6 +155,9 @@ func (s *App) press(ctx context.Context, p press) {
 	}
 	var rep conversation.Reply
 	switch p.action {
+	case conversation.ActDetails:
+		s.details(ctx, req, p)
+		return
 	case conversation.ActTake:
 		rep = s.take(req, p.ref)
 	case conversation.ActSnooze:
@@ -190,6 +194,37 @@ func (s *App) press(ctx context.Context, p press) {
 	}
 	if strings.Contains(rep.Message.Mrkdwn(), "not saved yet") {
 		s.tell(ctx, p, rep.Message)
+	}
+}
+
+// details answers "Full status" under a chat-sized status: the run's status in full, in the thread of the
+// message pressed (so the channel keeps its ten lines), for whoever may ask about the run there.
+func (s *App) details(ctx context.Context, req conversation.Request, p press) {
+	run, ok := s.bot.Config().RunByName(p.ref.Run)
+	if !ok || !s.bot.AllowedRequest(req, run) {
+		s.tell(ctx, p, conversation.NotAllowed().Message)
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.bot.Budget)
+	rs, err := s.bot.Monitor().RunStatus(sctx, run.Name, monitor.All)
+	cancel()
+	if err != nil {
+		s.tell(ctx, p, conversation.ErrorReply("get the status", err).Message)
+		return
+	}
+	msg := s.bot.FullStatus(rs)
+	if p.ephemeral {
+		s.tell(ctx, p, msg)
+		return
+	}
+	thread := p.threadTS
+	if thread == "" && !p.home {
+		thread = p.messageTS
+	}
+	_, _, err = s.api.Post(ctx, p.channel, thread, msg)
+	s.metrics.Posted("details", err)
+	if err != nil {
+		s.log.Warn("full status not posted", "run", run.Name, "err", err)
 	}
 }
 

@@ -131,7 +131,7 @@ func TestStatusPostHasButtons(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{})
 	post, _ := postStatus(t, e)
 	ref, got := controlsOf(t, post.Form.Get("blocks"))
-	want := []string{"snooze=1h", "stage_done=review", "menu=snooze:30m", "menu=snooze:4h", "menu=snooze:1d", "menu=logs"}
+	want := []string{"snooze=1h", "stage_done=review", "details=", "menu=snooze:30m", "menu=snooze:4h", "menu=snooze:1d", "menu=logs"}
 	if !slices.Equal(got, want) {
 		t.Errorf("status buttons = %v; want %v", got, want)
 	}

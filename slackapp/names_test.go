@@ -47,8 +47,8 @@ func TestSlashCommandsFollowTheInstalledApp(t *testing.T) {
 	if got := slashAnswer(t, e, "/runwatch-b200", "stage nosuch done", "UADMIN"); strings.Contains(got, "/runwatch stage") {
 		t.Errorf("a usage note names /runwatch: %q", got)
 	}
-	if got := slashAnswer(t, e, "/runwatch-b200", "status", "U222"); !strings.Contains(got, "set it with /runwatch-b200 stage review done") {
-		t.Errorf("status = %q; want the manual stage's hint to name /runwatch-b200", got)
+	if got := slashAnswer(t, e, "/runwatch-b200", "left", "U222"); !strings.Contains(got, "set it with /runwatch-b200 stage review done") {
+		t.Errorf("what's left = %q; want the manual stage's hint to name /runwatch-b200", got)
 	}
 
 	// Installed under its own names, the run file not told yet.
