@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"fmt"
+	"strings"
 
 	"runwatch/config"
 	"runwatch/reports"
@@ -21,8 +22,18 @@ func noProgressReason(q Query, rs reports.RunStatus) string {
 		}
 		return fmt.Sprintf("run %s has no progress source. Add `log:` (the job's log), `metrics:` (vLLM/SGLang/TGI /metrics URLs) or `prometheus:` (the server that scrapes them) to the run file.", reports.Esc(rs.Name))
 	}
-	if len(rs.Problems) > 0 {
-		return "the progress sources failed (below)."
+	// The sources that failed, named where the answer leads ("Can't tell — no progress reading: `log
+	// /var/log/gen.log` and `metrics http://gpu-1:8000/metrics` failed"), as the status names them.
+	if failed := reports.ProgressProblems(rs.Problems); len(failed) > 0 {
+		var names []string
+		for _, p := range failed {
+			names = append(names, reports.Code(p.Probe))
+		}
+		last := names[len(names)-1]
+		if len(names) > 1 {
+			last = strings.Join(names[:len(names)-1], ", ") + " and " + last
+		}
+		return "no progress reading: " + last + " failed (below)."
 	}
 	return "no progress reported yet."
 }

@@ -245,6 +245,15 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 					f := o.Usage.Free
 					free = &f
 				}
+				switch {
+				case o.UsageErr != nil:
+					spec.FreeErr = o.UsageErr.Error()
+					if !strings.HasPrefix(spec.FreeErr, "statfs ") {
+						spec.FreeErr = "statfs " + o.Mount.MountPoint + ": " + spec.FreeErr
+					}
+				case o.ResolveErr != nil:
+					spec.FreeErr = o.ResolveErr.Error()
+				}
 				mount, host = o.Mount.MountPoint, o.Host
 			}
 		}

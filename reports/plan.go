@@ -27,6 +27,9 @@ type PlanSpec struct {
 	ElemBytes               int
 	// ModelSrc says where the shape came from: a config.json path or "run file".
 	ModelSrc string
+	// FreeErr is why the target's free space is unknown, when it is: its statfs failed or did not
+	// answer. The verdict is then "can't tell", naming it, never "not sure yet".
+	FreeErr string
 }
 
 // PlanResult is the answer to "will it fit?" for one plan.
@@ -51,6 +54,8 @@ type PlanResult struct {
 	BytesPerToken float64  `json:"bytes_per_token"`
 	Sentence      string   `json:"sentence"` // mrkdwn
 	Error         string   `json:"error,omitempty"`
+	// FreeError is why the target's free space is unknown (PlanSpec.FreeErr).
+	FreeError string `json:"free_error,omitempty"`
 }
 
 // CapturedLayers is how many layers' hidden states the plan stores.
@@ -70,6 +75,9 @@ func EvaluatePlan(s PlanSpec, free *uint64, mount, host string) PlanResult {
 		Name: s.Name, Target: s.Target, Mount: mount, Host: host, FreeBytes: free,
 		Tokens: s.Tokens, TokensSource: s.TokensSrc, Layers: layers, HiddenSize: s.Hidden,
 		BytesPerElem: s.ElemBytes, BytesPerToken: perToken, BytesNeeded: s.Tokens * perToken,
+	}
+	if free == nil {
+		r.FreeError = s.FreeErr
 	}
 	ranged := s.TokensHigh > s.TokensLow && s.TokensLow > 0
 	if ranged {
@@ -160,6 +168,8 @@ func planSentence(s PlanSpec, r PlanResult) string {
 	}
 	where := Code(r.Mount) + onHost(r.Host)
 	switch {
+	case r.FreeBytes == nil && r.FreeError != "":
+		fmt.Fprintf(&b, "; free space on %s is unknown: %s.", where, Esc(r.FreeError))
 	case r.FreeBytes == nil:
 		fmt.Fprintf(&b, "; free space on %s is unknown.", where)
 	case *r.Fits:
@@ -225,7 +235,9 @@ func answerPlans(run string, plans []PlanResult, lead func([]PlanResult, planCou
 		switch {
 		case p.Fits == nil:
 			c.unknown++
-			if p.Error != "" {
+			// A plan whose entry failed, or whose target's free space could not be read, cannot be
+			// checked for a reason: it is not waiting for data.
+			if p.Error != "" || p.FreeError != "" {
 				c.broken++
 			}
 		case !*p.Fits:

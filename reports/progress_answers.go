@@ -9,7 +9,8 @@ import (
 // (AnswerThroughput) and whether it still moves (AnswerStuck). Each is a pure function of the run's
 // status, as AnswerWhy is: the wording of an answer changes here, in one place. noProgress is why
 // nothing is known of the run's progress, which only the caller can say (it depends on the run file):
-// "no progress reported yet.", "the progress sources failed (below).", or what to add to the run file.
+// "no progress reported yet.", "no progress reading: `log /var/log/gen.log` failed (below).", or what to
+// add to the run file.
 
 // AnswerETA is the answer to "ETA?": the ETA with its range, the progress and the throughput, how the
 // estimate got here (the finish of a finished run, else its last move), the engines, and the finish

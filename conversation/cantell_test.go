@@ -1,0 +1,113 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"runwatch/config"
+	"runwatch/internal/testkit"
+	"runwatch/probes"
+)
+
+// firstLine is an answer's verdict: the line after its title.
+func firstLine(answer string) string {
+	lines := strings.SplitN(answer, "\n", 3)
+	if len(lines) < 2 {
+		return answer
+	}
+	return lines[1]
+}
+
+// "Will the hidden states fit?" when the target's statfs fails or never returns: "can't tell", naming
+// statfs, never "fits" and never "not sure yet", which reads as waiting for data. "Will the disk fill?"
+// names it too.
+func TestFitWhenStatfsFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(release <-chan struct{}) error
+		want string // in the plan's line
+	}{
+		{"fails", func(<-chan struct{}) error { return errors.New("input/output error") }, "input/output error"},
+		{"never returns", func(release <-chan struct{}) error { <-release; return nil }, "statfs "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			table, err := probes.NewMounts("/proc").Read(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mt, ok := table.Lookup(dir)
+			if !ok {
+				t.Fatalf("no mount holds %s", dir)
+			}
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) })
+			usage := func(mountPoint string) (probes.Usage, error) {
+				if mountPoint == mt.MountPoint {
+					if err := tc.fail(release); err != nil {
+						return probes.Usage{}, err
+					}
+				}
+				return probes.Usage{Total: 100 << 30, Free: 40 << 30, Used: 60 << 30}, nil
+			}
+			const timeout = 300 * time.Millisecond
+			e := newBotEnv(t, botOpts{Timeout: timeout, StatFS: probes.NewStatFSFunc(timeout, usage), Run: func(r *config.Run) {
+				r.Plans = []config.Plan{{Name: "hidden-states", Target: r.Outputs[0], Tokens: config.Tokens{N: 25e3}, NumLayers: 32, HiddenSize: 4096}}
+			}})
+			for _, q := range []string{"will the hidden states fit?", "will it fit?", "capacity?"} {
+				a := faultAsk(e, q)
+				first := firstLine(a)
+				if !strings.Contains(strings.ToLower(first), "can't tell") && !strings.Contains(first, "Cannot tell") && !strings.Contains(first, "cannot be checked:") ||
+					strings.Contains(first, "fits") || strings.Contains(first, "yet") || strings.Contains(first, "(ok)") {
+					t.Errorf("%q while statfs %s: first line %q; want can't tell (not fits, not \"yet\")", q, tc.name, first)
+				}
+				if !strings.Contains(a, "free space on "+mt.MountPoint+" is unknown: ") || !strings.Contains(a, tc.want) {
+					t.Errorf("%q while statfs %s:\n%s\nwant the plan's line to say why free space is unknown (%q)", q, tc.name, a, tc.want)
+				}
+			}
+			if a := faultAsk(e, "will the disk fill?"); !strings.Contains(a, "free space unknown") || !strings.Contains(a, "statfs") || strings.Contains(a, "lasts") {
+				t.Errorf("will the disk fill? while statfs %s:\n%s\nwant free space unknown, naming statfs", tc.name, a)
+			}
+		})
+	}
+}
+
+// "Is it stuck?" and "is it still running?" when the log cannot be read and the engine does not answer:
+// "can't tell", naming both sources in the verdict, never "moving" nor "stuck".
+func TestStuckWhenTheSourcesFail(t *testing.T) {
+	vllm := testkit.NewFaultEndpoint(t)
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	e := newBotEnv(t, botOpts{Clock: clock, Metrics: []string{vllm.URL()}})
+	ctx := context.Background()
+	for i := range 5 {
+		e.WriteLog(t, 300+i*50, 25000)
+		e.Mon.Sample(ctx)
+		clock.Add(30 * time.Second)
+	}
+	if first := firstLine(faultAsk(e, "is it stuck?")); !strings.Contains(first, "No, it's moving") {
+		t.Fatalf("is it stuck? while the job moves: %q; want it moving", first)
+	}
+	vllm.Down()
+	if err := os.Remove(e.Log); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.Log, 0o755); err != nil { // a path that cannot be read as a log
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.Mon.Sample(ctx)
+		clock.Add(30 * time.Second)
+	}
+	for _, q := range []string{"is it stuck?", "is it still running?"} {
+		first := firstLine(faultAsk(e, q))
+		if !strings.Contains(first, "Can't tell") || !strings.Contains(first, "log "+filepath.Join(e.Dir, "gen.log")) || !strings.Contains(first, "metrics "+strings.TrimSuffix(vllm.URL(), "/metrics")) ||
+			strings.Contains(first, "moving") || strings.Contains(first, "stuck") || strings.Contains(first, "(ok)") {
+			t.Errorf("%q with the log unreadable and the engine down: first line %q; want can't tell, naming the log and the engine", q, first)
+		}
+	}
+}
