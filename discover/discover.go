@@ -252,14 +252,15 @@ func (d *Discoverer) dropSelf(t processTable, clients map[int][]int) {
 	}
 }
 
-// writersOfGrowingFiles are the processes in scope, other than this one and the engines, whose files
-// hold progress lines or grew while discovery watched them.
+// writersOfGrowingFiles are the processes in scope, other than this one, the engines and the metrics
+// scrapers (a Prometheus's TSDB grows wherever it is kept), whose files hold progress lines or grew while
+// discovery watched them.
 func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, writes map[int][]probes.Writer, in map[int]bool, engines []Engine) []int {
 	cands := map[int][]probes.Writer{}
 	for pid, ws := range writes {
 		p := t.procs[pid]
 		if pid == d.o.Self || pid <= 1 || p == nil || len(p.cmdline) == 0 || (in != nil && !in[pid]) ||
-			slices.ContainsFunc(engines, func(e Engine) bool { return e.PID == pid }) {
+			slices.Contains(scrapers, p.comm) || slices.ContainsFunc(engines, func(e Engine) bool { return e.PID == pid }) {
 			continue
 		}
 		cands[pid] = ws

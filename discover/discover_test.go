@@ -137,7 +137,8 @@ func TestDiscoverLogOpenedByTheScript(t *testing.T) {
 }
 
 // TestDiscoverWithoutEngine: no engine answers, so the job is the process writing a growing file; one
-// whose file does not grow is not a job, nor is a daemon writing under /var/log.
+// whose file does not grow is not a job, nor is a daemon writing under /var/log, nor a Prometheus whose
+// write-ahead log grows beside the data.
 func TestDiscoverWithoutEngine(t *testing.T) {
 	tree := newProcTree(t)
 	data := t.TempDir()
@@ -149,6 +150,10 @@ func TestDiscoverWithoutEngine(t *testing.T) {
 	tree.fd(31, 4, still, flagsAppend)
 	tree.proc(32, 1, "/usr/sbin/rsyslogd", "-n")
 	tree.fd(32, 4, "/var/log/syslog", flagsAppend)
+	// A Prometheus keeping its TSDB beside the data (not under /var/lib): its WAL grows too.
+	wal := writeFile(t, data, "prometheus/wal/00000001", "x")
+	tree.proc(33, 1, "/usr/bin/prometheus", "--storage.tsdb.path="+filepath.Join(data, "prometheus"))
+	tree.fd(33, 5, wal, flagsAppend)
 
 	d := New(Options{ProcRoot: tree.root, Self: -1, GrowWait: time.Millisecond})
 	d.betweenLooks = func() {
@@ -158,6 +163,9 @@ func TestDiscoverWithoutEngine(t *testing.T) {
 		}
 		f.WriteString("more tensor bytes")
 		f.Close()
+		if err := os.WriteFile(wal, []byte("a longer write-ahead log"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	res, err := d.Discover(t.Context())
 	if err != nil {

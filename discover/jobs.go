@@ -40,7 +40,8 @@ type Output struct {
 	FSType     string
 }
 
-// scrapers are programs that connect to an engine to read its metrics, not to use it: never a job.
+// scrapers are programs that connect to an engine to read its metrics, not to use it, and write only
+// their own databases: never a job, as a client or as a writer of growing files.
 var scrapers = []string{"prometheus", "vmagent", "grafana-agent", "alloy", "otelcol", "otelcol-contrib",
 	"telegraf", "datadog-agent", "agent", "netdata", "node_exporter", "victoria-metrics", "curl", "wget"}
 
