@@ -237,11 +237,18 @@ func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run
 	for _, err := range errs {
 		problem(ps.probe(), err)
 	}
-	if len(rem.Hosts) == 0 {
+	hosts := rem.Hosts
+	for _, h := range rem.Vanished {
+		// Its paths are there, their free space unknown and why: not left out as though the host never
+		// held them. The source is a problem of its own, warned about once.
+		hosts = append(hosts, probes.RemoteHost{Name: h, Err: probes.ErrFSVanished})
+		problem("node_exporter "+h, probes.ErrFSVanished)
+	}
+	if len(hosts) == 0 {
 		return reports.RemoteInput{}
 	}
 	return reports.RemoteInput{
-		Paths:      reports.PlaceOnHosts(specs, rem.Hosts),
+		Paths:      reports.PlaceOnHosts(specs, hosts),
 		WriteRates: rem.WriteRates,
 		FillRates:  reports.FillRatesByHost(rem.Free, probes.UnixSeconds(now), probes.PromFreeWindow.Seconds()),
 		Devices:    remoteDevices(rem),

@@ -41,7 +41,15 @@ type RemoteFS struct {
 type RemoteHost struct {
 	Name        string // the instance without its port
 	Filesystems []RemoteFS
+	// Err says why the host has no filesystems to place a path on, when it should have some: its
+	// series vanished (ErrFSVanished).
+	Err error
 }
+
+// ErrFSVanished: a host of the run whose node_exporter filesystem series were in Prometheus within
+// PromExporterMemory has none now (node_exporter stopped, the host down, its target dropped): its
+// free space is unknown, not gone.
+var ErrFSVanished = fmt.Errorf("its node_exporter's filesystem series are gone from Prometheus (they were there within the last %s)", PromExporterMemory)
 
 // Lookup is the filesystem that holds path on the host: the longest mount point that is path or
 // one of its ancestors, walked up the way MountTable.Lookup walks. node_exporter cannot say
@@ -74,6 +82,9 @@ type RemoteStorage struct {
 	Written    map[string]map[string]PromWritten
 	// Free is the free bytes over the trend window, by host and mount point.
 	Free map[string]map[string][]PromSample
+	// Vanished are the hosts of the run's targets whose filesystem series Prometheus held within
+	// PromExporterMemory and holds no more (ErrFSVanished), sorted.
+	Vanished []string
 }
 
 // Windows of the raw samples read for a trend and for write rates.

@@ -417,10 +417,15 @@ func (p *Prometheus) Filesystems(ctx context.Context, reqs []PromFSRequest, at t
 		all = append(all, r.Paths...)
 		selectors[i] = r.Selector
 	}
+	mountpoints := "mountpoint=~" + promAlternation(promAncestors(all))
 	fs := promSelector([]string{"node_filesystem_avail_bytes", "node_filesystem_size_bytes", "node_filesystem_free_bytes", "node_filesystem_device_error"},
-		"", "mountpoint=~"+promAlternation(promAncestors(all)))
+		"", mountpoints)
+	// The hosts whose filesystems answered within the hour: one of them with none now vanished, and
+	// is named, rather than left out of the answers as though it never held a path.
+	seenFS := fmt.Sprintf(`label_replace(group by (instance) (last_over_time(node_filesystem_avail_bytes{%s}[%ds])), "runwatch", "seen", "", "")`,
+		mountpoints, int(PromExporterMemory.Seconds()))
 	c, cancel := context.WithTimeout(ctx, timeout)
-	query, split := promGroupedOnHosts(promHostLabel(fs), selectors, false)
+	query, split := promGroupedOnHosts(promHostLabel(fs+" or "+seenFS), selectors, false)
 	res, err := p.queryParts(c, query, at, n)
 	cancel()
 	if err != nil {
@@ -447,11 +452,21 @@ func (p *Prometheus) Filesystems(ctx context.Context, reqs []PromFSRequest, at t
 	fsParts, _ := split(res.Series)
 	for i, part := range fsParts {
 		mps := promAncestors(reqs[i].Paths)
+		was := map[string]bool{}
 		part = slices.DeleteFunc(slices.Clone(part), func(s PromSeries) bool {
+			if s.Labels["runwatch"] == "seen" {
+				was[s.Labels["host"]] = true
+				return true
+			}
 			_, found := slices.BinarySearch(mps, s.Labels["mountpoint"])
 			return !found
 		})
 		out[i].Hosts = promHosts(part)
+		for _, h := range slices.Sorted(maps.Keys(was)) {
+			if h != "" && !slices.ContainsFunc(out[i].Hosts, func(rh RemoteHost) bool { return rh.Name == h }) {
+				out[i].Vanished = append(out[i].Vanished, h)
+			}
+		}
 		if len(out[i].Hosts) == 0 {
 			fail(i, fmt.Errorf("storage: no node_exporter filesystem series on the hosts of %s", promSelector(nil, promInner(reqs[i].Selector))))
 			continue

@@ -438,12 +438,18 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 	}
 	seen := map[string]bool{}
 	for _, p := range st.Paths {
-		key := p.Host + "\x00" + p.Mount
-		if p.Mount == "" || seen[key] {
+		// A path whose filesystem is unknown (a host whose node_exporter went quiet) is named by itself:
+		// left out, the line would read as every disk accounted for.
+		name := p.Mount
+		if name == "" && p.Error != "" {
+			name = p.Path
+		}
+		key := p.Host + "\x00" + name
+		if name == "" || seen[key] {
 			continue
 		}
 		seen[key] = true
-		s := Code(p.Mount) + onHost(p.Host) + " "
+		s := Code(name) + onHost(p.Host) + " "
 		if p.FreeBytes != nil {
 			s += Bytes(float64(*p.FreeBytes)) + " free"
 			if p.FillsInS != nil {

@@ -49,7 +49,8 @@ type SilentHost struct {
 }
 
 // PlaceOnHosts places each path (Path and Role set) on the filesystem of each host that holds it,
-// as the local probes place it on the mount table. Exists is left true (node_exporter cannot say,
+// as the local probes place it on the mount table; on a host whose filesystems are unknown (Err),
+// each path is there with that error. Exists is left true (node_exporter cannot say,
 // and an answer should not claim "not created yet" on that) and Resolved is the path as
 // configured (symlinks on the host cannot be followed from here).
 func PlaceOnHosts(paths []PathObservation, hosts []probes.RemoteHost) []PathObservation {
@@ -57,6 +58,11 @@ func PlaceOnHosts(paths []PathObservation, hosts []probes.RemoteHost) []PathObse
 	for _, h := range hosts {
 		for _, p := range paths {
 			o := PathObservation{Path: p.Path, Role: p.Role, Resolved: filepath.Clean(p.Path), Exists: true, Host: h.Name}
+			if h.Err != nil {
+				o.UsageErr = h.Err
+				out = append(out, o)
+				continue
+			}
 			f, ok := h.Lookup(p.Path)
 			if !ok {
 				o.UsageErr = probes.ErrNoRemoteFS
