@@ -80,6 +80,7 @@ func compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	// Rates come from the history up to the last progress: a flat stretch still going on is either the start
 	// of a stall or a pause, and counts as neither yet. The finish slides out with it.
 	s.pts = s.pts[:s.busyUntil()+1]
+	s.runTokensPerS, s.runItemsPerS = tp.RunTokensPerS, tp.RunItemsPerS
 	est, pr := s.model(e, last.T, cfg)
 	if pr.ok {
 		est = s.choose(est, pr, last.T)

@@ -48,6 +48,9 @@ type series struct {
 	kind   CounterKind // what the engines' token counter means
 	// pre is the job before the history, when the history starts mid-job (see before).
 	pre before
+	// runTokensPerS and runItemsPerS are the throughput's run averages: a rate the estimate says is the
+	// whole run's must read as they do (see window.notAverage).
+	runTokensPerS, runItemsPerS float64
 	// logModified is when the job log last changed, as the latest observation says (0: unknown).
 	logModified float64
 	// countersLeftOut: the engines' counters were judged not to stand for the job (replicas answering in

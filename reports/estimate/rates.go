@@ -27,8 +27,14 @@ func (s series) throughput(window float64) Throughput {
 	if tp.WindowS > 0 {
 		tp.ItemsPerS = (last.done - s.pts[from].done) / tp.WindowS
 	}
+	// The run averages count the job before the history when it counts (see before): a run average from
+	// runwatch's first sample on, 10 min into the job, was not the run's.
+	var pre before
+	if s.pre.ok && s.pre.seconds > 0 {
+		pre = s.pre
+	}
 	if d := last.t - first.t; d > 0 {
-		tp.RunItemsPerS = (last.done - first.done) / d
+		tp.RunItemsPerS = (pre.items + last.done - first.done) / (pre.seconds + d)
 	}
 	// Token counts: between the latest points where the engines answered.
 	lastG := -1
@@ -53,6 +59,9 @@ func (s series) throughput(window float64) Throughput {
 		if s.pts[i].hasG {
 			if d := s.pts[lastG].t - s.pts[i].t; d > 0 {
 				tp.RunTokensPerS = (s.pts[lastG].g - s.pts[i].g) / d
+				if i == 0 && pre.tokens > 0 {
+					tp.RunTokensPerS = (pre.tokens + s.pts[lastG].g - s.pts[i].g) / (pre.seconds + d)
+				}
 			}
 			break
 		}

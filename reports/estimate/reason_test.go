@@ -187,10 +187,13 @@ func TestWindowsOf(t *testing.T) {
 		rate, length window
 		want         string
 	}{
-		{window{1800, true}, window{0, false}, " (tokens per item of the whole run, tok/s following the trend of the last 30 min)"},
-		{window{2700, true}, window{2700, true}, " (rates following the trend of the last 15 min)"},
-		{window{2700, false}, window{2700, true}, " (tokens per item following the trend of the last 15 min, tok/s of the last 15 min)"},
-		{window{0, true}, window{0, true}, " (rates following the trend of the whole run)"},
+		{window{at: 1800, trend: true}, window{at: 0, trend: false}, " (tokens per item of the whole run, tok/s following the trend of the last 30 min)"},
+		{window{at: 2700, trend: true}, window{at: 2700, trend: true}, " (rates following the trend of the last 15 min)"},
+		{window{at: 2700, trend: false}, window{at: 2700, trend: true}, " (tokens per item following the trend of the last 15 min, tok/s of the last 15 min)"},
+		{window{at: 0, trend: true}, window{at: 0, trend: true}, " (rates following the trend of the whole run)"},
+		// A whole run's rate that is not the run average (full batches only) is said as such, apart from the lengths.
+		{window{at: 0, apart: fullBatches}, window{at: 0}, " (tokens per item of the whole run, tok/s of the whole run, full batches only)"},
+		{window{at: 2700, apart: fullBatches}, window{at: 2700}, " (rates of the last 15 min)"},
 	} {
 		if got := windowsOf(now, start, c.rate, c.length, block, true); got != c.want {
 			t.Errorf("windowsOf(%+v, %+v) = %q; want %q", c.rate, c.length, got, c.want)

@@ -235,14 +235,26 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 	if s.cut > 0 || s.pts[0].done > 0 && !(s.pre.ok && (preRate || e.TokensPerS == 0)) {
 		whole = math.Inf(-1)
 	}
-	e.Reason += windowsOf(last.active, whole, window{rateAt, rateTrend}, window{lenAt, lenTrend}, blockLen,
-		e.TokensPerItem > 0)
+	// The rate over the whole run is the throughput line's run average only when they read the same.
+	apart := ""
+	switch {
+	case len(tps.ms) > 0 && e.TokensPerS > 0:
+		if format.Rate(e.TokensPerS, "tok/s") != format.Rate(s.runTokensPerS, "tok/s") {
+			apart = fullBatches
+		}
+	case format.Rate(e.ItemsPerS, "items/s") != format.Rate(s.runItemsPerS, "items/s"):
+		apart = runningTime
+	}
+	e.Reason += windowsOf(last.active, whole, window{at: rateAt, trend: rateTrend, apart: apart},
+		window{at: lenAt, trend: lenTrend}, blockLen, e.TokensPerItem > 0)
+	notes := len(e.Reason)
 	if s.cut > 0 {
 		e.Reason += ", " + rg.since()
 	}
 	if s.foreign {
 		e.Reason += "; " + foreignWork
 	}
+	e.notes = e.Reason[notes:]
 	if e.TokensPerS > 0 && e.TokensPerItem > 0 {
 		// The items × tokens ÷ tokens/s above is the full batch's arithmetic; the drain at the end (the last
 		// requests decoding with the batch emptying) makes the estimate longer than it, which near the end is
@@ -297,6 +309,10 @@ type tokenBlock struct {
 type window struct {
 	at    float64
 	trend bool
+	// apart is what the figure measured over the whole run when it is not the run average the throughput line
+	// gives ("" when it reads the same): never "of the whole run" beside a different "run average" (1,349
+	// against 1,331 tok/s in one evaluation).
+	apart string
 }
 
 // windowsOf says over what the figures of a reason were measured: "(rates of the last 14 min)" when the rate
@@ -305,11 +321,21 @@ type window struct {
 // starts with the run (within half a block of start, the active time the job started at; -Inf when the
 // history starts mid-job). A figure that is a fitted line's latest value follows "the trend of" its window: a
 // rate that climbed through the last 30 min is not their mean.
+// fullBatches and runningTime are what a rate over the whole run that is not its run average measured: the
+// token rate its blocks with the batch full, the item rate the time the job was running (pauses left out).
+const (
+	fullBatches = ", full batches only"
+	runningTime = ", running time only"
+)
+
 func windowsOf(now, start float64, rate, length window, blockLen float64, lengths bool) string {
 	say := func(w window) string {
 		s := "the last " + format.Duration(now-w.at)
 		if w.at <= start+blockLen/2 {
 			s = "the whole run"
+			if !w.trend {
+				s += w.apart
+			}
 		}
 		if w.trend {
 			return "following the trend of " + s
@@ -319,10 +345,16 @@ func windowsOf(now, start float64, rate, length window, blockLen float64, length
 	if !lengths {
 		length = rate
 	}
+	for _, w := range []*window{&rate, &length} {
+		if w.at > start+blockLen/2 || w.trend {
+			w.apart = "" // said of the whole run only
+		}
+	}
 	rateAt, lenAt := rate.at, length.at
 	r, l := say(rate), say(length)
-	if rate.trend == length.trend && (r == l || math.Abs(rateAt-lenAt) <= 0.15*(now-math.Min(rateAt, lenAt))) {
-		w := window{at: math.Max(rateAt, lenAt), trend: rate.trend}
+	if rate.trend == length.trend && rate.apart == length.apart &&
+		(r == l || math.Abs(rateAt-lenAt) <= 0.15*(now-math.Min(rateAt, lenAt))) {
+		w := window{at: math.Max(rateAt, lenAt), trend: rate.trend, apart: rate.apart}
 		if math.Min(rateAt, lenAt) <= start+blockLen/2 {
 			w.at = start
 		}

@@ -87,6 +87,9 @@ type ETA struct {
 	// split is the range's two parts, the busy part and the drain, each with its own range: the backtest
 	// rescales the busy part alone (see backtest). Nil when the estimate has no such parts.
 	split *rangeSplit
+	// notes are the reason's clauses after the structural model's figures and their windows (a regime since,
+	// another job's work), which hold whichever estimator prices the busy part.
+	notes string
 }
 
 // rangeSplit is the time left as its busy part and its drain, each with its low and high.
