@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -21,7 +20,6 @@ import (
 	"runwatch/posts"
 	"runwatch/probes"
 	"runwatch/reports"
-	"runwatch/sim"
 	"runwatch/state"
 )
 
@@ -481,111 +479,6 @@ func runStatus(ctx context.Context, a *app, args []string) error {
 		fmt.Fprintln(a.stdout, msg.Text())
 	}
 	return nil
-}
-
-func runServe(ctx context.Context, a *app, args []string) error {
-	fs := a.flags()
-	demo := fs.Bool("demo", false, "watch a simulated vLLM job at accelerated time")
-	if err := parseNoArgs(fs, args, "serve takes no arguments"); err != nil {
-		return err
-	}
-	defer a.close()
-	a.exclusive = true
-	// While a console holds the state directory, the serve answers Slack from a read-only monitor (each
-	// answer says why there are no warnings yet) rather than leave the channel with no answer at all.
-	a.whileWaiting = func(ctx context.Context, m *monitor.Monitor, why string) error {
-		b := a.bot(m)
-		b.Notice = "runwatch is answering read-only: " + why + "; warnings and scheduled posts start when it exits."
-		return Serve(ctx, b, ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout, ReadOnly: why})
-	}
-	m, err := a.start(ctx, *demo, true)
-	if err != nil {
-		return err
-	}
-	b := a.bot(m)
-	return Serve(ctx, b, ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout})
-}
-
-func runReplay(ctx context.Context, a *app, args []string) error {
-	fs := a.bareFlags()
-	trace := fs.String("trace", "", "the trace file: JSONL, one observation per line ({\"t\", \"done\", \"total\", ...}); - for stdin")
-	asJSON := fs.Bool("json", true, "print one JSON line per input line; --json=false prints one line of text each")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *trace == "" {
-		return usageError{"--trace FILE is required"}
-	}
-	var in io.Reader = a.stdin
-	if *trace != "-" {
-		f, err := os.Open(*trace)
-		if err != nil {
-			return fmt.Errorf("open trace: %w", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	return replay(in, a.stdout, *asJSON)
-}
-
-func runExport(ctx context.Context, a *app, args []string) error {
-	fs := a.flags()
-	run := fs.String("run", "", "the run (default: the only run)")
-	out := fs.String("out", "-", "the trace file to write; - for standard output")
-	if err := parseNoArgs(fs, args, "export takes no arguments"); err != nil {
-		return err
-	}
-	if err := a.setup(ctx, false); err != nil {
-		return err
-	}
-	name := *run
-	if name == "" {
-		if len(a.file.Runs) != 1 {
-			return usageError{fmt.Sprintf("name the run with --run (runs: %s)", strings.Join(runNames(a.file), ", "))}
-		}
-		name = a.file.Runs[0].Name
-	}
-	if _, ok := a.file.RunByName(name); !ok {
-		return fmt.Errorf("no run named %q (runs: %s)", name, strings.Join(runNames(a.file), ", "))
-	}
-	m, err := a.monitor(ctx, false)
-	if err != nil {
-		return err
-	}
-	hist := m.History(name)
-	if len(hist) == 0 {
-		return fmt.Errorf("run %s has no sampled history in %s yet: `bot serve` or `bot console` records it", name, a.env.StateDir)
-	}
-	// A trace counts seconds from the first observation, to the millisecond: a sampler's wall-clock jitter
-	// (t=1.0001025199890137) is noise that replay's text would otherwise print in full.
-	t0 := hist[0].T
-	for i := range hist {
-		hist[i].T = math.Round((hist[i].T-t0)*1000) / 1000
-	}
-	var w io.Writer = a.stdout
-	if *out != "-" {
-		f, err := os.Create(*out)
-		if err != nil {
-			return fmt.Errorf("create trace: %w", err)
-		}
-		defer f.Close()
-		w = f
-	}
-	if err := sim.WriteTrace(w, hist); err != nil {
-		return err
-	}
-	if *out != "-" {
-		fmt.Fprintf(a.stderr, "wrote %d observations of run %s to %s\n", len(hist), name, *out)
-	}
-	return nil
-}
-
-func runNames(f *config.File) []string {
-	var names []string
-	for _, r := range f.Runs {
-		names = append(names, r.Name)
-	}
-	return names
 }
 
 func writeJSON(w io.Writer, v any) error {

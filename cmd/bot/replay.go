@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -75,4 +77,26 @@ func replayText(res reports.ReplayLine) string {
 	}
 	return fmt.Sprintf("t=%-8s %-8s eta=%-28s%s %s", strconv.FormatFloat(res.T, 'f', -1, 64), res.State, eta, shift,
 		res.Reason)
+}
+
+func runReplay(ctx context.Context, a *app, args []string) error {
+	fs := a.bareFlags()
+	trace := fs.String("trace", "", "the trace file: JSONL, one observation per line ({\"t\", \"done\", \"total\", ...}); - for stdin")
+	asJSON := fs.Bool("json", true, "print one JSON line per input line; --json=false prints one line of text each")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *trace == "" {
+		return usageError{"--trace FILE is required"}
+	}
+	var in io.Reader = a.stdin
+	if *trace != "-" {
+		f, err := os.Open(*trace)
+		if err != nil {
+			return fmt.Errorf("open trace: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	return replay(in, a.stdout, *asJSON)
 }

@@ -17,6 +17,7 @@ import (
 	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
 	"runwatch/internal/redact"
+	"runwatch/monitor"
 	"runwatch/posts"
 	"runwatch/probes"
 	"runwatch/slackapp"
@@ -271,4 +272,27 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	app.Wait(5 * time.Second)
 	wg.Wait()
 	return result
+}
+
+func runServe(ctx context.Context, a *app, args []string) error {
+	fs := a.flags()
+	demo := fs.Bool("demo", false, "watch a simulated vLLM job at accelerated time")
+	if err := parseNoArgs(fs, args, "serve takes no arguments"); err != nil {
+		return err
+	}
+	defer a.close()
+	a.exclusive = true
+	// While a console holds the state directory, the serve answers Slack from a read-only monitor (each
+	// answer says why there are no warnings yet) rather than leave the channel with no answer at all.
+	a.whileWaiting = func(ctx context.Context, m *monitor.Monitor, why string) error {
+		b := a.bot(m)
+		b.Notice = "runwatch is answering read-only: " + why + "; warnings and scheduled posts start when it exits."
+		return Serve(ctx, b, ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout, ReadOnly: why})
+	}
+	m, err := a.start(ctx, *demo, true)
+	if err != nil {
+		return err
+	}
+	b := a.bot(m)
+	return Serve(ctx, b, ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout})
 }
