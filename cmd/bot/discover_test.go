@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"runwatch/config"
 	"runwatch/internal/peersim"
 )
@@ -20,11 +22,13 @@ type job struct {
 	log, out string // its log and its output file
 }
 
-// startJob starts testdata/generate.py against the server at url, writing JSONL under data/synth: its
-// progress to its redirected stdout, or with ownLog to a log it opens itself (stdout goes nowhere). It
-// returns once the log holds a progress line with items done two seconds or more into the job (a one-shot
-// ask divides the items by the elapsed time the line gives), and kills the job when the test ends.
-func startJob(t *testing.T, python, script, url, data string, ownLog bool) job {
+// startJob starts testdata/generate.py against the server at url (listening on port), writing JSONL under
+// data/synth: its progress to its redirected stdout, or with ownLog to a log it opens itself (stdout goes
+// nowhere). It returns once the log holds a progress line with items done two seconds or more into the job
+// (a one-shot ask divides the items by the elapsed time the line gives) and the job holds a connection to
+// the server open (its threads keep theirs between requests, so discovery, looking after this, sees the
+// job as the server's client), and kills the job when the test ends.
+func startJob(t *testing.T, python, script, url string, port int, data string, ownLog bool) job {
 	t.Helper()
 	j := job{log: filepath.Join(data, "logs", "gen.log"), out: filepath.Join(data, "synth", "samples.jsonl")}
 	for _, d := range []string{filepath.Dir(j.log), filepath.Dir(j.out)} {
@@ -57,7 +61,8 @@ func startJob(t *testing.T, python, script, url, data string, ownLog bool) job {
 	progress := regexp.MustCompile(`Progress: [1-9][0-9]*/.*elapsed: ([2-9]|[1-9][0-9]+)s`)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if b, err := os.ReadFile(j.log); err == nil && progress.Match(b) {
+		b, err := os.ReadFile(j.log)
+		if err == nil && progress.Match(b) && connectedTo(t, j.pid, port) {
 			return j
 		}
 		select {
@@ -66,9 +71,46 @@ func startJob(t *testing.T, python, script, url, data string, ownLog bool) job {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the job printed no progress within a minute")
+			t.Fatalf("within a minute the job printed no progress or held no connection to :%d open", port)
 		}
 	}
+}
+
+// connectedTo says whether process pid has an established TCP connection to port on this host, as its
+// /proc shows it: one of its file descriptors is a socket /proc/net/tcp{,6} lists with that remote port.
+func connectedTo(t *testing.T, pid, port int) bool {
+	t.Helper()
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := fs.Proc(pid)
+	if err != nil {
+		return false // exited: the caller's wait says so
+	}
+	targets, err := p.FileDescriptorTargets()
+	if err != nil {
+		return false
+	}
+	inodes := map[uint64]bool{}
+	for _, target := range targets {
+		var inode uint64
+		if _, err := fmt.Sscanf(target, "socket:[%d]", &inode); err == nil {
+			inodes[inode] = true
+		}
+	}
+	for _, read := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
+		lines, err := read()
+		if err != nil {
+			continue // no IPv6
+		}
+		for _, l := range lines {
+			if l.St == 1 && int(l.RemPort) == port && inodes[l.Inode] { // 1: TCP_ESTABLISHED
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var (
@@ -96,7 +138,7 @@ func TestZeroConfig(t *testing.T) {
 		ownLog bool
 	}{{"stdout redirected to the log", false}, {"log opened by the script", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := startJob(t, python, script, sim.URL, t.TempDir(), tc.ownLog)
+			j := startJob(t, python, script, sim.URL, sim.Port, t.TempDir(), tc.ownLog)
 			dir := setEnv(t)
 			// Only this test's processes: the machine may run other simulators and jobs.
 			t.Setenv("RUNWATCH_DISCOVER", fmt.Sprintf("%d,%d", sim.PID, j.pid))

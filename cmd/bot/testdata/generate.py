@@ -1,13 +1,15 @@
 """A small synthetic-data job, as people run them against a vLLM server: it sends completions with a few
 threads, appends one JSON line per answer to --out, and prints the seed's progress line every few items,
 to stdout (redirected to a file by whoever started it) or, with --log, to a file it opens itself.
-Standard library only."""
+Each thread keeps its connection to the server open between requests, as the HTTP clients such jobs use
+do (the openai client's connection pool, aiohttp, requests.Session). Standard library only."""
 import argparse
+import http.client
 import json
 import sys
 import threading
 import time
-import urllib.request
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 ap = argparse.ArgumentParser()
@@ -25,15 +27,34 @@ out = open(a.out, "a", buffering=1)
 lock = threading.Lock()
 done = errors = tokens = 0
 start = time.time()
+url = urllib.parse.urlsplit(a.url)
+conns = threading.local()
+
+
+def post(path, body):
+    """POSTs body on this thread's connection, opening it (again, once, if the server closed it)."""
+    for attempt in range(2):
+        if getattr(conns, "c", None) is None:
+            conns.c = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+        try:
+            conns.c.request("POST", url.path.rstrip("/") + path, body, {"Content-Type": "application/json"})
+            r = conns.c.getresponse()
+            data = r.read()
+            if r.status != 200:
+                raise RuntimeError(f"HTTP {r.status}")
+            return json.loads(data)
+        except (http.client.HTTPException, OSError):
+            conns.c.close()
+            conns.c = None
+            if attempt:
+                raise
 
 
 def one(i):
     global done, errors, tokens
     body = json.dumps({"model": "fake-model", "prompt": f"Write sample {i}.", "max_tokens": a.max_tokens}).encode()
-    req = urllib.request.Request(a.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            resp = json.load(r)
+        resp = post("/v1/completions", body)
         n = resp.get("usage", {}).get("completion_tokens", 0)
         with lock:
             out.write(json.dumps({"id": i, "text": resp["choices"][0]["text"][:80]}) + "\n")
