@@ -66,10 +66,16 @@ func (m *Monitor) freshLatest(name string, now time.Time) (latestEval, bool) {
 }
 
 // reuseLatest is the run's latest evaluation when it covers need and is at most Options.Fresh
-// old; readers get their own copy of the lists they might append to.
+// old; readers get their own copy of the lists they might append to. A question about storage does
+// not read an evaluation whose open-files scan is older than that (a sampler at a short interval
+// scans every ScanEvery samples only): "are we writing?" is asked about now, and a scan from before
+// the last sample interval would answer for then.
 func (m *Monitor) reuseLatest(name string, need Need, now time.Time) (reports.RunStatus, bool) {
 	le, ok := m.freshLatest(name, now)
 	if !ok || !le.need.covers(need) {
+		return reports.RunStatus{}, false
+	}
+	if at := le.rs.Storage.ScannedAt; need.Storage && !at.IsZero() && (now.Sub(at) > m.opts.Fresh || now.Before(at)) {
 		return reports.RunStatus{}, false
 	}
 	rs := le.rs

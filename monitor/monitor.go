@@ -444,6 +444,7 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 		}
 		if shared.scan != nil {
 			in.Writers = shared.writers.classify(r.Name, in.Paths, shared.table, m.opts.AllWriters)
+			in.ScannedAt = shared.writers.readAt
 		}
 		// The time to full is the free-space trend's alone: a write rate is one interval's writes (a burst of
 		// them made "fills in 6 h" of 5 s), and bytes written are not bytes of free space gone.

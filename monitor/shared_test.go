@@ -334,6 +334,54 @@ func TestAnswersShareEvaluations(t *testing.T) {
 	}
 }
 
+// A sampler at a 1 s interval scans open files every 30 samples; an answer about storage a moment
+// after a sample must not read that sample's evaluation when its scan is older than a sample
+// interval: the writer that stopped 10 s ago is not writing now. Before, "are we writing to
+// /shared?" 10 s after the writer exited read the sample's 10 s old scan and said Yes.
+func TestStorageAnswersDoNotReadAStaleScan(t *testing.T) {
+	proc := filepath.Join(t.TempDir(), "proc")
+	if out, err := exec.Command("cp", "-a", "../probes/testdata/proc", proc).CombinedOutput(); err != nil {
+		t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
+	}
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{t.TempDir()}, Protected: []string{"/shared"}}}}
+	clock := fake.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	m, _, err := New(f, Options{ProcRoot: proc, ScanEvery: 30, Fresh: 3 * time.Second, Now: clock.Now,
+		StatFS: probes.NewStatFSFunc(time.Minute, benchUsage)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first := m.Sample(ctx)
+	if !first[0].Run.Storage.ProtectedWrites || !first[0].Run.Storage.ScannedAt.Equal(clock.Now()) {
+		t.Fatalf("first sample: protected writes %t, scanned at %v; want the fixture's python3 writing to /shared, scanned now (%v)",
+			first[0].Run.Storage.ProtectedWrites, first[0].Run.Storage.ScannedAt, clock.Now())
+	}
+	scanned := clock.Now()
+	// python3 (pid 1001), the one writer under /shared, exits; the samples after reuse the scan.
+	if err := os.RemoveAll(filepath.Join(proc, "1001")); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		clock.Add(time.Second)
+		m.Sample(ctx)
+	}
+	clock.Add(500 * time.Millisecond)
+	rs, err := m.RunStatus(ctx, "synth", Need{Storage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs.Storage.ProtectedWrites || !rs.Storage.ScannedAt.After(scanned) {
+		t.Errorf("storage answer 10.5 s after the writer exited: protected writes %t, scanned at %v (%v after the scan that saw it); want a new scan, no writes",
+			rs.Storage.ProtectedWrites, rs.Storage.ScannedAt, rs.Storage.ScannedAt.Sub(scanned))
+	}
+	// A second answer a moment later reads that evaluation, its scan now fresh.
+	clock.Add(time.Second)
+	again, _ := m.RunStatus(ctx, "synth", Need{Storage: true})
+	if !again.Storage.ScannedAt.Equal(rs.Storage.ScannedAt) {
+		t.Errorf("answer 1 s after a fresh scan read a scan at %v; want the one at %v", again.Storage.ScannedAt, rs.Storage.ScannedAt)
+	}
+}
+
 // Two storage answers a moment apart (two people asking, or one asking twice) both carry the write
 // rate: the second measures against the reading before the first, not against one a few
 // milliseconds old. The long-lived bot's first reading says it is the first, not that no bot is

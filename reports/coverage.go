@@ -2,10 +2,12 @@ package reports
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Coverage is what a verdict about writes to the protected paths rests on: the hosts whose writers
@@ -371,4 +373,22 @@ func (st Storage) remoteQuiet(t Target) string {
 		return ""
 	}
 	return " " + upperFirst(strings.Join(parts, "; ")) + "."
+}
+
+// shownScanAge is how old this machine's open-files scan is before an answer resting on it says so: a
+// scan a few seconds old is "now" to the person asking; one a sample interval old (30 s by default) is
+// not, and reads as now unless the answer says when it is from.
+const shownScanAge = 10 * time.Second
+
+// ScanAge is the small print of an answer that rests on this machine's open-files scan, when the scan
+// is shownScanAge old or more at now: "open files as of 25 s ago". "" for a fresher scan, or none.
+func ScanAge(st Storage, now time.Time) string {
+	if st.ScannedAt.IsZero() {
+		return ""
+	}
+	age := now.Sub(st.ScannedAt)
+	if age < shownScanAge {
+		return ""
+	}
+	return "open files as of " + Duration(math.Round(age.Seconds())) + " ago"
 }

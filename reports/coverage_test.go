@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"runwatch/probes"
 )
@@ -238,5 +239,41 @@ func TestDeviceCountersAnswerWhereTheScanCannot(t *testing.T) {
 				t.Errorf("status = %q; want %q", status, tt.status)
 			}
 		})
+	}
+}
+
+// An answer from a scan of open files a sample interval old says when it is from; a fresh one, or a
+// status with no scan, says nothing of it.
+func TestScanAgeIsSaidWhenTheScanIsOld(t *testing.T) {
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	in := coverageInput()
+	in.ScannedAt = now.Add(-25 * time.Second)
+	st := BuildStorage(in, nil)
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want string
+	}{
+		{"a scan 25 s old", now, "open files as of 25 s ago"},
+		{"a scan 3 s old", now.Add(-22 * time.Second), ""},
+		{"no scan", time.Time{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := st
+			if tc.at.IsZero() {
+				s.ScannedAt = time.Time{}
+			}
+			at := tc.at
+			if at.IsZero() {
+				at = now
+			}
+			if got := ScanAge(s, at); got != tc.want {
+				t.Errorf("ScanAge(scanned %v, at %v) = %q; want %q", s.ScannedAt, at, got, tc.want)
+			}
+		})
+	}
+	status := RenderStatus(RunStatus{Name: "synth", Storage: st}, now, time.UTC).Text()
+	if !strings.Contains(status, "open files as of 25 s ago") {
+		t.Errorf("status from a scan 25 s old does not say so:\n%s", status)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"runwatch/probes"
 )
@@ -37,7 +38,9 @@ type StorageInput struct {
 	Paths   []PathObservation // outputs, watch paths and protected paths, in run-file order
 	Scan    *probes.WriterScan
 	ScanErr error
-	Table   *probes.MountTable
+	// ScannedAt is when Scan was read (Storage.ScannedAt).
+	ScannedAt time.Time
+	Table     *probes.MountTable
 	// WriteRates holds measured write rates in bytes/s by mount point.
 	WriteRates map[string]float64
 	// Writers is Scan already classified against Paths and Table (ClassifyWriters), shared by every
@@ -82,6 +85,9 @@ type Storage struct {
 	// the advice about them fits who runs runwatch. Kernel threads hold no files and are never invisible.
 	ScannedAs       probes.ProcessOwner   `json:"scanned_as"`
 	InvisibleOwners []probes.ProcessOwner `json:"invisible_owners,omitempty"`
+	// ScannedAt is when this machine's open files were read: a sample's scan may serve answers for a
+	// while (EvidenceAge), and what it saw is as of then, not of the answer. Zero when there was no scan.
+	ScannedAt time.Time `json:"scanned_at,omitzero"`
 	// ScanError is why the open-files scan failed (writers and protected_writes are then unknown).
 	ScanError       string      `json:"scan_error,omitempty"`
 	ProtectedWrites bool        `json:"protected_writes"`
@@ -321,6 +327,7 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		st.ScanError = in.ScanErr.Error()
 	}
 	if in.Scan != nil {
+		st.ScannedAt = in.ScannedAt
 		st.Invisible = in.Scan.Invisible
 		st.Hidden, st.AsRoot = in.Scan.Hidden, in.Scan.AsRoot
 		st.ScannedAs, st.InvisibleOwners = in.Scan.User, in.Scan.Owners
