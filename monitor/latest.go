@@ -156,3 +156,17 @@ func withProgress(rs reports.RunStatus, base latestEval) reports.RunStatus {
 	}
 	return rs
 }
+
+// defaultStaleAfter is how old evidence may be and still read as now when no sample interval is set
+// (a one-shot command): `bot serve`'s default sample interval.
+const defaultStaleAfter = 30 * time.Second
+
+// staleAfter is how old evidence may be and still read as now: the time answers reuse an evaluation
+// for (Options.Fresh, a sample interval and a probe's time), else defaultStaleAfter. Older, an answer
+// says how old.
+func (m *Monitor) staleAfter() time.Duration {
+	if m.opts.Fresh > 0 {
+		return m.opts.Fresh
+	}
+	return defaultStaleAfter
+}
