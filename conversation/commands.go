@@ -224,7 +224,7 @@ func handleWrites(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	m := reports.AnswerWrites(rs.Name, rs.Storage, t)
 	m.Context = append(m.Context, reports.AnswerContext(rs)...)
-	if age := reports.ScanAge(rs.Storage, b.mon.Now()); age != "" {
+	if age := reports.StorageAge(rs.Storage, b.mon.Now()); age != "" {
 		m.Context = append(m.Context, age)
 	}
 	data := map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}

@@ -444,7 +444,6 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 		}
 		if shared.scan != nil {
 			in.Writers = shared.writers.classify(r.Name, in.Paths, shared.table, m.opts.AllWriters)
-			in.ScannedAt = shared.writers.readAt
 		}
 		// The time to full is the free-space trend's alone: a write rate is one interval's writes (a burst of
 		// them made "fills in 6 h" of 5 s), and bytes written are not bytes of free space gone.
@@ -468,6 +467,11 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "disk activity", Error: shared.rateErr.Error()})
 		}
 		rs.Storage.RateNote = shared.rateNote
+		rs.Storage.AsOf = m.opts.Now()
+		if ws := shared.writers; ws != nil && ws.readAt.Before(rs.Storage.AsOf) {
+			// A scan another pass started (a sample's, or an answer's a moment ago) is as old as it is.
+			rs.Storage.AsOf = ws.readAt
+		}
 	} else {
 		rs.Storage = reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}}
 	}

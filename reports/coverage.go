@@ -375,20 +375,21 @@ func (st Storage) remoteQuiet(t Target) string {
 	return " " + upperFirst(strings.Join(parts, "; ")) + "."
 }
 
-// shownScanAge is how old this machine's open-files scan is before an answer resting on it says so: a
-// scan a few seconds old is "now" to the person asking; one a sample interval old (30 s by default) is
-// not, and reads as now unless the answer says when it is from.
-const shownScanAge = 10 * time.Second
+// shownStorageAge is how old the storage part of an answer is before the answer says so: a few seconds
+// old is "now" to the person asking; a sample interval old (30 s by default) is not, and reads as now
+// unless the answer says when it is from.
+const shownStorageAge = 10 * time.Second
 
-// ScanAge is the small print of an answer that rests on this machine's open-files scan, when the scan
-// is shownScanAge old or more at now: "open files as of 25 s ago". "" for a fresher scan, or none.
-func ScanAge(st Storage, now time.Time) string {
-	if st.ScannedAt.IsZero() {
+// StorageAge is the small print of an answer that rests on the storage part of an evaluation (writers,
+// exporters, free space), when it is shownStorageAge old or more at now: "writers and free space as of
+// 25 s ago". "" for a fresher one, or one that does not say when it was read.
+func StorageAge(st Storage, now time.Time) string {
+	if st.AsOf.IsZero() {
 		return ""
 	}
-	age := now.Sub(st.ScannedAt)
-	if age < shownScanAge {
+	age := now.Sub(st.AsOf)
+	if age < shownStorageAge {
 		return ""
 	}
-	return "open files as of " + Duration(math.Round(age.Seconds())) + " ago"
+	return "writers and free space as of " + Duration(math.Round(age.Seconds())) + " ago"
 }

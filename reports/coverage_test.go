@@ -243,39 +243,32 @@ func TestDeviceCountersAnswerWhereTheScanCannot(t *testing.T) {
 	}
 }
 
-// An answer from a scan of open files a sample interval old says when it is from; a fresh one, or a
-// status with no scan, says nothing of it.
-func TestScanAgeIsSaidWhenTheScanIsOld(t *testing.T) {
+// An answer from storage evidence a sample interval old says when it is from; a fresh one, or one
+// that does not say when it was read, says nothing of it.
+func TestStorageAgeIsSaidWhenTheEvidenceIsOld(t *testing.T) {
 	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	in := coverageInput()
-	in.ScannedAt = now.Add(-25 * time.Second)
-	st := BuildStorage(in, nil)
+	st := BuildStorage(coverageInput(), nil)
+	st.AsOf = now.Add(-25 * time.Second)
 	for _, tc := range []struct {
 		name string
-		at   time.Time
+		asOf time.Time
 		want string
 	}{
-		{"a scan 25 s old", now, "open files as of 25 s ago"},
-		{"a scan 3 s old", now.Add(-22 * time.Second), ""},
-		{"no scan", time.Time{}, ""},
+		{"25 s old", st.AsOf, "writers and free space as of 25 s ago"},
+		{"3 s old", now.Add(-3 * time.Second), ""},
+		{"not said", time.Time{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := st
-			if tc.at.IsZero() {
-				s.ScannedAt = time.Time{}
-			}
-			at := tc.at
-			if at.IsZero() {
-				at = now
-			}
-			if got := ScanAge(s, at); got != tc.want {
-				t.Errorf("ScanAge(scanned %v, at %v) = %q; want %q", s.ScannedAt, at, got, tc.want)
+			s.AsOf = tc.asOf
+			if got := StorageAge(s, now); got != tc.want {
+				t.Errorf("StorageAge(as of %v, at %v) = %q; want %q", s.AsOf, now, got, tc.want)
 			}
 		})
 	}
 	status := RenderStatus(RunStatus{Name: "synth", Storage: st}, now, time.UTC).Text()
-	if !strings.Contains(status, "open files as of 25 s ago") {
-		t.Errorf("status from a scan 25 s old does not say so:\n%s", status)
+	if !strings.Contains(status, "writers and free space as of 25 s ago") {
+		t.Errorf("status from storage evidence 25 s old does not say so:\n%s", status)
 	}
 }
 

@@ -38,9 +38,7 @@ type StorageInput struct {
 	Paths   []PathObservation // outputs, watch paths and protected paths, in run-file order
 	Scan    *probes.WriterScan
 	ScanErr error
-	// ScannedAt is when Scan was read (Storage.ScannedAt).
-	ScannedAt time.Time
-	Table     *probes.MountTable
+	Table   *probes.MountTable
 	// WriteRates holds measured write rates in bytes/s by mount point.
 	WriteRates map[string]float64
 	// Writers is Scan already classified against Paths and Table (ClassifyWriters), shared by every
@@ -85,9 +83,11 @@ type Storage struct {
 	// the advice about them fits who runs runwatch. Kernel threads hold no files and are never invisible.
 	ScannedAs       probes.ProcessOwner   `json:"scanned_as"`
 	InvisibleOwners []probes.ProcessOwner `json:"invisible_owners,omitempty"`
-	// ScannedAt is when this machine's open files were read: a sample's scan may serve answers for a
-	// while (EvidenceAge), and what it saw is as of then, not of the answer. Zero when there was no scan.
-	ScannedAt time.Time `json:"scanned_at,omitzero"`
+	// AsOf is when what the storage part says was read: this machine's open-files scan (which a sample
+	// may share with the samples after it), the other hosts' exporters and node_exporter through
+	// Prometheus. An answer given later from the same evaluation is as of then, not of the answer
+	// (StorageAge). Zero when not said.
+	AsOf time.Time `json:"as_of,omitzero"`
 	// ScanError is why the open-files scan failed (writers and protected_writes are then unknown).
 	ScanError       string      `json:"scan_error,omitempty"`
 	ProtectedWrites bool        `json:"protected_writes"`
@@ -327,7 +327,6 @@ func BuildStorage(in StorageInput, ttfTarget func(mount string) (float64, bool))
 		st.ScanError = in.ScanErr.Error()
 	}
 	if in.Scan != nil {
-		st.ScannedAt = in.ScannedAt
 		st.Invisible = in.Scan.Invisible
 		st.Hidden, st.AsRoot = in.Scan.Hidden, in.Scan.AsRoot
 		st.ScannedAs, st.InvisibleOwners = in.Scan.User, in.Scan.Owners
