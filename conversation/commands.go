@@ -224,6 +224,9 @@ func handleWrites(ctx context.Context, b *Bot, q Query) Reply {
 	}
 	m := reports.AnswerWrites(rs.Name, rs.Storage, t)
 	m.Context = append(m.Context, reports.AnswerContext(rs)...)
+	if age := reports.StorageAge(rs.Storage, b.mon.Now()); age != "" {
+		m.Context = append(m.Context, age)
+	}
 	data := map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}
 	if t.Path != "" {
 		data["target"] = t

@@ -66,10 +66,16 @@ func (m *Monitor) freshLatest(name string, now time.Time) (latestEval, bool) {
 }
 
 // reuseLatest is the run's latest evaluation when it covers need and is at most Options.Fresh
-// old; readers get their own copy of the lists they might append to.
+// old; readers get their own copy of the lists they might append to. A question about storage does
+// not read an evaluation whose storage part is older than maxStorageAge (or Fresh, when shorter):
+// "are we writing?" is asked about now, and a sample's scan (shared by ScanEvery samples at a short
+// interval), or a sample 25 s old, answers for then: an exporter that died since would still answer.
 func (m *Monitor) reuseLatest(name string, need Need, now time.Time) (reports.RunStatus, bool) {
 	le, ok := m.freshLatest(name, now)
 	if !ok || !le.need.covers(need) {
+		return reports.RunStatus{}, false
+	}
+	if at := le.rs.Storage.AsOf; need.Storage && !at.IsZero() && (now.Sub(at) > min(m.opts.Fresh, maxStorageAge) || now.Before(at)) {
 		return reports.RunStatus{}, false
 	}
 	rs := le.rs
@@ -149,4 +155,22 @@ func withProgress(rs reports.RunStatus, base latestEval) reports.RunStatus {
 		rs.Problems = slices.Compact(rs.Problems)
 	}
 	return rs
+}
+
+// maxStorageAge is how old the storage part of an evaluation an answer about storage reads may be: a
+// burst of questions shares one probe, and the answer is still about now to the person asking.
+const maxStorageAge = 10 * time.Second
+
+// defaultStaleAfter is how old evidence may be and still read as now when no sample interval is set
+// (a one-shot command): `bot serve`'s default sample interval.
+const defaultStaleAfter = 30 * time.Second
+
+// staleAfter is how old evidence may be and still read as now: the time answers reuse an evaluation
+// for (Options.Fresh, a sample interval and a probe's time), else defaultStaleAfter. Older, an answer
+// says how old.
+func (m *Monitor) staleAfter() time.Duration {
+	if m.opts.Fresh > 0 {
+		return m.opts.Fresh
+	}
+	return defaultStaleAfter
 }

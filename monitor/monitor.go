@@ -467,6 +467,11 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 			rs.Problems = append(rs.Problems, reports.Problem{Probe: "disk activity", Error: shared.rateErr.Error()})
 		}
 		rs.Storage.RateNote = shared.rateNote
+		rs.Storage.AsOf = m.opts.Now()
+		if ws := shared.writers; ws != nil && ws.readAt.Before(rs.Storage.AsOf) {
+			// A scan another pass started (a sample's, or an answer's a moment ago) is as old as it is.
+			rs.Storage.AsOf = ws.readAt
+		}
 	} else {
 		rs.Storage = reports.Storage{Paths: []reports.PathInfo{}, ProtectedMounts: []reports.PathInfo{}, Writers: []reports.WriterInfo{}, WriteRates: []reports.WriteRate{}}
 	}

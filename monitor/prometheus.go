@@ -29,6 +29,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -139,6 +140,12 @@ func (m *Monitor) promEngines(ctx context.Context, p *pass, r *config.Run, ps *p
 	}
 	if rd.At > 0 {
 		lag = max(0, now.Sub(probes.UnixTime(rd.At)))
+	}
+	if lag > m.staleAfter() {
+		// Figures a scrape interval old or more (a long scrape_interval, scrapes Prometheus missed) are
+		// not now's: an answer built on them says how old they are.
+		notices = append(notices, fmt.Sprintf("Prometheus's figures for the servers are %s old (their last scrape)",
+			reports.Duration(math.Round(lag.Seconds()))))
 	}
 	readings, down := probes.PromReadings(rd.Instances, ps.where, known)
 	for _, inst := range slices.Sorted(maps.Keys(rd.Restarts)) {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +97,56 @@ func TestPrometheusGapDoesNotBiasTheRate(t *testing.T) {
 	fresh.Status(ctx, Need{Progress: true})
 	if n := check("history from query_range", fresh); n < 8 {
 		t.Errorf("history from query_range: %d points with tokens; want at least 8", n)
+	}
+}
+
+// Figures Prometheus scraped longer ago than a sample interval are not now's: a sample built on them
+// says how old they are, in the notices every answer about progress carries ("is it stuck?" among
+// them). The real Prometheus scrapes every second; the monitor's clock runs 45 s ahead of it, as a
+// bot asking a Prometheus whose last scrape of the servers was 45 s ago. Before, "(ok) No, it's
+// moving. 10,000 tok/s" read as now.
+func TestOldPrometheusFiguresSayTheirAge(t *testing.T) {
+	// Waits on a real Prometheus's scrapes: beside the monitor's other tests.
+	t.Parallel()
+	t0 := time.Now()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := time.Since(t0).Seconds()
+		fmt.Fprintf(w, "# TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{model_name=\"m\"} %.1f\n"+
+			"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 64\n", 10_000*s)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	prom := promtest.StartServer(t, fmt.Sprintf("  - job_name: vllm\n    static_configs:\n      - targets: [%q]\n        labels: {run: old}\n", ln.Addr().String()))
+	prom.WaitFor(t, "the first scrapes", `count_over_time(vllm:generation_tokens_total{run="old"}[1m])`, 60*time.Second,
+		func(r probes.PromResult) bool { v, ok := promtest.Value(r); return ok && v >= 3 })
+
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "old", Prometheus: &config.Prometheus{URL: prom.URL, Selector: `{run="old"}`}}}}
+	notice := func(ahead time.Duration) string {
+		t.Helper()
+		m, _, err := New(f, Options{ProbeTimeout: 5 * time.Second, Fresh: 32 * time.Second, Now: func() time.Time { return time.Now().Add(ahead) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := m.RunStatus(context.Background(), "old", Need{Progress: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range rs.Notices {
+			if strings.Contains(n, "Prometheus's figures") {
+				return n
+			}
+		}
+		return ""
+	}
+	if n := notice(0); n != "" {
+		t.Errorf("figures scraped a second ago: notice %q; want none", n)
+	}
+	n := notice(45 * time.Second)
+	if !regexp.MustCompile(`^Prometheus's figures for the servers are 4[5-9] s old \(their last scrape\)$`).MatchString(n) {
+		t.Errorf("figures scraped 45 s before the monitor's now: notice %q; want their age said", n)
 	}
 }

@@ -77,6 +77,7 @@ const defaultScanReuse = 3 * time.Second
 type writerScan struct {
 	done    chan struct{} // closed once scan, table and err are set
 	at      time.Time     // when it started, on the monitor's clock
+	readAt  time.Time     // when it ended: what an answer from it is as of
 	scan    *probes.WriterScan
 	table   *probes.MountTable
 	err     error
@@ -128,6 +129,7 @@ func (ws *writerScan) finished() bool {
 // runScan scans /proc for open files, and reads the mount table their mount ids refer to.
 func (m *Monitor) runScan(ctx context.Context, ws *writerScan) {
 	defer close(ws.done)
+	defer func() { ws.readAt = m.opts.Now() }()
 	c, cancel := context.WithTimeout(ctx, 2*m.opts.ProbeTimeout)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -334,6 +334,67 @@ func TestAnswersShareEvaluations(t *testing.T) {
 	}
 }
 
+// An answer about storage does not read an evaluation whose storage part is older than 10 s (or a
+// sample interval, when shorter): the writer that stopped a while ago is not writing now. A sampler at
+// a 1 s interval scans open files every 30 samples; one at 30 s takes a sample that answers for 32 s.
+// Before, "are we writing to /shared?" after the writer exited read the sample's old scan and said Yes.
+func TestStorageAnswersDoNotReadStaleEvidence(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		every     time.Duration // the sample interval
+		scanEvery int
+		fresh     time.Duration
+		samples   int           // samples after the writer exits
+		after     time.Duration // the answer, after the last sample
+	}{
+		{"1 s samples, a scan every 30", time.Second, 30, 3 * time.Second, 10, 500 * time.Millisecond},
+		{"30 s samples", 30 * time.Second, 1, 32 * time.Second, 0, 15 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			proc := filepath.Join(t.TempDir(), "proc")
+			if out, err := exec.Command("cp", "-a", "../probes/testdata/proc", proc).CombinedOutput(); err != nil {
+				t.Fatalf("copy the /proc fixture: %v\n%s", err, out)
+			}
+			f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{t.TempDir()}, Protected: []string{"/shared"}}}}
+			clock := fake.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+			m, _, err := New(f, Options{ProcRoot: proc, ScanEvery: tc.scanEvery, Fresh: tc.fresh, Now: clock.Now,
+				StatFS: probes.NewStatFSFunc(time.Minute, benchUsage)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			first := m.Sample(ctx)[0].Run.Storage
+			if !first.ProtectedWrites || !first.AsOf.Equal(clock.Now()) {
+				t.Fatalf("first sample: protected writes %t, as of %v; want the fixture's python3 writing to /shared, as of now (%v)",
+					first.ProtectedWrites, first.AsOf, clock.Now())
+			}
+			// python3 (pid 1001), the one writer under /shared, exits.
+			if err := os.RemoveAll(filepath.Join(proc, "1001")); err != nil {
+				t.Fatal(err)
+			}
+			for range tc.samples {
+				clock.Add(tc.every)
+				m.Sample(ctx)
+			}
+			clock.Add(tc.after)
+			rs, err := m.RunStatus(ctx, "synth", Need{Storage: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rs.Storage.ProtectedWrites || !rs.Storage.AsOf.Equal(clock.Now()) {
+				t.Errorf("storage answer %v after the writer exited: protected writes %t, as of %v; want a new look, as of now (%v), no writes",
+					clock.Now().Sub(first.AsOf), rs.Storage.ProtectedWrites, rs.Storage.AsOf, clock.Now())
+			}
+			// A second answer a moment later reads that evaluation.
+			clock.Add(time.Second)
+			again, _ := m.RunStatus(ctx, "synth", Need{Storage: true})
+			if !again.Storage.AsOf.Equal(rs.Storage.AsOf) {
+				t.Errorf("answer 1 s after a fresh look is as of %v; want %v", again.Storage.AsOf, rs.Storage.AsOf)
+			}
+		})
+	}
+}
+
 // Two storage answers a moment apart (two people asking, or one asking twice) both carry the write
 // rate: the second measures against the reading before the first, not against one a few
 // milliseconds old. The long-lived bot's first reading says it is the first, not that no bot is

@@ -3,8 +3,10 @@ package reports
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"runwatch/probes"
 )
@@ -238,5 +240,108 @@ func TestDeviceCountersAnswerWhereTheScanCannot(t *testing.T) {
 				t.Errorf("status = %q; want %q", status, tt.status)
 			}
 		})
+	}
+}
+
+// An answer from storage evidence a sample interval old says when it is from; a fresh one, or one
+// that does not say when it was read, says nothing of it.
+func TestStorageAgeIsSaidWhenTheEvidenceIsOld(t *testing.T) {
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	st := BuildStorage(coverageInput(), nil)
+	st.AsOf = now.Add(-25 * time.Second)
+	for _, tc := range []struct {
+		name string
+		asOf time.Time
+		want string
+	}{
+		{"25 s old", st.AsOf, "writers and free space as of 25 s ago"},
+		{"3 s old", now.Add(-3 * time.Second), ""},
+		{"not said", time.Time{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := st
+			s.AsOf = tc.asOf
+			if got := StorageAge(s, now); got != tc.want {
+				t.Errorf("StorageAge(as of %v, at %v) = %q; want %q", s.AsOf, now, got, tc.want)
+			}
+		})
+	}
+	status := RenderStatus(RunStatus{Name: "synth", Storage: st}, now, time.UTC).Text()
+	if !strings.Contains(status, "writers and free space as of 25 s ago") {
+		t.Errorf("status from storage evidence 25 s old does not say so:\n%s", status)
+	}
+}
+
+// TestVerdictMarksAgree: from the same facts, "are we writing to /shared?", "is it safe?" and the
+// status's storage line lead with the same mark, whatever mix of this host's scan (clean, a writer
+// under /shared, a process it could not inspect, failed), an output landing on /shared or not, and
+// the other hosts (none, all answered, silent, without an exporter, Prometheus down, a writer, processes
+// their exporter could not inspect, a silent host whose device wrote nothing).
+func TestVerdictMarksAgree(t *testing.T) {
+	locals := map[string]func(*StorageInput){
+		"clean": func(*StorageInput) {},
+		"writer on /shared": func(in *StorageInput) {
+			in.Scan.Writers = append(in.Scan.Writers, probes.Writer{PID: 4343, Command: "extract", File: "/shared/h/part-0.safetensors", MountID: mShared.ID, Flags: 0o100001})
+		},
+		"a process not inspected": func(in *StorageInput) {
+			in.Scan.Invisible, in.Scan.Hidden = 1, []probes.HiddenProcess{{PID: 1, Command: "tini"}}
+		},
+		"scan failed": func(in *StorageInput) { in.Scan, in.ScanErr = nil, errors.New("scan /proc: permission denied") },
+	}
+	outputs := map[string]func(*StorageInput){
+		"no output on /shared": func(*StorageInput) {},
+		"an output on /shared": func(in *StorageInput) {
+			in.Paths = append(in.Paths, PathObservation{Path: "/data/synth/hidden", Role: RoleOutput, Resolved: "/shared/hidden", Exists: true, Mount: mShared, HasMount: true, Usage: usage(50e12, 100e12)})
+		},
+	}
+	quietGPU2 := func(in RemoteInput) RemoteInput {
+		in.Paths = PlaceOnHosts([]PathObservation{{Path: "/shared", Role: RoleProtected}}, []probes.RemoteHost{{Name: "gpu-2", Filesystems: []probes.RemoteFS{{Mount: probes.Mount{MountPoint: "/shared", FSType: "xfs", Source: "/dev/sdb"}, Usage: usage(1e12, 2e12)}}}})
+		in.Devices = map[string]map[string]DeviceWrites{"gpu-2": {"/shared": {Device: "/dev/sdb", Seconds: 300}}}
+		return in
+	}
+	silent := []SilentHost{{Host: "gpu-2", Why: "its exporter did not answer Prometheus's last scrape (up = 0)"}}
+	remotes := map[string]*RemoteInput{
+		"no other host":              nil,
+		"every host answered":        {Exporters: []string{"gpu-1", "gpu-2"}},
+		"a silent exporter":          {Exporters: []string{"gpu-1"}, Silent: silent},
+		"a host without an exporter": {Exporters: []string{"gpu-1"}, Unexported: []string{"gpu-3"}},
+		"Prometheus down":            {WritersErr: "no answer within 2s", KnownHosts: []string{"gpu-1", "gpu-2"}},
+		"a writer on gpu-1": {Exporters: []string{"gpu-1"},
+			Writers: []WriterInfo{{Host: "gpu-1", Command: "extract", File: "/shared/x", ProtectedPath: "/shared", Protected: true, Processes: 1}}},
+		"processes gpu-1's exporter could not inspect": {Exporters: []string{"gpu-1"}, Invisible: map[string]int{"gpu-1": 4}},
+		"a silent exporter whose device wrote nothing": func() *RemoteInput {
+			in := quietGPU2(RemoteInput{Exporters: []string{"gpu-1"}, Silent: silent})
+			return &in
+		}(),
+	}
+	mark := regexp.MustCompile(`^\((ok|~|\?|!|!!)\)`)
+	for ln, local := range locals {
+		for on, output := range outputs {
+			for rn, remote := range remotes {
+				in := coverageInput()
+				scan := *in.Scan
+				in.Scan = &scan
+				local(&in)
+				output(&in)
+				st := BuildStorage(in, nil)
+				if remote != nil {
+					st = MergeRemote(st, *remote, nil)
+				}
+				writes, safe, status := firstLines(st)
+				status, _ = strings.CutPrefix(status, "Storage: ")
+				marks := []string{mark.FindString(PlainText(writes)), mark.FindString(PlainText(safe)), mark.FindString(status)}
+				if marks[0] == "" || marks[0] != marks[1] || marks[0] != marks[2] {
+					t.Errorf("%s, %s, %s: marks differ:\nwrites: %s\nsafe:   %s\nstatus: %s", ln, on, rn, PlainText(writes), PlainText(safe), status)
+				}
+				if ln == "scan failed" {
+					// However the verdict reads, the failed scan is said.
+					for _, m := range []Message{AnswerWrites("synth", st, Target{}), AnswerSafe("synth", st, Target{})} {
+						if text := m.Text(); !strings.Contains(text, "could not scan open files") {
+							t.Errorf("%s, %s, %s: the answer does not say this host's scan failed:\n%s", ln, on, rn, text)
+						}
+					}
+				}
+			}
+		}
 	}
 }

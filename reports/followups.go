@@ -238,6 +238,9 @@ func AnswerSafe(run string, st Storage, t Target) Message {
 	if pg := processGaps(gaps); len(pg) > 0 && (len(writers) > 0 || len(landing) > 0) {
 		m.Context = append(m.Context, upperFirst(st.processClause(pg)))
 	}
+	if scanFailed(gaps) && len(writers) > 0 {
+		m.Context = append(m.Context, fmt.Sprintf(":warning: On this host I could not scan open files: %s.", Esc(st.ScanError)))
+	}
 	if len(unseen) > 0 && len(writers) > 0 {
 		m.Context = append(m.Context, ":grey_question: *"+cantTell(unseen)+".")
 	}

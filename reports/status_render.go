@@ -147,6 +147,9 @@ func statusContext(r RunStatus, now time.Time, loc *time.Location) []string {
 	if r.Snoozed != nil && r.Snoozed.After(now) {
 		ctx = append(ctx, ":zzz: warnings snoozed until "+SlackTime(*r.Snoozed, loc))
 	}
+	if age := StorageAge(r.Storage, now); age != "" {
+		ctx = append(ctx, age)
+	}
 	return append(ctx, "as of "+SlackTime(now, loc))
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"runwatch/probes"
 )
@@ -82,6 +83,11 @@ type Storage struct {
 	// the advice about them fits who runs runwatch. Kernel threads hold no files and are never invisible.
 	ScannedAs       probes.ProcessOwner   `json:"scanned_as"`
 	InvisibleOwners []probes.ProcessOwner `json:"invisible_owners,omitempty"`
+	// AsOf is when what the storage part says was read: this machine's open-files scan (which a sample
+	// may share with the samples after it), the other hosts' exporters and node_exporter through
+	// Prometheus. An answer given later from the same evaluation is as of then, not of the answer
+	// (StorageAge). Zero when not said.
+	AsOf time.Time `json:"as_of,omitzero"`
 	// ScanError is why the open-files scan failed (writers and protected_writes are then unknown).
 	ScanError       string      `json:"scan_error,omitempty"`
 	ProtectedWrites bool        `json:"protected_writes"`

@@ -65,12 +65,9 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	switch {
 	case t.Path == "" && len(st.ProtectedMounts) == 0:
 		verdict = fmt.Sprintf(":information_source: No protected mounts are configured for run %s, so nothing counts as a protected write. Add `protected:` (e.g. `/shared`) to the run file, or ask about a path: _are we writing to /data?_", Esc(run))
-	case scanFailed(gaps):
-		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
-		if len(unseen) > 0 {
-			verdict += " Nor c" + strings.TrimPrefix(cantTell(unseen), "C") + "."
-		}
 	case len(hits) > 0:
+		// Another host's writer is a yes whether or not this host's scan ran: the status and "is it
+		// safe?" say so from the same facts, and this host's failed scan goes below.
 		// An alarm only for a write that breaks the run file's rule: the job writing its own output to
 		// an unprotected /data is the answer, not a warning.
 		alarm := ":rotating_light: "
@@ -78,6 +75,11 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 			alarm = ""
 		}
 		verdict = fmt.Sprintf("%s*Yes* — %s writing to %s:", alarm, Plural(st.writingCount(hits, protectedAsked(st, t)...), "process is", "processes are"), subject)
+	case scanFailed(gaps):
+		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
+		if len(unseen) > 0 {
+			verdict += " Nor c" + strings.TrimPrefix(cantTell(unseen), "C") + "."
+		}
 	case landing > 0:
 		// The output that will land there is the news, with the severity every answer gives it.
 		verdict = fmt.Sprintf("%s *Not yet* — no writes seen to %s, but %s inside it (below): the job's writes will land there.",
@@ -120,6 +122,9 @@ func AnswerWrites(run string, st Storage, t Target) Message {
 	}
 	if pg := processGaps(gaps); len(pg) > 0 && (len(hits) > 0 || landing > 0) {
 		m.Context = append(m.Context, upperFirst(st.processClause(pg)))
+	}
+	if scanFailed(gaps) && len(hits) > 0 {
+		m.Context = append(m.Context, fmt.Sprintf(":warning: On this host I could not scan open files: %s.", Esc(st.ScanError)))
 	}
 	if len(unseen) > 0 && len(hits) > 0 {
 		m.Context = append(m.Context, ":grey_question: *"+cantTell(unseen)+".")
