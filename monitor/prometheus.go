@@ -27,6 +27,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -56,6 +57,9 @@ type promSource struct {
 	err     error // why there is no client (a credential variable that is not set)
 	// exporters remembers the hosts whose exporters answered lately (promwriters.go).
 	exporters exporterHosts
+	// fsHosts remembers the hosts whose filesystems node_exporter reported lately: a storage query
+	// that fails leaves them unseen, and the answers say so rather than drop them.
+	fsHosts exporterHosts
 	// local are the names a target on this machine has in the server's series (thisMachine): hosts
 	// this machine's own scan speaks for.
 	local map[string]bool
@@ -238,11 +242,19 @@ func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run
 	}
 	if ps.err != nil {
 		problem(ps.probe(), ps.err)
-		return reports.RemoteInput{}
+		return reports.RemoteInput{Paths: reports.PlaceOnHosts(specs, unreadHosts(ps.fsHosts.recent(now), ps.err))}
 	}
 	rem, errs := m.promStorage(ctx, p, r, ps, paths, now)
 	for _, err := range errs {
 		problem(ps.probe(), err)
+	}
+	if len(rem.Hosts) == 0 && len(rem.Vanished) == 0 && len(errs) > 0 {
+		// The query failed (or found nothing): the hosts it answered for lately are not gone, their
+		// free space is unknown, and why.
+		return reports.RemoteInput{Paths: reports.PlaceOnHosts(specs, unreadHosts(ps.fsHosts.recent(now), errs[0]))}
+	}
+	for _, h := range rem.Hosts {
+		ps.fsHosts.note(now, h.Name)
 	}
 	hosts := rem.Hosts
 	for _, h := range rem.Vanished {
@@ -261,6 +273,18 @@ func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run
 		Devices:    remoteDevices(rem),
 	}
 }
+
+// unreadHosts are hosts whose filesystems the storage query could not read, because of err.
+func unreadHosts(hosts []string, err error) []probes.RemoteHost {
+	var out []probes.RemoteHost
+	for _, h := range hosts {
+		out = append(out, probes.RemoteHost{Name: h, Err: fmt.Errorf("%w: %w", errFSUnread, err)})
+	}
+	return out
+}
+
+// errFSUnread says a host's filesystems, read through Prometheus lately, could not be read now.
+var errFSUnread = errors.New("the storage query to Prometheus failed")
 
 // promQLCheck runs a promql stage check: done when the query returns a non-zero value.
 func (m *Monitor) promQLCheck(ctx context.Context, r *config.Run, query string) (bool, string, error) {

@@ -132,4 +132,21 @@ func TestVanishedNodeExporterStaysInStorage(t *testing.T) {
 	if !itHasProblem(after, "node_exporter 127.0.0.8", "gone from Prometheus") {
 		t.Errorf("problems = %+v; want node_exporter 127.0.0.8 named", after.Problems)
 	}
+	if !strings.Contains(reports.AnswerWhere("fs", after.Storage).Text(), "on 127.0.0.8 — its node_exporter's filesystem series are gone from Prometheus (they were there within the last hour)") {
+		t.Errorf("where answer after 127.0.0.8's node_exporter stopped does not name the host and why:\n%s", reports.AnswerWhere("fs", after.Storage).Text())
+	}
+
+	// Prometheus itself stops: the hosts it answered for lately are not gone, their free space is
+	// unknown because the query failed.
+	prom.Stop()
+	down := status()
+	for _, h := range hosts {
+		p, ok := onHost(down, h)
+		if !ok || p.FreeBytes != nil || !strings.Contains(p.Error, "the storage query to Prometheus failed") {
+			t.Errorf("Prometheus down: %s on %s = %+v (listed %t); want it listed, free space unknown: the storage query failed", out, h, p, ok)
+		}
+	}
+	if v := reports.StorageVerdict(down.Storage, nil); !strings.Contains(v, "on 127.0.0.1 free space unknown") {
+		t.Errorf("status storage line with Prometheus down = %q; want the hosts it answered for named, free space unknown", v)
+	}
 }

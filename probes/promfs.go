@@ -49,7 +49,7 @@ type RemoteHost struct {
 // ErrFSVanished: a host of the run whose node_exporter filesystem series were in Prometheus within
 // PromExporterMemory has none now (node_exporter stopped, the host down, its target dropped): its
 // free space is unknown, not gone.
-var ErrFSVanished = fmt.Errorf("its node_exporter's filesystem series are gone from Prometheus (they were there within the last %s)", PromExporterMemory)
+var ErrFSVanished = fmt.Errorf("its node_exporter's filesystem series are gone from Prometheus (they were there within the last %s)", promSpan(PromExporterMemory))
 
 // Lookup is the filesystem that holds path on the host: the longest mount point that is path or
 // one of its ancestors, walked up the way MountTable.Lookup walks. node_exporter cannot say

@@ -165,6 +165,20 @@ func promDiskQuery(instances, disks []string, window time.Duration) string {
 		promAlternation(instances), promAlternation(disks), int(window.Seconds()))
 }
 
+// promSpan is a whole number of hours or minutes as a person says it in a sentence ("hour", "2 hours",
+// "10 min"), not Go's 1h0m0s.
+func promSpan(d time.Duration) string {
+	switch {
+	case d == time.Hour:
+		return "hour"
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%d min", d/time.Minute)
+	}
+	return d.String()
+}
+
 // PromExporterMemory is how long an exporter that answered counts as one of the run's: a host whose
 // exporter answered within it and does not now is silent, not gone.
 const PromExporterMemory = time.Hour

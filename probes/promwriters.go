@@ -44,7 +44,7 @@ type SilentExporter struct {
 var (
 	ErrExporterDown    = errors.New("its exporter did not answer Prometheus's last scrape (up = 0)")
 	ErrExporterNoFacts = errors.New("its exporter answered Prometheus's last scrape without writer facts")
-	ErrExporterGone    = fmt.Errorf("its exporter answered within the last %s and Prometheus no longer scrapes it", PromExporterMemory)
+	ErrExporterGone    = fmt.Errorf("its exporter answered within the last %s and Prometheus no longer scrapes it", promSpan(PromExporterMemory))
 	// ErrExporterScanFailed: the exporter answered, but its scan of open files failed (its
 	// runwatch_exporter_scan_success is 0): its writer facts are unknown, not none. Why is in its log.
 	ErrExporterScanFailed = errors.New("its exporter could not scan its processes (its log says why)")

@@ -317,6 +317,8 @@ func (st Storage) pathLine(p PathInfo) string {
 	}
 	if p.Mount != "" {
 		fmt.Fprintf(&b, " on %s%s (%s %s)", Code(p.Mount), onHost(p.Host), Esc(p.FSType), Code(p.Device))
+	} else {
+		b.WriteString(onHost(p.Host)) // a host whose filesystems could not be read
 	}
 	if p.FreeBytes != nil {
 		fmt.Fprintf(&b, ", %s free", Bytes(float64(*p.FreeBytes)))
