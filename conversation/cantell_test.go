@@ -111,3 +111,35 @@ func TestStuckWhenTheSourcesFail(t *testing.T) {
 		}
 	}
 }
+
+// "Is it stuck?" right after the run's only server stopped answering: the log has not moved since, and
+// the stall verdict waits for several samples without progress; until then the pace so far is no
+// evidence it moves now. Before, "(ok) No, it's moving. 1.67 items/s" over a dead server.
+func TestStuckWhenEveryServerIsSilent(t *testing.T) {
+	vllm := testkit.NewFaultEndpoint(t)
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	e := newBotEnv(t, botOpts{Clock: clock, Metrics: []string{vllm.URL()}})
+	ctx := context.Background()
+	for i := range 5 {
+		e.WriteLog(t, 300+i*50, 25000)
+		e.Mon.Sample(ctx)
+		clock.Add(30 * time.Second)
+	}
+	if first := firstLine(faultAsk(e, "is it stuck?")); !strings.Contains(first, "No, it's moving") {
+		t.Fatalf("is it stuck? while the job moves: %q; want it moving", first)
+	}
+	vllm.Down()
+	e.Mon.Sample(ctx)
+	clock.Add(30 * time.Second)
+	for _, q := range []string{"is it stuck?", "is it still running?"} {
+		answer := faultAsk(e, q)
+		first := firstLine(answer)
+		if !strings.Contains(first, "Can't tell — the run's server does not answer") || strings.Contains(first, "moving") || strings.Contains(first, "(ok)") {
+			t.Errorf("%q with the run's only server down: first line %q; want can't tell, naming the silent server", q, first)
+		}
+		t.Logf("%s:\n%s", q, answer)
+		if !strings.Contains(answer, strings.TrimSuffix(vllm.URL(), "/metrics")) {
+			t.Errorf("%q with the run's only server down does not name it:\n%s", q, answer)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -82,6 +83,18 @@ func AnswerStuck(rs RunStatus, loc *time.Location, asksIfMoving bool, noProgress
 			line += "\n" + FinishLine(*rs.Finish, loc)
 		}
 		m.Sections = append(m.Sections, line)
+	case (e.State == StateRunning || e.State == StateUnknown && !e.Rough && e.StalledSince == nil && moving(rs.Throughput)) && serversSilent(rs.Engines):
+		// Every server of the run is silent: the pace so far is no evidence the job moves now (it cannot
+		// without them), and it is not stuck as far as anything seen says. The stall verdict waits for
+		// several samples without progress; until then, say what went quiet.
+		line := ":grey_question: *Can't tell* — the run's server does not answer (below)"
+		if n := len(rs.Engines); n > 1 {
+			line = fmt.Sprintf(":grey_question: *Can't tell* — none of the run's %d servers answers (below)", n)
+		}
+		if rs.Throughput != nil {
+			line += "; before: " + ThroughputLine(*rs.Throughput)
+		}
+		m.Sections = append(m.Sections, line+".")
 	case e.State == StateRunning:
 		line := ":large_green_circle: *" + movingYes + "*"
 		if rs.Throughput != nil {
@@ -103,6 +116,17 @@ func AnswerStuck(rs RunStatus, loc *time.Location, asksIfMoving bool, noProgress
 	}
 	m.Context = AnswerContext(rs)
 	return m
+}
+
+// serversSilent says whether the run has servers and none of them answers (a refusal, a deadline, a
+// target Prometheus cannot scrape); one that answers without metrics is up.
+func serversSilent(es []EngineStatus) bool {
+	for _, e := range es {
+		if e.OK || e.Answers {
+			return false
+		}
+	}
+	return len(es) > 0
 }
 
 // moving says whether a throughput measured between samples saw items finish or tokens generated.

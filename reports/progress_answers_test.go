@@ -86,3 +86,31 @@ func TestAnswerStuckNeverMovingWithoutEvidence(t *testing.T) {
 		}
 	}
 }
+
+// "Is it stuck?" over silent servers: none answering is "can't tell" (the pace so far is no evidence the
+// job moves now); one of two answering is still moving; one answering without metrics is up.
+func TestStuckOverSilentServers(t *testing.T) {
+	running := &ETA{State: StateRunning, Reason: "steady"}
+	tp := &Throughput{TokensPerS: 1200, ItemsPerS: 1.2, WindowS: 300}
+	down := EngineStatus{URL: "http://gpu-1:8000/metrics", Error: "connection refused"}
+	up := EngineStatus{URL: "http://gpu-2:8000/metrics", OK: true}
+	notMetrics := EngineStatus{URL: "http://gpu-3:8000/metrics", Error: "an HTML page", Answers: true}
+	for _, tc := range []struct {
+		name    string
+		engines []EngineStatus
+		want    string
+	}{
+		{"both down", []EngineStatus{down, down}, "(?) Can't tell — none of the run's 2 servers answers (below); before: 1,200 tok/s"},
+		{"one of two down", []EngineStatus{down, up}, "(ok) No, it's moving."},
+		{"one answering without metrics", []EngineStatus{down, notMetrics}, "(ok) No, it's moving."},
+		{"no servers", nil, "(ok) No, it's moving."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs := RunStatus{Name: "synth", ETA: running, Throughput: tp, Engines: tc.engines}
+			first := strings.SplitN(AnswerStuck(rs, time.UTC, false, "").Text(), "\n", 3)[1]
+			if !strings.HasPrefix(first, tc.want) {
+				t.Errorf("AnswerStuck over %s = %q; want it to start %q", tc.name, first, tc.want)
+			}
+		})
+	}
+}
