@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -67,7 +68,7 @@ func (m *Monitor) freshLatest(name string, now time.Time) (latestEval, bool) {
 
 // reuseLatest is the run's latest evaluation when it covers need and is at most Options.Fresh
 // old; readers get their own copy of the lists they might append to. A question about storage does
-// not read an evaluation whose storage part is older than maxStorageAge (or Fresh, when shorter):
+// not read an evaluation whose storage part is older than readsAsNow (or Fresh, when shorter):
 // "are we writing?" is asked about now, and a sample's scan (shared by ScanEvery samples at a short
 // interval), or a sample 25 s old, answers for then: an exporter that died since would still answer.
 func (m *Monitor) reuseLatest(name string, need Need, now time.Time) (reports.RunStatus, bool) {
@@ -75,12 +76,23 @@ func (m *Monitor) reuseLatest(name string, need Need, now time.Time) (reports.Ru
 	if !ok || !le.need.covers(need) {
 		return reports.RunStatus{}, false
 	}
-	if at := le.rs.Storage.AsOf; need.Storage && !at.IsZero() && (now.Sub(at) > min(m.opts.Fresh, maxStorageAge) || now.Before(at)) {
+	if at := le.rs.Storage.AsOf; need.Storage && !at.IsZero() && (now.Sub(at) > min(m.opts.Fresh, readsAsNow) || now.Before(at)) {
 		return reports.RunStatus{}, false
 	}
 	rs := le.rs
 	rs.Problems, rs.Notices = slices.Clone(rs.Problems), slices.Clone(rs.Notices)
+	rs.Notices = ageNotice(rs.Notices, need, now.Sub(le.at))
 	return rs, true
+}
+
+// ageNotice is notices with, when an answer that reads progress quotes an evaluation age old or more,
+// how old: answers between two samples quote the last one, so that they agree, and one that old says
+// so, or a server that went down since would read as up now.
+func ageNotice(notices []string, need Need, age time.Duration) []string {
+	if !(need.Progress || need.Plans || need.Stages) || age < readsAsNow {
+		return notices
+	}
+	return append(slices.Clone(notices), fmt.Sprintf("progress and servers as of %s ago", reports.Duration(math.Round(age.Seconds()))))
 }
 
 // progressBase is the fresh latest evaluation a question that needs progress builds on instead of
@@ -129,6 +141,10 @@ func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe fu
 			}
 			m.keepEval(name, le)
 		}
+		if base != nil {
+			// Its progress is base's: as old as base.
+			rs.Notices = ageNotice(rs.Notices, need, m.opts.Now().Sub(base.at))
+		}
 		return rs, nil
 	})
 	if err != nil {
@@ -157,9 +173,10 @@ func withProgress(rs reports.RunStatus, base latestEval) reports.RunStatus {
 	return rs
 }
 
-// maxStorageAge is how old the storage part of an evaluation an answer about storage reads may be: a
-// burst of questions shares one probe, and the answer is still about now to the person asking.
-const maxStorageAge = 10 * time.Second
+// readsAsNow is how old evidence may be and still read as now to the person asking: the storage part of
+// an evaluation an answer about storage reads is at most this old (a burst of questions shares one
+// probe), and an answer that quotes older progress says how old.
+const readsAsNow = 10 * time.Second
 
 // defaultStaleAfter is how old evidence may be and still read as now when no sample interval is set
 // (a one-shot command): `bot serve`'s default sample interval.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -442,4 +443,63 @@ func writeRateSetup(t *testing.T) (proc string, dir *state.Dir, f *config.File) 
 		t.Fatal(err)
 	}
 	return proc, dir, &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Outputs: []string{out}}}}
+}
+
+// An answer that quotes the latest sample's progress 10 s or more after it says how old it is: between
+// two samples the answers agree, and a server that went down since does not read as up now.
+func TestAnswersFromAnOldSampleSayItsAge(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+	}))
+	t.Cleanup(srv.Close)
+	clock := fake.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Metrics: []string{srv.URL + "/metrics"}, Total: 100}}}
+	m, _, err := New(f, Options{Now: clock.Now, Fresh: 32 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m.Sample(ctx)
+	age := func() string {
+		t.Helper()
+		rs, _ := m.RunStatus(ctx, "synth", Need{Progress: true})
+		for _, n := range rs.Notices {
+			if strings.HasPrefix(n, "progress and servers as of") {
+				return n
+			}
+		}
+		return ""
+	}
+	clock.Add(5 * time.Second)
+	if n := age(); n != "" {
+		t.Errorf("answer 5 s after a sample: notice %q; want none", n)
+	}
+	clock.Add(20 * time.Second)
+	if n := age(); n != "progress and servers as of 25 s ago" {
+		t.Errorf("answer 25 s after a sample: notice %q; want its age", n)
+	}
+}
+
+// A status 25 s after a sample probes storage again (it is more than 10 s old) and quotes the sample's
+// progress beside it: it says how old that progress is, and not the storage's.
+func TestStatusOverAnOldSampleSaysWhichPartIsOld(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n")
+	}))
+	t.Cleanup(srv.Close)
+	proc := t.TempDir()
+	sharedProcTree(t, proc, 0)
+	clock := fake.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Metrics: []string{srv.URL + "/metrics"}, Total: 100, Outputs: []string{t.TempDir()}}}}
+	m, _, err := New(f, Options{ProcRoot: proc, Now: clock.Now, Fresh: 32 * time.Second, RateWindow: -1, StatFS: probes.NewStatFSFunc(time.Minute, benchUsage)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m.Sample(ctx)
+	clock.Add(25 * time.Second)
+	rs, _ := m.RunStatus(ctx, "synth", All)
+	if !slices.Contains(rs.Notices, "progress and servers as of 25 s ago") || !rs.Storage.AsOf.Equal(clock.Now()) {
+		t.Errorf("status 25 s after a sample: notices %q, storage as of %v; want the progress's age said and storage read now (%v)", rs.Notices, rs.Storage.AsOf, clock.Now())
+	}
 }
