@@ -278,7 +278,8 @@ func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run
 func unreadHosts(hosts []string, err error) []probes.RemoteHost {
 	var out []probes.RemoteHost
 	for _, h := range hosts {
-		out = append(out, probes.RemoteHost{Name: h, Err: fmt.Errorf("%w: %w", errFSUnread, err)})
+		// The probe's "storage: " prefix says again what errFSUnread says.
+		out = append(out, probes.RemoteHost{Name: h, Err: fmt.Errorf("%w: %s", errFSUnread, strings.TrimPrefix(err.Error(), "storage: "))})
 	}
 	return out
 }
