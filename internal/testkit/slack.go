@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,20 +273,41 @@ func (f *Slack) handler(method string) http.HandlerFunc {
 }
 
 // historyLocked answers conversations.history (top-level messages) and conversations.replies (a
-// thread) from the chat.postMessage calls recorded so far, with their metadata, newest first.
+// thread) from the chat.postMessage calls recorded so far, as the latest chat.update of each left it
+// (text, metadata), newest first, up to latest (inclusive when asked) and limit, as Slack does. oldest is
+// not applied: the fake's ts are not wall time, and callers pass a wall time there.
 func (f *Slack) historyLocked(q url.Values) []map[string]any {
 	var out []map[string]any
+	ts := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	latest, inclusive := ts(q.Get("latest")), q.Get("inclusive") == "true" || q.Get("inclusive") == "1"
+	limit, _ := strconv.Atoi(q.Get("limit"))
 	for i := len(f.calls) - 1; i >= 0; i-- {
 		c := f.calls[i]
 		if c.Method != "chat.postMessage" || c.held || ChannelID(c.Form.Get("channel")) != ChannelID(q.Get("channel")) || c.Form.Get("thread_ts") != q.Get("ts") {
 			continue
 		}
-		m := map[string]any{"type": "message", "ts": c.TS, "text": c.Form.Get("text"), "bot_id": "B111"}
+		at := ts(c.TS)
+		if q.Get("latest") != "" && (at > latest || at == latest && !inclusive) {
+			continue
+		}
+		text, metadata := c.Form.Get("text"), c.Form.Get("metadata")
+		for _, u := range f.calls[i+1:] {
+			if u.Method == "chat.update" && u.Form.Get("ts") == c.TS && ChannelID(u.Form.Get("channel")) == ChannelID(c.Form.Get("channel")) {
+				text = u.Form.Get("text")
+				if u.Form.Has("metadata") {
+					metadata = u.Form.Get("metadata")
+				}
+			}
+		}
+		m := map[string]any{"type": "message", "ts": c.TS, "text": text, "bot_id": "B111"}
 		var md map[string]any
-		if json.Unmarshal([]byte(c.Form.Get("metadata")), &md) == nil && q.Get("include_all_metadata") == "1" {
+		if json.Unmarshal([]byte(metadata), &md) == nil && q.Get("include_all_metadata") == "1" {
 			m["metadata"] = md
 		}
 		out = append(out, m)
+		if limit > 0 && len(out) == limit {
+			break
+		}
 	}
 	return out
 }
