@@ -56,6 +56,9 @@ type Env struct {
 
 	AllowedChannels []string // RUNWATCH_ALLOWED_CHANNELS, comma-separated
 	Admins          []string // RUNWATCH_ADMINS, comma-separated user ids
+	// DutyChannel is where instances of one app agree which of them is on duty (RUNWATCH_DUTY_CHANNEL): a
+	// channel name or id; empty: the first run's channel; "off": no agreement, every instance answers.
+	DutyChannel string
 
 	// RUNWATCH_DISCOVER: "off" turns discovery off (DiscoverOff); a comma-separated list of PIDs limits it
 	// to those processes and their descendants (DiscoverOnly); empty or "on": every process it can see.
@@ -68,6 +71,7 @@ var EnvVars = []string{
 	"RUNWATCH_CONFIG", "RUNWATCH_PROC_ROOT", "RUNWATCH_STATE_DIR", "RUNWATCH_SAMPLE_INTERVAL",
 	"RUNWATCH_PROBE_TIMEOUT", "RUNWATCH_HTTP_ADDR", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
 	"SLACK_SIGNING_SECRET", "SLACK_API_URL", "RUNWATCH_ALLOWED_CHANNELS", "RUNWATCH_ADMINS", "RUNWATCH_DISCOVER",
+	"RUNWATCH_DUTY_CHANNEL",
 }
 
 // EnvOnly are the variables taken from the process environment alone, never from a .env file: whoever can
@@ -137,6 +141,7 @@ func LoadEnv(lookup func(string) (string, bool)) (Env, error) {
 		SlackAPIURL:        get("SLACK_API_URL"),
 		AllowedChannels:    splitList(get("RUNWATCH_ALLOWED_CHANNELS")),
 		Admins:             splitList(get("RUNWATCH_ADMINS")),
+		DutyChannel:        get("RUNWATCH_DUTY_CHANNEL"),
 	}
 	if e.ProcRoot == "" {
 		e.ProcRoot = "/proc"

@@ -45,6 +45,10 @@ type HTTPMode struct {
 	replays *replayCache
 	bodies  *bodyBudgets
 	log     *slog.Logger
+	// Standby, when set and saying something, is why this instance answers nothing: another instance of the
+	// app is on duty (Duty). Slack's endpoints and /healthz then answer 503 with it, before reading a body, so
+	// that a load balancer sends Slack's requests to the instance on duty. Set it before Handler.
+	Standby func() string
 }
 
 // NewHTTPMode is HTTP mode for app with the signing secret; a nil app serves only /healthz and /metrics.
@@ -55,17 +59,34 @@ func NewHTTPMode(app *App, secret config.Secret, m *botmetrics.Metrics, log *slo
 // Handler routes /healthz, /metrics and, with an app and a secret, Slack's three endpoints.
 func (h *HTTPMode) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /healthz", h.onDuty(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
-	})
+	}))
 	mux.Handle("GET /metrics", h.metrics.Handler())
 	if h.app != nil && h.secret.Set() {
-		mux.HandleFunc("POST /slack/events", h.verified(h.events))
-		mux.HandleFunc("POST /slack/commands", h.verified(h.commands))
-		mux.HandleFunc("POST /slack/interactions", h.verified(h.interactions))
+		mux.HandleFunc("POST /slack/events", h.onDuty(h.verified(h.events)))
+		mux.HandleFunc("POST /slack/commands", h.onDuty(h.verified(h.commands)))
+		mux.HandleFunc("POST /slack/interactions", h.onDuty(h.verified(h.interactions)))
 	}
 	return mux
+}
+
+// onDuty answers 503 instead of next while this instance stands by (Standby).
+func (h *HTTPMode) onDuty(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if h.Standby != nil {
+			if why := h.Standby(); why != "" {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.Header().Set("Retry-After", "20")
+				w.Header().Set("Connection", "close")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, "standby: "+why+"\n")
+				return
+			}
+		}
+		next(w, r)
+	}
 }
 
 // Remember keeps the verified signatures in dir's journal, and restores those still in their window:

@@ -2,7 +2,7 @@
 // their look-up after a crash, permalinks, views, uploads, response_url), Socket Mode and HTTP mode (each
 // request verified before its body is read, replays refused), events, slash commands with their shared
 // evaluations and per-user rate limit, button presses, the App Home, the journals of what Slack delivered,
-// the posting of warnings (Deliver, Find), and the one classifier of Slack's failures (refusals.go). It
+// the posting of warnings (Deliver, Find), which instance of the app answers (Duty), and the one classifier of Slack's failures (refusals.go). It
 // turns what Slack sends into conversation.Requests and renders the Replies; what to answer is the
 // conversation's, what to say unasked the posts'.
 package slackapp

@@ -594,7 +594,9 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	}
 	slack := testkit.NewSlack(t)
 	release := holdPosts(t, slack)
-	env := serveEnv(dir, cfg, stateDir, slack)
+	// Duty messages off: Slack holds every post here, a duty message's too, and which instance is on duty
+	// after a kill -9 is TestDutyRestartResumes's.
+	env := append(serveEnv(dir, cfg, stateDir, slack), "RUNWATCH_DUTY_CHANNEL=off")
 	copies := func(from int) int {
 		n := 0
 		for _, c := range slack.Calls("")[from:] {
@@ -689,7 +691,9 @@ func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
 	}
 	slack := testkit.NewSlack(t)
 	release := holdPosts(t, slack)
-	env := serveEnv(dir, cfg, stateDir, slack)
+	// Duty messages off: Slack holds every post here, a duty message's too, and which instance is on duty
+	// after a kill -9 is TestDutyRestartResumes's.
+	env := append(serveEnv(dir, cfg, stateDir, slack), "RUNWATCH_DUTY_CHANNEL=off")
 	count := func(method string) int {
 		n := 0
 		for _, c := range slack.Calls(method) {

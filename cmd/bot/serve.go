@@ -9,8 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"runwatch/config"
@@ -44,6 +47,9 @@ type ServeOptions struct {
 	// holding the directory never does): kept in memory alone, the full serve that takes over would answer a
 	// redelivered request twice, and take a request replayed within its window.
 	ReadOnly string
+	// DutyClock is the clock of the duty messages (which instance of the app answers: slackapp.Duty); nil
+	// is the wall clock. Tests step it.
+	DutyClock slackapp.Clock
 }
 
 // ErrNoTransport says serve has no way to talk to Slack.
@@ -177,23 +183,25 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 		every = 30 * time.Second
 	}
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
-	if o.ReadOnly == "" {
-		sampler := posts.NewSampler(b, every, log)
-		sampler.State = dir
-		sampler.LoadState()
-		sampler.Claims = posts.NewClaims(dir, log)
-		app.Claims = sampler.Claims
-		sampler.OnEvaluate = metrics.ObserveEvaluations
-		sampler.OnSample = sched.RetryPending
-		sampler.Deliver = slackapp.Deliver(b, api, metrics)
-		sampler.Find = slackapp.Find(b, api)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sampler.Run(ctx)
-		}()
-		sched.Start(ctx)
+	errc := make(chan error, 3)
+	duty := newDuty(b, api, o, log)
+	var standby atomic.Pointer[string]
+	if duty != nil {
+		starting := "starting: looking in " + duty.Channel() + " for the instance of this app on duty"
+		standby.Store(&starting)
+		duty.OnStandby = func(holder string) {
+			why := holder + " is on duty"
+			standby.Store(&why)
+			if o.Out != nil {
+				fmt.Fprintf(o.Out, "runwatch: standing by: %s (duty messages in %s); this instance answers nothing and posts nothing, "+
+					"and takes over once it stops. Ctrl-C stops.\n", why, duty.Channel())
+			}
+		}
+		duty.OnDuty = func(how string) {
+			if o.Out != nil && standby.Load() != nil && strings.HasSuffix(*standby.Load(), " is on duty") {
+				fmt.Fprintf(o.Out, "runwatch: on duty now: %s.\n", how)
+			}
+		}
 	}
 
 	var srv *http.Server
@@ -209,13 +217,16 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 		} else {
 			hm = slackapp.NewHTTPMode(nil, config.Secret{}, metrics, log)
 		}
+		hm.Standby = func() string {
+			if why := standby.Load(); why != nil {
+				return *why
+			}
+			return ""
+		}
 		ln := o.Listener
 		if ln == nil {
 			ln, err = net.Listen("tcp", o.Env.HTTPAddr)
 			if err != nil {
-				stop()
-				wg.Wait()
-				sched.Stop(5 * time.Second)
 				return fmt.Errorf("RUNWATCH_HTTP_ADDR: %w", err)
 			}
 		}
@@ -232,6 +243,49 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 			what = "Slack events, commands, " + what
 		}
 		how = append(how, fmt.Sprintf("HTTP on %s (%s)", ln.Addr(), what))
+	}
+
+	// One instance of the app answers and posts: another one's duty message in the channel makes this one
+	// stand by (answering nothing, posting nothing, no Socket Mode connection) until it takes over.
+	if duty != nil {
+		if err := duty.Acquire(ctx); err != nil {
+			if ctx.Err() != nil {
+				stop()
+				if srv != nil {
+					srv.Close()
+				}
+				wg.Wait()
+				return nil
+			}
+			log.Warn("duty messages unavailable: serving without them, so a second instance of this app would answer and post too",
+				"channel", duty.Channel(), "err", err)
+		} else {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := duty.Hold(ctx); err != nil {
+					errc <- fmt.Errorf("%w; start this instance again to stand by", err)
+				}
+			}()
+		}
+		standby.Store(nil)
+	}
+	if o.ReadOnly == "" {
+		sampler := posts.NewSampler(b, every, log)
+		sampler.State = dir
+		sampler.LoadState()
+		sampler.Claims = posts.NewClaims(dir, log)
+		app.Claims = sampler.Claims
+		sampler.OnEvaluate = metrics.ObserveEvaluations
+		sampler.OnSample = sched.RetryPending
+		sampler.Deliver = slackapp.Deliver(b, api, metrics)
+		sampler.Find = slackapp.Find(b, api)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sampler.Run(ctx)
+		}()
+		sched.Start(ctx)
 	}
 	if modes.socket {
 		sm := slackapp.NewSocketMode(app, o.Env.SlackAppToken, o.Env.SlackBotToken, o.Env.SlackAPIURL, o.HTTP, log)
@@ -295,4 +349,45 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	}
 	b := a.bot(m)
 	return Serve(ctx, b, ServeOptions{Env: a.env, Log: a.log, SampleEvery: a.sampleInterval(), Out: a.stdout})
+}
+
+// newDuty is the duty of this serve among the instances of its app (nil when RUNWATCH_DUTY_CHANNEL is off,
+// the serve answers read-only, or no run has a channel runwatch may post in: then nothing is posted unasked, but answers would be
+// given twice by two instances, which the log says). The duty channel is RUNWATCH_DUTY_CHANNEL, else the
+// first run's. The instance is this host and the state directory: a restart is the same instance.
+func newDuty(b *conversation.Bot, api *slackapp.API, o ServeOptions, log *slog.Logger) *slackapp.Duty {
+	channel := o.Env.DutyChannel
+	if strings.EqualFold(channel, "off") || o.ReadOnly != "" {
+		// A serve answering read-only while its console holds the state directory posts nothing, a duty
+		// message included; it is on duty once it has the directory, as a new serve.
+		return nil
+	}
+	if channel == "" {
+		for _, r := range b.Monitor().Config().Runs {
+			if r.Channel != "" && b.PostAllowed(&r, r.Channel) {
+				channel = r.Channel
+				break
+			}
+		}
+	}
+	if channel == "" {
+		log.Info("no channel for duty messages (no run has one, RUNWATCH_DUTY_CHANNEL is not set): " +
+			"a second instance of this app would answer too")
+		return nil
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown host"
+	}
+	stateDir, err := filepath.Abs(o.Env.StateDir)
+	if err != nil {
+		stateDir = o.Env.StateDir
+	}
+	d := slackapp.NewDuty(api, channel, host+":"+stateDir, host, os.Getpid())
+	d.Log = log
+	d.Loc = b.Location()
+	if o.DutyClock != nil {
+		d.Clock = o.DutyClock
+	}
+	return d
 }
