@@ -225,6 +225,8 @@ var emojiText = map[string]string{
 	"eyes":                     "",    // who is on a warning
 	"raised_hand":              "",    // asked to wait
 	"hourglass":                "",    // a warning no longer current: the words beside it say so
+	"white_circle":             "",    // an instance standing by: the words beside it say so
+	"black_circle":             "",    // an instance gone off duty: the words beside it say so
 }
 
 // Unglyphed is plain text without the console glyph of its leading emoji ("(!) completions ..." ->
