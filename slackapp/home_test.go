@@ -308,3 +308,57 @@ func TestScreens(t *testing.T) {
 		}
 	}
 }
+
+// TestScreensWarningLife is a warning's life as Slack received it: posted (its chat.postMessage), claimed
+// (the chat.update after an admin pressed I'm on it) and resolved (the chat.update when the run made
+// progress again). With -screens it writes the three payloads for scripts/screens.sh, which draws them into
+// docs/slack.md's "A warning's life".
+func TestScreensWarningLife(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 14, 5, 0, 0, time.UTC)
+	clock := testkit.NewClock(t0)
+	w := newWarningEnvWith(t, botOpts{Clock: clock, Run: func(r *config.Run) { r.Name, r.Channel = "synth-25k", "#synth-25k" }})
+	w.alerter.Channel = func(string) string { return "#synth-25k" }
+	progress := func(done int64) func(*reports.RunStatus) {
+		return func(rs *reports.RunStatus) { rs.Progress = &reports.Progress{Done: done, Total: 25000} }
+	}
+	stalled := func(rs *reports.RunStatus) {
+		progress(11240)(rs)
+		testkit.Stalled(rs)
+		since := float64(t0.Add(-9 * time.Minute).Unix())
+		rs.ETA.StalledSince = &since
+	}
+	w.step(t, t0, testkit.Eval("synth-25k", stalled))
+	i, posted := w.fake.WaitMatch(t, 0, "the warning", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })
+	ts := fmt.Sprintf("1700000000.%06d", i+1)
+	if !hasButtons(t, posted) || !strings.Contains(posted.BlocksText(t), "synth-25k · stalled") {
+		t.Fatalf("posted warning = %s; want the stall with its buttons", posted.BlocksText(t))
+	}
+	clock.Set(t0.Add(3 * time.Minute))
+	w.post(t, "/slack/interactions", pressPayload(t, w.fake, posted, ts, "UADMIN", conversation.ActTake, ""), nil)
+	claimed := w.fake.Wait(t, "chat.update", 1)[0]
+	w.waitIdle()
+	if !strings.Contains(claimed.BlocksText(t), "<@UADMIN> is on it since") {
+		t.Fatalf("claimed warning = %s; want who is on it", claimed.BlocksText(t))
+	}
+	clock.Set(t0.Add(14 * time.Minute))
+	w.step(t, t0.Add(14*time.Minute), testkit.Eval("synth-25k", progress(11390)))
+	_, resolved := w.fake.WaitMatch(t, 0, "the resolved warning", func(c testkit.Call) bool {
+		return c.Method == "chat.update" && c.Form.Get("ts") == ts && strings.Contains(c.Form.Get("text"), "Resolved")
+	})
+	if text := resolved.BlocksText(t); hasButtons(t, resolved) || !strings.Contains(text, "after 14 min") || !strings.Contains(text, "<@UADMIN>") {
+		t.Errorf("resolved warning = %s; want it resolved after 14 min, who was on it, and no buttons", text)
+	}
+	if *screensDir == "" {
+		return
+	}
+	for name, c := range map[string]testkit.Call{"warning-posted": posted, "warning-claimed": claimed, "warning-resolved": resolved} {
+		b, err := json.MarshalIndent(map[string]any{"kind": "message", "channel": "#synth-25k", "time": "14:05",
+			"blocks": json.RawMessage(c.Form.Get("blocks"))}, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(*screensDir, name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
