@@ -108,10 +108,24 @@ func (s *App) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply
 	}
 	if f.Started() {
 		// The budget counts from when the request arrived: reading and checking it under a flood took some.
-		t := time.NewTimer(max(0, s.Inline-time.Since(sc.Received)))
+		// An answer already made (help, a refusal) goes in the acknowledgement while Slack still waits for
+		// it, even past the budget, never held back for a timer that fired at the same moment; once Slack
+		// stopped waiting, it follows through the response_url.
+		elapsed := time.Since(sc.Received)
+		wait, done := max(0, s.Inline-elapsed), f.Done()
+		select {
+		case <-done:
+			if elapsed < slackAckTimeout {
+				wait = time.Hour
+			} else {
+				done = nil
+			}
+		default:
+		}
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
-		case <-f.Done():
+		case <-done:
 			rep, ok := f.Reply()
 			if !ok {
 				return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: "runwatch is shutting down; ask again in a minute."}, nil
@@ -142,6 +156,10 @@ func (s *App) slash(sc slashRequest) (*slack.WebhookMessage, *conversation.Reply
 	return &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral,
 		Text: ":hourglass_flowing_sand: Working on it: some probes are slow. The full answer follows here shortly."}, nil
 }
+
+// slackAckTimeout is how long Slack waits for a slash command's acknowledgement; what comes later is lost, and
+// an answer goes through the response_url instead.
+const slackAckTimeout = 3 * time.Second
 
 // slashRequest is a slash command as both transports deliver it; Received is when the transport got it
 // (zero: now), which the inline budget counts from.

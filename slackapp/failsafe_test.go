@@ -284,11 +284,15 @@ func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
 	for range cap(e.app.slots) {
 		e.app.slots <- struct{}{} // every slot taken by an evaluation that is slow to finish
 	}
-	defer func() {
-		for range cap(e.app.slots) {
-			<-e.app.slots
-		}
-	}()
+	var freed sync.Once
+	free := func() {
+		freed.Do(func() {
+			for range cap(e.app.slots) {
+				<-e.app.slots
+			}
+		})
+	}
+	defer free()
 	kinds := []struct{ name, command, text, channel, want string }{
 		{"help", "/runwatch", "help", "C0SYNTH", "runwatch help"},
 		{"channel not allowed", "/eta", "", "C0OTHER", "allowed_channels"},
@@ -333,11 +337,25 @@ func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
+	// An acknowledgement that reached the client 3 s or more after it sent the command may have left the bot
+	// after Slack stopped waiting for it: then the answer follows through the response_url, and must arrive.
+	free() // the slow evaluations end: the ETAs' answers follow, and the bot goes idle
+	e.app.Wait(30 * time.Second)
+	followed := map[string]string{}
+	for _, c := range e.fake.Calls("response_url") {
+		followed[strings.TrimPrefix(c.Form.Get("_path"), "/response/")] += string(c.Body)
+	}
 	wrong := map[string]int{}
 	var durs []time.Duration
-	for _, r := range results {
+	late := 0
+	for i, r := range results {
 		durs = append(durs, r.took)
-		if r.status != http.StatusOK || !strings.Contains(r.text, kinds[r.kind].want) {
+		want := kinds[r.kind].want
+		switch {
+		case r.status == http.StatusOK && strings.Contains(r.text, want):
+		case r.status == http.StatusOK && r.took >= 3*time.Second && strings.Contains(followed[fmt.Sprint(i)], want):
+			late++
+		default:
 			wrong[kinds[r.kind].name]++
 		}
 	}
@@ -351,6 +369,6 @@ func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
 			over++
 		}
 	}
-	t.Logf("figure: 2,000 slash commands at once, every answer slot busy: help, refusals and unknown questions all answered in their acknowledgement, ETAs acknowledged \"working on it\"; ack p50 %v, p99 %v, max %v; %d over 3 s",
-		durs[n/2].Round(time.Millisecond), durs[n*99/100].Round(time.Millisecond), durs[n-1].Round(time.Millisecond), over)
+	t.Logf("figure: 2,000 slash commands at once, every answer slot busy: help, refusals and unknown questions all answered in their acknowledgement, ETAs acknowledged \"working on it\"; ack p50 %v, p99 %v, max %v; %d over 3 s (%d cheap answers, acknowledged too late for Slack, followed through their response_url)",
+		durs[n/2].Round(time.Millisecond), durs[n*99/100].Round(time.Millisecond), durs[n-1].Round(time.Millisecond), over, late)
 }
