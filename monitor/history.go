@@ -266,7 +266,9 @@ func (m *Monitor) Sample(ctx context.Context) []Evaluation {
 			if err := m.save(r.Name); err != nil {
 				ev.Run.Problems = append(ev.Run.Problems, reports.Problem{Probe: "state", Error: err.Error()})
 			}
-			m.keepLatest(r.Name, All, now, ev.Run)
+			// With its progress sample: an answer that probes storage again (a sample's storage may be
+			// too old for it) builds plans and stages on this sample's progress.
+			m.keepEval(r.Name, latestEval{at: now, need: All, rs: ev.Run, smp: smp})
 			out[i] = ev
 		}(i)
 	}

@@ -23,8 +23,8 @@ type latestEval struct {
 	at   time.Time
 	need Need
 	rs   reports.RunStatus
-	// smp is the progress sample it was built from, when it was an answer's own evaluation (a
-	// sample's covers every part, so nothing is built on it).
+	// smp is the progress sample it was built from: a sample's, or an answer's own. An answer that
+	// probes a part again (storage older than readsAsNow) builds plans and stages on it.
 	smp *sample
 }
 
@@ -38,11 +38,7 @@ func (n Need) union(o Need) Need {
 	return Need{Storage: n.Storage || o.Storage, Progress: n.Progress || o.Progress, Plans: n.Plans || o.Plans, Stages: n.Stages || o.Stages}
 }
 
-// keepLatest records rs as the run's latest evaluation, unless a newer one is there.
-func (m *Monitor) keepLatest(name string, need Need, at time.Time, rs reports.RunStatus) {
-	m.keepEval(name, latestEval{at: at, need: need, rs: rs})
-}
-
+// keepEval records le as the run's latest evaluation, unless a newer one is there.
 func (m *Monitor) keepEval(name string, le latestEval) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

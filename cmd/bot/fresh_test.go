@@ -15,6 +15,7 @@ import (
 	"runwatch/config"
 	"runwatch/conversation"
 	"runwatch/monitor"
+	"runwatch/reports"
 )
 
 // freshJob is a generation job whose log and vLLM counters follow a clock the test moves.
@@ -144,4 +145,46 @@ func TestAnswersBetweenSamplesAgree(t *testing.T) {
 	// storage and status questions after it probe what they need beside it and quote its progress.
 	ask("with no fresh sample", []string{"ETA?", "are we writing to the protected mount?", "status", "what's left?"},
 		[]time.Duration{time.Minute, step, step, step})
+}
+
+// A status 15 s after a sample reads storage again (the sample's is more than 10 s old) and builds the
+// capacity plans on the sample's progress: a `tokens: auto` plan stays projected, as the sample had it.
+// Before (when answers rebuilt storage over a sample's evaluation), "the token count is not known yet".
+func TestStatusBetweenSamplesKeepsAutoTokens(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	job := &freshJob{now: start, start: start, at: start, rate: 1400, log: filepath.Join(dir, "gen.log")}
+	if err := os.WriteFile(job.log, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(job)
+	defer srv.Close()
+	out := filepath.Join(dir, "out")
+	os.MkdirAll(out, 0o755)
+	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Log: job.log, Metrics: []string{srv.URL + "/metrics"},
+		Outputs: []string{out}, Total: 25000, Plans: []config.Plan{{Name: "hidden", Target: out, Tokens: config.Tokens{Auto: true},
+			Layers: config.Layers{List: []int{2}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}}}}
+	const interval = 30 * time.Second
+	m, _, err := monitor.New(f, monitor.Options{Now: job.Now, Fresh: freshFor(interval, 2*time.Second), ProbeTimeout: 2 * time.Second, RateWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var sampled reports.PlanResult
+	for range 20 {
+		job.advance(t, interval)
+		sampled = m.Sample(ctx)[0].Run.Plans[0]
+	}
+	if sampled.Tokens <= 0 {
+		t.Fatalf("the sample's plan: %+v; want projected tokens", sampled)
+	}
+	job.advance(t, 15*time.Second)
+	rs, err := m.RunStatus(ctx, "synth", monitor.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rs.Plans[0]; p.Tokens != sampled.Tokens || p.TokensSource != sampled.TokensSource {
+		t.Errorf("status 15 s after the sample: plan tokens %g (%s); want the sample's %g (%s)\n%s", p.Tokens, p.TokensSource, sampled.Tokens, sampled.TokensSource, p.Sentence)
+	}
 }
