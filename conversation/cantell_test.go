@@ -143,3 +143,41 @@ func TestStuckWhenEveryServerIsSilent(t *testing.T) {
 		}
 	}
 }
+
+// "Will it fit?" for a `tokens: auto` plan once the run's progress sources fail (the log unreadable, the
+// engine down): "can't tell", naming them, never "not sure yet", which reads as waiting for data.
+func TestFitWhenTheProgressSourcesFail(t *testing.T) {
+	vllm := testkit.NewFaultEndpoint(t)
+	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
+	e := newBotEnv(t, botOpts{Clock: clock, Metrics: []string{vllm.URL()}, Run: func(r *config.Run) {
+		r.Plans = []config.Plan{{Name: "hidden", Target: r.Outputs[0], Tokens: config.Tokens{Auto: true},
+			Layers: config.Layers{List: []int{2}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
+	}})
+	ctx := context.Background()
+	for i := range 8 {
+		e.WriteLog(t, 300+i*400, 25000)
+		e.Mon.Sample(ctx)
+		clock.Add(30 * time.Second)
+	}
+	if first := firstLine(faultAsk(e, "will it fit?")); !strings.Contains(first, "hidden does not fit") && !strings.Contains(first, "every plan fits") {
+		t.Fatalf("will it fit? while the job moves: %q; want a verdict", first)
+	}
+	vllm.Down()
+	if err := os.Remove(e.Log); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.Log, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.Mon.Sample(ctx)
+		clock.Add(30 * time.Second)
+	}
+	answer := faultAsk(e, "will it fit?")
+	if first := firstLine(answer); !strings.Contains(first, "Cannot tell") || strings.Contains(first, "yet") {
+		t.Errorf("will it fit? with the progress sources failed: first line %q; want cannot tell, not waiting", first)
+	}
+	if !strings.Contains(answer, "the token count cannot be projected: no progress reading: log "+e.Log) || !strings.Contains(answer, "metrics "+vllm.URL()) {
+		t.Errorf("will it fit? with the progress sources failed does not name them in the plan's line:\n%s", answer)
+	}
+}

@@ -78,7 +78,7 @@ func namedPlanVerdict(plans []reports.PlanResult) string {
 	p := plans[0]
 	var s string
 	switch {
-	case p.Fits == nil && (p.FreeError != "" || p.Error != ""):
+	case p.Fits == nil && (p.FreeError != "" || p.Error != "" || p.TokensError != ""):
 		// Not waiting for data: something failed, and the plan's line below says what.
 		s = fmt.Sprintf(":large_yellow_circle: *%s: can't tell* — why is below", reports.Esc(p.Name))
 	case p.Fits == nil:

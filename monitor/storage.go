@@ -224,6 +224,9 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 			continue
 		}
 		if p.Tokens.Auto {
+			if failed := failedProgress(smp); failed != "" {
+				spec.TokensErr = failed
+			}
 			if pr, ok := autoTokens(smp, eta); ok {
 				spec.Tokens, spec.TokensSrc = pr.Point, "projected"
 				if pr.Measured {
@@ -260,6 +263,22 @@ func (m *Monitor) evaluatePlans(ctx context.Context, r *config.Run, obs []report
 		out = append(out, reports.EvaluatePlan(spec, free, mount, host))
 	}
 	return out
+}
+
+// failedProgress names the progress sources that failed when smp has no progress reading ("no
+// progress reading: `log /x` and `metrics http://y` failed (below)"); "" when it has one, or none failed.
+func failedProgress(smp *sample) string {
+	if smp == nil || smp.hasProgress {
+		return ""
+	}
+	var names []string
+	for _, p := range reports.ProgressProblems(smp.problems) {
+		names = append(names, reports.Code(p.Probe))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "no progress reading: " + strings.Join(names, " and ") + " failed (below)"
 }
 
 // autoTokens is the token count for `tokens: auto`: the tokens the run will have produced when it

@@ -30,6 +30,9 @@ type PlanSpec struct {
 	// FreeErr is why the target's free space is unknown, when it is: its statfs failed or did not
 	// answer. The verdict is then "can't tell", naming it, never "not sure yet".
 	FreeErr string
+	// TokensErr is why `tokens: auto` has no projection, when its progress sources failed ("no
+	// progress reading: `log /x` failed"): "can't tell" too, not waiting for data.
+	TokensErr string
 }
 
 // PlanResult is the answer to "will it fit?" for one plan.
@@ -56,6 +59,8 @@ type PlanResult struct {
 	Error         string   `json:"error,omitempty"`
 	// FreeError is why the target's free space is unknown (PlanSpec.FreeErr).
 	FreeError string `json:"free_error,omitempty"`
+	// TokensError is why the token count could not be projected (PlanSpec.TokensErr).
+	TokensError string `json:"tokens_error,omitempty"`
 }
 
 // CapturedLayers is how many layers' hidden states the plan stores.
@@ -78,6 +83,9 @@ func EvaluatePlan(s PlanSpec, free *uint64, mount, host string) PlanResult {
 	}
 	if free == nil {
 		r.FreeError = s.FreeErr
+	}
+	if s.Tokens <= 0 {
+		r.TokensError = s.TokensErr
 	}
 	ranged := s.TokensHigh > s.TokensLow && s.TokensLow > 0
 	if ranged {
@@ -121,6 +129,14 @@ func layerPhrase(s PlanSpec) string {
 func planSentence(s PlanSpec, r PlanResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*%s*: ", Esc(s.Name))
+	if s.Tokens <= 0 && r.TokensError != "" {
+		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; the token count cannot be projected: %s.",
+			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken), r.TokensError)
+		if r.MaxTokens != nil {
+			fmt.Fprintf(&b, " %s has room for %s tokens.", Code(r.Mount), Tokens(*r.MaxTokens))
+		}
+		return b.String()
+	}
 	if s.Tokens <= 0 {
 		fmt.Fprintf(&b, "%s × %s × %d B (%s) = %s per token; the token count is not known yet (tokens: auto projects it once the run's item total, progress and token counts are known and 1%% of the items are done).",
 			layerPhrase(s), Count(float64(s.Hidden)), s.ElemBytes, Esc(s.DType), Bytes(r.BytesPerToken))
@@ -237,7 +253,7 @@ func answerPlans(run string, plans []PlanResult, lead func([]PlanResult, planCou
 			c.unknown++
 			// A plan whose entry failed, or whose target's free space could not be read, cannot be
 			// checked for a reason: it is not waiting for data.
-			if p.Error != "" || p.FreeError != "" {
+			if p.Error != "" || p.FreeError != "" || p.TokensError != "" {
 				c.broken++
 			}
 		case !*p.Fits:
