@@ -410,32 +410,35 @@ func runAsk(ctx context.Context, a *app, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() == 0 {
+	question := strings.TrimSpace(strings.Join(fs.Args(), " "))
+	if question == "" {
 		return usageError{"give the question as an argument, e.g. bot ask \"ETA?\""}
 	}
-	question := strings.Join(fs.Args(), " ")
 	defer a.close()
 	m, err := a.start(ctx, *demo, false)
 	if err != nil {
 		return err
 	}
 	rep := a.bot(m).Ask(ctx, conversation.Request{Text: question, Run: *run, Source: "cli"})
+	// A question it did not understand is no answer either: a script must not take "I don't know how to
+	// answer" for one.
+	declined := rep.Refused || rep.Intent == "unknown"
 	if *asJSON {
 		out := map[string]any{}
 		for k, v := range rep.Data {
 			out[k] = v
 		}
 		out["intent"], out["run"], out["text"] = rep.Intent, rep.Run, rep.Message.Text()
-		if rep.Refused {
+		if declined {
 			out["refused"] = true
 		}
-		if err := writeJSON(a.stdout, out); err != nil || !rep.Refused {
+		if err := writeJSON(a.stdout, out); err != nil || !declined {
 			return err
 		}
 		return refusedError{}
 	}
 	fmt.Fprintln(a.stdout, rep.Message.Text())
-	if rep.Refused {
+	if declined {
 		return refusedError{}
 	}
 	return nil

@@ -203,8 +203,8 @@ func TestAskAndStatusJSON(t *testing.T) {
 	}
 }
 
-// TestAskUnansweredExitsOne: a question the bot asks back about (which run, among several) and a command it
-// cannot carry out (a stage the run does not have) exit 1 like a refusal, so that a script does not take the
+// TestAskUnansweredExitsOne: a question the bot asks back about (which run, among several), one it does not
+// understand and a command it cannot carry out (a stage the run does not have) exit 1 like a refusal, so that a script does not take the
 // reply for an answer.
 func TestAskUnansweredExitsOne(t *testing.T) {
 	dir := setEnv(t)
@@ -217,6 +217,13 @@ func TestAskUnansweredExitsOne(t *testing.T) {
 	}
 	if code, out, _ := run(t, "", "ask", "--run", "a", "ETA?"); code != 0 {
 		t.Errorf("ask --run a ETA? = %d %q; want 0", code, out)
+	}
+	// A question it does not understand is no answer: before, "I don't know how to answer" exited 0.
+	if code, out, _ := run(t, "", "ask", "--run", "a", "what's the weather?"); code != 1 || !strings.Contains(out, "I don't know how to answer") {
+		t.Errorf("ask what's the weather? = %d %q; want 1 and the examples", code, out)
+	}
+	if code, _, errb := run(t, "", "ask", "  "); code != 2 || !strings.Contains(errb, "give the question") {
+		t.Errorf("ask with a blank question = %d %q; want the usage error", code, errb)
 	}
 	// bot ask keeps no state: a snooze it said it made was gone at the next command.
 	if code, out, _ := run(t, "", "ask", "--run", "a", "snooze 2h"); code != 1 || strings.Contains(out, "snoozed for") || !strings.Contains(out, "only reads") {
