@@ -351,6 +351,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 			return fmt.Errorf("line %d: %q is not a duration like 30s, 10m or 1h30m: a number needs its unit (%ss for seconds, %sm for minutes)",
 				n.Line, n.Value, n.Value, n.Value)
 		}
+		if err == nil {
+			return fmt.Errorf("line %d: %q is negative: a duration here is a length of time, like 30s, 10m or 1h30m", n.Line, n.Value)
+		}
 		return fmt.Errorf("line %d: %q is not a duration like 30s, 10m or 1h30m", n.Line, n.Value)
 	}
 	d.Duration = v

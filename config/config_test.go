@@ -86,6 +86,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate", "runs:\n  - name: a\n  - name: a\n", []string{"line 3", "already used", "line 2"}},
 		{"relative output", "runs:\n  - name: a\n    outputs: [data/out]\n", []string{"outputs", "not an absolute path"}},
 		{"bad duration", "runs:\n  - name: a\n    stall_after: soon\n", []string{"line 3", "not a duration"}},
+		{"negative duration", "runs:\n  - name: a\n    stall_after: -5m\n", []string{"line 3", `"-5m" is negative`}},
 		{"bad tokens", "runs:\n  - name: a\n    plans:\n      - name: p\n        target: /d\n        tokens: lots\n        num_layers: 2\n        hidden_size: 8\n        dtype: bf16\n", []string{"line 6", "tokens"}},
 		{"tokens in a list", "runs:\n  - name: a\n    plans:\n      - {name: p, target: /d, tokens: [25M], num_layers: 4, hidden_size: 8, dtype: bf16}\n",
 			[]string{"line 4: runs[0].plans[0].tokens: must be a single value, not a list", "or auto"}},

@@ -46,7 +46,7 @@ type app struct {
 // flags returns a flag set for the current command with the shared --config flag.
 func (a *app) flags() *flag.FlagSet {
 	fs := a.bareFlags()
-	fs.StringVar(&a.configPath, "config", a.configPath, "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else the built-in default)")
+	fs.StringVar(&a.configPath, "config", a.configPath, "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else what discovery finds on this host)")
 	return fs
 }
 

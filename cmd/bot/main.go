@@ -65,7 +65,7 @@ func realMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stdout, stderr = tty.Writer(stdout), tty.Writer(stderr)
 	global := flag.NewFlagSet("bot", flag.ContinueOnError)
 	global.SetOutput(stderr)
-	configPath := global.String("config", "", "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else the built-in default)")
+	configPath := global.String("config", "", "run file (default $RUNWATCH_CONFIG, else ./runwatch.yaml, else what discovery finds on this host)")
 	global.Usage = func() { topUsage(stderr) }
 	if err := global.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
