@@ -181,3 +181,21 @@ func TestFitWhenTheProgressSourcesFail(t *testing.T) {
 		t.Errorf("will it fit? with the progress sources failed does not name them in the plan's line:\n%s", answer)
 	}
 }
+
+// "How much space is left?" with the run's Prometheus down and no host of its known yet (a one-shot
+// command, a bot started during the outage): the other hosts' free space is unknown, said where their
+// lines would be, not left out as though this machine were the run's only one.
+func TestSpaceWhenPrometheusIsDown(t *testing.T) {
+	dead := testkit.NewFaultEndpoint(t)
+	dead.Down()
+	e := newBotEnv(t, botOpts{Run: func(r *config.Run) {
+		r.Prometheus = &config.Prometheus{URL: strings.TrimSuffix(dead.URL(), "/metrics"), Selector: `{run="synth"}`}
+	}})
+	answer := faultAsk(e, "how much space is left?")
+	if !strings.Contains(answer, "Other hosts: free space unknown — the storage query to Prometheus failed") {
+		t.Errorf("how much space is left? with Prometheus down says nothing of the other hosts:\n%s", answer)
+	}
+	if status := faultAsk(e, "status"); !strings.Contains(status, "other hosts' free space unknown") {
+		t.Errorf("status with Prometheus down says nothing of the other hosts' free space:\n%s", status)
+	}
+}

@@ -272,6 +272,10 @@ func handleSpace(ctx context.Context, b *Bot, q Query) Reply {
 		eta = rs.ETA.Seconds
 	}
 	m := reports.AnswerFree(rs.Name, paths, rs.Storage.WriteRates, eta, rs.Plans)
+	if e := rs.Storage.RemoteError; e != "" {
+		// The other hosts are not gone because their query failed: say so where their lines would be.
+		m.Sections = append(m.Sections, ":warning: Other hosts: free space unknown — "+reports.Esc(e))
+	}
 	m.Context = append(m.Context, reports.AnswerContext(rs)...)
 	if rs.Storage.RateNote != "" {
 		m.Context = append(m.Context, reports.Esc(rs.Storage.RateNote))

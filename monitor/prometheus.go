@@ -242,7 +242,7 @@ func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run
 	}
 	if ps.err != nil {
 		problem(ps.probe(), ps.err)
-		return reports.RemoteInput{Paths: reports.PlaceOnHosts(specs, unreadHosts(ps.fsHosts.recent(now), ps.err))}
+		return unreadStorage(specs, ps.fsHosts.recent(now), ps.err)
 	}
 	rem, errs := m.promStorage(ctx, p, r, ps, paths, now)
 	for _, err := range errs {
@@ -251,7 +251,7 @@ func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run
 	if len(rem.Hosts) == 0 && len(rem.Vanished) == 0 && len(errs) > 0 {
 		// The query failed (or found nothing): the hosts it answered for lately are not gone, their
 		// free space is unknown, and why.
-		return reports.RemoteInput{Paths: reports.PlaceOnHosts(specs, unreadHosts(ps.fsHosts.recent(now), errs[0]))}
+		return unreadStorage(specs, ps.fsHosts.recent(now), errs[0])
 	}
 	for _, h := range rem.Hosts {
 		ps.fsHosts.note(now, h.Name)
@@ -274,14 +274,22 @@ func (m *Monitor) promObserveStorage(ctx context.Context, p *pass, r *config.Run
 	}
 }
 
-// unreadHosts are hosts whose filesystems the storage query could not read, because of err.
-func unreadHosts(hosts []string, err error) []probes.RemoteHost {
+// unreadStorage is the run's paths on the hosts whose filesystems the storage query could not read,
+// because of err; with none known (a fresh monitor), the other hosts' free space unknown, and why.
+func unreadStorage(specs []reports.PathObservation, hosts []string, err error) reports.RemoteInput {
+	// The probe's "storage: " prefix says again what errFSUnread says.
+	why := fmt.Errorf("%w: %s", errFSUnread, strings.TrimPrefix(err.Error(), "storage: "))
+	if len(hosts) == 0 {
+		if errors.Is(err, probes.ErrNoNodeExporter) {
+			return reports.RemoteInput{} // Prometheus answered: a setup without node_exporter, named as a problem
+		}
+		return reports.RemoteInput{StorageErr: why.Error()}
+	}
 	var out []probes.RemoteHost
 	for _, h := range hosts {
-		// The probe's "storage: " prefix says again what errFSUnread says.
-		out = append(out, probes.RemoteHost{Name: h, Err: fmt.Errorf("%w: %s", errFSUnread, strings.TrimPrefix(err.Error(), "storage: "))})
+		out = append(out, probes.RemoteHost{Name: h, Err: why})
 	}
-	return out
+	return reports.RemoteInput{Paths: reports.PlaceOnHosts(specs, out)}
 }
 
 // errFSUnread says a host's filesystems, read through Prometheus lately, could not be read now.

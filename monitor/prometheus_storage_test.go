@@ -149,4 +149,20 @@ func TestVanishedNodeExporterStaysInStorage(t *testing.T) {
 	if v := reports.StorageVerdict(down.Storage, nil); !strings.Contains(v, "on 127.0.0.1 free space unknown") {
 		t.Errorf("status storage line with Prometheus down = %q; want the hosts it answered for named, free space unknown", v)
 	}
+
+	// A monitor that never heard from Prometheus (a one-shot command) knows no host to name: the other
+	// hosts' free space is unknown, said, not left out.
+	fresh, _, err := New(&config.File{Source: "test", Runs: []config.Run{{Name: "fs", Outputs: []string{out},
+		Prometheus: &config.Prometheus{URL: prom.URL, Selector: `{run="fs"}`}}}},
+		Options{ProcRoot: proc, ProbeTimeout: 5 * time.Second, RateWindow: -1, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := fresh.RunStatus(context.Background(), "fs", Need{Storage: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := reports.StorageVerdict(rs.Storage, nil); !strings.Contains(rs.Storage.RemoteError, "the storage query to Prometheus failed") || !strings.Contains(v, "other hosts' free space unknown") {
+		t.Errorf("a fresh monitor with Prometheus down: remote error %q, status storage line %q; want the other hosts' free space unknown, and why", rs.Storage.RemoteError, v)
+	}
 }

@@ -268,5 +268,9 @@ func promWriteRates(series []PromSeries, diskOf map[string]map[string][]promDisk
 	return out, written
 }
 
+// ErrNoNodeExporter: Prometheus answered, with no node_exporter filesystem series on the run's hosts
+// (none runs there, or it is scraped under other hosts' names): a setup to fix, not a query that failed.
+var ErrNoNodeExporter = errors.New("no node_exporter filesystem series")
+
 // ErrNoRemoteFS is the error of a path that no filesystem node_exporter reports on its host holds.
 var ErrNoRemoteFS = errors.New("node_exporter reports no filesystem that holds it")

@@ -468,7 +468,7 @@ func (p *Prometheus) Filesystems(ctx context.Context, reqs []PromFSRequest, at t
 			}
 		}
 		if len(out[i].Hosts) == 0 {
-			fail(i, fmt.Errorf("storage: no node_exporter filesystem series on the hosts of %s", promSelector(nil, promInner(reqs[i].Selector))))
+			fail(i, fmt.Errorf("storage: %w on the hosts of %s", ErrNoNodeExporter, promSelector(nil, promInner(reqs[i].Selector))))
 			continue
 		}
 		uses[i] = used{map[string]bool{}, map[string]bool{}}

@@ -476,6 +476,9 @@ func StorageVerdict(st Storage, plans []PlanResult) string {
 		}
 		parts = append(parts, s)
 	}
+	if st.RemoteError != "" {
+		parts = append(parts, "other hosts' free space unknown")
+	}
 	if len(parts) == 0 {
 		return "Storage: nothing configured"
 	}

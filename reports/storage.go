@@ -98,6 +98,9 @@ type Storage struct {
 	Warnings []StorageWarning `json:"warnings,omitempty"`
 	// Coverage is what the protected-path verdicts rest on: who answered, who should have and did not.
 	Coverage Coverage `json:"coverage"`
+	// RemoteError is why the other hosts' free space is unknown, when not one of them could be named
+	// (the storage query to Prometheus failed and no host answered it lately): said, not left out.
+	RemoteError string `json:"remote_storage_error,omitempty"`
 }
 
 // OutputsInProtected are the configured outputs that resolve inside a protected mount: the one list the

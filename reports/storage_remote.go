@@ -40,6 +40,9 @@ type RemoteInput struct {
 	// Devices is what node_exporter's disk counters say each host's devices wrote, by host, then mount
 	// point: a protected path whose device wrote nothing is covered on that host, exporter or not.
 	Devices map[string]map[string]DeviceWrites
+	// StorageErr is why the other hosts' filesystems could not be read when no host is known to place
+	// the run's paths on (a one-shot command, a bot started while Prometheus is down): Storage.RemoteError.
+	StorageErr string
 }
 
 // SilentHost is a host whose `bot exporter` should have answered and did not, and why.
@@ -231,6 +234,7 @@ func MergeRemote(local Storage, in RemoteInput, ttf func(string) (float64, bool)
 	}
 
 	remoteCoverage(&local.Coverage, in)
+	local.RemoteError = in.StorageErr
 	warned := map[string]int{}
 	for _, w := range in.Writers {
 		local.Writers = append(local.Writers, w)
