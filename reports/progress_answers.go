@@ -95,6 +95,21 @@ func AnswerStuck(rs RunStatus, loc *time.Location, asksIfMoving bool, noProgress
 			line += "; before: " + ThroughputLine(*rs.Throughput)
 		}
 		m.Sections = append(m.Sections, line+".")
+	case e.State == StateRunning && sinceStartOnly(rs.Throughput) && !serversBusy(rs.Engines) && !logFresh(rs.Throughput):
+		// One look: the rate is the job's average since it started, which a job killed a second ago keeps. Only
+		// a request running on its servers or a log that just changed says it moves now; without them, a
+		// second look must tell.
+		line := ":grey_question: *Can't tell yet* — one look so far"
+		if rs.Throughput != nil {
+			line += ": " + ThroughputLine(*rs.Throughput) + " is the average since the job started"
+			if a := rs.Throughput.LogAgeS; a != nil {
+				line += "; the log last changed " + Duration(*a) + " before this look"
+			}
+		}
+		if serversIdle(rs.Engines) {
+			line += "; its servers have no request running or waiting, so the job may have stopped"
+		}
+		m.Sections = append(m.Sections, line+". Ask again in a minute: a second look says whether it still moves.")
 	case e.State == StateRunning:
 		line := ":large_green_circle: *" + movingYes + "*"
 		if rs.Throughput != nil {
@@ -123,6 +138,42 @@ func AnswerStuck(rs RunStatus, loc *time.Location, asksIfMoving bool, noProgress
 func serversSilent(es []EngineStatus) bool {
 	for _, e := range es {
 		if e.OK || e.Answers {
+			return false
+		}
+	}
+	return len(es) > 0
+}
+
+// sinceStartOnly says whether the throughput is one sample's average since the job started: no evidence the
+// job moves now.
+func sinceStartOnly(t *Throughput) bool {
+	return t == nil || t.SinceStart
+}
+
+// freshLogS is how recently a job log must have changed for one look to count it as work now: a job writing
+// its progress every few items at a fraction of an item a second changes it within a minute.
+const freshLogS = 60
+
+// logFresh says whether one sample's job log changed within freshLogS of the look.
+func logFresh(t *Throughput) bool {
+	return t != nil && t.LogAgeS != nil && *t.LogAgeS <= freshLogS
+}
+
+// serversBusy says whether a server of the run that answered has a request running: work now.
+func serversBusy(es []EngineStatus) bool {
+	for _, e := range es {
+		if e.OK && e.Running != nil && *e.Running > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// serversIdle says whether the run has servers, every one answered, and none has a request running or
+// waiting.
+func serversIdle(es []EngineStatus) bool {
+	for _, e := range es {
+		if !e.OK || e.Running == nil || *e.Running > 0 || e.Waiting != nil && *e.Waiting > 0 {
 			return false
 		}
 	}

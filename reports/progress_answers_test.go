@@ -114,3 +114,41 @@ func TestStuckOverSilentServers(t *testing.T) {
 		})
 	}
 }
+
+// "Is it stuck?" from one look: a job killed a second before keeps its average since the start, so that
+// average is no evidence it moves now. Servers with a request running are, and so is a log that changed
+// within a minute; idle servers say the job may have stopped. Before: "(ok) No, it's moving. 192 tok/s" 5 s after kill -9, its servers at 0 running.
+func TestStuckFromOneLookNeedsWorkNow(t *testing.T) {
+	rough := &ETA{State: StateRunning, Rough: true, Reason: "From one sample"}
+	tp := &Throughput{TokensPerS: 192, ItemsPerS: 0.3, RunTokensPerS: 192, RunItemsPerS: 0.3, WindowS: 660, SinceStart: true, Basis: "127K tokens in 11 min"}
+	zero, two := 0.0, 2.0
+	idle := EngineStatus{URL: "http://127.0.0.1:8000/metrics", OK: true, Running: &zero, Waiting: &zero}
+	busy := EngineStatus{URL: "http://127.0.0.1:8000/metrics", OK: true, Running: &two, Waiting: &zero}
+	for _, tc := range []struct {
+		name    string
+		engines []EngineStatus
+		want    string
+	}{
+		{"idle servers", []EngineStatus{idle}, "(?) Can't tell yet — one look so far: 192 tok/s · 0.30 items/s (127K tokens in 11 min) is the average since the job started; its servers have no request running or waiting, so the job may have stopped."},
+		{"no servers", nil, "(?) Can't tell yet — one look so far: 192 tok/s · 0.30 items/s (127K tokens in 11 min) is the average since the job started. Ask again"},
+		{"a request running", []EngineStatus{idle, busy}, "(ok) No, it's moving. 192 tok/s"},
+		{"a log changed 5 s ago", []EngineStatus{idle}, "(ok) No, it's moving. 192 tok/s"},
+		{"a log changed 5 min ago", []EngineStatus{idle}, "(?) Can't tell yet — one look so far: 192 tok/s · 0.30 items/s (127K tokens in 11 min) is the average since the job started; the log last changed 5 min before this look; its servers have no request running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp := *tp
+			if strings.HasPrefix(tc.name, "a log changed") {
+				age := 5.0
+				if strings.HasSuffix(tc.name, "min ago") {
+					age = 300
+				}
+				tp.LogAgeS = &age
+			}
+			rs := RunStatus{Name: "synth", ETA: rough, Throughput: &tp, Engines: tc.engines}
+			first := strings.SplitN(AnswerStuck(rs, time.UTC, false, "").Text(), "\n", 3)[1]
+			if !strings.HasPrefix(first, tc.want) {
+				t.Errorf("AnswerStuck from one look, %s = %q; want it to start %q", tc.name, first, tc.want)
+			}
+		})
+	}
+}

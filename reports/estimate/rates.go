@@ -87,14 +87,18 @@ func firstSample(tp Throughput, o Observation, countersLeftOut bool) Throughput 
 		return tp
 	}
 	el := *o.Elapsed
+	if o.LogModified != nil {
+		age := max(0, o.T-*o.LogModified)
+		tp.LogAgeS = &age
+	}
 	if tp.TokensPerS == 0 && o.GenTokens != nil && *o.GenTokens > 0 && !countersLeftOut {
 		tp.TokensPerS, tp.RunTokensPerS = *o.GenTokens/el, *o.GenTokens/el
-		tp.WindowS = el
+		tp.WindowS, tp.SinceStart = el, true
 		tp.Basis = fmt.Sprintf("%s tokens in %s", format.Tokens(*o.GenTokens), format.Span(el))
 	}
 	if tp.ItemsPerS == 0 && o.Done > 0 {
 		tp.ItemsPerS, tp.RunItemsPerS = float64(o.Done)/el, float64(o.Done)/el
-		tp.WindowS = el
+		tp.WindowS, tp.SinceStart = el, true
 		if o.Running != nil {
 			tp.InFlight = *o.Running
 		}

@@ -49,6 +49,12 @@ type Throughput struct {
 	InFlight float64 `json:"in_flight,omitempty"`
 	// UntilFinish marks the figures of a finished run: the window and the run end at the finish, not now.
 	UntilFinish bool `json:"until_finish,omitempty"`
+	// SinceStart marks figures of one sample: the job's counts over its elapsed time, an average since it
+	// started that says nothing of whether it still moves.
+	SinceStart bool `json:"since_start,omitempty"`
+	// LogAgeS is, for one sample read from a job log, how long before the sample the log last changed: the
+	// sign of work now that an average since the start is not (nil when unknown).
+	LogAgeS *float64 `json:"log_age_s,omitempty"`
 }
 
 // ETA is a finish estimate with its range.
