@@ -2,9 +2,7 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -12,8 +10,11 @@ import (
 	"testing"
 )
 
-// botBinDir holds the binary botBinary builds; TestMain removes it.
+// botBinDir holds the link botBinary makes; TestMain removes it.
 var botBinDir string
+
+// botName is the name the test binary answers to as the bot: botBinary links it under that name.
+const botName = "bot"
 
 // waitingTests is how many of the parallel tests run at once unless -test.parallel says otherwise. They
 // run bot processes and spend their time waiting on them, not computing: on Prometheus's scrapes, a
@@ -22,6 +23,10 @@ var botBinDir string
 const waitingTests = 6
 
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == botName {
+		// Run as the bot by a test (botBinary): this binary's main is the bot's main.
+		os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
@@ -35,26 +40,29 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// botBinary builds the bot once for every test that runs it as a process (the kill -9 restart
-// and the red-team tests), with the race detector when the tests have it.
+// botBinary gives every test that runs the bot as a process (the kill -9 restart and the red-team tests)
+// this test binary under the name "bot", run as which it is the bot (TestMain): the bot's code as the
+// tests built it, with the race detector when they have it. A `go build` of the bot compiled the main
+// package again and linked a second binary as big as this one (with -race, 10 s of CPU on a cold cache)
+// before the first of those tests could start.
 var botBinary = sync.OnceValues(func() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
 	dir, err := os.MkdirTemp("", "runwatch-bot-")
 	if err != nil {
 		return "", err
 	}
 	botBinDir = dir
-	bin := filepath.Join(dir, "bot")
-	args := []string{"build", "-o", bin}
-	if restartRace {
-		args = append(args, "-race")
-	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	bin := filepath.Join(dir, botName)
+	if err := os.Symlink(self, bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 })
 
-// buildBot is botBinary for a test: the path of the built bot, or a fatal error.
+// buildBot is botBinary for a test: the path of the bot, or a fatal error.
 func buildBot(t *testing.T) string {
 	t.Helper()
 	bin, err := botBinary()

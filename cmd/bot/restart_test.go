@@ -140,12 +140,20 @@ func restartFreeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// servingOn is where a `bot serve` says it listens, on its output ("serving HTTP on 127.0.0.1:41234 (...)")
+// and in its log.
+var servingOn = regexp.MustCompile(`HTTP on (127\.0\.0\.1:[0-9]+) \(`)
+
+// startRestartBot starts `bot serve` in dir with env, listening on a port of its own choosing (a port
+// picked here and freed for it could be taken by another process's connection before it bound it:
+// "bind: address already in use" on a loaded machine), and returns once it says where and answers
+// /healthz there.
 func startRestartBot(t *testing.T, bin, dir string, env []string) *restartBot {
 	t.Helper()
-	b := &restartBot{addr: restartFreeAddr(t), stderr: &testkit.LogBuffer{}, exited: make(chan struct{})}
+	b := &restartBot{stderr: &testkit.LogBuffer{}, exited: make(chan struct{})}
 	b.cmd = exec.Command(bin, "serve")
 	b.cmd.Dir = dir
-	b.cmd.Env = append(env, "RUNWATCH_HTTP_ADDR="+b.addr)
+	b.cmd.Env = append(env, "RUNWATCH_HTTP_ADDR=127.0.0.1:0")
 	b.cmd.Stdout, b.cmd.Stderr = b.stderr, b.stderr
 	if err := b.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -158,6 +166,14 @@ func startRestartBot(t *testing.T, bin, dir string, env []string) *restartBot {
 		b.cmd.Process.Kill()
 		<-b.exited
 	})
+	why := func() string { return fmt.Sprintf("bot serve exited: %v\n%s", b.err, b.stderr) }
+	waitUntil(t, "bot serve to say where it listens", b.exited, func() bool {
+		m := servingOn.FindStringSubmatch(b.stderr.String())
+		if m != nil {
+			b.addr = m[1]
+		}
+		return m != nil
+	}, why)
 	waitUntil(t, "bot serve to answer /healthz", b.exited, func() bool {
 		resp, err := http.Get("http://" + b.addr + "/healthz")
 		if err != nil {
@@ -165,7 +181,7 @@ func startRestartBot(t *testing.T, bin, dir string, env []string) *restartBot {
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, func() string { return fmt.Sprintf("bot serve exited: %v\n%s", b.err, b.stderr) })
+	}, why)
 	return b
 }
 
