@@ -13,19 +13,10 @@ import (
 // /data/gen.log (its stdout), writes /data/synth/samples.jsonl". For a run-file run it names the keys it
 // filled. Mrkdwn; "" when discovery played no part, or found nothing (NothingFound says that).
 func FoundLine(f *config.Found) string {
-	if f == nil || (len(f.Engines) == 0 && f.Job == nil) {
+	if f == nil || (len(f.Engines) == 0 && f.Job == nil && len(f.Unlinked) == 0) {
 		return ""
 	}
-	var engines []string
-	for _, e := range f.Engines {
-		s := fmt.Sprintf("%s on :%d", probes.KindName(e.Kind), e.Port)
-		if e.PID > 0 {
-			s += fmt.Sprintf(" (pid %d)", e.PID)
-		} else {
-			s += " (its process could not be inspected)"
-		}
-		engines = append(engines, s)
-	}
+	engines := engineWords(f.Engines)
 	if f.Filled != nil {
 		return filledLine(f, engines)
 	}
@@ -61,6 +52,21 @@ func FoundLine(f *config.Found) string {
 	return b.String()
 }
 
+// engineWords names engines: "vLLM on :8000 (pid 1234)".
+func engineWords(es []config.FoundEngine) []string {
+	var out []string
+	for _, e := range es {
+		s := fmt.Sprintf("%s on :%d", probes.KindName(e.Kind), e.Port)
+		if e.PID > 0 {
+			s += fmt.Sprintf(" (pid %d)", e.PID)
+		} else {
+			s += " (its process could not be inspected)"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // filledLine says which keys of a run-file run discovery filled, and from what.
 func filledLine(f *config.Found, engines []string) string {
 	var parts []string
@@ -80,14 +86,35 @@ func filledLine(f *config.Found, engines []string) string {
 			parts = append(parts, fmt.Sprintf("`outputs:` where %s writes (%s)", Code(f.Job.Command), Code(strings.Join(paths, ", "))))
 		}
 	}
-	if len(parts) == 0 {
+	unlinked := ""
+	if n := len(f.Unlinked); n > 0 {
+		// An engine on the host is no evidence about a run its job is not known to use.
+		client, it := "its client", "it is"
+		if n > 1 {
+			client, it = "their client", "they are"
+		}
+		why := ""
+		if f.Job == nil {
+			why = " (no process here writes its log or outputs)"
+		}
+		unlinked = fmt.Sprintf("`metrics:` left out: found %s on this host, but no process of this run's job is %s%s, so %s not read for it; add `metrics:` to the run file if one serves this job",
+			strings.Join(engineWords(f.Unlinked), ", "), client, why, it)
+	}
+	if len(parts) == 0 && unlinked == "" {
 		return ""
+	}
+	if len(parts) == 0 {
+		return unlinked + foundUnseen(f) + "."
 	}
 	job := ""
 	if f.Job != nil {
 		job = fmt.Sprintf(" for job %s (pid %d)", Code(f.Job.Command), f.Job.PID)
 	}
-	return "found on this host" + job + ", for what the run file leaves out: " + strings.Join(parts, "; ") + foundUnseen(f) + "."
+	s := "found on this host" + job + ", for what the run file leaves out: " + strings.Join(parts, "; ")
+	if unlinked != "" {
+		s += "; " + unlinked
+	}
+	return s + foundUnseen(f) + "."
 }
 
 func logFrom(from string) string {

@@ -26,6 +26,8 @@ func TestFoundLine(t *testing.T) {
 		{"a run file's run", &config.Found{Engines: []config.FoundEngine{vllm}, Job: job, Filled: []string{"metrics", "total"}},
 			"found on this host for job `python3 generate.py` (pid 4242), for what the run file leaves out: `metrics:` vLLM on :8000 (pid 1234); `total:` 25,000 (its progress lines)."},
 		{"a run file's run, nothing filled", &config.Found{Engines: []config.FoundEngine{vllm}, Job: job, Filled: []string{}, FallbackLog: "/data/gen.log"}, ""},
+		{"a run file's run its job's engine is not linked to", &config.Found{Unlinked: []config.FoundEngine{{Kind: "vllm", Port: 24101, PID: 4800}}, Filled: []string{}},
+			"`metrics:` left out: found vLLM on :24101 (pid 4800) on this host, but no process of this run's job is its client (no process here writes its log or outputs), so it is not read for it; add `metrics:` to the run file if one serves this job."},
 		{"found nothing", &config.Found{Invisible: 3}, ""},
 	}
 	for _, tt := range tests {
