@@ -425,6 +425,9 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 	if len(cfg.Runs) == 1 {
 		return &cfg.Runs[0], Reply{}, true
 	}
+	if r := onlyDiscoveredJob(b.visibleRuns(req)); r != nil {
+		return r, Reply{}, true
+	}
 	example := cfg.Runs[0].Name
 	if vis := b.visibleRuns(req); len(vis) > 0 {
 		example = vis[0].Name

@@ -76,3 +76,42 @@ func TestDefaultRunSaysDiscoveryFoundNothing(t *testing.T) {
 		t.Errorf("ETA? = %q; want %q", text, want)
 	}
 }
+
+// TestNoRunNamedGoesToTheOnlyJob: with no run file, "ETA?" on a host with one job and two other servers
+// asked "Which run? I watch gen, vllm-35629, vllm-36013" (exit 1). A question naming no run goes to the only
+// discovered run with a job; the engines are not asked about. Two jobs, or a run file's runs, still ask.
+func TestNoRunNamedGoesToTheOnlyJob(t *testing.T) {
+	idle := func(name string, port int) config.Run {
+		return config.Run{Name: name, Metrics: []string{"http://127.0.0.1:1/metrics"},
+			Found: &config.Found{Engines: []config.FoundEngine{{Kind: "vllm", Port: port, PID: 9, URL: "http://127.0.0.1:1/metrics"}}}}
+	}
+	for _, tt := range []struct {
+		name   string
+		edit   func(f *config.File)
+		picked bool
+	}{
+		{"one job, two idle servers", func(f *config.File) {}, true},
+		{"two jobs", func(f *config.File) {
+			r := f.Runs[0]
+			r.Name, r.Found = "judge", foundJob("/data/judge.log")
+			f.Runs = append(f.Runs, r)
+		}, false},
+		{"a run file's runs", func(f *config.File) { f.Runs[0].Line = 3 }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Channel, r.Stages = "", nil }, File: func(f *config.File) {
+				f.Runs[0].Found = foundJob(f.Runs[0].Log)
+				f.Runs = append(f.Runs, idle("vllm-35629", 35629), idle("vllm-36013", 36013))
+				tt.edit(f)
+			}})
+			rep := e.bot.Ask(context.Background(), Request{Text: "ETA?", Source: "console"})
+			text := rep.Message.Text()
+			switch {
+			case tt.picked && (rep.Refused || !strings.Contains(text, "synth · ETA")):
+				t.Errorf("ETA? = %q (refused %v); want the answer about synth, the only run with a job", text, rep.Refused)
+			case !tt.picked && (!rep.Refused || !strings.Contains(text, "Which run?")):
+				t.Errorf("ETA? = %q (refused %v); want Which run?", text, rep.Refused)
+			}
+		})
+	}
+}

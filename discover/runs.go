@@ -20,7 +20,7 @@ const Source = "discovery on this host"
 
 // File is the run file discovery makes when there is none: one run per job, named after its script,
 // reading its log and the engines it is a client of, writing its outputs; an engine no job uses is a run
-// of its own. Nil when nothing was found.
+// of its own, named after its kind and port ("vllm-8000"). Nil when nothing was found.
 func File(res Result) *config.File {
 	runs := Runs(res)
 	if len(runs) == 0 {
@@ -75,10 +75,9 @@ func Runs(res Result) []config.Run {
 		}
 	}
 	for _, e := range idle {
-		n := e.Kind
-		if len(idle) > 1 {
-			n += "-" + strconv.Itoa(e.Port)
-		}
+		// Always with its port: a name that depends on how many other engines are idle at the moment of the
+		// look read "vllm" in one command and "vllm-36013" in the next.
+		n := e.Kind + "-" + strconv.Itoa(e.Port)
 		runs = append(runs, config.Run{Name: name(runName(n)), Metrics: []string{e.URL}, Found: found(res, []Engine{e}, nil)})
 	}
 	return runs
