@@ -23,6 +23,10 @@ type Found struct {
 	// finish counters are then every job's, so the monitor takes none of them for the run's own and prices
 	// it from its log's items alone.
 	Shared []SharedJob
+	// Stopped are progress logs only a shell holds and nothing writes: the logs of jobs that have stopped
+	// (the shell that started one keeps its stdout open). Never a run's job; said so an answer does not
+	// read as if no job had ever run.
+	Stopped []FoundStopped
 	// Invisible counts the processes discovery could not inspect (their open files unreadable to this user):
 	// a job among them is missed, never guessed. Unseen counts the connections to the run's engines from
 	// such processes.
@@ -62,6 +66,13 @@ type SharedJob struct {
 	Command string
 	PID     int
 	Port    int
+}
+
+// FoundStopped is the log of a job that has stopped: its last progress line, and the shell holding it.
+type FoundStopped struct {
+	Log, Progress string
+	PID           int
+	Command       string
 }
 
 // FoundOutput is a file a job writes, and the mount it lands on.

@@ -59,6 +59,20 @@ func onlyDiscoveredJob(runs []*config.Run) *config.Run {
 	return job
 }
 
+// noJobRunning says, when every run is one discovery made of an engine no job uses, which logs it found
+// of jobs that have stopped (reports.StoppedLine); "" otherwise.
+func noJobRunning(runs []*config.Run) string {
+	for _, r := range runs {
+		if !discovered(r) || r.Found.Job != nil {
+			return ""
+		}
+	}
+	if len(runs) == 0 {
+		return ""
+	}
+	return reports.StoppedLine(runs[0].Found)
+}
+
 // noRunFileYet is what "the run file" in an answer's advice becomes for a discovered run: there is none
 // to add a key to yet, and discovery never guesses a protected mount or a channel.
 const noRunFileYet = "a run file (there is none yet: `bot init --write` saves one with what I found, to add to)"

@@ -97,6 +97,12 @@ func TestNoRunNamedGoesToTheOnlyJob(t *testing.T) {
 			f.Runs = append(f.Runs, r)
 		}, false},
 		{"a run file's runs", func(f *config.File) { f.Runs[0].Line = 3 }, false},
+		{"no job, the log of one that stopped", func(f *config.File) {
+			for i := range f.Runs {
+				f.Runs[i].Found.Job = nil
+				f.Runs[i].Found.Stopped = []config.FoundStopped{{Log: "/tmp/nu/job/gen.log", Progress: "Progress: 838/3000", PID: 3570, Command: "bash 3"}}
+			}
+		}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Channel, r.Stages = "", nil }, File: func(f *config.File) {
@@ -111,6 +117,8 @@ func TestNoRunNamedGoesToTheOnlyJob(t *testing.T) {
 				t.Errorf("ETA? = %q (refused %v); want the answer about synth, the only run with a job", text, rep.Refused)
 			case !tt.picked && (!rep.Refused || !strings.Contains(text, "Which run?")):
 				t.Errorf("ETA? = %q (refused %v); want Which run?", text, rep.Refused)
+			case strings.Contains(tt.name, "stopped") != strings.Contains(text, "No job is running on this host that I can see; the log /tmp/nu/job/gen.log (last: Progress: 838/3000) is held only by bash 3 (pid 3570)"):
+				t.Errorf("ETA? = %q; want the stopped job's log said exactly when no job runs", text)
 			}
 		})
 	}

@@ -311,6 +311,8 @@ func TestCommandAndName(t *testing.T) {
 			"llm-d-inference-sim --port 8000 --model …", "llm-d-inference-sim"},
 		{[]string{"python3", "-c", "print(1)"}, "python3 -c …", "python3"},
 		{[]string{"bash", "run job.sh"}, "bash run job.sh", "run-job"},
+		{[]string{"bash", "3"}, "bash 3", "bash"},
+		{[]string{"/bin/bash", "-o", "pipefail", "./feed.sh", "3"}, "bash feed.sh", "feed"},
 		{[]string{"python3", "gen\x1b[31m.py"}, "python3 gen?[31m.py", "gen--31m"},
 	}
 	for _, tt := range tests {

@@ -53,9 +53,10 @@ func Runs(res Result) []config.Run {
 				claimed[e.Port] = true
 			}
 		}
-		if len(res.Jobs) == 1 && len(j.Ports) == 0 {
-			// The one job, found by its files, and engines it has no connection to at this moment (a client
-			// that connects per request): its runs read them, as the found line says.
+		if len(res.Jobs) == 1 && len(j.Ports) == 0 && len(res.Engines) == 1 {
+			// The one job, found by its files, and the one engine, which it holds no connection to at this
+			// moment (a client that connects per request): its run reads it, as the found line says. Of
+			// several engines nothing says which is the job's: none is summed into it.
 			engines = res.Engines
 			for _, e := range engines {
 				claimed[e.Port] = true
@@ -105,9 +106,18 @@ func sharedWith(jobs []Job, names []string, i int) []config.SharedJob {
 	return out
 }
 
+// StoppedLogs are res's logs of jobs that have stopped, as config.Found carries them.
+func StoppedLogs(res Result) []config.FoundStopped {
+	var out []config.FoundStopped
+	for _, s := range res.Stopped {
+		out = append(out, config.FoundStopped{Log: s.Log, Progress: s.Progress, PID: s.PID, Command: s.Command})
+	}
+	return out
+}
+
 // found is the config.Found of a run reading engines and following job (nil: none).
 func found(res Result, engines []Engine, job *Job) *config.Found {
-	f := &config.Found{Invisible: res.Invisible}
+	f := &config.Found{Invisible: res.Invisible, Stopped: StoppedLogs(res)}
 	for _, e := range engines {
 		f.Unseen += e.Unseen
 		f.Engines = append(f.Engines, config.FoundEngine{Kind: e.Kind, Port: e.Port, PID: e.PID, Command: e.Command, URL: e.URL})
@@ -170,9 +180,9 @@ func Fill(f *config.File, res Result) {
 					engines = append(engines, e)
 				}
 			}
-			if len(job.Ports) == 0 && len(res.Jobs) == 1 {
-				// The one job, found by its files, and engines it holds no connection to at this moment (a
-				// client that connects per request), as Runs reads them.
+			if len(job.Ports) == 0 && len(res.Jobs) == 1 && len(res.Engines) == 1 {
+				// The one job, found by its files, and the one engine, which it holds no connection to at this
+				// moment (a client that connects per request), as Runs reads it.
 				engines = res.Engines
 			}
 			shared = sharedWith(res.Jobs, nil, slices.IndexFunc(res.Jobs, func(j Job) bool { return j.PID == job.PID }))

@@ -48,6 +48,7 @@ func FoundLine(f *config.Found) string {
 	}
 	b.WriteString(". No run file: `bot init` prints one to edit")
 	b.WriteString(foundUnseen(f))
+	b.WriteString(stoppedWords(f))
 	b.WriteString(".")
 	return b.String()
 }
@@ -146,6 +147,30 @@ func NothingFound(f *config.Found) string {
 	s := "and nothing was found on this host: no listening socket answered `/metrics` as an inference engine does, and no process was writing a log with progress or growing files"
 	if f.Invisible > 0 {
 		s += fmt.Sprintf(" (%s could not be inspected: run as the job's user, or root, to see them)", Plural(f.Invisible, "process", "processes"))
+	}
+	return s + stoppedWords(f)
+}
+
+// StoppedLine says, for a host where discovery found no job but the logs of jobs that have stopped, that
+// no job runs and whose logs those are; "" when it found none.
+func StoppedLine(f *config.Found) string {
+	if f == nil || len(f.Stopped) == 0 {
+		return ""
+	}
+	return "No job is running on this host that I can see" + stoppedWords(f) + "."
+}
+
+// stoppedWords names the logs of jobs that have stopped: "; the log `/data/gen.log` (last: `Progress:
+// 838/3000`) is held only by `bash` (pid 3570), which does not write it: the log of a job that has stopped".
+func stoppedWords(f *config.Found) string {
+	s := ""
+	for i, st := range f.Stopped {
+		if i == 2 {
+			s += fmt.Sprintf("; and %s", Plural(len(f.Stopped)-2, "other such log", "other such logs"))
+			break
+		}
+		s += fmt.Sprintf("; the log %s (last: %s) is held only by %s (pid %d), which does not write it: the log of a job that has stopped",
+			Code(st.Log), Code(truncate(st.Progress, 80)), Code(st.Command), st.PID)
 	}
 	return s
 }

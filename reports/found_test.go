@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"strings"
 	"testing"
 
 	"runwatch/config"
@@ -28,6 +29,9 @@ func TestFoundLine(t *testing.T) {
 		{"a run file's run, nothing filled", &config.Found{Engines: []config.FoundEngine{vllm}, Job: job, Filled: []string{}, FallbackLog: "/data/gen.log"}, ""},
 		{"a run file's run its job's engine is not linked to", &config.Found{Unlinked: []config.FoundEngine{{Kind: "vllm", Port: 24101, PID: 4800}}, Filled: []string{}},
 			"`metrics:` left out: found vLLM on :24101 (pid 4800) on this host, but no process of this run's job is its client (no process here writes its log or outputs), so it is not read for it; add `metrics:` to the run file if one serves this job."},
+		{"an engine, and the log of a job that has stopped", &config.Found{Engines: []config.FoundEngine{{Kind: "vllm", Port: 24101, PID: 4800}},
+			Stopped: []config.FoundStopped{{Log: "/tmp/nu/job/gen.log", Progress: "Progress: 838/3000", PID: 3570, Command: "bash 3"}}},
+			"found: vLLM on :24101 (pid 4800): no job found connected to it. No run file: `bot init` prints one to edit; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held only by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped."},
 		{"found nothing", &config.Found{Invisible: 3}, ""},
 	}
 	for _, tt := range tests {
@@ -42,5 +46,21 @@ func TestFoundLine(t *testing.T) {
 	}
 	if got := NothingFound(nil); got != "" {
 		t.Errorf("NothingFound(nil) = %q; want nothing: no discovery", got)
+	}
+}
+
+// TestStoppedLine: with no job on the host but the log of one that stopped, the answers say so instead of
+// only "nothing was found".
+func TestStoppedLine(t *testing.T) {
+	f := &config.Found{Stopped: []config.FoundStopped{{Log: "/tmp/nu/job/gen.log", Progress: "Progress: 838/3000", PID: 3570, Command: "bash 3"}}}
+	want := "No job is running on this host that I can see; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held only by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped."
+	if got := StoppedLine(f); got != want {
+		t.Errorf("StoppedLine = %q; want %q", got, want)
+	}
+	if got := NothingFound(f); !strings.HasSuffix(got, "growing files; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held only by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped") {
+		t.Errorf("NothingFound = %q; want it to name the stopped job's log", got)
+	}
+	if got := StoppedLine(&config.Found{}); got != "" {
+		t.Errorf("StoppedLine(none) = %q; want \"\"", got)
 	}
 }
