@@ -35,17 +35,29 @@ func TestDiscoveredRunSaysWhatWasFoundOnce(t *testing.T) {
 	}
 }
 
-// TestDiscoveredRunNeverGuessesProtected: "are we writing to /shared?" about a discovered run says how to
-// make /shared protected, pointing at bot init for the run file there is not yet.
+// TestDiscoveredRunNeverGuessesProtected: "are we writing to the protected mount?" about a discovered run
+// says how to make one, pointing at bot init for the run file there is not yet. "are we writing to
+// /shared?" (the README's headline question) was refused ("I only answer about run gen's outputs …
+// /shared isn't one of them", exit 1) though the job's files are known: it answers from them, where the job
+// does write, that /shared itself is not watched, and how to guard it.
 func TestDiscoveredRunNeverGuessesProtected(t *testing.T) {
 	e := newBotEnv(t, botOpts{Run: func(r *config.Run) { r.Channel, r.Stages = "", nil }})
 	e.File.Runs[0].Found = foundJob(e.Log)
 	ctx := context.Background()
-	for _, q := range []string{"are we writing to /shared?", "are we writing to the protected mount?"} {
-		text := e.bot.Ask(ctx, Request{Text: q, Source: "console"}).Message.Text()
-		if !strings.Contains(text, "protected:") || !strings.Contains(text, "a run file (there is none yet: bot init --write saves one with what I found, to add to)") ||
-			strings.Contains(text, "the run file") {
-			t.Errorf("%s = %q; want how to add protected: to a run file bot init writes", q, text)
+	text := e.bot.Ask(ctx, Request{Text: "are we writing to the protected mount?", Source: "console"}).Message.Text()
+	if !strings.Contains(text, "protected:") || !strings.Contains(text, "a run file (there is none yet: bot init --write saves one with what I found, to add to)") ||
+		strings.Contains(text, "the run file") {
+		t.Errorf("are we writing to the protected mount? = %q; want how to add protected: to a run file bot init writes", text)
+	}
+	for _, tt := range []struct{ q, verdict, itself string }{
+		{"are we writing to /shared?", "(ok) No — none of the files run synth's job writes is under /shared. It writes only /data/synth/samples.jsonl.", "not /shared itself"},
+		{"are we writing to /data?", "Yes — run synth's job writes under /data: /data/synth/samples.jsonl.", "not /data itself"},
+	} {
+		rep := e.bot.Ask(ctx, Request{Text: tt.q, Source: "console"})
+		text := rep.Message.Text()
+		if rep.Refused || !strings.Contains(text, tt.verdict) || !strings.Contains(text, tt.itself) ||
+			!strings.Contains(text, "save a run file with bot init --write and add protected: [") {
+			t.Errorf("%s = %q (refused %v); want %q, that the path itself is not watched, and how to guard it", tt.q, text, rep.Refused, tt.verdict)
 		}
 	}
 }

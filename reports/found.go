@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"runwatch/config"
@@ -173,4 +174,87 @@ func stoppedWords(f *config.Found) string {
 			Code(st.Log), Code(truncate(st.Progress, 80)), Code(st.Command), st.PID)
 	}
 	return s
+}
+
+// AnswerUnwatched is the answer to "are we writing to /shared?" about a run discovery made (no run file),
+// for a path the run has no key for: whether a file the job writes is under the path, where it does write,
+// what the scan could not see, and how to have the path guarded. Only the job's own files are checked, by
+// their paths: it never says that no process writes there, which only a protected path's verdict does.
+func AnswerUnwatched(run string, st Storage, f *config.Found, path string) Message {
+	path = filepath.Clean(path)
+	type file struct{ path, mount, fstype string }
+	var files []file
+	seen := map[string]bool{}
+	for _, w := range st.Writers {
+		if !w.Output || w.Protected || w.Host != "" {
+			continue // the job's outputs, on this host
+		}
+		if p := strings.TrimSuffix(w.File, " (deleted)"); !seen[p] {
+			seen[p] = true
+			files = append(files, file{p, w.Mount, ""})
+		}
+	}
+	if f != nil && f.Job != nil && st.ScanError == "" {
+		// What discovery saw the job hold open, for a file the scan's classification left out.
+		for _, o := range f.Job.Outputs {
+			if !seen[o.Path] {
+				seen[o.Path] = true
+				files = append(files, file{o.Path, o.MountPoint, o.FSType})
+			}
+		}
+	}
+	var hits []string
+	for _, fl := range files {
+		if Under(fl.path, path) {
+			hits = append(hits, Code(fl.path))
+		}
+	}
+	subject := Code(path)
+	gaps := st.subjectGaps(Target{Path: path})
+	var verdict string
+	switch {
+	case len(hits) > 0:
+		verdict = fmt.Sprintf(":large_yellow_circle: *Yes* — run %s's job writes under %s: %s.", Esc(run), subject, listSome(hits, 3))
+	case scanFailed(gaps):
+		verdict = fmt.Sprintf(":warning: *Unknown* — I could not scan open files: %s.", Esc(st.ScanError))
+	case len(files) == 0:
+		verdict = fmt.Sprintf(":grey_question: *Can't tell* — I see no file run %s's job is writing right now, under %s or anywhere else.", Esc(run), subject)
+	case len(processGaps(gaps)) > 0:
+		verdict = fmt.Sprintf(":large_yellow_circle: *Not that I can see* — none of the files run %s's job writes is under %s, but %s.", Esc(run), subject, st.processClause(processGaps(gaps)))
+	default:
+		verdict = fmt.Sprintf(":large_green_circle: *No* — none of the files run %s's job writes is under %s.", Esc(run), subject)
+	}
+	if len(files) > 0 && len(hits) == 0 && !scanFailed(gaps) {
+		var where []string
+		for _, fl := range files {
+			s := Code(fl.path)
+			if fl.mount != "" {
+				s += " on " + Code(fl.mount)
+				if fl.fstype != "" {
+					s += " (" + Esc(fl.fstype) + ")"
+				}
+			}
+			where = append(where, s)
+		}
+		only := "only "
+		if len(files) > 3 {
+			only = ""
+		}
+		verdict += " It writes " + only + listSome(where, 3) + "."
+	}
+	return Message{Title: run + " · writes", Sections: []string{verdict,
+		fmt.Sprintf("That is the job's own files, by their paths, not %s itself: another process writing there, or a link or mount into it, is not in this answer. "+
+			"To have %s guarded (every process's writes answered, a warning when output lands there), save a run file with `bot init --write` and add `protected: [%s]` to the run.",
+			subject, subject, Esc(path))}}
+}
+
+// listSome is the first n of items and how many more: "`a`, `b` and 3 more".
+func listSome(items []string, n int) string {
+	if len(items) <= n {
+		if len(items) > 1 {
+			return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+		}
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:n], ", ") + " and " + Plural(len(items)-n, "more", "more")
 }

@@ -64,3 +64,37 @@ func TestStoppedLine(t *testing.T) {
 		t.Errorf("StoppedLine(none) = %q; want \"\"", got)
 	}
 }
+
+// TestAnswerUnwatched: "are we writing to /shared?" about a discovered run answers from the job's own
+// files, with the protected verdict's caveats: a failed scan or processes it could not inspect are never a
+// plain no, and no file seen is "can't tell".
+func TestAnswerUnwatched(t *testing.T) {
+	out := WriterInfo{PID: 4242, Command: "python3", File: "/tmp/nu/job/out.jsonl", Mount: "/", Output: true}
+	other := WriterInfo{PID: 7, Command: "rsync", File: "/shared/x", Mount: "/shared"} // no output of the job's
+	tests := []struct {
+		name string
+		st   Storage
+		f    *config.Found
+		want string
+	}{
+		{"the job writes elsewhere", Storage{Writers: []WriterInfo{out, other}}, nil,
+			":large_green_circle: *No* — none of the files run gen's job writes is under `/shared`. It writes only `/tmp/nu/job/out.jsonl` on `/`."},
+		{"from discovery, with its mount", Storage{}, &config.Found{Job: &config.FoundJob{Outputs: []config.FoundOutput{{Path: "/tmp/nu/job/out.jsonl", MountPoint: "/", FSType: "ext4"}}}},
+			":large_green_circle: *No* — none of the files run gen's job writes is under `/shared`. It writes only `/tmp/nu/job/out.jsonl` on `/` (ext4)."},
+		{"the job writes there", Storage{Writers: []WriterInfo{{PID: 4242, File: "/shared/gen/out.jsonl", Output: true}}}, nil,
+			":large_yellow_circle: *Yes* — run gen's job writes under `/shared`: `/shared/gen/out.jsonl`."},
+		{"processes not inspected", Storage{Writers: []WriterInfo{out}, Invisible: 2}, nil,
+			":large_yellow_circle: *Not that I can see* — none of the files run gen's job writes is under `/shared`, but "},
+		{"the scan failed", Storage{ScanError: "permission denied"}, &config.Found{Job: &config.FoundJob{Outputs: []config.FoundOutput{{Path: "/tmp/nu/job/out.jsonl"}}}},
+			":warning: *Unknown* — I could not scan open files: permission denied."},
+		{"no file seen", Storage{}, nil, ":grey_question: *Can't tell* — I see no file run gen's job is writing right now"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := AnswerUnwatched("gen", tt.st, tt.f, "/shared/")
+			if len(m.Sections) != 2 || !strings.HasPrefix(m.Sections[0], tt.want) || !strings.Contains(m.Sections[1], "add `protected: [/shared]` to the run") {
+				t.Errorf("AnswerUnwatched = %q; want it to start %q, then how to guard /shared", m.Sections, tt.want)
+			}
+		})
+	}
+}
