@@ -16,6 +16,17 @@ type Found struct {
 	// FallbackLog is the job's log as discovery found it, for a run whose own log: does not exist: the
 	// monitor reads it instead, saying so, rather than answer "ETA: unknown" while the job logs elsewhere.
 	FallbackLog string
+	// Unlinked are the engines found on this host that nothing links to a run-file run (no process of its
+	// job is their client): left out of its metrics, and said once.
+	Unlinked []FoundEngine
+	// Shared are the other jobs discovery found using the run's engines: an engine's token, request and
+	// finish counters are then every job's, so the monitor takes none of them for the run's own and prices
+	// it from its log's items alone.
+	Shared []SharedJob
+	// Stopped are progress logs only a shell holds and nothing writes: the logs of jobs that have stopped
+	// (the shell that started one keeps its stdout open). Never a run's job; said so an answer does not
+	// read as if no job had ever run.
+	Stopped []FoundStopped
 	// Invisible counts the processes discovery could not inspect (their open files unreadable to this user):
 	// a job among them is missed, never guessed. Unseen counts the connections to the run's engines from
 	// such processes.
@@ -46,6 +57,22 @@ type FoundJob struct {
 	Outputs []FoundOutput
 	// Total is the item count its progress lines give (0 when they give none).
 	Total int64
+}
+
+// SharedJob is another job using one of a run's engines: its run (when discovery made one of it), its
+// command line and pid, and the engine's port.
+type SharedJob struct {
+	Run     string
+	Command string
+	PID     int
+	Port    int
+}
+
+// FoundStopped is the log of a job that has stopped: its last progress line, and the shell holding it.
+type FoundStopped struct {
+	Log, Progress string
+	PID           int
+	Command       string
 }
 
 // FoundOutput is a file a job writes, and the mount it lands on.

@@ -425,12 +425,19 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 	if len(cfg.Runs) == 1 {
 		return &cfg.Runs[0], Reply{}, true
 	}
+	if r := onlyDiscoveredJob(b.visibleRuns(req)); r != nil {
+		return r, Reply{}, true
+	}
 	example := cfg.Runs[0].Name
 	if vis := b.visibleRuns(req); len(vis) > 0 {
 		example = vis[0].Name
 	}
-	return nil, Reply{Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
-		fmt.Sprintf("Which run? I watch %s. Name one in the question, e.g. _ETA for %s?_", b.runList(req), reports.Esc(example))}}}, false
+	m := reports.Message{Sections: []string{
+		fmt.Sprintf("Which run? I watch %s. Name one in the question, e.g. _ETA for %s?_", b.runList(req), reports.Esc(example))}}
+	if l := noJobRunning(b.visibleRuns(req)); l != "" {
+		m.Sections = append(m.Sections, l)
+	}
+	return nil, Reply{Refused: true, Ephemeral: true, Message: m}, false
 }
 
 // visibleRuns are the runs req may hear about: every run for the console and the command line, the

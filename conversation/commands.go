@@ -175,6 +175,12 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 			}
 		}
 	}
+	if errors.Is(err, monitor.ErrNotAllowed) && discovered(q.Run) && (q.Question.Intent == "writes" || q.Question.Intent == "safe") {
+		// No run file, so no path is configured: "are we writing to /shared?" is answered from the job's
+		// own files (which discovery and the scan know), with how to have /shared guarded, not refused.
+		r := unwatchedWrites(ctx, b, q)
+		return t, &r
+	}
 	if errors.Is(err, monitor.ErrNotAllowed) {
 		var known []string
 		for _, list := range []struct {
@@ -211,6 +217,21 @@ func target(ctx context.Context, b *Bot, q Query) (reports.Target, *Reply) {
 		return t, &r
 	}
 	return t, nil
+}
+
+// unwatchedWrites answers a writes question about a path a discovered run has no key for
+// (reports.AnswerUnwatched): the job's own files, never the path itself.
+func unwatchedWrites(ctx context.Context, b *Bot, q Query) Reply {
+	rs, err := storageStatus(ctx, b, q, monitor.Need{})
+	if err != nil {
+		return ErrorReply("check writes", err)
+	}
+	m := reports.AnswerUnwatched(rs.Name, rs.Storage, q.Run.Found, redactQuoted(q.Question.Path))
+	m.Context = append(m.Context, reports.AnswerContext(rs)...)
+	if age := reports.StorageAge(rs.Storage, b.mon.Now()); age != "" {
+		m.Context = append(m.Context, age)
+	}
+	return Reply{Message: m, Data: map[string]any{"storage": rs.Storage, "problems": problemsData(rs.Problems)}}
 }
 
 func handleWrites(ctx context.Context, b *Bot, q Query) Reply {

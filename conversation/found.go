@@ -40,6 +40,39 @@ func discovered(run *config.Run) bool {
 		(len(run.Found.Engines) > 0 || run.Found.Job != nil)
 }
 
+// onlyDiscoveredJob is, among runs discovery made with no run file, the only one that follows a job,
+// when every other is an engine no job uses: a question that names no run is about the job ("ETA?" on a
+// host with three servers and one job), and the engines are listed, not asked about. Nil otherwise.
+func onlyDiscoveredJob(runs []*config.Run) *config.Run {
+	var job *config.Run
+	for _, r := range runs {
+		switch {
+		case !discovered(r):
+			return nil
+		case r.Found.Job == nil:
+		case job != nil:
+			return nil
+		default:
+			job = r
+		}
+	}
+	return job
+}
+
+// noJobRunning says, when every run is one discovery made of an engine no job uses, which logs it found
+// of jobs that have stopped (reports.StoppedLine); "" otherwise.
+func noJobRunning(runs []*config.Run) string {
+	for _, r := range runs {
+		if !discovered(r) || r.Found.Job != nil {
+			return ""
+		}
+	}
+	if len(runs) == 0 {
+		return ""
+	}
+	return reports.StoppedLine(runs[0].Found)
+}
+
 // noRunFileYet is what "the run file" in an answer's advice becomes for a discovered run: there is none
 // to add a key to yet, and discovery never guesses a protected mount or a channel.
 const noRunFileYet = "a run file (there is none yet: `bot init --write` saves one with what I found, to add to)"

@@ -62,8 +62,18 @@ type Result struct {
 	Hidden    []probes.HiddenProcess
 	// AsRoot: discovery ran as root, so running as root is no advice for what it could not inspect.
 	AsRoot bool
+	// Stopped are the progress logs only a shell holds, which did not grow while discovery watched: the
+	// logs of jobs that have stopped (the shell that started one keeps its stdout open). Never a job.
+	Stopped []Stopped
 	// Problems are the parts that failed (the TCP tables, the process table, the mount table).
 	Problems []string
+}
+
+// Stopped is the log of a job that has stopped, its last progress line, and the shell holding it.
+type Stopped struct {
+	Log, Progress string
+	PID           int
+	Command       string
 }
 
 // Discoverer looks for engines and jobs on this host.
@@ -202,7 +212,7 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 		return s
 	}
 	if len(pids) == 0 {
-		pids = d.writersOfGrowingFiles(ctx, table, writes, in, res.Engines)
+		pids, res.Stopped = d.writersOfGrowingFiles(ctx, table, writes, in, res.Engines)
 		how = func(int, []int) string { return "writes growing files" }
 	}
 	for root, members := range group(table, pids) {
@@ -255,7 +265,11 @@ func (d *Discoverer) dropSelf(t processTable, clients map[int][]int) {
 // writersOfGrowingFiles are the processes in scope, other than this one, the engines and the metrics
 // scrapers (a Prometheus's TSDB grows wherever it is kept), whose files hold progress lines or grew while
 // discovery watched them.
-func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, writes map[int][]probes.Writer, in map[int]bool, engines []Engine) []int {
+//
+// A shell holding a file is not its writer: the shell that started a job keeps the job's log as its stdout
+// after the job is gone. A shell is taken only when no other candidate holds its files and they grow; a
+// progress log only a shell holds that does not grow is returned as Stopped.
+func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, writes map[int][]probes.Writer, in map[int]bool, engines []Engine) ([]int, []Stopped) {
 	cands := map[int][]probes.Writer{}
 	for pid, ws := range writes {
 		p := t.procs[pid]
@@ -266,16 +280,38 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 		cands[pid] = ws
 	}
 	if len(cands) == 0 {
-		return nil
+		return nil, nil
+	}
+	heldByOther := map[string]bool{} // files a process other than a shell holds
+	for pid, ws := range cands {
+		if !t.procs[pid].shell() {
+			for _, w := range ws {
+				heldByOther[w.File] = true
+			}
+		}
 	}
 	var out []int
+	shellLogs := map[int][]string{} // a shell's progress logs no other candidate holds, with their last line
 	files := 0
 	for pid, ws := range cands {
+		sh := t.procs[pid].shell()
+		if sh {
+			ws = slices.DeleteFunc(slices.Clone(ws), func(w probes.Writer) bool { return heldByOther[w.File] })
+			if len(ws) == 0 {
+				delete(cands, pid)
+				continue
+			}
+			cands[pid] = ws
+		}
 		for _, w := range ws {
 			if files++; files > maxGrowingFiles || dataExt[filepath.Ext(w.File)] {
 				continue
 			}
-			if _, ok := tailProgress(ctx, d.guard, w.File); ok {
+			p, ok := tailProgress(ctx, d.guard, w.File)
+			if ok && sh && !slices.Contains(shellLogs[pid], w.File) {
+				shellLogs[pid] = append(shellLogs[pid], w.File, p.Line)
+			}
+			if ok && !sh {
 				out = append(out, pid)
 				delete(cands, pid)
 				break
@@ -285,9 +321,30 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 	if len(out) > 0 {
 		// A log with progress in it is the job; the others' growing files are not worth a wait.
 		sort.Ints(out)
-		return out
+		return out, nil
 	}
-	return growing(ctx, cands, d.o.GrowWait, d.guard, d.betweenLooks)
+	sizes := map[string]int64{}
+	for pid := range shellLogs {
+		for i := 0; i < len(shellLogs[pid]); i += 2 {
+			if fi, err := d.guard.Stat(ctx, shellLogs[pid][i]); err == nil {
+				sizes[shellLogs[pid][i]] = fi.Size()
+			}
+		}
+	}
+	out = growing(ctx, cands, d.o.GrowWait, d.guard, d.betweenLooks)
+	var stopped []Stopped
+	for pid, logs := range shellLogs {
+		if slices.Contains(out, pid) {
+			continue
+		}
+		for i := 0; i < len(logs); i += 2 {
+			if fi, err := d.guard.Stat(ctx, logs[i]); err == nil && fi.Size() == sizes[logs[i]] {
+				stopped = append(stopped, Stopped{Log: logs[i], Progress: logs[i+1], PID: pid, Command: t.procs[pid].command()})
+			}
+		}
+	}
+	sort.Slice(stopped, func(a, b int) bool { return stopped[a].Log < stopped[b].Log })
+	return out, stopped
 }
 
 // maxGrowingFiles bounds the files whose tails are read looking for a job's progress when no engine's

@@ -224,9 +224,9 @@ func TestTwoJobsTwoRuns(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %v", r.Name, r.Log, r.Metrics))
 	}
 	want := []string{"generate /data/a.log [http://127.0.0.1:8000/metrics]", "judge /data/b.log [http://127.0.0.1:8000/metrics]",
-		"generate-2 /data/c.log [http://127.0.0.1:8000/metrics]", "tgi  [http://127.0.0.1:8081/metrics]"}
+		"generate-2 /data/c.log [http://127.0.0.1:8000/metrics]", "tgi-8081  [http://127.0.0.1:8081/metrics]"}
 	if !slices.Equal(got, want) {
-		t.Errorf("Runs = %q; want %q (the idle TGI a run of its own)", got, want)
+		t.Errorf("Runs = %q; want %q (the idle TGI a run of its own, named with its port however many engines are idle)", got, want)
 	}
 }
 
@@ -311,6 +311,8 @@ func TestCommandAndName(t *testing.T) {
 			"llm-d-inference-sim --port 8000 --model …", "llm-d-inference-sim"},
 		{[]string{"python3", "-c", "print(1)"}, "python3 -c …", "python3"},
 		{[]string{"bash", "run job.sh"}, "bash run job.sh", "run-job"},
+		{[]string{"bash", "3"}, "bash 3", "bash"},
+		{[]string{"/bin/bash", "-o", "pipefail", "./feed.sh", "3"}, "bash feed.sh", "feed"},
 		{[]string{"python3", "gen\x1b[31m.py"}, "python3 gen?[31m.py", "gen--31m"},
 	}
 	for _, tt := range tests {

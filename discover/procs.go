@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/prometheus/procfs"
 
@@ -164,19 +166,40 @@ func (p *process) script() (string, bool) {
 		return "", false
 	}
 	args := p.cmdline[1:]
+	sh := p.shell()
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a == "-m" && i+1 < len(args):
+		case a == "-m" && i+1 < len(args) && !sh:
 			return "-m " + args[i+1], true
 		case a == "-c":
 			return "-c …", true
-		case strings.HasPrefix(a, "-"):
+		case sh && (a == "-o" || a == "+o" || a == "-O" || a == "+O" || a == "--rcfile" || a == "--init-file"):
+			i++ // a shell's option and its value
+			continue
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+") && sh:
 			continue // -u, -X dev, -O: an option of the interpreter's
+		}
+		if !strings.ContainsFunc(filepath.Base(a), unicode.IsLetter) {
+			// "bash 3": a bare argument is no script, and no name for a run.
+			return "", false
 		}
 		return filepath.Base(a), true
 	}
 	return "", false
+}
+
+// shells are the programs a job is started from, which hold its log as their stdout while the job runs
+// and after it stops: never the job themselves unless they write a file that grows.
+var shells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "fish", "tcsh", "csh", "busybox"}
+
+// shell says whether the process runs a shell.
+func (p *process) shell() bool {
+	prog := p.comm
+	if len(p.cmdline) > 0 {
+		prog = filepath.Base(p.cmdline[0])
+	}
+	return slices.Contains(shells, strings.TrimPrefix(prog, "-"))
 }
 
 // name is what a run made of this process is called: its script's name without the extension, a module's

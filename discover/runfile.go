@@ -72,9 +72,20 @@ func RunFile(f *config.File, res Result, now time.Time) string {
 				}
 			}
 			w("    # the engines: %s", strings.Join(names, "; "))
-			w("    metrics:")
-			for _, u := range r.Metrics {
-				w("      - %s", scalar(u))
+			if fd != nil && len(fd.Shared) > 0 {
+				// Left out, so that the file loaded reads as the run did: discovery fills it again and says
+				// the engine is shared (Fill), instead of pricing this job with both jobs' counts.
+				j := fd.Shared[0]
+				w("    # left out: it also serves job %s (pid %d), so its token and request counts are not this job's alone", oneLine(j.Command), j.PID)
+				w("    # metrics:")
+				for _, u := range r.Metrics {
+					w("    #   - %s", scalar(u))
+				}
+			} else {
+				w("    metrics:")
+				for _, u := range r.Metrics {
+					w("      - %s", scalar(u))
+				}
 			}
 		}
 		if fd != nil && fd.Job != nil && fd.Job.Total > 0 {

@@ -20,7 +20,7 @@ const Source = "discovery on this host"
 
 // File is the run file discovery makes when there is none: one run per job, named after its script,
 // reading its log and the engines it is a client of, writing its outputs; an engine no job uses is a run
-// of its own. Nil when nothing was found.
+// of its own, named after its kind and port ("vllm-8000"). Nil when nothing was found.
 func File(res Result) *config.File {
 	runs := Runs(res)
 	if len(runs) == 0 {
@@ -41,7 +41,11 @@ func Runs(res Result) []config.Run {
 		return n
 	}
 	claimed := map[int]bool{}
-	for _, j := range res.Jobs {
+	names := make([]string, len(res.Jobs))
+	for i, j := range res.Jobs {
+		names[i] = name(j.Name)
+	}
+	for i, j := range res.Jobs {
 		var engines []Engine
 		for _, e := range res.Engines {
 			if slices.Contains(j.Ports, e.Port) {
@@ -49,15 +53,17 @@ func Runs(res Result) []config.Run {
 				claimed[e.Port] = true
 			}
 		}
-		if len(res.Jobs) == 1 && len(j.Ports) == 0 {
-			// The one job, found by its files, and engines it has no connection to at this moment (a client
-			// that connects per request): its runs read them, as the found line says.
+		if len(res.Jobs) == 1 && len(j.Ports) == 0 && len(res.Engines) == 1 {
+			// The one job, found by its files, and the one engine, which it holds no connection to at this
+			// moment (a client that connects per request): its run reads it, as the found line says. Of
+			// several engines nothing says which is the job's: none is summed into it.
 			engines = res.Engines
 			for _, e := range engines {
 				claimed[e.Port] = true
 			}
 		}
-		r := config.Run{Name: name(j.Name), Log: j.Log, Outputs: j.OutputDirs(), Found: found(res, engines, &j)}
+		r := config.Run{Name: names[i], Log: j.Log, Outputs: j.OutputDirs(), Found: found(res, engines, &j)}
+		r.Found.Shared = sharedWith(res.Jobs, names, i)
 		for _, e := range engines {
 			r.Metrics = append(r.Metrics, e.URL)
 		}
@@ -70,18 +76,48 @@ func Runs(res Result) []config.Run {
 		}
 	}
 	for _, e := range idle {
-		n := e.Kind
-		if len(idle) > 1 {
-			n += "-" + strconv.Itoa(e.Port)
-		}
+		// Always with its port: a name that depends on how many other engines are idle at the moment of the
+		// look read "vllm" in one command and "vllm-36013" in the next.
+		n := e.Kind + "-" + strconv.Itoa(e.Port)
 		runs = append(runs, config.Run{Name: name(runName(n)), Metrics: []string{e.URL}, Found: found(res, []Engine{e}, nil)})
 	}
 	return runs
 }
 
+// sharedWith are the jobs other than jobs[i] connected to one of its engines (names are their runs'; nil
+// for a Fill, whose other jobs have no run), each once, at the first port they share.
+func sharedWith(jobs []Job, names []string, i int) []config.SharedJob {
+	var out []config.SharedJob
+	for k, o := range jobs {
+		if k == i {
+			continue
+		}
+		for _, p := range jobs[i].Ports {
+			if slices.Contains(o.Ports, p) {
+				sj := config.SharedJob{Command: o.Command, PID: o.PID, Port: p}
+				if names != nil {
+					sj.Run = names[k]
+				}
+				out = append(out, sj)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// StoppedLogs are res's logs of jobs that have stopped, as config.Found carries them.
+func StoppedLogs(res Result) []config.FoundStopped {
+	var out []config.FoundStopped
+	for _, s := range res.Stopped {
+		out = append(out, config.FoundStopped{Log: s.Log, Progress: s.Progress, PID: s.PID, Command: s.Command})
+	}
+	return out
+}
+
 // found is the config.Found of a run reading engines and following job (nil: none).
 func found(res Result, engines []Engine, job *Job) *config.Found {
-	f := &config.Found{Invisible: res.Invisible}
+	f := &config.Found{Invisible: res.Invisible, Stopped: StoppedLogs(res)}
 	for _, e := range engines {
 		f.Unseen += e.Unseen
 		f.Engines = append(f.Engines, config.FoundEngine{Kind: e.Kind, Port: e.Port, PID: e.PID, Command: e.Command, URL: e.URL})
@@ -120,9 +156,10 @@ func logMissing(path string) bool {
 }
 
 // Fill completes a run file's runs with what discovery found, and never changes what a run says: a run
-// with no log gets its job's; with neither metrics nor Prometheus, the engines its job is a client of (the
-// engines found, for a file of one run that no job matches); with no total, the job's; with no outputs, the
-// directories the job writes in. A run whose log: is not there keeps it, and gets the job's log as the one
+// with no log gets its job's; with neither metrics nor Prometheus, the engines its job is a client of (or,
+// for the one job on the host found by its files, the engines found) and never an engine nothing links to
+// the run (Found.Unlinked says those); with no total, the job's; with no outputs, the directories the job
+// writes in. An engine another job uses too is named in Found.Shared. A run whose log: is not there keeps it, and gets the job's log as the one
 // to read meanwhile (config.Found.FallbackLog), so a mistyped log: is said and answered past. Each run's
 // Found says what was filled. A run is matched to a job by its log, by its outputs, or, one run and one
 // job, as the only pair.
@@ -135,6 +172,7 @@ func Fill(f *config.File, res Result) {
 		r := &f.Runs[i]
 		job := matchJob(r, res.Jobs, len(f.Runs) == 1, taken)
 		var engines []Engine
+		var shared []config.SharedJob
 		if job != nil {
 			taken[job.PID] = true
 			for _, e := range res.Engines {
@@ -142,9 +180,17 @@ func Fill(f *config.File, res Result) {
 					engines = append(engines, e)
 				}
 			}
+			if len(job.Ports) == 0 && len(res.Jobs) == 1 && len(res.Engines) == 1 {
+				// The one job, found by its files, and the one engine, which it holds no connection to at this
+				// moment (a client that connects per request), as Runs reads it.
+				engines = res.Engines
+			}
+			shared = sharedWith(res.Jobs, nil, slices.IndexFunc(res.Jobs, func(j Job) bool { return j.PID == job.PID }))
 		}
-		if len(engines) == 0 && len(f.Runs) == 1 {
-			engines = res.Engines
+		// Engines no process of the run is known to use are never its metrics: say so, once, instead.
+		var unlinked []Engine
+		if len(r.Metrics) == 0 && r.Prometheus == nil && len(engines) == 0 {
+			unlinked = res.Engines
 		}
 		var filled []string
 		fallback := ""
@@ -173,16 +219,24 @@ func Fill(f *config.File, res Result) {
 			r.Outputs = job.OutputDirs()
 			filled = append(filled, "outputs")
 		}
-		if len(filled) == 0 && fallback == "" {
+		if len(filled) == 0 && fallback == "" && len(unlinked) == 0 {
 			continue
 		}
 		r.Found = found(res, engines, job)
-		r.Found.Filled, r.Found.FallbackLog = filled, fallback
+		r.Found.Filled, r.Found.FallbackLog = append([]string{}, filled...), fallback
+		if len(engines) > 0 {
+			r.Found.Shared = shared
+		}
+		for _, e := range unlinked {
+			r.Found.Unlinked = append(r.Found.Unlinked, config.FoundEngine{Kind: e.Kind, Port: e.Port, PID: e.PID, Command: e.Command, URL: e.URL})
+		}
 	}
 }
 
 // matchJob is the job a run-file run is about: the one whose log is the run's, or that writes under the
-// run's outputs, or whose log is beside the run's (a log: with a typo); alone with a lone run, the only one.
+// run's outputs, or whose log is beside the run's log: that is not there (a typo); for a lone run that
+// names neither a log nor outputs, the only job. A run whose log or outputs no job writes has none: a
+// job elsewhere on the host is no evidence about it.
 func matchJob(r *config.Run, jobs []Job, lone bool, taken map[int]bool) *Job {
 	for _, test := range []func(j *Job) bool{
 		func(j *Job) bool { return r.Log != "" && j.Log == filepath.Clean(r.Log) },
@@ -192,7 +246,7 @@ func matchJob(r *config.Run, jobs []Job, lone bool, taken map[int]bool) *Job {
 			})
 		},
 		func(j *Job) bool {
-			return r.Log != "" && j.Log != "" && filepath.Dir(j.Log) == filepath.Dir(filepath.Clean(r.Log))
+			return r.Log != "" && j.Log != "" && filepath.Dir(j.Log) == filepath.Dir(filepath.Clean(r.Log)) && logMissing(r.Log)
 		},
 	} {
 		for i := range jobs {
@@ -201,7 +255,7 @@ func matchJob(r *config.Run, jobs []Job, lone bool, taken map[int]bool) *Job {
 			}
 		}
 	}
-	if lone && len(jobs) == 1 && !taken[jobs[0].PID] {
+	if lone && r.Log == "" && len(r.Outputs) == 0 && len(jobs) == 1 && !taken[jobs[0].PID] {
 		return &jobs[0]
 	}
 	return nil

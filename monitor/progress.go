@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,13 +125,20 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 
 	// The engines: accumulate counters across restarts, sum over servers.
 	tot := s.foldEngines(readings, prevMemos, now, m.opts.ProbeTimeout, problem)
-	s.signals = signalSamples(readings, s.obs.T)
-	tot.Apply(&s.obs)
+	shared := sharedNotice(r)
+	if shared == "" {
+		s.signals = signalSamples(readings, s.obs.T)
+		tot.Apply(&s.obs)
+		if gen, prompt, ok := tot.Tokens(); ok {
+			s.genTokens, s.promptTokens = gen, prompt
+		}
+	} else {
+		// The engines serve another job too: their tokens, requests and finish counts are both jobs', so
+		// none of them is this run's. The servers are still listed; the run is priced from its log alone.
+		s.notices = append(s.notices, shared)
+	}
 	if r.MaxTokens > 0 {
 		s.obs.MaxTokens = int64(r.MaxTokens)
-	}
-	if gen, prompt, ok := tot.Tokens(); ok {
-		s.genTokens, s.promptTokens = gen, prompt
 	}
 
 	// The log says how far the job is; without one, or while it cannot be read, the engines' finished
@@ -188,7 +196,7 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 				s.notices = append(s.notices, fmt.Sprintf("log %s was truncated (%d -> %d bytes)", f.Path, prev.Size, f.Size))
 			}
 		}
-	} else if m.logs[r.Name] == nil || neverRead(logErr, st) {
+	} else if shared == "" && (m.logs[r.Name] == nil || neverRead(logErr, st)) {
 		// Also a log: that names no file this run ever read (mistyped): "ETA: unknown" while the engines count
 		// the job's requests helped nobody, and the log's problem still says what is wrong. A log that was read
 		// and fails now does not fall back: the engines' count would land in a history of the log's.
@@ -204,6 +212,37 @@ func (m *Monitor) sampleProgress(ctx context.Context, r *config.Run, pass *pass,
 		s.obs.Total = s.obs.Done
 	}
 	return s
+}
+
+// sharedNotice says, for a run whose engines discovery found serving other jobs too (config.Found.Shared),
+// that their counts are not the run's own: "vLLM on :8000 is shared with job python3 judge.py (pid 4243,
+// run judge): its token and request counts are both jobs', so this run's ETA and rates are its own log's
+// items". "" for any other run.
+func sharedNotice(r *config.Run) string {
+	if r.Found == nil || len(r.Found.Shared) == 0 {
+		return ""
+	}
+	var jobs []string
+	port := r.Found.Shared[0].Port
+	for _, j := range r.Found.Shared {
+		s := fmt.Sprintf("job %s (pid %d", j.Command, j.PID)
+		if j.Run != "" {
+			s += ", run " + j.Run
+		}
+		jobs = append(jobs, s+")")
+	}
+	server := fmt.Sprintf("the server on :%d", port)
+	for _, e := range r.Found.Engines {
+		if e.Port == port {
+			server = fmt.Sprintf("%s on :%d", probes.KindName(e.Kind), port)
+		}
+	}
+	whose := "both jobs'"
+	if len(jobs) > 1 {
+		whose = "every job's"
+	}
+	return fmt.Sprintf("%s is shared with %s: its token and request counts are %s, so this run's ETA and rates are its own log's items",
+		server, strings.Join(jobs, " and "), whose)
 }
 
 // neverRead says whether err is a log that does not exist and the run's state has never read one: a log:

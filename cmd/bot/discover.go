@@ -39,7 +39,7 @@ func (a *app) withoutRunFile(ctx context.Context, workdir string) *config.File {
 	if d := discover.File(res); d != nil {
 		return d
 	}
-	f.Runs[0].Found = &config.Found{Invisible: res.Invisible}
+	f.Runs[0].Found = &config.Found{Invisible: res.Invisible, Stopped: discover.StoppedLogs(res)}
 	return f
 }
 
