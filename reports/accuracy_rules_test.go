@@ -3,6 +3,7 @@ package reports_test
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -445,6 +446,22 @@ func accTables(tb testing.TB, seeds []int64) accTableSet {
 	second := accSecondCases(tb)
 	held := accHeldoutCases(tb)
 	mid := accMidCases(tb)
+	if *accOnly != "" {
+		re, err := regexp.Compile(*accOnly)
+		if err != nil {
+			tb.Fatalf("-accuracy.only: %v", err)
+		}
+		keep := func(cs []accCase) []accCase {
+			var out []accCase
+			for _, c := range cs {
+				if re.MatchString(c.name()) {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+		first, second, held, mid = keep(first), keep(second), keep(held), keep(mid)
+	}
 	all := append(append(append(append([]accCase(nil), first...), second...), held...), mid...)
 	runs := replays(all, seeds, 30)
 	rows := accRows(all, runs)

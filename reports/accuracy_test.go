@@ -451,12 +451,22 @@ func TestStretchInvariance(t *testing.T) {
 // (docs/eta-accuracy.md: scripts/figures.sh passes it).
 var accDocs = flag.String("accuracy.docs", "", "write the ETA accuracy page (docs/eta-accuracy.md) to this path")
 
+// accOnly, when set (-accuracy.only REGEXP), keeps the rows whose name matches it: a subset to iterate on
+// (-accuracy.only 'peer2' for the second corpus, 'throttle|drift' for the drifts). Its targets are the subset's.
+var accOnly = flag.String("accuracy.only", "", "replay only the rows whose name matches this regular expression")
+
+// accSeeds, when positive (-accuracy.seeds N), is how many seeds BenchmarkAccuracy replays per sim row.
+var accSeeds = flag.Int("accuracy.seeds", 0, "sim seeds per row in BenchmarkAccuracy (0: 20)")
+
 // BenchmarkAccuracy runs every table on 20 sim seeds per row (rule (a) of issue 31) and reports the pooled
 // ratios; -v prints the tables, -accuracy.docs writes the page. Run it with -benchtime=1x.
 func BenchmarkAccuracy(b *testing.B) {
 	var tables accTableSet
 	for b.Loop() {
 		seeds := make([]int64, 20)
+		if *accSeeds > 0 {
+			seeds = make([]int64, *accSeeds)
+		}
 		for i := range seeds {
 			seeds[i] = int64(i + 1)
 		}

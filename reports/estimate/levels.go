@@ -139,23 +139,43 @@ func fitLevel(bs []measure, z float64, autocorr bool, unitCV float64, minRecent 
 		if k < 4 || !canChange {
 			return level, relSE, false
 		}
-		var sx, sy, sxx, sxy float64
+		// The line is weighted by each block's units (normalised to a mean weight of 1, so that blocks of equal
+		// units give the plain line): a block of 2 items says less of seconds per item than one of 50. Fitted
+		// alike, the first blocks of a job sampled every half second (2 and 4 items, then 40) tilted the line of
+		// seconds per item so far that its latest value fell to a fifth of every block since, and the log-only
+		// estimate read 106 items/s on a job running at 44 (peer replicas-one-url).
+		meanDen := units(a, n) / float64(k)
+		var sw, sx, sy float64
 		for i := a; i < n; i++ {
-			fi := float64(i)
-			sx, sy, sxx, sxy = sx+fi, sy+x[i], sxx+fi*fi, sxy+fi*x[i]
+			w := bs[i].den / meanDen
+			sw, sx, sy = sw+w, sx+w*float64(i), sy+w*x[i]
 		}
-		fk := float64(k)
-		vxx := sxx - sx*sx/fk
-		slope := (sxy - sx*sy/fk) / vxx
+		mi, my := sx/sw, sy/sw
+		var vxx, sxy float64
+		for i := a; i < n; i++ {
+			w := bs[i].den / meanDen
+			vxx += w * (float64(i) - mi) * (float64(i) - mi)
+			sxy += w * (float64(i) - mi) * (x[i] - my)
+		}
+		slope := sxy / vxx
 		zSlope := z
 		if moved { // after a change the level is known to move, so a weaker slope counts
 			zSlope = 2
 		}
 		if math.Abs(slope) > zSlope*sd/math.Sqrt(vxx) {
-			end := float64(n-1) - sx/fk
-			level = sy/fk + slope*end
-			relSE = sd * math.Sqrt(1/fk+end*end/vxx) / math.Abs(level)
-			return level, relSE, true
+			end := float64(n-1) - mi
+			// The line's latest value, kept within the values its blocks took: a line is a summary of them, not a
+			// forecast beyond them, and one that runs to zero or below is no rate at all.
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, v := range x[a:n] {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+			line := math.Max(lo, math.Min(hi, my+slope*end))
+			if !(line > 0) {
+				return level, relSE, false
+			}
+			relSE = sd * math.Sqrt(1/sw+end*end/vxx) / math.Abs(line)
+			return line, relSE, true
 		}
 		return level, relSE, false
 	}
