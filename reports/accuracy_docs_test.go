@@ -23,9 +23,11 @@ func (t accTableSet) page() string {
 How close runwatch's finish estimate comes to the true finish, against two baselines: linear extrapolation
 (elapsed × total ÷ done) and tqdm's smoothed rate. Each figure is the mean distance between an answer's
 finish and the true finish, as a share of the job's duration, over the answers from 5% done to the end.
-"Coverage" is the share of answers whose range held the true finish.
+"Coverage" is the share of answers whose range held the true finish; a recorded job's finish is known to the
+sampling interval in which its last item finished, and a range counts for the share of that interval it holds.
 
-Two corpora. The estimator's constants were chosen on the first; the second was recorded apart, to report on:
+Three corpora. The estimator's constants were chosen on the first, one of them (the pace window) partly on the
+second; the third was recorded after that, to report on:
 
 - **First corpus**: runwatch's own simulator (a token counter per iteration, as vLLM's), read with everything
   the engines export and from the job's log only; and jobs recorded against a third-party vLLM simulator
@@ -36,6 +38,10 @@ Two corpora. The estimator's constants were chosen on the first; the second was 
   concurrency mid-run, a neighbour job on the same server, a throttle, prompts that grow, a frozen server. Each
   recording is read as the simulator counts tokens (on finish), as vLLM does (per iteration, from the streamed
   tokens) and from the log.
+- **Third corpus** ([reports/testdata/peer3](../reports/testdata/peer3/SOURCES.md)): the same simulator with a
+  client that does not stream (a counter that moves on finish only, and the log), sampled every 4-6% of the job:
+  clients halving, an early throttle, work per item shrinking, a neighbour that leaves, clients ramping up, a
+  steady job; three recordings each.
 
 The speed figures, one estimate's cost among them, are in [performance.md](performance.md).
 

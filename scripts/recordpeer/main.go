@@ -57,7 +57,7 @@ func main() {
 	path := flag.Bool("path", false, "print where the trace of -scenario (and -seed) is kept, from the repository root, and exit")
 	flag.Parse()
 	if *list {
-		for _, s := range append(append(scenarios(), heldout()...), second()...) {
+		for _, s := range append(append(append(scenarios(), heldout()...), second()...), third()...) {
 			fmt.Printf("%-16s %5d items, %3d clients: %s\n", s.Name, s.Items, s.Concurrency, s.About)
 		}
 		return

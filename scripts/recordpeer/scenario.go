@@ -302,6 +302,11 @@ func tracePath(name string, seed int) string {
 			dir = "reports/testdata/peer2"
 		}
 	}
+	for _, s := range third() {
+		if s.Name == name {
+			dir = "reports/testdata/peer3"
+		}
+	}
 	if seed > 0 {
 		return fmt.Sprintf("%s/seeds/%s.s%d.jsonl", dir, name, seed)
 	}
@@ -309,7 +314,7 @@ func tracePath(name string, seed int) string {
 }
 
 func find(name string) (scenario, bool) {
-	for _, s := range append(append(scenarios(), heldout()...), second()...) {
+	for _, s := range append(append(append(scenarios(), heldout()...), second()...), third()...) {
 		if s.Name == name {
 			return s, true
 		}
