@@ -96,9 +96,9 @@ func signedDuration(s float64) string {
 }
 
 // LastMoveLine is the one line every ETA answer carries about how the estimate moved: the last sharp move
-// with its cause, how far the estimate is from the first one when it never moved sharply, or that none has
-// been announced yet. It is "" without a move log, and before any estimate at all: the ETA line above says
-// it is unknown and why, and "one is announced once there is one" would add nothing.
+// with its cause, or how far the estimate is from the first one when it never moved sharply. It is "" without
+// a move log and before the first baseline estimate: "no baseline estimate yet, so none has moved" under
+// every early answer told the reader nothing ("why did the ETA move?" still says when one is taken).
 func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 	if l == nil {
 		return ""
@@ -113,10 +113,7 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		return s + ". Ask _why did the ETA move?_ for the breakdown."
 	}
 	if l.First == nil {
-		if e == nil || e.State != StateStalled && e.Seconds == nil {
-			return ""
-		}
-		return "No baseline estimate yet, so none has moved: the first is taken " + announceWait(e) + "."
+		return ""
 	}
 	s := fmt.Sprintf("No sharp move since the first baseline estimate, at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
