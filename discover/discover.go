@@ -266,9 +266,10 @@ func (d *Discoverer) dropSelf(t processTable, clients map[int][]int) {
 // scrapers (a Prometheus's TSDB grows wherever it is kept), whose files hold progress lines or grew while
 // discovery watched them.
 //
-// A shell holding a file is not its writer: the shell that started a job keeps the job's log as its stdout
-// after the job is gone. A shell is taken only when no other candidate holds its files and they grow; a
-// progress log only a shell holds that does not grow is returned as Stopped.
+// A shell (or a launcher: sleep, nohup, timeout, ...) holding a file is not its writer: the shell that
+// started a job keeps the job's log as its stdout after the job is gone. A shell is taken only when no
+// other candidate holds its files and they grow; a progress log only shells hold that does not grow is
+// returned as Stopped.
 func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, writes map[int][]probes.Writer, in map[int]bool, engines []Engine) ([]int, []Stopped) {
 	cands := map[int][]probes.Writer{}
 	for pid, ws := range writes {
@@ -284,7 +285,7 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 	}
 	heldByOther := map[string]bool{} // files a process other than a shell holds
 	for pid, ws := range cands {
-		if !t.procs[pid].shell() {
+		if !t.procs[pid].holder() {
 			for _, w := range ws {
 				heldByOther[w.File] = true
 			}
@@ -294,7 +295,7 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 	shellLogs := map[int][]string{} // a shell's progress logs no other candidate holds, with their last line
 	files := 0
 	for pid, ws := range cands {
-		sh := t.procs[pid].shell()
+		sh := t.procs[pid].holder()
 		if sh {
 			ws = slices.DeleteFunc(slices.Clone(ws), func(w probes.Writer) bool { return heldByOther[w.File] })
 			if len(ws) == 0 {
@@ -343,7 +344,18 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 			}
 		}
 	}
-	sort.Slice(stopped, func(a, b int) bool { return stopped[a].Log < stopped[b].Log })
+	// One entry a log: its shell (the job's parent) rather than what the shell ran beside it.
+	sort.Slice(stopped, func(a, b int) bool {
+		sa, sb := t.procs[stopped[a].PID].shell(), t.procs[stopped[b].PID].shell()
+		switch {
+		case stopped[a].Log != stopped[b].Log:
+			return stopped[a].Log < stopped[b].Log
+		case sa != sb:
+			return sa
+		}
+		return stopped[a].PID < stopped[b].PID
+	})
+	stopped = slices.CompactFunc(stopped, func(a, b Stopped) bool { return a.Log == b.Log })
 	return out, stopped
 }
 
