@@ -165,9 +165,10 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 	clients, unseen := clientPids(socks, table, res.Engines, in, d.o.Self)
 	d.dropSelf(table, clients)
 	// A client that opens a connection per request (Python's urllib) may hold none at the moment of the
-	// first look: look again a few times, the sockets and their owners, before taking the job for a
-	// writer of files with no engine.
-	for look := 1; look < clientLooks && len(clients) == 0 && len(res.Engines) > 0; look++ {
+	// first look: look again a few times, the sockets and their owners, and keep every client a look saw,
+	// before taking the job for a writer of files with no engine. All the looks, even once one client is
+	// seen: a second job on the same engine, missed, would have its tokens counted as the first's.
+	for look := 1; look < clientLooks && len(res.Engines) > 0; look++ {
 		select {
 		case <-ctx.Done():
 		case <-time.After(d.o.GrowWait / clientLooks):
@@ -182,8 +183,23 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 		if t, err := readProcesses(ctx, pfs, d.o.ProcRoot); err == nil {
 			table = t
 		}
-		clients, unseen = clientPids(socks, table, res.Engines, in, d.o.Self)
-		d.dropSelf(table, clients)
+		more, moreUnseen := clientPids(socks, table, res.Engines, in, d.o.Self)
+		d.dropSelf(table, more)
+		for pid, ports := range more {
+			for _, p := range ports {
+				if !slices.Contains(clients[pid], p) {
+					clients[pid] = append(clients[pid], p)
+				}
+			}
+		}
+		for port, n := range moreUnseen {
+			unseen[port] = max(unseen[port], n)
+		}
+	}
+	for pid := range clients {
+		if table.procs[pid] == nil {
+			delete(clients, pid) // a client seen at an earlier look that has exited since
+		}
 	}
 	for i := range res.Engines {
 		res.Engines[i].Unseen = unseen[res.Engines[i].Port]
