@@ -192,8 +192,11 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 				}
 			}
 		}
-		for port, n := range moreUnseen {
-			unseen[port] = max(unseen[port], n)
+		// A connection the look saw before or after its owner's fds were read (a per-request client's,
+		// opened or closed in between) has no owner for that look only: the connections counted unseen
+		// are those every look saw, a hidden process's that persist.
+		for port := range unseen {
+			unseen[port] = min(unseen[port], moreUnseen[port])
 		}
 	}
 	for pid := range clients {
