@@ -60,12 +60,14 @@ type FoundJob struct {
 }
 
 // SharedJob is another job using one of a run's engines: its run (when discovery made one of it), its
-// command line and pid, and the engine's port.
+// command line and pid, and the engine's port; or, with Unseen set, that many connections to the engine
+// from processes discovery could not inspect (no command, no pid), which may be another job's.
 type SharedJob struct {
 	Run     string
 	Command string
 	PID     int
 	Port    int
+	Unseen  int
 }
 
 // FoundStopped is the log of a job that has stopped: its last progress line, and the shell holding it.

@@ -435,7 +435,7 @@ func (b *Bot) pickRun(req Request, q Question) (*config.Run, Reply, bool) {
 	m := reports.Message{Sections: []string{
 		fmt.Sprintf("Which run? I watch %s. Name one in the question, e.g. _ETA for %s?_", b.runList(req), reports.Esc(example))}}
 	if l := noJobRunning(b.visibleRuns(req)); l != "" {
-		m.Sections = append(m.Sections, l)
+		m.Sections = append([]string{l}, m.Sections...) // the news first: the job has stopped
 	}
 	return nil, Reply{Refused: true, Ephemeral: true, Message: m}, false
 }

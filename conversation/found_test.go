@@ -129,7 +129,7 @@ func TestNoRunNamedGoesToTheOnlyJob(t *testing.T) {
 				t.Errorf("ETA? = %q (refused %v); want the answer about synth, the only run with a job", text, rep.Refused)
 			case !tt.picked && (!rep.Refused || !strings.Contains(text, "Which run?")):
 				t.Errorf("ETA? = %q (refused %v); want Which run?", text, rep.Refused)
-			case strings.Contains(tt.name, "stopped") != strings.Contains(text, "No job is running on this host that I can see; the log /tmp/nu/job/gen.log (last: Progress: 838/3000) is held only by bash 3 (pid 3570)"):
+			case strings.Contains(tt.name, "stopped") != strings.Contains(text, "No job is running on this host that I can see; the log /tmp/nu/job/gen.log (last: Progress: 838/3000) is held by bash 3 (pid 3570)"):
 				t.Errorf("ETA? = %q; want the stopped job's log said exactly when no job runs", text)
 			}
 		})

@@ -165,9 +165,10 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 	clients, unseen := clientPids(socks, table, res.Engines, in, d.o.Self)
 	d.dropSelf(table, clients)
 	// A client that opens a connection per request (Python's urllib) may hold none at the moment of the
-	// first look: look again a few times, the sockets and their owners, before taking the job for a
-	// writer of files with no engine.
-	for look := 1; look < clientLooks && len(clients) == 0 && len(res.Engines) > 0; look++ {
+	// first look: look again a few times, the sockets and their owners, and keep every client a look saw,
+	// before taking the job for a writer of files with no engine. All the looks, even once one client is
+	// seen: a second job on the same engine, missed, would have its tokens counted as the first's.
+	for look := 1; look < clientLooks && len(res.Engines) > 0; look++ {
 		select {
 		case <-ctx.Done():
 		case <-time.After(d.o.GrowWait / clientLooks):
@@ -182,8 +183,26 @@ func (d *Discoverer) Discover(ctx context.Context) (Result, error) {
 		if t, err := readProcesses(ctx, pfs, d.o.ProcRoot); err == nil {
 			table = t
 		}
-		clients, unseen = clientPids(socks, table, res.Engines, in, d.o.Self)
-		d.dropSelf(table, clients)
+		more, moreUnseen := clientPids(socks, table, res.Engines, in, d.o.Self)
+		d.dropSelf(table, more)
+		for pid, ports := range more {
+			for _, p := range ports {
+				if !slices.Contains(clients[pid], p) {
+					clients[pid] = append(clients[pid], p)
+				}
+			}
+		}
+		// A connection the look saw before or after its owner's fds were read (a per-request client's,
+		// opened or closed in between) has no owner for that look only: the connections counted unseen
+		// are those every look saw, a hidden process's that persist.
+		for port := range unseen {
+			unseen[port] = min(unseen[port], moreUnseen[port])
+		}
+	}
+	for pid := range clients {
+		if table.procs[pid] == nil {
+			delete(clients, pid) // a client seen at an earlier look that has exited since
+		}
 	}
 	for i := range res.Engines {
 		res.Engines[i].Unseen = unseen[res.Engines[i].Port]
@@ -266,9 +285,10 @@ func (d *Discoverer) dropSelf(t processTable, clients map[int][]int) {
 // scrapers (a Prometheus's TSDB grows wherever it is kept), whose files hold progress lines or grew while
 // discovery watched them.
 //
-// A shell holding a file is not its writer: the shell that started a job keeps the job's log as its stdout
-// after the job is gone. A shell is taken only when no other candidate holds its files and they grow; a
-// progress log only a shell holds that does not grow is returned as Stopped.
+// A shell (or a launcher: sleep, nohup, timeout, ...) holding a file is not its writer: the shell that
+// started a job keeps the job's log as its stdout after the job is gone. A shell is taken only when no
+// other candidate holds its files and they grow; a progress log only shells hold that does not grow is
+// returned as Stopped.
 func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, writes map[int][]probes.Writer, in map[int]bool, engines []Engine) ([]int, []Stopped) {
 	cands := map[int][]probes.Writer{}
 	for pid, ws := range writes {
@@ -284,7 +304,7 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 	}
 	heldByOther := map[string]bool{} // files a process other than a shell holds
 	for pid, ws := range cands {
-		if !t.procs[pid].shell() {
+		if !t.procs[pid].holder() {
 			for _, w := range ws {
 				heldByOther[w.File] = true
 			}
@@ -294,7 +314,7 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 	shellLogs := map[int][]string{} // a shell's progress logs no other candidate holds, with their last line
 	files := 0
 	for pid, ws := range cands {
-		sh := t.procs[pid].shell()
+		sh := t.procs[pid].holder()
 		if sh {
 			ws = slices.DeleteFunc(slices.Clone(ws), func(w probes.Writer) bool { return heldByOther[w.File] })
 			if len(ws) == 0 {
@@ -343,7 +363,18 @@ func (d *Discoverer) writersOfGrowingFiles(ctx context.Context, t processTable, 
 			}
 		}
 	}
-	sort.Slice(stopped, func(a, b int) bool { return stopped[a].Log < stopped[b].Log })
+	// One entry a log: its shell (the job's parent) rather than what the shell ran beside it.
+	sort.Slice(stopped, func(a, b int) bool {
+		sa, sb := t.procs[stopped[a].PID].shell(), t.procs[stopped[b].PID].shell()
+		switch {
+		case stopped[a].Log != stopped[b].Log:
+			return stopped[a].Log < stopped[b].Log
+		case sa != sb:
+			return sa
+		}
+		return stopped[a].PID < stopped[b].PID
+	})
+	stopped = slices.CompactFunc(stopped, func(a, b Stopped) bool { return a.Log == b.Log })
 	return out, stopped
 }
 

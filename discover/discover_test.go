@@ -389,7 +389,40 @@ func TestDiscoverClientBetweenRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if looks != 3 || len(res.Jobs) != 1 || res.Jobs[0].How != fmt.Sprintf("client of :%d", port) {
-		t.Errorf("after %d looks, jobs %+v; want the job a client of :%d at the third", looks, res.Jobs, port)
+	if looks != clientLooks-1 || len(res.Jobs) != 1 || res.Jobs[0].How != fmt.Sprintf("client of :%d", port) {
+		t.Errorf("after %d looks, jobs %+v; want the job a client of :%d at the third, and every look made", looks, res.Jobs, port)
+	}
+}
+
+// TestTwoPerRequestClientsBothFound: two jobs that connect per request, each caught holding a connection at
+// a different look: once one was found the looks stopped, the other job went unseen, and its tokens were
+// counted as the first's. Every look's clients are kept: two jobs, the engine said shared.
+func TestTwoPerRequestClientsBothFound(t *testing.T) {
+	tree := newProcTree(t)
+	data := t.TempDir()
+	port := serve(t, "vllm_v1_metrics_docs_design_example.txt", 0, "")
+	tree.proc(1234, 1, "vllm", "serve", "m", "--port", fmt.Sprint(port))
+	tree.listen(1234, 5, fmt.Sprintf("127.0.0.1:%d", port))
+	for i, pid := range []int{4866, 4931} {
+		tree.proc(pid, 1, "python3", "gen.py", fmt.Sprint(port))
+		tree.fd(pid, 1, writeFile(t, data, fmt.Sprintf("gen%d.log", i), "Progress: 10/100\n"), flagsAppend)
+	}
+	tree.connect(4866, 3, "127.0.0.1:50001", fmt.Sprintf("127.0.0.1:%d", port))
+	d := New(Options{ProcRoot: tree.root, Self: -1, ProbeTimeout: 5 * time.Second, GrowWait: 5 * time.Millisecond})
+	d.betweenClientLooks = func(look int) {
+		if look == 2 {
+			// The first job's request finished (its connection closed); the second's is under way.
+			tree.tcp = nil
+			tree.listen(0, 0, fmt.Sprintf("127.0.0.1:%d", port))
+			tree.connect(4931, 4, "127.0.0.1:50002", fmt.Sprintf("127.0.0.1:%d", port))
+		}
+	}
+	res, err := d.Discover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := Runs(res)
+	if len(res.Jobs) != 2 || len(runs) != 2 || len(runs[0].Found.Shared) != 1 || len(runs[1].Found.Shared) != 1 {
+		t.Fatalf("jobs %+v, runs %+v; want both jobs, each told the engine is shared", res.Jobs, runs)
 	}
 }

@@ -193,13 +193,26 @@ func (p *process) script() (string, bool) {
 // and after it stops: never the job themselves unless they write a file that grows.
 var shells = []string{"bash", "sh", "dash", "zsh", "ksh", "mksh", "fish", "tcsh", "csh", "busybox"}
 
+// launchers hold a job's log the same way without writing it: wrappers that start the job, and what a
+// script runs beside it (`python3 gen.py; sleep 600` leaves sleep holding the log after the job died).
+var launchers = []string{"sleep", "timeout", "nohup", "setsid", "env", "time", "stdbuf", "nice", "ionice", "taskset", "numactl", "flock"}
+
 // shell says whether the process runs a shell.
 func (p *process) shell() bool {
-	prog := p.comm
+	return slices.Contains(shells, strings.TrimPrefix(p.prog(), "-"))
+}
+
+// holder says whether the process holds the files it inherits without writing them: a shell or a launcher.
+func (p *process) holder() bool {
+	return p.shell() || slices.Contains(launchers, p.prog())
+}
+
+// prog is the program's name: its command line's first word, else its comm.
+func (p *process) prog() string {
 	if len(p.cmdline) > 0 {
-		prog = filepath.Base(p.cmdline[0])
+		return filepath.Base(p.cmdline[0])
 	}
-	return slices.Contains(shells, strings.TrimPrefix(prog, "-"))
+	return p.comm
 }
 
 // name is what a run made of this process is called: its script's name without the extension, a module's

@@ -75,8 +75,11 @@ func RunFile(f *config.File, res Result, now time.Time) string {
 			if fd != nil && len(fd.Shared) > 0 {
 				// Left out, so that the file loaded reads as the run did: discovery fills it again and says
 				// the engine is shared (Fill), instead of pricing this job with both jobs' counts.
-				j := fd.Shared[0]
-				w("    # left out: it also serves job %s (pid %d), so its token and request counts are not this job's alone", oneLine(j.Command), j.PID)
+				who := fmt.Sprintf("job %s (pid %d)", oneLine(fd.Shared[0].Command), fd.Shared[0].PID)
+				if n := fd.Shared[0].Unseen; n > 0 {
+					who = plural(n, "connection", "connections") + " from processes discovery could not inspect"
+				}
+				w("    # left out: it also serves %s, so its token and request counts are not this job's alone", who)
 				w("    # metrics:")
 				for _, u := range r.Metrics {
 					w("    #   - %s", scalar(u))

@@ -63,7 +63,7 @@ func Runs(res Result) []config.Run {
 			}
 		}
 		r := config.Run{Name: names[i], Log: j.Log, Outputs: j.OutputDirs(), Found: found(res, engines, &j)}
-		r.Found.Shared = sharedWith(res.Jobs, names, i)
+		r.Found.Shared = sharedWith(res, names, i)
 		for _, e := range engines {
 			r.Metrics = append(r.Metrics, e.URL)
 		}
@@ -85,9 +85,16 @@ func Runs(res Result) []config.Run {
 }
 
 // sharedWith are the jobs other than jobs[i] connected to one of its engines (names are their runs'; nil
-// for a Fill, whose other jobs have no run), each once, at the first port they share.
-func sharedWith(jobs []Job, names []string, i int) []config.SharedJob {
+// for a Fill, whose other jobs have no run), each once, at the first port they share; and the connections
+// to its engines from processes discovery could not inspect, which may be another job's.
+func sharedWith(res Result, names []string, i int) []config.SharedJob {
+	jobs := res.Jobs
 	var out []config.SharedJob
+	for _, e := range res.Engines {
+		if e.Unseen > 0 && slices.Contains(jobs[i].Ports, e.Port) {
+			out = append(out, config.SharedJob{Port: e.Port, Unseen: e.Unseen})
+		}
+	}
 	for k, o := range jobs {
 		if k == i {
 			continue
@@ -157,12 +164,12 @@ func logMissing(path string) bool {
 
 // Fill completes a run file's runs with what discovery found, and never changes what a run says: a run
 // with no log gets its job's; with neither metrics nor Prometheus, the engines its job is a client of (or,
-// for the one job on the host found by its files, the engines found) and never an engine nothing links to
-// the run (Found.Unlinked says those); with no total, the job's; with no outputs, the directories the job
-// writes in. An engine another job uses too is named in Found.Shared. A run whose log: is not there keeps it, and gets the job's log as the one
-// to read meanwhile (config.Found.FallbackLog), so a mistyped log: is said and answered past. Each run's
-// Found says what was filled. A run is matched to a job by its log, by its outputs, or, one run and one
-// job, as the only pair.
+// for the one job on the host found by its files, the one engine found) and never an engine nothing links
+// to the run (Found.Unlinked says those); with no total, the job's; with no outputs, the directories the
+// job writes in. An engine another job uses too is named in Found.Shared. A run whose log: is not there
+// keeps it, and gets the job's log as the one to read meanwhile (config.Found.FallbackLog), so a mistyped
+// log: is said and answered past. Each run's Found says what was filled. A run is matched to a job as
+// matchJob says.
 func Fill(f *config.File, res Result) {
 	if f == nil || (f.Discover != nil && !*f.Discover) {
 		return
@@ -185,7 +192,7 @@ func Fill(f *config.File, res Result) {
 				// moment (a client that connects per request), as Runs reads it.
 				engines = res.Engines
 			}
-			shared = sharedWith(res.Jobs, nil, slices.IndexFunc(res.Jobs, func(j Job) bool { return j.PID == job.PID }))
+			shared = sharedWith(res, nil, slices.IndexFunc(res.Jobs, func(j Job) bool { return j.PID == job.PID }))
 		}
 		// Engines no process of the run is known to use are never its metrics: say so, once, instead.
 		var unlinked []Engine

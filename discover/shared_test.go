@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -72,5 +73,50 @@ func TestFillLeavesUnlinkedEngines(t *testing.T) {
 				t.Errorf("Found = %+v; want vLLM on :24101 named as not linked, no job", r.Found)
 			}
 		})
+	}
+}
+
+// TestUnseenConnectionsShareTheEngine: connections to the job's engine from processes discovery could not
+// inspect may be another job's: the engine's counts are not taken as the job's alone either.
+func TestUnseenConnectionsShareTheEngine(t *testing.T) {
+	res := Result{Engines: []Engine{{Kind: "vllm", Port: 8000, URL: "http://127.0.0.1:8000/metrics", PID: 1, Unseen: 2}},
+		Jobs: []Job{{PID: 4242, Name: "generate", Command: "python3 generate.py", Ports: []int{8000}, Log: "/data/gen.log"}}}
+	runs := Runs(res)
+	if want := []config.SharedJob{{Port: 8000, Unseen: 2}}; len(runs) != 1 || !slices.Equal(runs[0].Found.Shared, want) {
+		t.Errorf("runs %+v; want the engine shared with 2 unseen connections", runs)
+	}
+	text := RunFile(File(res), res, time.Now())
+	if !strings.Contains(text, "# left out: it also serves 2 connections from processes discovery could not inspect") {
+		t.Errorf("run file does not leave the engine out, saying why:\n%s", text)
+	}
+}
+
+// TestUnseenOnlyWhatEveryLookSees: a per-request client's connection opened between the reads of the
+// sockets and of its owner's fds has no owner for one look; counted unseen, it would make the job's own
+// engine look shared. Only connections every look sees without an owner count.
+func TestUnseenOnlyWhatEveryLookSees(t *testing.T) {
+	tree := newProcTree(t)
+	port := serve(t, "vllm_v1_metrics_docs_design_example.txt", 0, "")
+	tree.proc(1234, 1, "vllm", "serve", "m", "--port", fmt.Sprint(port))
+	tree.listen(1234, 5, fmt.Sprintf("127.0.0.1:%d", port))
+	log := writeFile(t, t.TempDir(), "gen.log", "Progress: 10/100\n")
+	tree.proc(4242, 1, "python3", "gen.py")
+	tree.fd(4242, 1, log, flagsAppend)
+	tree.connect(4242, 3, "127.0.0.1:50001", fmt.Sprintf("127.0.0.1:%d", port))
+	tree.connect(0, 0, "127.0.0.1:50002", fmt.Sprintf("127.0.0.1:%d", port)) // a hidden process's, all along
+	tree.connect(0, 0, "127.0.0.1:50003", fmt.Sprintf("127.0.0.1:%d", port)) // the job's, caught mid-open
+	d := New(Options{ProcRoot: tree.root, Self: -1, ProbeTimeout: 5 * time.Second, GrowWait: 5 * time.Millisecond})
+	d.betweenClientLooks = func(look int) {
+		if look == 1 {
+			tree.tcp = tree.tcp[:len(tree.tcp)-1]
+			tree.write("net/tcp", "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+strings.Join(tree.tcp, "\n")+"\n")
+		}
+	}
+	res, err := d.Discover(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Engines) != 1 || res.Engines[0].Unseen != 1 {
+		t.Errorf("engines %+v; want 1 unseen connection (the one every look saw)", res.Engines)
 	}
 }

@@ -31,6 +31,10 @@ func TestShellIsNotTheJob(t *testing.T) {
 			if alive {
 				tree.proc(3571, 3570, "python3", "gen.py", "24101", "3000", "out.jsonl")
 				tree.fd(3571, 1, log, flagsAppend)
+			} else {
+				// What the script ran after the job (`python3 gen.py …; sleep 600`) holds the log too.
+				tree.proc(3572, 3570, "sleep", "600")
+				tree.fd(3572, 1, log, flagsAppend)
 			}
 			d := New(Options{ProcRoot: tree.root, Self: -1, ProbeTimeout: 5 * time.Second, GrowWait: time.Millisecond})
 			res, err := d.Discover(t.Context())

@@ -225,6 +225,10 @@ func sharedNotice(r *config.Run) string {
 	var jobs []string
 	port := r.Found.Shared[0].Port
 	for _, j := range r.Found.Shared {
+		if j.Unseen > 0 {
+			jobs = append(jobs, reports.Plural(j.Unseen, "connection", "connections")+" from processes I can't inspect")
+			continue
+		}
 		s := fmt.Sprintf("job %s (pid %d", j.Command, j.PID)
 		if j.Run != "" {
 			s += ", run " + j.Run
@@ -238,8 +242,11 @@ func sharedNotice(r *config.Run) string {
 		}
 	}
 	whose := "both jobs'"
-	if len(jobs) > 1 {
+	switch {
+	case len(jobs) > 1:
 		whose = "every job's"
+	case r.Found.Shared[0].Unseen > 0:
+		whose = "theirs too"
 	}
 	return fmt.Sprintf("%s is shared with %s: its token and request counts are %s, so this run's ETA and rates are its own log's items",
 		server, strings.Join(jobs, " and "), whose)

@@ -56,3 +56,23 @@ func TestSharedEngineIsNotTheRuns(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedNotice(t *testing.T) {
+	engines := []config.FoundEngine{{Kind: "vllm", Port: 8000}}
+	tests := []struct {
+		shared []config.SharedJob
+		want   string
+	}{
+		{nil, ""},
+		{[]config.SharedJob{{Run: "judge", Command: "python3 judge.py", PID: 4243, Port: 8000}},
+			"vLLM on :8000 is shared with job python3 judge.py (pid 4243, run judge): its token and request counts are both jobs', so this run's ETA and rates are its own log's items"},
+		{[]config.SharedJob{{Port: 8000, Unseen: 2}},
+			"vLLM on :8000 is shared with 2 connections from processes I can't inspect: its token and request counts are theirs too, so this run's ETA and rates are its own log's items"},
+	}
+	for _, tt := range tests {
+		r := &config.Run{Found: &config.Found{Engines: engines, Shared: tt.shared}}
+		if got := sharedNotice(r); got != tt.want {
+			t.Errorf("sharedNotice(%+v) = %q; want %q", tt.shared, got, tt.want)
+		}
+	}
+}

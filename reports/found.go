@@ -100,7 +100,7 @@ func filledLine(f *config.Found, engines []string) string {
 			why = " (no process here writes its log or outputs)"
 		}
 		unlinked = fmt.Sprintf("`metrics:` left out: found %s on this host, but no process of this run's job is %s%s, so %s not read for it; add `metrics:` to the run file if one serves this job",
-			strings.Join(engineWords(f.Unlinked), ", "), client, why, it)
+			listSome(engineWords(f.Unlinked), 3), client, why, it)
 	}
 	if len(parts) == 0 && unlinked == "" {
 		return ""
@@ -162,7 +162,7 @@ func StoppedLine(f *config.Found) string {
 }
 
 // stoppedWords names the logs of jobs that have stopped: "; the log `/data/gen.log` (last: `Progress:
-// 838/3000`) is held only by `bash` (pid 3570), which does not write it: the log of a job that has stopped".
+// 838/3000`) is held by `bash` (pid 3570), which does not write it: the log of a job that has stopped".
 func stoppedWords(f *config.Found) string {
 	s := ""
 	for i, st := range f.Stopped {
@@ -170,7 +170,7 @@ func stoppedWords(f *config.Found) string {
 			s += fmt.Sprintf("; and %s", Plural(len(f.Stopped)-2, "other such log", "other such logs"))
 			break
 		}
-		s += fmt.Sprintf("; the log %s (last: %s) is held only by %s (pid %d), which does not write it: the log of a job that has stopped",
+		s += fmt.Sprintf("; the log %s (last: %s) is held by %s (pid %d), which does not write it: the log of a job that has stopped",
 			Code(st.Log), Code(truncate(st.Progress, 80)), Code(st.Command), st.PID)
 	}
 	return s

@@ -31,7 +31,7 @@ func TestFoundLine(t *testing.T) {
 			"`metrics:` left out: found vLLM on :24101 (pid 4800) on this host, but no process of this run's job is its client (no process here writes its log or outputs), so it is not read for it; add `metrics:` to the run file if one serves this job."},
 		{"an engine, and the log of a job that has stopped", &config.Found{Engines: []config.FoundEngine{{Kind: "vllm", Port: 24101, PID: 4800}},
 			Stopped: []config.FoundStopped{{Log: "/tmp/nu/job/gen.log", Progress: "Progress: 838/3000", PID: 3570, Command: "bash 3"}}},
-			"found: vLLM on :24101 (pid 4800): no job found connected to it. No run file: `bot init` prints one to edit; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held only by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped."},
+			"found: vLLM on :24101 (pid 4800): no job found connected to it. No run file: `bot init` prints one to edit; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped."},
 		{"found nothing", &config.Found{Invisible: 3}, ""},
 	}
 	for _, tt := range tests {
@@ -53,11 +53,11 @@ func TestFoundLine(t *testing.T) {
 // only "nothing was found".
 func TestStoppedLine(t *testing.T) {
 	f := &config.Found{Stopped: []config.FoundStopped{{Log: "/tmp/nu/job/gen.log", Progress: "Progress: 838/3000", PID: 3570, Command: "bash 3"}}}
-	want := "No job is running on this host that I can see; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held only by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped."
+	want := "No job is running on this host that I can see; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped."
 	if got := StoppedLine(f); got != want {
 		t.Errorf("StoppedLine = %q; want %q", got, want)
 	}
-	if got := NothingFound(f); !strings.HasSuffix(got, "growing files; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held only by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped") {
+	if got := NothingFound(f); !strings.HasSuffix(got, "growing files; the log `/tmp/nu/job/gen.log` (last: `Progress: 838/3000`) is held by `bash 3` (pid 3570), which does not write it: the log of a job that has stopped") {
 		t.Errorf("NothingFound = %q; want it to name the stopped job's log", got)
 	}
 	if got := StoppedLine(&config.Found{}); got != "" {

@@ -219,3 +219,39 @@ func TestInitWrite(t *testing.T) {
 		t.Errorf("bot init with RUNWATCH_DISCOVER=off = %d, %q; want it to say discovery is off", code, errb)
 	}
 }
+
+// TestZeroConfigTwoJobsOneServer: two jobs on one server, no run file. Each run read the server's counters
+// as its own ("64.1K tokens in 15 s = 4,274 tok/s; completions 2,672-2,914 tokens" for a job whose
+// completions stop at 512, while the server did 190 tok/s): now each is priced from its own log's items,
+// quotes no token rate, and says the server is shared with the other job.
+func TestZeroConfigTwoJobsOneServer(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		peersim.Missing(t, "python3", err)
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "generate.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := peersim.Start(t, "--max-num-seqs", "8", "--time-to-first-token", "10ms", "--inter-token-latency", "2ms")
+	first := startJob(t, python, script, sim.URL, sim.Port, t.TempDir(), false)
+	second := startJob(t, python, script, sim.URL, sim.Port, t.TempDir(), false)
+	if first.pid > second.pid {
+		first, second = second, first // runs are named in pid order (pids wrap)
+	}
+	setEnv(t)
+	t.Setenv("RUNWATCH_DISCOVER", fmt.Sprintf("%d,%d,%d", sim.PID, first.pid, second.pid))
+	for _, tt := range []struct {
+		run   string
+		other job
+		name  string
+	}{{"generate", second, "generate-2"}, {"generate-2", first, "generate"}} {
+		code, out, errb := run(t, "", "ask", "ETA for "+tt.run+"?")
+		shared := fmt.Sprintf("vLLM on :%d is shared with job python3 generate.py (pid %d, run %s): its token and request counts are both jobs'",
+			sim.Port, tt.other.pid, tt.name)
+		if code != 0 || !etaLine.MatchString(out) || !strings.Contains(out, tt.run+" · ETA") || tokPerS.MatchString(out) || !strings.Contains(out, shared) {
+			t.Errorf("bot ask ETA for %s? = %d, %q %q; want an ETA from its items, no tok/s (the server's are both jobs'), and %q",
+				tt.run, code, out, errb, shared)
+		}
+	}
+}
