@@ -156,6 +156,12 @@ func TestZeroConfig(t *testing.T) {
 				}
 				if strings.Contains(out, found) != discovered {
 					t.Errorf("%s: bot ask ETA? = %q; want %q said: %v", how, out, found, discovered)
+					// What discovery could have seen: the job's open files now.
+					fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", j.pid))
+					for _, fd := range fds {
+						target, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", j.pid, fd.Name()))
+						t.Logf("the job's fd %s -> %s", fd.Name(), target)
+					}
 				}
 				code, out, errb = run(t, "", "ask", "where does the output go?")
 				if code != 0 || !strings.Contains(out, filepath.Dir(j.out)) {
