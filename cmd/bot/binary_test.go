@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -27,6 +28,7 @@ func TestMain(m *testing.M) {
 		// Run as the bot by a test (botBinary): this binary's main is the bot's main.
 		os.Exit(realMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
+	closeInheritedOnExec()
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
@@ -38,6 +40,22 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(botBinDir)
 	}
 	os.Exit(code)
+}
+
+// closeInheritedOnExec marks the files this process inherited open beyond stdin, stdout and stderr
+// close-on-exec. Go opens its own files so, but one a wrapper left open (/usr/bin/time -o's output, a CI
+// runner's pipe) passed on to every process the tests start: a job holding it open for writing had it
+// among its outputs ("writes samples.jsonl and 1 other file", TestZeroConfig under `time -o`).
+func closeInheritedOnExec() {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return // no /proc: nothing the tests start is looked at through it either
+	}
+	for _, e := range fds {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // botBinary gives every test that runs the bot as a process (the kill -9 restart and the red-team tests)
