@@ -119,11 +119,11 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
-// wallClock is the real time.
-type wallClock struct{}
+// WallClock is the real time.
+type WallClock struct{}
 
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+func (WallClock) Now() time.Time                         { return time.Now() }
+func (WallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 func (s *Scheduler) now() time.Time {
 	if s.Clock == nil {
@@ -186,7 +186,7 @@ func NewScheduler(b *conversation.Bot, p Poster, dir *state.Dir, log *slog.Logge
 func (s *Scheduler) Start(ctx context.Context) {
 	clock := s.Clock
 	if clock == nil {
-		clock = wallClock{}
+		clock = WallClock{}
 	}
 	s.stop = make(chan struct{})
 	for name, sch := range s.specs {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"runwatch/posts"
 	"runwatch/reports"
 )
 
@@ -38,17 +39,9 @@ const (
 // renewal on seeing the newer message.
 const dutyScanPages = 5
 
-// Clock is the time a Duty keeps: intervals are measured on it (Now's monotonic reading), and its After
-// waits; tests step it.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+// Clock is the time a Duty keeps, the scheduler's kind (posts.Clock): intervals are measured on it (Now's
+// monotonic reading), and its After waits; tests step it.
+type Clock = posts.Clock
 
 // Duty keeps one instance of the app on duty among those sharing its Slack workspace. Acquire waits,
 // standing by, until this instance is on duty; Hold keeps it there until ctx ends or another takes over.
@@ -84,7 +77,7 @@ type Duty struct {
 // NewDuty is a Duty kept in channel (a name or an id) for the instance named instance.
 func NewDuty(api *API, channel, instance, host string, pid int) *Duty {
 	return &Duty{api: api, channel: channel, Instance: instance, Host: host, PID: pid,
-		Renew: 20 * time.Second, Expire: 90 * time.Second, Clock: wallClock{}, Loc: time.UTC, Log: slog.New(slog.DiscardHandler)}
+		Renew: 20 * time.Second, Expire: 90 * time.Second, Clock: posts.WallClock{}, Loc: time.UTC, Log: slog.New(slog.DiscardHandler)}
 }
 
 // Channel is where the duty messages are.
