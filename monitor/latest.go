@@ -169,10 +169,10 @@ func withProgress(rs reports.RunStatus, base latestEval) reports.RunStatus {
 	return rs
 }
 
-// readsAsNow is how old evidence may be and still read as now to the person asking: the storage part of
-// an evaluation an answer about storage reads is at most this old (a burst of questions shares one
-// probe), and an answer that quotes older progress says how old.
-const readsAsNow = 10 * time.Second
+// readsAsNow is reports.ReadsAsNow, the one limit: the storage part of an evaluation an answer about storage
+// reads is at most this old (a burst of questions shares one probe), and an answer that quotes older progress
+// says how old, as StorageAge does for storage.
+const readsAsNow = reports.ReadsAsNow
 
 // defaultStaleAfter is how old evidence may be and still read as now when no sample interval is set
 // (a one-shot command): `bot serve`'s default sample interval.

@@ -375,20 +375,21 @@ func (st Storage) remoteQuiet(t Target) string {
 	return " " + upperFirst(strings.Join(parts, "; ")) + "."
 }
 
-// shownStorageAge is how old the storage part of an answer is before the answer says so: a few seconds
-// old is "now" to the person asking; a sample interval old (30 s by default) is not, and reads as now
-// unless the answer says when it is from.
-const shownStorageAge = 10 * time.Second
+// ReadsAsNow is how old evidence may be and still read as now to the person asking: a few seconds old is
+// "now"; a sample interval old (30 s by default) is not, and reads as now unless the answer says when it is
+// from. An answer about storage reads storage evidence at most this old (monitor), and an answer that quotes
+// older evidence says how old (StorageAge here, the progress notice in monitor).
+const ReadsAsNow = 10 * time.Second
 
 // StorageAge is the small print of an answer that rests on the storage part of an evaluation (writers,
-// exporters, free space), when it is shownStorageAge old or more at now: "writers and free space as of
+// exporters, free space), when it is ReadsAsNow old or more at now: "writers and free space as of
 // 25 s ago". "" for a fresher one, or one that does not say when it was read.
 func StorageAge(st Storage, now time.Time) string {
 	if st.AsOf.IsZero() {
 		return ""
 	}
 	age := now.Sub(st.AsOf)
-	if age < shownStorageAge {
+	if age < ReadsAsNow {
 		return ""
 	}
 	return "writers and free space as of " + Duration(math.Round(age.Seconds())) + " ago"
