@@ -14,15 +14,7 @@ import (
 // RenderStatus renders a run's full status: the console's `status`, `bot status`, and the "Full status" of a
 // status in Slack.
 func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
-	m := Message{Title: r.Name + " · status"}
-	m.Sections = append(m.Sections, statusHead(r, loc))
-	if l := EngineLineBeside(r, loc); l != "" {
-		m.Sections = append(m.Sections, l)
-	}
-	if l := SignalLines(r); len(l) > 0 {
-		m.Sections = append(m.Sections, strings.Join(l, "\n"))
-	}
-	m.Sections = append(m.Sections, StorageVerdict(r.Storage, r.Plans))
+	m := statusTop(r, loc)
 	for _, w := range r.Storage.Warnings {
 		m.Sections = append(m.Sections, r.Storage.WarningSeverity(w)+" "+w.Message)
 	}
@@ -50,6 +42,17 @@ func RenderStatus(r RunStatus, now time.Time, loc *time.Location) Message {
 // the checklist, a line each, with what failed in the small print. The sums of each plan, each writer and
 // each stage's line are the full status's (RenderStatus), one press away.
 func RenderStatusBrief(r RunStatus, now time.Time, loc *time.Location) Message {
+	m := statusTop(r, loc)
+	if len(r.Stages) > 0 {
+		m.Sections = append(m.Sections, ChecklistLine(r.Stages))
+	}
+	m.Context = statusContext(r, now, loc)
+	return m
+}
+
+// statusTop is what the full and the chat-sized status both open with: how far, how fast and when, the
+// servers, the signals and the storage verdict.
+func statusTop(r RunStatus, loc *time.Location) Message {
 	m := Message{Title: r.Name + " · status"}
 	m.Sections = append(m.Sections, statusHead(r, loc))
 	if l := EngineLineBeside(r, loc); l != "" {
@@ -59,10 +62,6 @@ func RenderStatusBrief(r RunStatus, now time.Time, loc *time.Location) Message {
 		m.Sections = append(m.Sections, strings.Join(l, "\n"))
 	}
 	m.Sections = append(m.Sections, StorageVerdict(r.Storage, r.Plans))
-	if len(r.Stages) > 0 {
-		m.Sections = append(m.Sections, ChecklistLine(r.Stages))
-	}
-	m.Context = statusContext(r, now, loc)
 	return m
 }
 
