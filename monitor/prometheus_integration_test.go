@@ -6,7 +6,6 @@ package monitor
 // Prometheus source with the direct one through the same Monitor API the bot uses.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -17,11 +16,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/promtest"
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/sim"
@@ -83,17 +82,6 @@ func itSimServer(t *testing.T, host string, seed int64) string {
 	return ln.Addr().String()
 }
 
-// itFreePort finds a port on host nothing listens on (a server started right after takes it).
-func itFreePort(t *testing.T, host string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", host, err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // itBinary finds a server binary. A missing one fails the test: CI must install it.
 func itBinary(t *testing.T, name string) string {
 	t.Helper()
@@ -110,59 +98,6 @@ func itBinary(t *testing.T, name string) string {
 func itFileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// itProcess is a server the test started; stop ends it and waits for it.
-type itProcess struct {
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
-	once sync.Once
-}
-
-func (p *itProcess) stop() {
-	p.once.Do(func() {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			p.cmd.Process.Kill()
-			<-done
-		}
-	})
-}
-
-// itLockedBuffer collects a process's output.
-type itLockedBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
-}
-
-func (b *itLockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
-}
-
-func itStart(t *testing.T, bin string, args ...string) *itProcess {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	out := &itLockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	p := &itProcess{cmd: cmd, out: &out.Buffer}
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			out.mu.Lock()
-			t.Logf("%s output:\n%s", filepath.Base(bin), out.String())
-			out.mu.Unlock()
-		}
-	})
-	return p
 }
 
 // itWaitFor polls query until cond holds for its answer, or fails the test after timeout.
@@ -196,14 +131,14 @@ func TestPrometheusIntegration(t *testing.T) {
 	var vllm, nodes []string
 	for i, h := range hosts {
 		vllm = append(vllm, itSimServer(t, h, int64(i+1)))
-		addr := itFreePort(t, h)
-		itStart(t, nodeBin, "--web.listen-address="+addr, "--collector.disable-defaults",
+		addr := promtest.FreeAddr(t, h)
+		promtest.Start(t, exec.Command(nodeBin, "--web.listen-address="+addr, "--collector.disable-defaults",
 			"--collector.filesystem", "--collector.diskstats",
 			// Report every real filesystem, overlay roots of containers included.
-			"--collector.filesystem.fs-types-exclude=^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|devtmpfs|fusectl|hugetlbfs|mqueue|nsfs|proc|procfs|pstore|rpc_pipefs|securityfs|selinuxfs|sysfs|tracefs)$")
+			"--collector.filesystem.fs-types-exclude=^(autofs|binfmt_misc|bpf|cgroup2?|configfs|debugfs|devpts|devtmpfs|fusectl|hugetlbfs|mqueue|nsfs|proc|procfs|pstore|rpc_pipefs|securityfs|selinuxfs|sysfs|tracefs)$"))
 		nodes = append(nodes, addr)
 	}
-	promAddr := itFreePort(t, "127.0.0.1")
+	promAddr := promtest.FreeAddr(t, "127.0.0.1")
 	promCfg := fmt.Sprintf(`global:
   scrape_interval: %s
   scrape_timeout: 900ms
@@ -218,9 +153,9 @@ scrape_configs:
 `, itScrape, vllm[0], vllm[1], nodes[0], nodes[1])
 	itWriteFile(t, filepath.Join(dir, "prometheus.yml"), promCfg)
 	itWriteFile(t, filepath.Join(dir, "web.yml"), "basic_auth_users:\n  "+itUser+": "+itBcrypt+"\n")
-	prom := itStart(t, promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+	prom := promtest.Start(t, exec.Command(promBin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--web.config.file="+filepath.Join(dir, "web.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr, "--log.level=warn")
+		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+promAddr, "--log.level=warn"))
 	promURL := "http://" + promAddr
 
 	// Direct scraping samples the same servers meanwhile, as a running bot would.
@@ -419,7 +354,7 @@ scrape_configs:
 	})
 
 	t.Run("a dead Prometheus is a named problem, not a hang", func(t *testing.T) {
-		prom.stop()
+		prom.Stop()
 		m, _, err := New(f, Options{ProbeTimeout: 2 * time.Second, LookupEnv: lookup})
 		if err != nil {
 			t.Fatal(err)
