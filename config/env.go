@@ -47,6 +47,7 @@ type Env struct {
 	StateDir       string        // RUNWATCH_STATE_DIR
 	SampleInterval time.Duration // RUNWATCH_SAMPLE_INTERVAL, default 30s
 	ProbeTimeout   time.Duration // RUNWATCH_PROBE_TIMEOUT, default 2s
+	PostTimeout    time.Duration // RUNWATCH_POST_TIMEOUT, default 30s
 
 	HTTPAddr           string // RUNWATCH_HTTP_ADDR
 	SlackBotToken      Secret // SLACK_BOT_TOKEN
@@ -71,7 +72,7 @@ var EnvVars = []string{
 	"RUNWATCH_CONFIG", "RUNWATCH_PROC_ROOT", "RUNWATCH_STATE_DIR", "RUNWATCH_SAMPLE_INTERVAL",
 	"RUNWATCH_PROBE_TIMEOUT", "RUNWATCH_HTTP_ADDR", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
 	"SLACK_SIGNING_SECRET", "SLACK_API_URL", "RUNWATCH_ALLOWED_CHANNELS", "RUNWATCH_ADMINS", "RUNWATCH_DISCOVER",
-	"RUNWATCH_DUTY_CHANNEL",
+	"RUNWATCH_DUTY_CHANNEL", "RUNWATCH_POST_TIMEOUT",
 }
 
 // EnvOnly are the variables taken from the process environment alone, never from a .env file: whoever can
@@ -154,6 +155,9 @@ func LoadEnv(lookup func(string) (string, bool)) (Env, error) {
 		return Env{}, err
 	}
 	if e.ProbeTimeout, err = envDuration(get, "RUNWATCH_PROBE_TIMEOUT", 2*time.Second); err != nil {
+		return Env{}, err
+	}
+	if e.PostTimeout, err = envDuration(get, "RUNWATCH_POST_TIMEOUT", 30*time.Second); err != nil {
 		return Env{}, err
 	}
 	if e.DiscoverOff, e.DiscoverOnly, err = discoverScope(get("RUNWATCH_DISCOVER")); err != nil {

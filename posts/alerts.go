@@ -56,6 +56,10 @@ type Post struct {
 type PendingPost struct {
 	Post Post      `json:"post"`
 	At   time.Time `json:"at"`
+	// Timeout is how long the post's call could take (zero in state saved before it was recorded:
+	// DeliverTimeout). It is kept with the intent, so that a restart with a shorter RUNWATCH_POST_TIMEOUT
+	// still waits out the call the crash interrupted.
+	Timeout time.Duration `json:"timeout,omitempty"`
 }
 
 // AlertState is the alerter's persisted memory: which conditions are active, when each was last

@@ -860,7 +860,7 @@ func TestFlappingIsOneWarning(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.State = dir
-	s.Deliver = slackapp.Deliver(e.bot, api, botmetrics.New())
+	s.Deliver = slackapp.Deliver(e.bot, api, botmetrics.New(), 0)
 	s.Find = slackapp.Find(e.bot, api)
 	ctx := context.Background()
 	up := true
@@ -1025,7 +1025,7 @@ func TestFinishPostCorrectedInPlace(t *testing.T) {
 	fake := testkit.NewSlack(t)
 	api, _ := newTestAPI(t, fake, nil, nil)
 	s := posts.NewSampler(e.bot, 30*time.Second, slog.New(slog.DiscardHandler))
-	s.Deliver = slackapp.Deliver(e.bot, api, botmetrics.New())
+	s.Deliver = slackapp.Deliver(e.bot, api, botmetrics.New(), 0)
 	ctx := context.Background()
 	tick := func(done int) {
 		t.Helper()

@@ -37,7 +37,7 @@ func (e *lostEnv) sampler(t *testing.T) *posts.Sampler {
 		t.Fatal(err)
 	}
 	s.State = dir
-	s.Deliver = slackapp.Deliver(e.bot, e.api, botmetrics.New())
+	s.Deliver = slackapp.Deliver(e.bot, e.api, botmetrics.New(), 0)
 	s.Find = slackapp.Find(e.bot, e.api)
 	s.LoadState()
 	return s
@@ -161,7 +161,7 @@ func TestNullStateEntriesDoNotCrash(t *testing.T) {
 	}
 	s := posts.NewSampler(e.bot, time.Second, (&testkit.LogBuffer{}).Logger())
 	s.State = mustOpen(t, e.StateDir)
-	s.Deliver = slackapp.Deliver(e.bot, e.api, botmetrics.New())
+	s.Deliver = slackapp.Deliver(e.bot, e.api, botmetrics.New(), 0)
 	s.OnSample = sched.RetryPending
 	s.LoadState()
 	e.Clock.Set(schedT0)

@@ -12,9 +12,19 @@ import (
 // lost it than to show it later.
 const pendingGiveUp = 10 * time.Minute
 
-// DeliverTimeout bounds one delivery of a post (its tries included): the transport gives up on it after
-// this long. Until then Slack may still be taking it, so a crash-interrupted post is not looked up sooner.
+// DeliverTimeout bounds one delivery of a post (its tries included) unless the bot is told otherwise
+// (RUNWATCH_POST_TIMEOUT): the transport gives up on it after this long. Until then Slack may still be
+// taking it, so a crash-interrupted post is not looked up sooner.
 const DeliverTimeout = 30 * time.Second
+
+// lookUpAfter is how long after a post's intent was recorded it may be looked up: the timeout its call had
+// (recorded with the intent; DeliverTimeout for intents saved before it was) and a margin.
+func lookUpAfter(callTimeout time.Duration) time.Duration {
+	if callTimeout <= 0 {
+		callTimeout = DeliverTimeout
+	}
+	return callTimeout + settleMargin
+}
 
 // settleMargin is added to a call's timeout before its post is looked up: Slack may finish a post a moment
 // after the caller gave up on it.
@@ -31,7 +41,7 @@ func (s *Sampler) recordIntents(posts []Post, now time.Time) {
 		if posts[i].ID == "" {
 			posts[i].ID = newPostID()
 		}
-		s.Alerter.State.Pending[posts[i].ID] = PendingPost{Post: posts[i], At: now}
+		s.Alerter.State.Pending[posts[i].ID] = PendingPost{Post: posts[i], At: now, Timeout: s.postTimeout()}
 	}
 	if s.State != nil {
 		if err := s.State.Save(alertStateFile, s.Alerter.State); err != nil {
@@ -44,12 +54,12 @@ func (s *Sampler) recordIntents(posts []Post, now time.Time) {
 // warning Slack does not have is marked undelivered, so this tick's evaluation decides afresh
 // whether it is still news; a follow-up Slack does not have is returned to be delivered again,
 // under its first ID. A post Slack cannot be asked about stays pending until pendingGiveUp. A post is
-// not looked up before its call's timeout (DeliverTimeout) has passed since it was recorded: until then
+// not looked up before its call's timeout (PostTimeout, as recorded with it) has passed since it was recorded: until then
 // Slack may still be taking it, and would say it has no such post.
 func (s *Sampler) recoverPending(ctx context.Context, now time.Time) []Post {
 	var redo []Post
 	for id, pp := range s.Alerter.State.Pending {
-		if now.Sub(pp.At) < DeliverTimeout+settleMargin {
+		if now.Sub(pp.At) < lookUpAfter(pp.Timeout) {
 			// The call may still be under way at Slack (a slow Slack takes seconds to answer, and only then
 			// is the message in the channel): asked now, Slack would say it has no such post.
 			continue

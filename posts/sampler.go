@@ -44,11 +44,20 @@ type Sampler struct {
 	Find func(ctx context.Context, p PendingPost) (string, error)
 	// Claims, when set, holds "I'm on it" and the open warnings the App Home shows.
 	Claims *Claims
+	// PostTimeout is how long Deliver may take with one post (RUNWATCH_POST_TIMEOUT); zero: DeliverTimeout.
+	PostTimeout time.Duration
 
 	lost *lostAlerts // set when alerts.json could not be restored
 }
 
 const alertStateFile = "alerts.json"
+
+func (s *Sampler) postTimeout() time.Duration {
+	if s.PostTimeout > 0 {
+		return s.PostTimeout
+	}
+	return DeliverTimeout
+}
 
 // NewSampler builds a sampler for the bot's runs.
 func NewSampler(b *conversation.Bot, interval time.Duration, log *slog.Logger) *Sampler {

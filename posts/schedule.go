@@ -27,9 +27,6 @@ const DefaultSchedule = "@hourly"
 
 const scheduleStateFile = "schedule.json"
 
-// statusPostTimeout bounds the delivery of one status (its tries, and the chart's fallback): a warning's.
-const statusPostTimeout = DeliverTimeout
-
 // Errors a poster's calls wrap (errors.Is) to tell the scheduler what became of a post.
 var (
 	// ErrGone says the message cannot be edited any more (deleted, too old, its channel archived):
@@ -78,12 +75,14 @@ type scheduleMemo struct {
 // it was made, where, what it was (a new status, the living message, the day's parent, a reply)
 // and the status's digest.
 type scheduleIntent struct {
-	ID     string    `json:"id"`
-	At     time.Time `json:"at"`
-	Thread string    `json:"thread,omitempty"`
-	Role   string    `json:"role"`
-	Day    string    `json:"day,omitempty"`
-	Digest string    `json:"digest"`
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+	// Timeout is the post's call's (zero in state saved before it was recorded: DeliverTimeout).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	Thread  string        `json:"thread,omitempty"`
+	Role    string        `json:"role"`
+	Day     string        `json:"day,omitempty"`
+	Digest  string        `json:"digest"`
 }
 
 type scheduleFile struct {
@@ -103,6 +102,9 @@ type Scheduler struct {
 	metrics *botmetrics.Metrics
 	// Clock tells the time and waits for the next fire; nil means the wall clock. Tests step it.
 	Clock Clock
+	// PostTimeout bounds the delivery of one status (its tries, and the chart's fallback), as a warning's
+	// (RUNWATCH_POST_TIMEOUT); zero: DeliverTimeout.
+	PostTimeout time.Duration
 
 	mu    sync.Mutex // serialises posts and guards memo
 	memo  scheduleFile
@@ -124,6 +126,13 @@ type WallClock struct{}
 
 func (WallClock) Now() time.Time                         { return time.Now() }
 func (WallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+func (s *Scheduler) postTimeout() time.Duration {
+	if s.PostTimeout > 0 {
+		return s.PostTimeout
+	}
+	return DeliverTimeout
+}
 
 func (s *Scheduler) now() time.Time {
 	if s.Clock == nil {
@@ -320,7 +329,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	}
 	m := s.memoFor(r)
 	if m.Intent != nil {
-		if now.Sub(m.Intent.At) < statusPostTimeout+settleMargin {
+		if now.Sub(m.Intent.At) < lookUpAfter(m.Intent.Timeout) {
 			// The post a crash interrupted may still be under way at Slack: asked now, it would say it has none.
 			s.log.Debug("a status post interrupted by a restart is looked up once its call's timeout has passed", "run", name)
 			return nil
@@ -364,7 +373,7 @@ func (s *Scheduler) fire(ctx context.Context, name string, now time.Time, retry 
 	if mode == "" {
 		mode = config.DefaultPostMode // one living message, not a fresh ~2,000 characters every hour
 	}
-	pctx, cancel := context.WithTimeout(ctx, statusPostTimeout)
+	pctx, cancel := context.WithTimeout(ctx, s.postTimeout())
 	defer cancel()
 	ch, thread, fresh, err := s.deliver(pctx, r, m, mode, channel, msg, digest, now, dated)
 	if err != nil && len(msg.Charts) > 0 && errors.Is(err, ErrChartsRefused) {
@@ -447,7 +456,7 @@ func (s *Scheduler) post(ctx context.Context, m *scheduleMemo, channel, thread s
 // it went in ("" for top level) and whether it is a new message (not an edit).
 func (s *Scheduler) deliver(ctx context.Context, r *config.Run, m *scheduleMemo, mode, channel string, msg reports.Message, digest string, now time.Time, dated func() time.Time) (ch, thread string, fresh bool, err error) {
 	intent := func(role, day string) scheduleIntent {
-		return scheduleIntent{At: dated(), Role: role, Day: day, Digest: digest}
+		return scheduleIntent{At: dated(), Timeout: s.postTimeout(), Role: role, Day: day, Digest: digest}
 	}
 	switch mode {
 	case "update":

@@ -798,7 +798,7 @@ func TestSecurityPostsOnlyToAllowedChannels(t *testing.T) {
 			}})
 			e.bot.LearnChannel(tc.channel, tc.learned)
 			e.fireAt(t, schedT0)
-			deliver := slackapp.Deliver(e.bot, e.api, nil)
+			deliver := slackapp.Deliver(e.bot, e.api, nil, 0)
 			if _, err := deliver(context.Background(), posts.Post{Run: "synth", Channel: tc.channel, Kind: posts.AlertStall, Key: "synth/stall",
 				Message: reports.Message{Title: "synth is stalled"}}); err != nil {
 				t.Fatalf("deliver = %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"runwatch/conversation"
 	"runwatch/internal/botmetrics"
@@ -13,8 +14,9 @@ import (
 // Deliver posts the sampler's warnings to their run's channel, follow-ups in the warning's
 // thread with a link to it (sent to the channel too when the post says so), and edits a warning's own
 // message in place (chat.update) when the post is an edit; a failed post returns its error so the alerter
-// tries again on the next tick. Each post carries its intent ID as message metadata (see Find).
-func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ctx context.Context, p posts.Post) (string, error) {
+// tries again on the next tick. Each post carries its intent ID as message metadata (see Find). One post,
+// its tries included, may take timeout (posts.DeliverTimeout when zero).
+func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics, timeout time.Duration) func(ctx context.Context, p posts.Post) (string, error) {
 	links := &permalinks{}
 	return func(ctx context.Context, p posts.Post) (string, error) {
 		if p.Channel == "" {
@@ -23,7 +25,10 @@ func Deliver(b *conversation.Bot, api *API, metrics *botmetrics.Metrics) func(ct
 		if r, ok := b.Monitor().Config().RunByName(p.Run); !ok || !b.PostAllowed(r, p.Channel) {
 			return "", nil // a channel the allow-lists do not admit; logged at start
 		}
-		ctx, cancel := context.WithTimeout(ctx, posts.DeliverTimeout)
+		if timeout <= 0 {
+			timeout = posts.DeliverTimeout
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		channel := b.ChannelID(p.Channel)
 		if p.Edit != "" {

@@ -43,7 +43,7 @@ func TestWarningsThreadedAndRetried(t *testing.T) {
 	api, _ := newTestAPI(t, fake, nil, nil)
 	api.MaxAttempts = 1
 	s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
-	s.Deliver = Deliver(e.bot, api, nil)
+	s.Deliver = Deliver(e.bot, api, nil, 0)
 	ctx := context.Background()
 
 	down.Store(true)
@@ -120,7 +120,7 @@ func TestFaultSlackStorms(t *testing.T) {
 			t.Run(st.name, func(t *testing.T) {
 				// A sampler of its own: the same source down again within minutes would be flapping.
 				s := posts.NewSampler(e.bot, time.Second, redact.Logger(logs.Logger(), redact.New(testkit.BotToken.Reveal())))
-				s.Deliver = Deliver(e.bot, api, nil)
+				s.Deliver = Deliver(e.bot, api, nil, 0)
 				*waits = nil
 				ep.Down()
 				s.Tick(ctx) // seen once
@@ -177,7 +177,7 @@ func TestFollowUpRetriedAfterA5xx(t *testing.T) {
 	api, _ := newTestAPI(t, fake, nil, nil)
 	api.MaxAttempts = 1
 	s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
-	s.Deliver = Deliver(e.bot, api, nil)
+	s.Deliver = Deliver(e.bot, api, nil, 0)
 	ctx := context.Background()
 	ep.Down()
 	s.Tick(ctx)
@@ -209,7 +209,7 @@ func TestFollowUpRetriedAfterA5xx(t *testing.T) {
 // TestOneCopyAfterACrashWhileSlackIsSlow kills a sampler (its state directory copied as it was, the process
 // left behind) while Slack is still taking its warning, and restarts it over the copy at once: the
 // restarted sampler does not ask Slack whether the post landed (it has not yet) before the call's timeout
-// has passed, then finds it there. One copy of the warning, whose follow-ups thread under it.
+// (the killed process's, whatever the new one's) has passed, then finds it there. One copy of the warning, whose follow-ups thread under it.
 func TestOneCopyAfterACrashWhileSlackIsSlow(t *testing.T) {
 	ep := testkit.NewFaultEndpoint(t)
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -233,7 +233,7 @@ func TestOneCopyAfterACrashWhileSlackIsSlow(t *testing.T) {
 		s := posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
 		s.State = st
 		s.LoadState()
-		s.Deliver = Deliver(e.bot, api, nil)
+		s.Deliver = Deliver(e.bot, api, nil, 0)
 		s.Find = Find(e.bot, api)
 		return s
 	}
@@ -258,7 +258,12 @@ func TestOneCopyAfterACrashWhileSlackIsSlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	restarted := sampler(dirB)
+	// Restarted with a shorter RUNWATCH_POST_TIMEOUT: the call the kill interrupted could still take the
+	// killed process's 30 s, recorded with its intent, so 10 s on it is not looked up either.
+	restarted.PostTimeout = time.Second
 	clock.Set(t0.Add(2 * time.Second))
+	restarted.Tick(ctx)
+	clock.Set(t0.Add(10 * time.Second))
 	restarted.Tick(ctx)
 	close(release) // Slack takes the first post at last
 	<-killed

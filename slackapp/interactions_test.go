@@ -440,7 +440,7 @@ func (w *warningEnv) step(t *testing.T, at time.Time, evs ...monitor.Evaluation)
 	t.Helper()
 	snoozed := func(run string) bool { _, ok := w.Mon.SnoozedUntil(run); return ok }
 	sent := w.claims.Apply(w.alerter, w.alerter.Process(evs, at, snoozed), at, snoozed)
-	deliver := Deliver(w.bot, w.app.api, nil)
+	deliver := Deliver(w.bot, w.app.api, nil, 0)
 	for _, p := range sent {
 		ref, err := deliver(context.Background(), p)
 		if err != nil {
@@ -604,7 +604,7 @@ func TestPressOnBurstKeepsItsText(t *testing.T) {
 	if len(burst) != 1 {
 		t.Fatalf("coalesce(4) = %d posts; want 1", len(burst))
 	}
-	if _, err := Deliver(w.bot, w.app.api, nil)(context.Background(), burst[0]); err != nil {
+	if _, err := Deliver(w.bot, w.app.api, nil, 0)(context.Background(), burst[0]); err != nil {
 		t.Fatal(err)
 	}
 	i, post := w.fake.WaitMatch(t, 0, "the burst", func(c testkit.Call) bool { return c.Method == "chat.postMessage" })

@@ -46,7 +46,7 @@ func newLifecycleEnvWith(t *testing.T, o botOpts) *lifecycleEnv {
 	e.api, _ = newTestAPI(t, e.fake, e.logs.Logger(), nil)
 	e.api.gate.now = e.clock.Now
 	e.s = posts.NewSampler(e.bot, time.Second, slog.New(slog.DiscardHandler))
-	e.s.Deliver = Deliver(e.bot, e.api, nil)
+	e.s.Deliver = Deliver(e.bot, e.api, nil, 0)
 	return e
 }
 

@@ -33,6 +33,10 @@ const (
 	// killed process (some may reach it after the kill) from those of the new one by it.
 	restartSecondToken = "xoxb-1111111111-2222222222-SeCoNdPrOcEsSrEsTaRtEd"
 	restartSecret      = "8f742231b10e8888abcd99yyyzzz85a5"
+	// restartPostTimeout is the bots' RUNWATCH_POST_TIMEOUT: a post a kill interrupted is looked up this long
+	// and 5 s after it was sent (35 s by default). The fake Slack answers in milliseconds, and holds a post
+	// only where a test makes it.
+	restartPostTimeout = "4s"
 )
 
 // restartStatus reports whether c is a scheduled status of run (its title).
@@ -390,7 +394,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 	}
 	slack := testkit.NewSlack(t)
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
-		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_ADMINS=UADMIN", "SLACK_BOT_TOKEN=" + restartBotToken,
+		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_ADMINS=UADMIN", "RUNWATCH_POST_TIMEOUT=" + restartPostTimeout, "SLACK_BOT_TOKEN=" + restartBotToken,
 		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.APIURL()}
 
 	first := startRestartBot(t, bin, dir, env)
@@ -451,7 +455,8 @@ func TestServeSurvivesKill9(t *testing.T) {
 	// The restarted bot has a token of its own: a call the killed one sent just before the kill may reach the
 	// fake after it, and is still the killed one's.
 	second := startRestartBot(t, bin, dir, append(env, "SLACK_BOT_TOKEN="+restartSecondToken))
-	// A status the kill interrupted is looked up once its call would have timed out (35 s): up to 60 samples.
+	// A status the kill interrupted is looked up once its call would have timed out (restartPostTimeout and
+	// 5 s): up to 60 samples.
 	waitServe(t, slack, second, 60, "statuses and samples after the restart", func() bool {
 		var living, thread int
 		for _, c := range callsBy(slack.Calls(""), restartSecondToken) {
@@ -612,7 +617,7 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	release := holdPosts(t, slack)
 	// Duty messages off: Slack holds every post here, a duty message's too, and which instance is on duty
 	// after a kill -9 is TestDutyRestartResumes's.
-	env := append(serveEnv(dir, cfg, stateDir, slack), "RUNWATCH_DUTY_CHANNEL=off")
+	env := append(serveEnv(dir, cfg, stateDir, slack), "RUNWATCH_DUTY_CHANNEL=off", "RUNWATCH_POST_TIMEOUT="+restartPostTimeout)
 	copies := func(from int) int {
 		n := 0
 		for _, c := range slack.Calls("")[from:] {
@@ -636,8 +641,8 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	for i := range 3 {
 		from, fromLookups := len(slack.Calls("")), len(slack.Calls("conversations.history"))
 		bot := startRestartBot(t, bin, dir, env)
-		// A look-up waits until the post's call would have timed out (posts.DeliverTimeout and a margin,
-		// 35 s): up to 60 samples.
+		// A look-up waits until the post's call would have timed out (restartPostTimeout and a 5 s margin):
+		// up to 60 samples.
 		waitServe(t, slack, bot, 60, "a warning or a look-up in flight", func() bool {
 			return copies(from) > 0 || lookups(fromLookups) > 0
 		})
@@ -709,7 +714,7 @@ func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
 	release := holdPosts(t, slack)
 	// Duty messages off: Slack holds every post here, a duty message's too, and which instance is on duty
 	// after a kill -9 is TestDutyRestartResumes's.
-	env := append(serveEnv(dir, cfg, stateDir, slack), "RUNWATCH_DUTY_CHANNEL=off")
+	env := append(serveEnv(dir, cfg, stateDir, slack), "RUNWATCH_DUTY_CHANNEL=off", "RUNWATCH_POST_TIMEOUT="+restartPostTimeout)
 	count := func(method string) int {
 		n := 0
 		for _, c := range slack.Calls(method) {
@@ -727,7 +732,8 @@ func TestServeKill9MidStatusPostPostsOnce(t *testing.T) {
 	<-bot.exited
 	release() // Slack finishes taking it: the living message is in the channel from now on
 	again := startRestartBot(t, bin, dir, env)
-	// The restarted bot looks the post up once its call would have timed out (35 s): up to 60 samples.
+	// The restarted bot looks the post up once its call would have timed out (restartPostTimeout and 5 s):
+	// up to 60 samples.
 	waitServe(t, slack, again, 60, "two edits of the living message after the restart", func() bool { return count("chat.update") >= 2 })
 	if n := count("chat.postMessage"); n != 1 {
 		t.Errorf("living status messages after a kill mid-post = %d; want exactly 1", n)

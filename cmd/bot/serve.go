@@ -150,6 +150,7 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	sched.PostTimeout = o.Env.PostTimeout
 	// After NewScheduler: the channel ids it restored decide whether a "#name" channel is in a list of ids.
 	for _, r := range b.Monitor().Config().Runs {
 		if r.Channel == "" {
@@ -278,7 +279,8 @@ func Serve(ctx context.Context, b *conversation.Bot, o ServeOptions) error {
 		app.Claims = sampler.Claims
 		sampler.OnEvaluate = metrics.ObserveEvaluations
 		sampler.OnSample = sched.RetryPending
-		sampler.Deliver = slackapp.Deliver(b, api, metrics)
+		sampler.PostTimeout = o.Env.PostTimeout
+		sampler.Deliver = slackapp.Deliver(b, api, metrics, o.Env.PostTimeout)
 		sampler.Find = slackapp.Find(b, api)
 		wg.Add(1)
 		go func() {
