@@ -1,11 +1,14 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -88,4 +91,23 @@ func buildBot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// runBot runs the bot as a process in dir with env alone (processEnv), as a user's shell would: for the
+// tests that run beside others, which realMain in the test's own process (run, with setEnv's environment
+// and working directory) cannot.
+func runBot(t *testing.T, dir string, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(buildBot(t), args...)
+	var out, errb strings.Builder
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("bot %q: %v", args, err)
+	}
+	return code, out.String(), errb.String()
 }

@@ -124,6 +124,7 @@ var (
 // prints a run file that loads and gives the same answers without discovery. Once with the job's stdout
 // redirected to its log, once with the log opened by the script itself.
 func TestZeroConfig(t *testing.T) {
+	t.Parallel() // waits on the job and its server, mostly: beside the other tests that run processes
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		peersim.Missing(t, "python3", err)
@@ -139,9 +140,9 @@ func TestZeroConfig(t *testing.T) {
 	}{{"stdout redirected to the log", false}, {"log opened by the script", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := startJob(t, python, script, sim.URL, sim.Port, t.TempDir(), tc.ownLog)
-			dir := setEnv(t)
+			dir := t.TempDir()
 			// Only this test's processes: the machine may run other simulators and jobs.
-			t.Setenv("RUNWATCH_DISCOVER", fmt.Sprintf("%d,%d", sim.PID, j.pid))
+			env := processEnv(dir, fmt.Sprintf("RUNWATCH_DISCOVER=%d,%d", sim.PID, j.pid))
 			from := "(its stdout)"
 			if tc.ownLog {
 				from = "(a file it writes)"
@@ -150,7 +151,7 @@ func TestZeroConfig(t *testing.T) {
 				sim.Port, sim.PID, j.pid, j.log, from, j.out)
 			answers := func(how string, discovered bool) {
 				t.Helper()
-				code, out, errb := run(t, "", "ask", "ETA?")
+				code, out, errb := runBot(t, dir, env, "ask", "ETA?")
 				if code != 0 || !etaLine.MatchString(out) || !tokPerS.MatchString(out) || !strings.Contains(out, "generate · ETA") {
 					t.Errorf("%s: bot ask ETA? = %d, %q %q; want run generate, an ETA and the tok/s it used", how, code, out, errb)
 				}
@@ -163,14 +164,14 @@ func TestZeroConfig(t *testing.T) {
 						t.Logf("the job's fd %s -> %s", fd.Name(), target)
 					}
 				}
-				code, out, errb = run(t, "", "ask", "where does the output go?")
+				code, out, errb = runBot(t, dir, env, "ask", "where does the output go?")
 				if code != 0 || !strings.Contains(out, filepath.Dir(j.out)) {
 					t.Errorf("%s: bot ask where does the output go? = %d, %q %q; want %s", how, code, out, errb, filepath.Dir(j.out))
 				}
 			}
 			answers("no run file", true)
 
-			code, text, errb := run(t, "", "init")
+			code, text, errb := runBot(t, dir, env, "init")
 			if code != 0 {
 				t.Fatalf("bot init = %d, %q", code, errb)
 			}
@@ -188,7 +189,7 @@ func TestZeroConfig(t *testing.T) {
 				t.Fatalf("the run file bot init printed does not load: %v\n%s", err, text)
 			}
 			// The run file alone, discovery off: the same answers.
-			t.Setenv("RUNWATCH_DISCOVER", "off")
+			env = processEnv(dir, "RUNWATCH_DISCOVER=off")
 			answers("the run file bot init printed", false)
 		})
 	}
@@ -231,6 +232,7 @@ func TestInitWrite(t *testing.T) {
 // completions stop at 512, while the server did 190 tok/s): now each is priced from its own log's items,
 // quotes no token rate, and says the server is shared with the other job.
 func TestZeroConfigTwoJobsOneServer(t *testing.T) {
+	t.Parallel()
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		peersim.Missing(t, "python3", err)
@@ -245,14 +247,14 @@ func TestZeroConfigTwoJobsOneServer(t *testing.T) {
 	if first.pid > second.pid {
 		first, second = second, first // runs are named in pid order (pids wrap)
 	}
-	setEnv(t)
-	t.Setenv("RUNWATCH_DISCOVER", fmt.Sprintf("%d,%d,%d", sim.PID, first.pid, second.pid))
+	dir := t.TempDir()
+	env := processEnv(dir, fmt.Sprintf("RUNWATCH_DISCOVER=%d,%d,%d", sim.PID, first.pid, second.pid))
 	for _, tt := range []struct {
 		run   string
 		other job
 		name  string
 	}{{"generate", second, "generate-2"}, {"generate-2", first, "generate"}} {
-		code, out, errb := run(t, "", "ask", "ETA for "+tt.run+"?")
+		code, out, errb := runBot(t, dir, env, "ask", "ETA for "+tt.run+"?")
 		shared := fmt.Sprintf("vLLM on :%d is shared with job python3 generate.py (pid %d, run %s): its token and request counts are both jobs'",
 			sim.Port, tt.other.pid, tt.name)
 		if code != 0 || !etaLine.MatchString(out) || !strings.Contains(out, tt.run+" · ETA") || tokPerS.MatchString(out) || !strings.Contains(out, shared) {

@@ -314,7 +314,9 @@ func TestReplayText(t *testing.T) {
 }
 
 func TestReplay(t *testing.T) {
-	dir := setEnv(t)
+	t.Parallel() // as a process: replaying the committed trace takes seconds under -race
+	dir := t.TempDir()
+	env := processEnv(dir)
 	trace := filepath.Join(dir, "trace.jsonl")
 	var b strings.Builder
 	for i := 0; i < 20; i++ {
@@ -322,7 +324,7 @@ func TestReplay(t *testing.T) {
 	}
 	b.WriteString("not json\n")
 	os.WriteFile(trace, []byte(b.String()), 0o644)
-	code, out, errb := run(t, "", "replay", "--trace", trace, "--json")
+	code, out, errb := runBot(t, dir, env, "replay", "--trace", trace, "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 21 {
 		t.Fatalf("replay printed %d lines; want 21 (one per input line)\n%s", len(lines), out)
@@ -341,7 +343,7 @@ func TestReplay(t *testing.T) {
 		t.Errorf("bad trace line: %q, exit %d, %q", lines[20], code, errb)
 	}
 	// The committed example trace replays cleanly.
-	code, out, errb = run(t, "", "replay", "--trace", filepath.Join(mustWD(t), "..", "..", "reports", "testdata", "trace_length_drift.jsonl"))
+	code, out, errb = runBot(t, dir, env, "replay", "--trace", filepath.Join(mustWD(t), "..", "..", "reports", "testdata", "trace_length_drift.jsonl"))
 	if code != 0 || !strings.Contains(out, `"shift":true`) {
 		t.Errorf("replay of the drift trace = %d, shift seen %v, %q", code, strings.Contains(out, `"shift":true`), errb)
 	}

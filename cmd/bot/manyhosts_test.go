@@ -49,7 +49,7 @@ func writeTo(t *testing.T, path string) *promtest.Process {
 // processEnv is the environment of a bot process the test starts in dir: nothing of the environment
 // the tests run in, no discovery, a state directory of its own, and the extra variables given.
 func processEnv(dir string, extra ...string) []string {
-	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state")}, extra...)
+	return append([]string{"PATH=" + os.Getenv("PATH"), testkit.ChildGORACE(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state")}, extra...)
 }
 
 // serveEngine serves a recorded vLLM's /metrics on host until the test ends: a host of a run whose
@@ -154,12 +154,10 @@ func TestWritesVerdictOverManyHosts(t *testing.T) {
 	// The central bot: one-shot `bot ask` and `bot status` that see no writer of their own.
 	bot := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
-		var out, errb strings.Builder
-		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, processEnv(dir, "RUNWATCH_PROC_ROOT="+empty, "RUNWATCH_PROBE_TIMEOUT=2s"), &out, &errb
-		cmd.Run() // an answer that could not tell exits 1; its text is what the test reads
-		t.Logf("bot %q:\n%s%s", args, out.String(), errb.String())
-		return out.String()
+		// An answer that could not tell exits 1; its text is what the test reads.
+		_, out, errb := runBot(t, dir, processEnv(dir, "RUNWATCH_PROC_ROOT="+empty, "RUNWATCH_PROBE_TIMEOUT=2s"), args...)
+		t.Logf("bot %q:\n%s%s", args, out, errb)
+		return out
 	}
 	ask := func(run, question string) string {
 		t.Helper()

@@ -393,7 +393,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	slack := testkit.NewSlack(t)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+	env := []string{"PATH=" + os.Getenv("PATH"), testkit.ChildGORACE(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
 		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_ADMINS=UADMIN", "RUNWATCH_POST_TIMEOUT=" + restartPostTimeout, "SLACK_BOT_TOKEN=" + restartBotToken,
 		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.APIURL()}
 
