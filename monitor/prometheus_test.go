@@ -641,6 +641,7 @@ func TestPrometheusTargetDown(t *testing.T) {
 }
 
 func TestPrometheusNamedProblems(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	job := promFakeJob{instances: 1, start: float64(now.Unix()) - 600, rate: 1000, items: 2, fill: 1, dataAvail: 1e12, down: -1}
 	tests := []struct {

@@ -22,6 +22,7 @@ import (
 // machine (the one-host setup: bot, Prometheus and vLLM on one box); one at 127.0.0.8 is another
 // host. Real Prometheus, engines that answer like vLLM, no exporter anywhere.
 func TestHostsWithoutAnExporterAreGaps(t *testing.T) {
+	t.Parallel()
 	serve := func(host string) string {
 		t.Helper()
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))

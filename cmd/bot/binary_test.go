@@ -6,7 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"runwatch/internal/promtest"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,8 +22,7 @@ const botName = "bot"
 
 // waitingTests is how many of the parallel tests run at once unless -test.parallel says otherwise. They
 // run bot processes and spend their time waiting on them, not computing: on Prometheus's scrapes, a
-// bot's samples, the 35 s a restarted bot gives a post's call to time out before it looks the post up.
-// The default, GOMAXPROCS (2 here), ran them two at a time, each pair as long as its slower test.
+// bot's samples, the time a restarted bot gives a post's call to time out before it looks the post up.
 const waitingTests = 6
 
 func TestMain(m *testing.M) {
@@ -33,11 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	closeInheritedOnExec()
 	flag.Parse()
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set {
-		flag.Set("test.parallel", strconv.Itoa(max(waitingTests, runtime.GOMAXPROCS(0))))
-	}
+	promtest.RaiseParallel(waitingTests)
 	code := m.Run()
 	if botBinDir != "" {
 		os.RemoveAll(botBinDir)

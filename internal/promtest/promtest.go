@@ -8,11 +8,14 @@ package promtest
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,6 +29,10 @@ type Process struct {
 	Cmd  *exec.Cmd
 	out  *lockedBuffer
 	once sync.Once
+	// killAtEnd: the test's end kills it (SIGKILL) rather than asking it to stop. A Prometheus server
+	// takes 1-2 s to stop gracefully, writing out a TSDB in the test's temporary directory that nothing
+	// reads again.
+	killAtEnd bool
 }
 
 type lockedBuffer struct {
@@ -55,6 +62,9 @@ func Start(t testing.TB, cmd *exec.Cmd) *Process {
 	}
 	p := &Process{Cmd: cmd, out: out}
 	t.Cleanup(func() {
+		if p.killAtEnd {
+			p.end(syscall.SIGKILL)
+		}
 		p.Stop()
 		if t.Failed() {
 			t.Logf("%s output:\n%s", filepath.Base(cmd.Path), out.String())
@@ -84,10 +94,13 @@ func (p *Process) Resume(t testing.TB) {
 
 // Stop ends the process (SIGCONT first, so a paused one can take its SIGTERM) and waits for it; a
 // process that ignores SIGTERM for 10 s is killed.
-func (p *Process) Stop() {
+func (p *Process) Stop() { p.end(syscall.SIGTERM) }
+
+// end sends sig (SIGCONT first) and waits for the process, once; one still running 10 s after is killed.
+func (p *Process) end(sig syscall.Signal) {
 	p.once.Do(func() {
 		p.Cmd.Process.Signal(syscall.SIGCONT)
-		p.Cmd.Process.Signal(syscall.SIGTERM)
+		p.Cmd.Process.Signal(sig)
 		done := make(chan struct{})
 		go func() { p.Cmd.Wait(); close(done) }()
 		select {
@@ -142,6 +155,7 @@ func StartServer(t testing.TB, scrapeConfigs string) *Server {
 	addr := FreeAddr(t, "127.0.0.1")
 	p := Start(t, exec.Command(Binary(t), "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "tsdb"), "--web.listen-address="+addr, "--log.level=warn"))
+	p.killAtEnd = true
 	s := &Server{Process: p, URL: "http://" + addr}
 	c, err := probes.NewPrometheus(probes.PrometheusOptions{URL: s.URL})
 	if err != nil {
@@ -178,4 +192,16 @@ func Value(r probes.PromResult) (float64, bool) {
 		return 0, false
 	}
 	return r.Series[0].Samples[len(r.Series[0].Samples)-1].V, true
+}
+
+// RaiseParallel lets n of a package's parallel tests run at once unless -test.parallel was given. Tests
+// that wait on Prometheus's scrapes and on the processes they start spend their time waiting, not
+// computing; the default, GOMAXPROCS (2 on a small machine), runs them two at a time, each pair as long as
+// its slower test. Call it from TestMain, after flag.Parse.
+func RaiseParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0))))
+	}
 }
