@@ -37,8 +37,8 @@ func (u *varValues) scrub(err error) error {
 	slices.SortStableFunc(order, func(a, b int) int { return len(u.values[b]) - len(u.values[a]) })
 	for _, i := range order {
 		v := u.values[i]
-		if len(v) < 4 || strings.Trim(v, "0123456789.") == "" {
-			continue
+		if len(v) < 4 || len(v) > len(msg) || strings.Trim(v, "0123456789.") == "" {
+			continue // too short to hide, or too long to be in the message (quoted, it is no shorter)
 		}
 		q := strconv.Quote(v)
 		for _, form := range []string{v, q[1 : len(q)-1]} {
