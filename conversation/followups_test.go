@@ -64,6 +64,7 @@ func replayLog(t *testing.T, e *botEnv, clock *testkit.Clock, t0 time.Time, unti
 // the finish, the last ETA answer gives the duration and the average throughput, the throughput answer
 // still has a rate, and "on track?" compares the first estimate with the real finish.
 func TestReplayedJobAnswers(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
 	clock := testkit.NewClock(t0)
 	e := newBotEnv(t, botOpts{Clock: clock, NoLogFile: true, Run: func(r *config.Run) {

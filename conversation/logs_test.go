@@ -196,6 +196,7 @@ func TestIsErrorLine(t *testing.T) {
 // "sk-proj-Sekr3tVa" (short of a key's 20 characters), "Bearer Sekr3t" (short of 8). Each secret is put
 // so that the cut falls at every byte of it in turn: no part of it is ever shown, in the text or the data.
 func TestLogLinesRedactedBeforeTheyAreCut(t *testing.T) {
+	t.Parallel()
 	e := newBotEnv(t, botOpts{NoLogFile: true})
 	for _, secret := range []string{
 		"postgres://admin:Sekr3tPassw0rd@db.internal:5432/runs",

@@ -358,6 +358,7 @@ func diskFull(msgs []reports.Message) string {
 // 10 s after that. Nothing about the disk's future is posted on the strength of seconds of writes, and the
 // space answer does not raise the alarm either.
 func TestNoDiskFullWarningFromABurst(t *testing.T) {
+	t.Parallel()
 	r := newDiskFillRun(t, 84_300_000_000, 5*time.Second)
 	const burst = 3_860_000 * 5 // bytes in one 5-s interval at 3.86 MB/s
 	for i := range 120 {        // ten minutes
@@ -383,6 +384,7 @@ func TestNoDiskFullWarningFromABurst(t *testing.T) {
 // history, within a tenth of its 6 h too (the evidence asked for grows with the forecast, at most a tenth
 // of it, so the disk has nine tenths of its time left when the warning comes).
 func TestDiskFullWarnsInTime(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		free     uint64
@@ -540,6 +542,7 @@ func capScenario() sim.Scenario {
 // A rise of the share that hit max_tokens in the middle of the run is a warning; once the run is done the
 // answers no longer repeat it, and the warning is not resolved by the finish either (nothing went back).
 func TestFinishShareWarningBeforeFinish(t *testing.T) {
+	t.Parallel()
 	f := startFinishJob(t, capScenario(), 600)
 	warnedAt := -1.0
 	for !f.job.Done() {
@@ -808,6 +811,7 @@ func TestAnswersAfterTheServerStoppedAtTheFinish(t *testing.T) {
 // recorded estimate calls it the first baseline estimate, so the channel never reads two different "first"
 // estimates.
 func TestRoughFigureIsNotAFirstEstimate(t *testing.T) {
+	t.Parallel()
 	f := startFinishJob(t, sim.DemoScenario(), 600)
 	f.step(t, 1)
 	rough := f.ask(t, "ETA?")
@@ -843,6 +847,7 @@ func TestRoughFigureIsNotAFirstEstimate(t *testing.T) {
 // flaps from its second recovery on, and the thread and the message say once when it holds steady.
 // Every follow-up links the first warning.
 func TestFlappingIsOneWarning(t *testing.T) {
+	t.Parallel()
 	ep := testkit.NewFaultEndpoint(t)
 	clock := testkit.NewClock(schedT0)
 	// A disk that never changes: the machine's own, written by other tests meanwhile, made a fill forecast

@@ -100,6 +100,7 @@ func newFaultBot(t *testing.T, ep *testkit.FaultEndpoint, timeout time.Duration)
 // a loaded machine); the others do real work (reading 8 MiB of a 50 MiB body) and get a timeout the
 // work cannot reach.
 func TestFaultMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	ep := testkit.NewFaultEndpoint(t)
 	const short, long = time.Second, time.Minute
 	ctx := context.Background()

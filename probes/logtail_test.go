@@ -156,6 +156,7 @@ func logTestWrite(t *testing.T, path string, data []byte) {
 }
 
 func TestLogRead(t *testing.T) {
+	t.Parallel()
 	tq := logTestTqdmLines(t)
 	// tqdm rewrites its line with '\r' and never ends it; the last update
 	// here is cut mid-write, as the original log was when it was copied.

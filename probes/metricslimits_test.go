@@ -96,6 +96,7 @@ vllm:num_preemptions_total 1e300
 // before) and 10 short ones more frequent than length: the reasons are kept short and few, the rest counted under "other", so the answer stays
 // an answer and the totals stay whole.
 func TestMetricsFinishReasonsBounded(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("# TYPE vllm:request_success_total counter\n")
 	b.WriteString("vllm:request_success_total{finished_reason=\"stop\"} 100\nvllm:request_success_total{finished_reason=\"length\"} 10\n")

@@ -505,6 +505,7 @@ func BenchmarkAccuracy(b *testing.B) {
 const traceFile = "testdata/trace_length_drift.jsonl"
 
 func TestDriftTrace(t *testing.T) {
+	t.Parallel()
 	obs, finish := sim.Trace(sim.DemoScenario(), 1, 60)
 	var want bytes.Buffer
 	if err := sim.WriteTrace(&want, obs); err != nil {
@@ -549,6 +550,7 @@ func TestDriftTrace(t *testing.T) {
 // TestTimeScale replays the demo job as `--demo` shows it, in wall-clock seconds at 60x, with every time in the
 // configurations divided by 60: the estimates must be the same, divided by 60, and so must the warnings.
 func TestTimeScale(t *testing.T) {
+	t.Parallel()
 	const speed = 60.0
 	obs, _ := sim.Trace(sim.DemoScenario(), 1, 30)
 	simTime := reports.NewReplayer(reports.EstimateConfig{Window: 900}, reports.ShiftConfig{})

@@ -59,6 +59,7 @@ func countColor(img image.Image, c color.RGBA) int {
 }
 
 func TestRenderChart(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name          string
 		hist          []Observation
@@ -129,6 +130,7 @@ func TestRenderChartErrors(t *testing.T) {
 }
 
 func TestChartSeries(t *testing.T) {
+	t.Parallel()
 	hist := chartHistory(600, 30, 1, 500, 9000)
 	tests := []struct {
 		max, want int

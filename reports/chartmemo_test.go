@@ -96,6 +96,7 @@ func equalPtr(a, b *float64) bool { return a == nil && b == nil || a != nil && b
 // since its last chart, is the estimator's own answer at that sample, from the history up to it: the figures
 // Estimate gives there, and the ETA the Replayer (the bot live, sample by sample) gave at that moment.
 func TestChartSeriesIsTheEstimatorsAnswers(t *testing.T) {
+	t.Parallel()
 	hist := chartHistory(1200, 30, 0.7, 1066, 20000)
 	var m ChartMemo
 	m.Series(hist[:1100], EstimateConfig{}, 0)
@@ -138,6 +139,7 @@ func TestChartSeriesIsTheEstimatorsAnswers(t *testing.T) {
 // estimates only the points whose history did: none for the same history, the new last one a sample later,
 // those past an edit, all of them for another configuration.
 func TestChartMemo(t *testing.T) {
+	t.Parallel()
 	full := chartHistory(700, 30, 1, 500, 9000)
 	const max = 40
 	var m ChartMemo

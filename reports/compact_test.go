@@ -100,6 +100,7 @@ func TestCompactKeepsStructure(t *testing.T) {
 
 // TestCompactKeepsAccuracy compares estimates on the whole history with estimates on a compacted one.
 func TestCompactKeepsAccuracy(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"steady", "length-drift", "restart", "stall"} {
 		hist := compactTrace(t, name)
 		for _, frac := range []float64{0.3, 0.6, 0.9} {

@@ -23,6 +23,7 @@ import (
 // The first evaluation of each kind (seed 1) is kept as a golden answer: testdata/answer_eta_basis_*.golden
 // (go test ./reports -run TestETASaysItsOwnBasis -update rewrites them).
 func TestETASaysItsOwnBasis(t *testing.T) {
+	t.Parallel()
 	var whole, priced int
 	goldens := map[string]bool{}
 	for seed := int64(1); seed <= 3; seed++ {

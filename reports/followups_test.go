@@ -56,6 +56,7 @@ func replayTrace(t *testing.T, path string, until float64) (ETA, Throughput, Mov
 // TestFollowupGolden renders each follow-up answer on a recorded history: the demo job's trace, whose
 // completions grow and whose ETA moves once (at t=2,940 s).
 func TestFollowupGolden(t *testing.T) {
+	t.Parallel()
 	const trace = "testdata/trace_length_drift.jsonl"
 	e, tp, moves, hist := replayTrace(t, trace, 3600)
 	if len(moves.Moves) == 0 || moves.First == nil {
@@ -108,6 +109,7 @@ func TestFollowupGolden(t *testing.T) {
 // TestReplayedFinishSummary replays a finished job and checks its last answer says how long it took and how
 // fast it went, from the trace's own numbers, and that throughput does not decay to "not measured yet".
 func TestReplayedFinishSummary(t *testing.T) {
+	t.Parallel()
 	e, tp, moves, hist := replayTrace(t, "testdata/trace_length_drift.jsonl", 0)
 	if e.State != StateDone {
 		t.Fatalf("state after the whole trace = %q; want done", e.State)

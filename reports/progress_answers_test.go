@@ -12,6 +12,7 @@ import (
 // a run with no total and one with nothing known, and compares each with testdata/answer_<name>.*.golden
 // (go test ./reports -run TestProgressAnswersGolden -update rewrites them).
 func TestProgressAnswersGolden(t *testing.T) {
+	t.Parallel()
 	rs, now := sampleStatus()
 	const trace = "testdata/trace_length_drift.jsonl"
 	e, tp, moves, hist := replayTrace(t, trace, 3600)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestReplayer(t *testing.T) {
+	t.Parallel()
 	obs, finish := sim.Trace(sim.Scenarios()[0], 1, 30) // steady, 585 points
 	rp := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{})
 	var last reports.ReplayLine

@@ -232,6 +232,7 @@ var screensDir = flag.String("screens", "", "write the Block Kit JSON of a statu
 // its charts and buttons), a warning someone took, and the App Home, as the README's pictures
 // show them. Without -screens it only checks that the capture works.
 func TestScreens(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 12, 1, 8, 20, 0, 0, time.UTC)
 	clock := testkit.NewClock(t0)
 	// A job whose pace changes: completions get longer after the first half hour, as in the demo.

@@ -399,6 +399,7 @@ func withHistory(t testing.TB, e *botEnv, n int) {
 // limits: the answer of every command (and of its refusals), scheduled statuses with charts and
 // buttons, every kind of warning with its buttons, follow-ups and reminders, the App Home.
 func TestEveryReplyWithinBlockKitLimits(t *testing.T) {
+	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	long := strings.Repeat("a very long detail ", 40)
 	e := newHTTPEnv(t, botOpts{Clock: clock, Run: func(r *config.Run) {
@@ -565,6 +566,7 @@ func checkMessage(t testing.TB, what string, m reports.Message) {
 // run file at its limits through Slack's: a 64-character run name (the most config takes), 30 plans and 50 stages with
 // long names, outputs at PATH_MAX.
 func TestHostileConfigWithinBlockKitLimits(t *testing.T) {
+	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	name := strings.Repeat("n", 64) // the longest run name config takes
 	var longDir string

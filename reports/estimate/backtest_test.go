@@ -234,6 +234,7 @@ func TestBiasCorrectedSaysOnlyBigMoves(t *testing.T) {
 // finishes, the backtest moves the point by the run's own past errors, within its range; a counter that moves
 // per iteration keeps its point.
 func TestBacktestMovesOnlyAnOnFinishPoint(t *testing.T) {
+	t.Parallel()
 	full := readTrace(t, "../testdata/peer/steady.jsonl")
 	moved := 0
 	for _, k := range []int{40, 70, 100} {

@@ -126,6 +126,7 @@ func TestEstimateRough(t *testing.T) {
 // not from its sum over the log's count, whose lag made block lengths wobble by ±10% and the estimate
 // flip between two levels from one sample to the next.
 func TestEstimateLogLagsTheEngines(t *testing.T) {
+	t.Parallel()
 	const rate, tokens = 1.4, 1000.0 // items/s, tokens per item
 	var hist []Observation
 	for i := 0; i <= 480; i++ { // 4 h of 30 s samples
@@ -197,6 +198,7 @@ func estRestarted(stitched bool) []Observation {
 }
 
 func TestEstimateResetSegment(t *testing.T) {
+	t.Parallel()
 	for _, stitched := range []bool{false, true} {
 		hist := Fold(estRestarted(stitched)) // a trace whose counters drop at the restart is folded as it is read
 		for i := 121; i < len(hist); i++ {
@@ -396,6 +398,7 @@ func TestEstResiduals(t *testing.T) {
 // detector, where each estimate costs ten times the CPU and one goroutine has no race to find, at every point
 // of the first 10 (28 s -> 6 s), and .ci/run runs all 80 without it.
 func TestEstimateMessyHistories(t *testing.T) {
+	t.Parallel()
 	runs := 80
 	if raceDetector {
 		runs = 10

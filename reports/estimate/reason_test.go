@@ -106,6 +106,7 @@ func TestLengthsJSON(t *testing.T) {
 // to 8.35x the point without the bound) puts it past maxHighRatio times its point, and boundHigh leaves a
 // range inside it alone.
 func TestHighEndBounded(t *testing.T) {
+	t.Parallel()
 	hist := readTrace(t, "../testdata/peer/queued.jsonl")
 	for i := 2; i <= len(hist); i++ {
 		e, _ := Compute(hist[:i], Config{})

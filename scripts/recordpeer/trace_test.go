@@ -272,6 +272,7 @@ func TestTracePath(t *testing.T) {
 // (recordpeer -list names the held-out jobs too) and wrote each into reports/testdata/peer/, where a held-out
 // job would have joined the corpus.
 func TestRecordScriptPaths(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}
@@ -294,6 +295,7 @@ func TestRecordScriptPaths(t *testing.T) {
 // strict replay format, time moving forward, the job's counts never going back, its scenario's item count,
 // and a last line at the finish.
 func TestCommittedTraces(t *testing.T) {
+	t.Parallel()
 	paths, err := filepath.Glob("../../reports/testdata/peer/*.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -369,6 +371,7 @@ func deref(p *float64) any {
 // TestRecordAgainstSimulator records a tiny job against the real simulator: two data-parallel ranks and a
 // restart half way, so unpacking, start, readiness, the kill and the restart, sampling and writing all run.
 func TestRecordAgainstSimulator(t *testing.T) {
+	t.Parallel()
 	gz, err := peersim.Find(".")
 	if err != nil {
 		peersim.Missing(t, "the third-party simulator", err)
@@ -420,6 +423,7 @@ func TestRecordAgainstSimulator(t *testing.T) {
 // of the finished lengths while requests decode (a counter per iteration, as vLLM's), the simulator's own equals
 // them (on finish), and the engines count the neighbour's requests beside the job's.
 func TestRecordStreamedWithANeighbour(t *testing.T) {
+	t.Parallel()
 	gz := "../../../shared/peers/llm-d-inference-sim/llm-d-inference-sim.gz"
 	if _, err := os.Stat(gz); err != nil {
 		t.Skipf("no simulator beside the repository: %v", err)
