@@ -77,6 +77,8 @@ type persisted struct {
 	Stages  map[string]StageMark      `json:"stage_marks,omitempty"`
 	Growing map[string]reports.Growth `json:"growing,omitempty"`
 	Last    *reports.ETA              `json:"last_eta,omitempty"`
+	// Range is the ETA's range as last shown, which the next one is held to (reports.RangeHold).
+	Range reports.RangeHold `json:"range_hold"`
 	// Moves is the first and announced estimates and the last shifts, for "why" and "on track" answers.
 	Moves reports.MoveLog `json:"moves"`
 	// Clock is the last sample's time on the run clock and on the wall clock (see clock.go).
@@ -207,6 +209,13 @@ func (rs *runState) logFile() *probes.LogFile {
 	return &f
 }
 
+// rangeHold is the ETA's range as last shown.
+func (rs *runState) rangeHold() reports.RangeHold {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.Range
+}
+
 func (rs *runState) snoozedUntil() *time.Time {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -317,6 +326,10 @@ func (m *Monitor) record(r *config.Run, rs reports.RunStatus, smp *sample, now t
 	}
 	e := *rs.ETA
 	st.Last = &e
+	st.Range.Keep(e)
+	if smp.estimate != nil {
+		e = *smp.estimate
+	}
 	sh, fired := st.Shift.Update(e, smp.obs.T, reports.ShiftConfig{})
 	if !fired {
 		st.Moves.Record(st.Shift, nil)

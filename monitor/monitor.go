@@ -414,6 +414,11 @@ func (m *Monitor) runStatusFrom(ctx context.Context, r *config.Run, need Need, p
 		cfg := estimateConfig(r)
 		cfg.Memo = &st.memo
 		e, tp := reports.Estimate(hist, cfg)
+		// The range as shown: held to the one the last sample showed (the sampler keeps it, see record), so
+		// that consecutive answers do not contradict each other.
+		own := e
+		smp.estimate = &own
+		e = st.rangeHold().Apply(e)
 		// The estimate is on the run clock; the times an answer shows are the wall clock's.
 		e = reports.OnWall(e, probes.UnixSeconds(now)-smp.obs.T)
 		if smp.hasProgress {

@@ -36,6 +36,10 @@ type sample struct {
 	// problems are those its sources met, which an evaluation built on this sample names again.
 	problems []reports.Problem
 
+	// estimate is the estimator's own ETA from this sample, before its range is held for showing: the shift
+	// detector judges how sure an estimate is by the estimator's range, not the wider one shown.
+	estimate *reports.ETA
+
 	// What committing this sample changes in the run state.
 	logFile *probes.LogFile
 	memos   map[string]engineMemo

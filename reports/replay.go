@@ -32,6 +32,17 @@ type Replayer struct {
 	// moves and last feed Moves: the log of announced estimates and shifts, and the latest estimate.
 	moves MoveLog
 	last  ETA
+	// shown: each estimate goes out as the channel is shown it, its range held (see RangeHold, AsShown).
+	shown bool
+	hold  RangeHold
+}
+
+// AsShown makes r give each estimate as an answer shows it, its range held from the answer before (see
+// RangeHold), as the monitor does live; without it r gives the estimator's own range, which the accuracy
+// benchmark scores. It returns r.
+func (r *Replayer) AsShown() *Replayer {
+	r.shown = true
+	return r
 }
 
 // NewReplayer returns a Replayer with the given settings (zero fields take their defaults).
@@ -52,10 +63,15 @@ func (r *Replayer) Step(o Observation) ReplayLine {
 		r.hist = append([]Observation(nil), Compact(r.hist, replayCompactTo)...)
 	}
 	e, _ := Estimate(r.hist, r.ec)
+	own := e // the shift detector judges how sure an estimate is by the estimator's own range
+	if r.shown {
+		e = r.hold.Apply(e)
+		r.hold.Keep(e)
+	}
 	now := r.hist[len(r.hist)-1].T
 	line := ReplayLine{T: now, ETAS: e.Seconds, Low: e.LowS, High: e.HighS, State: e.State, Reason: e.Reason,
 		ItemsPerS: e.ItemsPerS}
-	sh, ok := r.det.Update(e, now, r.sc)
+	sh, ok := r.det.Update(own, now, r.sc)
 	if ok {
 		line.Shift, line.Reason = true, sh.Reason
 		r.moves.Record(r.det, &sh)

@@ -19,7 +19,7 @@ const maxTraceLine = 1 << 20
 // replay runs the estimator over a trace, one output line per input line. A bad line is reported
 // on its own output line with its number and the replay carries on, so one glitch loses nothing.
 func replay(in io.Reader, out io.Writer, asJSON bool) error {
-	r := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{})
+	r := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{}).AsShown()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), maxTraceLine)
 	w := bufio.NewWriter(out)

@@ -115,26 +115,26 @@ func sig3(v float64) string {
 }
 
 // Range is an estimate's range as the parenthesis after it: " (2 h 31 min – 4 h 44 min)". A side within
-// oneSided of the point is said in words rather than as a figure that repeats it: "3 h (3 h – 6 h 3 min)"
+// OneSided of the point is said in words rather than as a figure that repeats it: "3 h (3 h – 6 h 3 min)"
 // read in the channel as a typo, where the range says the finish is unlikely to come sooner and may come
 // later (the lengths are growing, or every past forecast on the run came out short): "3 h (or later, up to
 // 6 h 3 min)". The other side mirrors it: "2 h 32 min (or sooner, down to 1 h 17 min)"; "from 1 h 17 min" read
 // as where a span starts.
 func Range(sec, low, high float64) string {
 	switch {
-	case low >= sec*(1-oneSided) && high <= sec*(1+oneSided):
+	case low >= sec*(1-OneSided) && high <= sec*(1+OneSided):
 		return ""
-	case low >= sec*(1-oneSided):
+	case low >= sec*(1-OneSided):
 		return " (or later, up to " + Duration(high) + ")"
-	case high <= sec*(1+oneSided):
+	case high <= sec*(1+OneSided):
 		return " (or sooner, down to " + Duration(low) + ")"
 	}
 	return " (" + Duration(low) + " – " + Duration(high) + ")"
 }
 
-// oneSided is how close to the point a side of a range is to count as none: 2%, about the rounding of a
+// OneSided is how close to the point a side of a range is to count as none: 2%, about the rounding of a
 // duration in words (3 h 22 min against 3 h 21 min).
-const oneSided = 0.02
+const OneSided = 0.02
 
 // Duration formats seconds for people: 45 s, 12 min, 3 h 10 min, 2 d 4 h.
 func Duration(s float64) string {
