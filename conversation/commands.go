@@ -411,24 +411,30 @@ func Help(cmds []Command, runwatch string) reports.Message {
 			continue
 		}
 		// Every text of the table is escaped: "snooze <duration>" in Slack is a broken link, not the usage.
-		ex := ""
-		if len(c.Examples) > 0 {
-			var qs []string
-			for _, e := range c.Examples {
-				qs = append(qs, "_"+reports.Esc(e)+"_")
-			}
-			ex = " e.g. " + strings.Join(qs, ", ")
-		}
 		desc := reports.Esc(c.Description)
-		line := fmt.Sprintf("• *%s* — %s%s", c.Name, desc, ex)
 		if c.Mutating || c.Name == "help" {
 			do = append(do, fmt.Sprintf("• `%s %s` — %s", runwatch, reports.Esc(c.Usage), desc))
 			continue
 		}
-		if strings.HasPrefix(c.Usage, "/") {
-			// A slash command of its own, or a /runwatch subcommand (status is one: /status is Slack's).
-			line = fmt.Sprintf("• *%s* (`%s`) — %s%s", c.Name, reports.Esc(c.Usage), desc, ex)
+		// Each line leads with how people ask it (its first example), then the command that asks it
+		// outright: "ontrack" or "fit" alone said nothing to someone reading help for the first time.
+		asked, more := c.Name, c.Examples
+		if len(more) > 0 && !strings.HasPrefix(more[0], "/") {
+			asked, more = more[0], more[1:]
 		}
+		var qs []string
+		for _, e := range more {
+			qs = append(qs, "_"+reports.Esc(e)+"_")
+		}
+		ex := ""
+		if len(qs) > 0 {
+			ex = " e.g. " + strings.Join(qs, ", ")
+		}
+		usage := c.Usage
+		if !strings.HasPrefix(usage, "/") {
+			usage = runwatch + " " + usage // the subcommand of /runwatch, or the word alone in a DM or the console
+		}
+		line := fmt.Sprintf("• *%s* (`%s`) — %s%s", reports.Esc(asked), reports.Esc(usage), desc, ex)
 		ask = append(ask, line)
 	}
 	return reports.Message{Title: "runwatch help", Sections: []string{
