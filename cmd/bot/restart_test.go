@@ -615,6 +615,13 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 	}
 	slack := testkit.NewSlack(t)
 	release := holdPosts(t, slack)
+	// Slack holds the look-ups too, until the last restart: a kill after a look-up was seen is a kill
+	// mid-look-up, not one after the bot had its answer (and had settled the post, leaving the next
+	// restart nothing to do).
+	lookupsGate := make(chan struct{})
+	releaseLookups := sync.OnceFunc(func() { close(lookupsGate) })
+	slack.HoldHistory = func() { <-lookupsGate }
+	t.Cleanup(releaseLookups)
 	// Duty messages off: Slack holds every post here, a duty message's too, and which instance is on duty
 	// after a kill -9 is TestDutyRestartResumes's.
 	env := append(serveEnv(dir, cfg, stateDir, slack), "RUNWATCH_DUTY_CHANNEL=off", "RUNWATCH_POST_TIMEOUT="+restartPostTimeout)
@@ -660,6 +667,7 @@ func TestServeKill9MidPostPostsOnce(t *testing.T) {
 			release() // Slack finishes taking the post the kill interrupted: it is in the channel from now on
 		}
 	}
+	releaseLookups()
 	final := startRestartBot(t, bin, dir, env)
 	waitServe(t, slack, final, 60, "the warning settled and 4 samples after the last restart", func() bool {
 		return settled() && botSamples(final.addr) >= 4

@@ -98,6 +98,9 @@ type Slack struct {
 	// Hold, when set (before the calls), runs before chat.postMessage answers: a Slack slow to take a post.
 	// The message is in the channel's history only once Hold returns, as Slack's is once it answers.
 	Hold func()
+	// HoldHistory, when set (before the calls), runs before conversations.history answers: a look-up in
+	// flight. The answer is the history as it was when the call arrived.
+	HoldHistory func()
 }
 
 // slackMethods are the Web API methods the fake answers.
@@ -187,10 +190,13 @@ func (f *Slack) handler(method string) http.HandlerFunc {
 		f.seq++
 		ts := fmt.Sprintf("1700000000.%06d", f.seq)
 		call.TS = ts
-		call.held = method == "chat.postMessage" && f.Hold != nil
+		hold := f.Hold
+		if method == "conversations.history" {
+			hold = f.HoldHistory
+		}
+		call.held = (method == "chat.postMessage" || method == "conversations.history") && hold != nil
 		index := len(f.calls)
 		f.calls = append(f.calls, call)
-		hold := f.Hold
 		var fail *Failure
 		if q := f.fail[method]; len(q) > 0 {
 			fail, f.fail[method] = &q[0], q[1:]
