@@ -277,8 +277,9 @@ func TestSocketModeStopsOnTokenErrors(t *testing.T) {
 // TestCheapCommandsAheadOfTheQueue fills every answer slot (as slow probes would) and sends 2,000 slash
 // commands at once, from 2,000 people: help, a command in a channel the allow-lists leave out, a
 // non-admin's snooze, a question nobody can answer, and an ETA. The cheap ones (help, refusals, an
-// unknown question) need no slot and are answered in their acknowledgement, every one; the ETAs, which
-// need a slot, are acknowledged with "working on it" at once. It counts; it does not time.
+// unknown question) need no slot: every one is answered in its acknowledgement or, when the machine could
+// not finish it within the inline budget, through its response_url while every slot is still taken; the
+// ETAs, which need a slot, are acknowledged with "working on it" at once. It counts; it does not time.
 func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
 	e := newHTTPEnv(t, botOpts{Env: config.Env{Admins: []string{"UADMIN"}, AllowedChannels: []string{"C0SYNTH"}}})
 	for range cap(e.app.slots) {
@@ -337,13 +338,29 @@ func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
 	}
 	close(start)
 	wg.Wait()
-	// An acknowledgement that reached the client 3 s or more after it sent the command may have left the bot
-	// after Slack stopped waiting for it: then the answer follows through the response_url, and must arrive.
-	free() // the slow evaluations end: the ETAs' answers follow, and the bot goes idle
-	e.app.Wait(30 * time.Second)
+	// A cheap answer the bot could not finish within its inline budget (the machine busy with 2,000 requests)
+	// is acknowledged "working on it" and follows through its response_url, as any late answer does; it
+	// needs no slot either, so it follows while every slot is still taken. The test waits for those
+	// follow-ups (not for a time) before the slow evaluations end.
 	followed := map[string]string{}
-	for _, c := range e.fake.Calls("response_url") {
-		followed[strings.TrimPrefix(c.Form.Get("_path"), "/response/")] += string(c.Body)
+	pending := func() int {
+		followed = map[string]string{}
+		for _, c := range e.fake.Calls("response_url") {
+			followed[strings.TrimPrefix(c.Form.Get("_path"), "/response/")] += string(c.Body)
+		}
+		n := 0
+		for i, r := range results {
+			if kinds[r.kind].name != "eta" && !strings.Contains(r.text, kinds[r.kind].want) && !strings.Contains(followed[fmt.Sprint(i)], kinds[r.kind].want) {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(30 * time.Second); pending() > 0 && time.Now().Before(deadline); {
+		select {
+		case <-e.fake.Notify:
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	wrong := map[string]int{}
 	var durs []time.Duration
@@ -353,12 +370,14 @@ func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
 		want := kinds[r.kind].want
 		switch {
 		case r.status == http.StatusOK && strings.Contains(r.text, want):
-		case r.status == http.StatusOK && r.took >= 3*time.Second && strings.Contains(followed[fmt.Sprint(i)], want):
-			late++
+		case r.status == http.StatusOK && kinds[r.kind].name != "eta" && strings.Contains(followed[fmt.Sprint(i)], want):
+			late++ // followed with every slot still taken
 		default:
 			wrong[kinds[r.kind].name]++
 		}
 	}
+	free() // the slow evaluations end: the ETAs' answers follow, and the bot goes idle
+	e.app.Wait(30 * time.Second)
 	for name, c := range wrong {
 		t.Errorf("%s: %d of %d acknowledgements were not %q", name, c, n/len(kinds), kinds[slices.IndexFunc(kinds, func(k struct{ name, command, text, channel, want string }) bool { return k.name == name })].want)
 	}
@@ -369,6 +388,6 @@ func TestCheapCommandsAheadOfTheQueue(t *testing.T) {
 			over++
 		}
 	}
-	t.Logf("figure: 2,000 slash commands at once, every answer slot busy: help, refusals and unknown questions all answered in their acknowledgement, ETAs acknowledged \"working on it\"; ack p50 %v, p99 %v, max %v; %d over 3 s (%d cheap answers, acknowledged too late for Slack, followed through their response_url)",
+	t.Logf("figure: 2,000 slash commands at once, every answer slot busy: help, refusals and unknown questions all answered in their acknowledgement, ETAs acknowledged \"working on it\"; ack p50 %v, p99 %v, max %v; %d over 3 s (%d cheap answers not ready within the inline budget, followed through their response_url while every slot was taken)",
 		durs[n/2].Round(time.Millisecond), durs[n*99/100].Round(time.Millisecond), durs[n-1].Round(time.Millisecond), over, late)
 }
