@@ -110,20 +110,48 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		if c := mainCause(mv); c != "" {
 			s += ", mostly " + c
 		}
-		return s + ". Ask _why did the ETA move?_ for the breakdown."
+		s += ". Ask _why did the ETA move?_ for the breakdown."
+		if d := driftSince(l, loc); d != "" {
+			s += " " + d
+		}
+		return s
 	}
 	if l.First == nil {
 		return ""
 	}
 	s := fmt.Sprintf("No sharp move since the first baseline estimate, at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
-	switch {
-	case l.Drift != nil && l.Announced != nil && l.Announced.At == l.First.At:
+	if l.Drift != nil && l.Announced != nil && l.Announced.At == l.First.At {
 		// The first estimate is the one announced: "first at 16:36 ... baseline of 16:36" read as two.
-		s += fmt.Sprintf("; the finish is %s against it now", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
-	case l.Drift != nil && l.Announced != nil:
-		s += fmt.Sprintf("; it is %s against the baseline estimate of %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
-			SlackTime(tTime(l.Announced.At), loc))
+		return s + fmt.Sprintf("; the finish is %s against it now.", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
+	}
+	s += "."
+	if d := driftSince(l, loc); d != "" {
+		s += " " + d
+	}
+	return s
+}
+
+// driftSince says how far the finish moved since the ETA the channel was last given (the detector's baseline,
+// see ShiftDetector.Told), and mostly why, when the move is one a reader notices: at least five minutes and a
+// tenth of the time left. A finish that jumps between two answers then says which part of the estimate moved
+// it; one that moved less is the same answer as before, said again.
+func driftSince(l *MoveLog, loc *time.Location) string {
+	if l == nil || l.Drift == nil || l.Announced == nil {
+		return ""
+	}
+	d := *l.Drift
+	mv := d.ToFinish - d.FromFinish
+	if math.Abs(mv) < math.Max(300, 0.1*math.Max(0, d.ToFinish-d.At)) {
+		return ""
+	}
+	ref := "the ETA last given, at " + SlackTime(tTime(l.Announced.At), loc)
+	if !d.FromShown {
+		ref = "the baseline estimate of " + SlackTime(tTime(l.Announced.At), loc)
+	}
+	s := fmt.Sprintf("Since %s (finish %s), the finish is *%s*", ref, SlackTime(tTime(d.FromFinish), loc), signedDuration(mv))
+	if c := mainCause(d); c != "" {
+		s += ", mostly " + c
 	}
 	return s + "."
 }
@@ -281,8 +309,11 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 	if l != nil && l.Drift != nil && l.Announced != nil {
 		d := l.Drift
 		mv := d.ToFinish - d.FromFinish
-		s := fmt.Sprintf("Since the baseline estimate of %s (the one warnings compare against) the finish is %s",
-			SlackTime(tTime(l.Announced.At), loc), signedDuration(mv))
+		ref := "the baseline estimate of " + SlackTime(tTime(l.Announced.At), loc) + " (the one warnings compare against)"
+		if d.FromShown {
+			ref = "the ETA last given (at " + SlackTime(tTime(l.Announced.At), loc) + ", the one warnings compare against)"
+		}
+		s := fmt.Sprintf("Since %s the finish is %s", ref, signedDuration(mv))
 		if math.Abs(mv) >= 60 {
 			if c := mainCause(*d); c != "" {
 				s += ", mostly " + c
