@@ -133,16 +133,16 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 }
 
 // driftSince says how far the finish moved since the ETA the channel was last given (the detector's baseline,
-// see ShiftDetector.Told), and mostly why, when the move is one a reader notices: at least five minutes and a
-// tenth of the time left. A finish that jumps between two answers then says which part of the estimate moved
-// it; one that moved less is the same answer as before, said again.
+// see ShiftDetector.Told), and mostly why, when the move is one a reader notices: a tenth of the time left (of
+// the job's own pace, not a fixed number of minutes). A finish that jumps between two answers then says which
+// part of the estimate moved it; one that moved less is the same answer as before, said again.
 func driftSince(l *MoveLog, loc *time.Location) string {
 	if l == nil || l.Drift == nil || l.Announced == nil {
 		return ""
 	}
 	d := *l.Drift
 	mv := d.ToFinish - d.FromFinish
-	if math.Abs(mv) < math.Max(300, 0.1*math.Max(0, d.ToFinish-d.At)) {
+	if math.Abs(mv) < math.Max(1, 0.1*math.Max(0, d.ToFinish-d.At)) {
 		return ""
 	}
 	ref := "the ETA last given, at " + SlackTime(tTime(l.Announced.At), loc)
