@@ -156,9 +156,10 @@ func driftSince(l *MoveLog, loc *time.Location) string {
 	return s + "."
 }
 
-// announceWait says what an estimate still lacks before ShiftDetector.Update announces it, from the same
-// conditions, so the answer never names one the ETA line above it already meets ("once 5% are done" under
-// "1,296 / 25,000 done (5%)").
+// announceWait says what an estimate still lacks before it becomes the baseline moves are measured from, from
+// the conditions ShiftDetector.Told takes an ETA given on, so the answer never names one the ETA line above it
+// already meets ("once 5% are done" under "1,296 / 25,000 done (5%)"); an estimate that meets them all is the
+// baseline once this answer gives it.
 func announceWait(e *ETA) string {
 	cfg := ShiftConfig{}.withDefaults()
 	switch {
@@ -170,10 +171,10 @@ func announceWait(e *ETA) string {
 		return "once the samples span enough time to measure a rate (this one is rough)"
 	case e.Progress > 0 && e.Progress < cfg.MinProgress:
 		return fmt.Sprintf("once %s of the items are done (%.1f%% now)", Percent(cfg.MinProgress), 100*e.Progress)
-	case e.LowS == nil || e.HighS == nil || math.Min(*e.Seconds-*e.LowS, *e.HighS-*e.Seconds) > cfg.MinFraction**e.Seconds:
-		return fmt.Sprintf("once its range is within %s of the time left", Percent(cfg.MinFraction))
+	case e.ResetAt != nil && e.At-*e.ResetAt < cfg.Cooldown/2:
+		return fmt.Sprintf("once the servers have run %s since their restart", Duration(cfg.Cooldown/2))
 	}
-	return "at the next sample that confirms this one"
+	return "with this answer: the next moves are measured from the ETA last given"
 }
 
 // mainCause names the largest share of a move in plain words: "longer completions (650 → 1,066 tokens)".
