@@ -22,6 +22,7 @@ import (
 // a minute before had shown 2 h 40 min. Asked every sample, no warning announces a move the answers showed;
 // asked every half hour, the warnings that come compare against the answer before them.
 func TestShiftWarningMeasuresFromTheLastETAGiven(t *testing.T) {
+	t.Parallel()
 	for _, askEvery := range []int{1, 60} {
 		dir := t.TempDir()
 		w := &simWatched{job: sim.NewJob(sim.DemoScenario(), 1), log: filepath.Join(dir, "gen.log")}

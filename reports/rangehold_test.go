@@ -198,6 +198,14 @@ func TestRangeHoldApply(t *testing.T) {
 		t.Errorf("low side 3%% below with no hold: %q; want a figure", reports.Range(*got.Seconds, *got.LowS, *got.HighS))
 	}
 
+	// The demo walk's pair: "56 min (or later, up to 1 h 54 min)", then 10 s later the estimator's "46 min (38 min –
+	// 56 min)", whose high end was the last answer's point. The high end shown holds (the job did not get through
+	// a tenth of its time left in 10 s); the low end opens, as the estimator's is 17% below its point.
+	h.Keep(eta(5000, 3360, 3360, 6840))
+	if got := h.Apply(eta(5010, 2760, 2280, 3360)); reports.Duration(*got.Seconds)+reports.Range(*got.Seconds, *got.LowS, *got.HighS) != "46 min (38 min – 1 h 32 min)" {
+		t.Errorf("the walk's second answer = %q; want 46 min (38 min – 1 h 32 min)", reports.Duration(*got.Seconds)+reports.Range(*got.Seconds, *got.LowS, *got.HighS))
+	}
+
 	// After a restart the hold says nothing; nor once an estimate had no range.
 	restart := 1005.0
 	after := eta(1010, 10000, 9000, 11000)
