@@ -111,6 +111,7 @@ func (m *Monitor) progressBase(name string, need Need, now time.Time) *latestEva
 func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe func(base *latestEval) (reports.RunStatus, *sample)) reports.RunStatus {
 	now := m.opts.Now()
 	if rs, ok := m.reuseLatest(name, need, now); ok {
+		m.told(name, need, rs)
 		return rs
 	}
 	key := fmt.Sprintf("%s\x00%v", name, need)
@@ -150,7 +151,23 @@ func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe fu
 		// Joined another question's evaluation: its own copy of the lists it might append to.
 		rs.Problems, rs.Notices = slices.Clone(rs.Problems), slices.Clone(rs.Notices)
 	}
+	m.told(name, need, rs)
 	return rs
+}
+
+// told notes that rs, an evaluation handed to an answer or a scheduled post that reads progress (need), gives
+// its ETA to the channel: the next shift warning measures the finish's move from it
+// (reports.ShiftDetector.Told), so that a warning never announces a move the answers already showed.
+func (m *Monitor) told(name string, need Need, rs reports.RunStatus) {
+	if !need.Progress || rs.ETA == nil {
+		return
+	}
+	st := m.runState(name)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.Shift.Told(*rs.ETA, rs.ETA.At, reports.ShiftConfig{}) {
+		st.Moves.Record(st.Shift, nil)
+	}
 }
 
 // withProgress is rs with the progress part of base: what an evaluation built on base quotes.

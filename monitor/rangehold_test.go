@@ -62,6 +62,7 @@ func (w *simWatched) serve(rw http.ResponseWriter, _ *http.Request) {
 // job gets through the time left, not halve from one sample to the next while the point holds, and the range's
 // form ("(a – b)" or "(or later, up to b)") must not flip.
 func TestConsecutiveAnswersKeepOneRange(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w := &simWatched{job: sim.NewJob(sim.DemoScenario(), 1), log: filepath.Join(dir, "gen.log")}
 	srv := httptest.NewServer(http.HandlerFunc(w.serve))

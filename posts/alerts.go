@@ -198,7 +198,7 @@ func (a *Alerter) conditions(ev monitor.Evaluation) []condition {
 	if ev.Shift != nil {
 		out = append(out, condition{kind: AlertShift, key: rs.Name + "/" + AlertShift,
 			summary: "ETA moved: " + ev.Shift.Reason,
-			msg:     reports.Message{Title: rs.Name + " · ETA moved", Sections: reports.ETASections(rs, a.loc, ":warning: "+reports.Esc(ev.Shift.Reason))}})
+			msg:     reports.Message{Title: rs.Name + " · ETA moved", Sections: reports.ETASections(rs, a.loc, reports.ShiftLead(*ev.Shift, a.loc))}})
 	}
 	if rs.ETA != nil && rs.ETA.State == reports.StateStalled {
 		out = append(out, condition{kind: AlertStall, key: rs.Name + "/" + AlertStall,

@@ -178,8 +178,14 @@ func TestAlerterStateFromBeforeFlapping(t *testing.T) {
 func TestWarningsGolden(t *testing.T) {
 	runs := testkit.ReplyRuns(t)
 	a := posts.NewAlerter(time.UTC, func(string) string { return "#synth" })
-	ev := monitor.Evaluation{Run: runs.RS, Sample: true,
-		Shift: &reports.Shift{Reason: "completions got longer: 650 -> 1,066 tokens per item (+64%) while throughput held"}}
+	// The finish moved +1 h 46 min against the ETA the channel was last given, ten minutes before, as the
+	// detector explains it (completions 650 → 1,066 tokens at a steady 1,386 tok/s).
+	at := float64(runs.At.Unix())
+	shift := reports.Shift{At: at, FromAt: at - 600, FromShown: true, FromFinish: at + 4.5*3600 - 6360, ToFinish: at + 4.5*3600,
+		TokensPerItemShare: 1, From: reports.ShiftParts{ItemsLeft: 25000, TokensPerItem: 650, TokensPerS: 1386},
+		To:     reports.ShiftParts{ItemsLeft: 24700, TokensPerItem: 1066, TokensPerS: 1386},
+		Reason: "finish moved +1 h 46 min (2 h 44 min → 4 h 30 min left): completions grew 650 → 1,066 tokens (+64%): +1 h 46 min"}
+	ev := monitor.Evaluation{Run: runs.RS, Sample: true, Shift: &shift}
 	notSnoozed := func(string) bool { return false }
 	sent := a.Process([]monitor.Evaluation{ev}, runs.At, notSnoozed)
 	sent = append(sent, a.Process([]monitor.Evaluation{ev}, runs.At.Add(30*time.Second), notSnoozed)...)

@@ -229,9 +229,9 @@ func TestFinishSummaryPeerCorpus(t *testing.T) {
 	}
 }
 
-// TestAnnounceWaitMatchesDetector holds the "no estimate announced yet" answer to the detector's own rule:
-// it names the condition that kept a fresh ShiftDetector from announcing, and promises the next sample only
-// when the detector does announce.
+// TestAnnounceWaitMatchesDetector holds the "no baseline estimate yet" answer to the detector's own rule: it
+// names the condition that keeps a fresh ShiftDetector from taking the ETA an answer gives (Told), and says this
+// answer's ETA is the baseline only when the detector takes it.
 func TestAnnounceWaitMatchesDetector(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	cases := []struct {
@@ -241,10 +241,11 @@ func TestAnnounceWaitMatchesDetector(t *testing.T) {
 	}{
 		{"rough", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2, Rough: true}, "measure a rate"},
 		{"early", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.012}, "(1.2% now)"},
-		{"wide", ETA{State: StateRunning, Seconds: f(3600), LowS: f(1000), HighS: f(9000), Progress: 0.2}, "range is within 25%"},
+		{"wide", ETA{State: StateRunning, Seconds: f(3600), LowS: f(1000), HighS: f(9000), Progress: 0.2}, "with this answer"},
 		{"stalled", ETA{State: StateStalled, Progress: 0.2}, "moving again"},
 		{"unknown", ETA{State: StateUnknown, Progress: 0.2}, "once the ETA is known"},
-		{"ready", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2}, "next sample"},
+		{"restarted", ETA{State: StateRunning, At: 1000, ResetAt: f(700), Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2}, "since their restart"},
+		{"ready", ETA{State: StateRunning, Seconds: f(3600), LowS: f(3300), HighS: f(3900), Progress: 0.2}, "with this answer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,10 +253,11 @@ func TestAnnounceWaitMatchesDetector(t *testing.T) {
 			if !strings.Contains(got, c.want) {
 				t.Errorf("announceWait(%s) = %q; want it to contain %q", c.name, got, c.want)
 			}
+			// An answer gives its ETA: the detector takes it as the baseline exactly when the answer says so.
 			var d ShiftDetector
-			d.Update(c.e, 1000, ShiftConfig{})
-			if promised := strings.Contains(got, "next sample"); promised != d.Announced {
-				t.Errorf("announceWait(%s) = %q, but the detector announced = %v", c.name, got, d.Announced)
+			d.Told(c.e, c.e.At, ShiftConfig{})
+			if promised := strings.Contains(got, "with this answer"); promised != d.Announced {
+				t.Errorf("announceWait(%s) = %q, but the detector took it = %v", c.name, got, d.Announced)
 			}
 		})
 	}

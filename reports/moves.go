@@ -110,27 +110,56 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		if c := mainCause(mv); c != "" {
 			s += ", mostly " + c
 		}
-		return s + ". Ask _why did the ETA move?_ for the breakdown."
+		s += ". Ask _why did the ETA move?_ for the breakdown."
+		if d := driftSince(l, loc); d != "" {
+			s += " " + d
+		}
+		return s
 	}
 	if l.First == nil {
 		return ""
 	}
 	s := fmt.Sprintf("No sharp move since the first baseline estimate, at %s (finish %s)", SlackTime(tTime(l.First.At), loc),
 		SlackTime(tTime(l.First.FinishT), loc))
-	switch {
-	case l.Drift != nil && l.Announced != nil && l.Announced.At == l.First.At:
+	if l.Drift != nil && l.Announced != nil && l.Announced.At == l.First.At {
 		// The first estimate is the one announced: "first at 16:36 ... baseline of 16:36" read as two.
-		s += fmt.Sprintf("; the finish is %s against it now", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
-	case l.Drift != nil && l.Announced != nil:
-		s += fmt.Sprintf("; it is %s against the baseline estimate of %s", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish),
-			SlackTime(tTime(l.Announced.At), loc))
+		return s + fmt.Sprintf("; the finish is %s against it now.", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
+	}
+	s += "."
+	if d := driftSince(l, loc); d != "" {
+		s += " " + d
+	}
+	return s
+}
+
+// driftSince says how far the finish moved since the ETA the channel was last given (the detector's baseline,
+// see ShiftDetector.Told), and mostly why, when the move is one a reader notices: a tenth of the time left (of
+// the job's own pace, not a fixed number of minutes). A finish that jumps between two answers then says which
+// part of the estimate moved it; one that moved less is the same answer as before, said again.
+func driftSince(l *MoveLog, loc *time.Location) string {
+	if l == nil || l.Drift == nil || l.Announced == nil {
+		return ""
+	}
+	d := *l.Drift
+	mv := d.ToFinish - d.FromFinish
+	if math.Abs(mv) < math.Max(1, 0.1*math.Max(0, d.ToFinish-d.At)) {
+		return ""
+	}
+	ref := "the ETA last given, at " + SlackTime(tTime(l.Announced.At), loc)
+	if !d.FromShown {
+		ref = "the baseline estimate of " + SlackTime(tTime(l.Announced.At), loc)
+	}
+	s := fmt.Sprintf("Since %s (finish %s), the finish is *%s*", ref, SlackTime(tTime(d.FromFinish), loc), signedDuration(mv))
+	if c := mainCause(d); c != "" {
+		s += ", mostly " + c
 	}
 	return s + "."
 }
 
-// announceWait says what an estimate still lacks before ShiftDetector.Update announces it, from the same
-// conditions, so the answer never names one the ETA line above it already meets ("once 5% are done" under
-// "1,296 / 25,000 done (5%)").
+// announceWait says what an estimate still lacks before it becomes the baseline moves are measured from, from
+// the conditions ShiftDetector.Told takes an ETA given on, so the answer never names one the ETA line above it
+// already meets ("once 5% are done" under "1,296 / 25,000 done (5%)"); an estimate that meets them all is the
+// baseline once this answer gives it.
 func announceWait(e *ETA) string {
 	cfg := ShiftConfig{}.withDefaults()
 	switch {
@@ -142,10 +171,10 @@ func announceWait(e *ETA) string {
 		return "once the samples span enough time to measure a rate (this one is rough)"
 	case e.Progress > 0 && e.Progress < cfg.MinProgress:
 		return fmt.Sprintf("once %s of the items are done (%.1f%% now)", Percent(cfg.MinProgress), 100*e.Progress)
-	case e.LowS == nil || e.HighS == nil || math.Min(*e.Seconds-*e.LowS, *e.HighS-*e.Seconds) > cfg.MinFraction**e.Seconds:
-		return fmt.Sprintf("once its range is within %s of the time left", Percent(cfg.MinFraction))
+	case e.ResetAt != nil && e.At-*e.ResetAt < cfg.Cooldown/2:
+		return fmt.Sprintf("once the servers have run %s since their restart", Duration(cfg.Cooldown/2))
 	}
-	return "at the next sample that confirms this one"
+	return "with this answer: the next moves are measured from the ETA last given"
 }
 
 // mainCause names the largest share of a move in plain words: "longer completions (650 → 1,066 tokens)".
@@ -281,8 +310,11 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 	if l != nil && l.Drift != nil && l.Announced != nil {
 		d := l.Drift
 		mv := d.ToFinish - d.FromFinish
-		s := fmt.Sprintf("Since the baseline estimate of %s (the one warnings compare against) the finish is %s",
-			SlackTime(tTime(l.Announced.At), loc), signedDuration(mv))
+		ref := "the baseline estimate of " + SlackTime(tTime(l.Announced.At), loc) + " (the one warnings compare against)"
+		if d.FromShown {
+			ref = "the ETA last given (at " + SlackTime(tTime(l.Announced.At), loc) + ", the one warnings compare against)"
+		}
+		s := fmt.Sprintf("Since %s the finish is %s", ref, signedDuration(mv))
 		if math.Abs(mv) >= 60 {
 			if c := mainCause(*d); c != "" {
 				s += ", mostly " + c

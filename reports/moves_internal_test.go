@@ -33,9 +33,15 @@ func TestLastMoveLineFirstIsAnnounced(t *testing.T) {
 	if want := "No sharp move since the first baseline estimate, at 09:19 UTC (finish 11:49 UTC); the finish is +53 min against it now."; got != want {
 		t.Errorf("LastMoveLine = %q; want %q", got, want)
 	}
+	// An ETA given since is the one the finish is measured from; a move of two minutes is the same answer again.
 	later := EstimateMark{At: mark.At + 3600, FinishT: mark.FinishT + 600}
-	l.Announced, l.Drift = &later, &Shift{FromFinish: later.FinishT, ToFinish: later.FinishT + 120}
-	if got, want := PlainText(LastMoveLine(l, nil, time.UTC)), "; it is +2 min against the baseline estimate of 10:19 UTC."; !strings.HasSuffix(got, want) {
+	l.Announced, l.Drift = &later, &Shift{At: later.At + 60, FromFinish: later.FinishT, FromShown: true, ToFinish: later.FinishT + 120}
+	if got, want := PlainText(LastMoveLine(l, nil, time.UTC)), "(finish 11:49 UTC)."; !strings.HasSuffix(got, want) {
+		t.Errorf("LastMoveLine = %q; want it to end %q", got, want)
+	}
+	l.Drift = &Shift{At: later.At + 60, FromFinish: later.FinishT, FromShown: true, ToFinish: later.FinishT + 2400, TokensPerItemShare: 0.9,
+		OtherShare: 0.1, From: ShiftParts{TokensPerItem: 825, TokensPerS: 1351}, To: ShiftParts{TokensPerItem: 1018, TokensPerS: 1351}}
+	if got, want := PlainText(LastMoveLine(l, nil, time.UTC)), " Since the ETA last given, at 10:19 UTC (finish 11:59 UTC), the finish is +40 min, mostly longer completions (825 → 1,018 tokens each)."; !strings.HasSuffix(got, want) {
 		t.Errorf("LastMoveLine = %q; want it to end %q", got, want)
 	}
 }

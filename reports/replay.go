@@ -20,6 +20,10 @@ type ReplayLine struct {
 	Reason string   `json:"reason"` // the shift's reason when Shift is true, else the estimate's
 	// ItemsPerS is the item rate the estimate priced the items left at (0 when none).
 	ItemsPerS float64 `json:"items_per_s,omitempty"`
+	// OwnLow and OwnHigh are the estimator's own range when the line gives the range as shown (AsShown), which
+	// holds it to the one before: a benchmark can score both from one replay. Nil otherwise.
+	OwnLow  *float64 `json:"eta_own_low_s,omitempty"`
+	OwnHigh *float64 `json:"eta_own_high_s,omitempty"`
 }
 
 // Replayer feeds observations one at a time through the estimator and the shift detector, as the bot does live,
@@ -71,6 +75,9 @@ func (r *Replayer) Step(o Observation) ReplayLine {
 	now := r.hist[len(r.hist)-1].T
 	line := ReplayLine{T: now, ETAS: e.Seconds, Low: e.LowS, High: e.HighS, State: e.State, Reason: e.Reason,
 		ItemsPerS: e.ItemsPerS}
+	if r.shown {
+		line.OwnLow, line.OwnHigh = own.LowS, own.HighS
+	}
 	sh, ok := r.det.Update(own, now, r.sc)
 	if ok {
 		line.Shift, line.Reason = true, sh.Reason

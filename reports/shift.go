@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // ShiftConfig says how far and how surely the predicted finish must move before a warning. Zero fields take
@@ -71,16 +72,22 @@ type ShiftDetector struct {
 	CalmSince   float64    `json:"calm_since"`   // T of the first of them
 	PrevFinish  float64    `json:"prev_finish"`  // the previous evaluation's finish
 	Paused      bool       `json:"paused"`       // stalled or just restarted: re-announce silently on resume
+	// Shown: the announced estimate is one the channel was given (an answer, a scheduled status, a warning),
+	// not one taken silently (the first, or one the estimate crept to).
+	Shown bool `json:"shown,omitempty"`
 }
 
 // Shift is a sharp move of the predicted finish, with why.
 type Shift struct {
-	At         float64    `json:"at"`          // T of the warning
-	FromFinish float64    `json:"from_finish"` // the announced finish (T)
-	ToFinish   float64    `json:"to_finish"`   // the new finish (T)
-	Reason     string     `json:"reason"`
-	From       ShiftParts `json:"from"`
-	To         ShiftParts `json:"to"`
+	At         float64 `json:"at"`          // T of the warning
+	FromFinish float64 `json:"from_finish"` // the announced finish (T)
+	FromAt     float64 `json:"from_at"`     // T the announced estimate was made
+	// FromShown: the announced estimate is the one the channel was last given; else one taken silently.
+	FromShown bool       `json:"from_shown,omitempty"`
+	ToFinish  float64    `json:"to_finish"` // the new finish (T)
+	Reason    string     `json:"reason"`
+	From      ShiftParts `json:"from"`
+	To        ShiftParts `json:"to"`
 	// Shares of the move, from the log-decomposition of the remaining time (they sum to 1): tokens per item,
 	// throughput (tokens/s, or items/s without token counts), and the rest (progress against the old
 	// schedule, the drain at the end).
@@ -164,11 +171,37 @@ func (d *ShiftDetector) Update(e ETA, t float64, cfg ShiftConfig) (Shift, bool) 
 	sh := d.explain(e, t, finish)
 	d.announce(e, t, finish)
 	d.Warned, d.LastWarning, d.Armed = true, t, false
+	d.Shown = true // the warning gives it
 	return sh, true
 }
 
+// Told records that e, the estimate at T t, was given to the channel (an answer, a scheduled status): the next
+// warning measures the finish's move from it and names it. A warning measured from the last estimate announced
+// said "(!) finish moved +40 min (1 h 59 min → 2 h 39 min left)" while every answer for a minute before had
+// shown 2 h 40 min: it announced a move the answers had already shown, from a baseline the channel never saw.
+// An estimate the detector would not take (not running, rough, too early, just after a restart) changes
+// nothing; nor does one older than the baseline. It reports whether the baseline changed.
+func (d *ShiftDetector) Told(e ETA, t float64, cfg ShiftConfig) bool {
+	cfg = cfg.withDefaults()
+	if e.State != StateRunning || e.Seconds == nil || e.Rough || e.Progress > 0 && e.Progress < cfg.MinProgress ||
+		e.ResetAt != nil && t-*e.ResetAt < cfg.Cooldown/2 || d.Announced && t < d.AnnouncedAt {
+		return false
+	}
+	finish := t + *e.Seconds
+	if d.Announced && !d.Paused && d.Shown && d.AnnouncedAt == t && d.FinishT == finish {
+		return false
+	}
+	first := !d.Announced
+	d.announce(e, t, finish)
+	d.Shown = true
+	if first {
+		d.Armed = true
+	}
+	return true
+}
+
 func (d *ShiftDetector) announce(e ETA, t, finish float64) {
-	d.Announced, d.Paused = true, false
+	d.Announced, d.Paused, d.Shown = true, false, false
 	d.FinishT, d.AnnouncedAt, d.Parts = finish, t, shiftPartsOf(e)
 	d.Pending, d.Settled, d.PrevFinish = 0, 0, finish
 }
@@ -179,7 +212,7 @@ func (d *ShiftDetector) announce(e ETA, t, finish float64) {
 // new rates) plus the rest.
 func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
 	from, to := d.Parts, shiftPartsOf(e)
-	sh := Shift{At: t, FromFinish: d.FinishT, ToFinish: finish, From: from, To: to}
+	sh := Shift{At: t, FromFinish: d.FinishT, FromAt: d.AnnouncedAt, FromShown: d.Shown, ToFinish: finish, From: from, To: to}
 	oldLeft := math.Max(d.FinishT-t, 60)
 	total := math.Log(math.Max(*e.Seconds, 60) / oldLeft)
 	var tpi, thr float64
@@ -195,16 +228,31 @@ func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
 		sh.TokensPerItemShare, sh.ThroughputShare = tpi/total, thr/total
 		sh.OtherShare = 1 - sh.TokensPerItemShare - sh.ThroughputShare
 	}
-	// Each part in plain words, with what it did to the finish: "completions grew 650 → 1,066 tokens (+64%):
-	// +48 min". A share of the move reads like growth; minutes do not.
 	move := finish - d.FinishT
+	sign := "+"
+	if move < 0 {
+		sign = "-"
+	}
+	sh.Reason = fmt.Sprintf("finish moved %s%s (%s)", sign, Duration(math.Abs(move)), leftSpan(d.FinishT, t+*e.Seconds, t))
+	if parts := shiftCauses(sh); len(parts) > 0 {
+		sh.Reason += ": " + strings.Join(parts, "; ")
+	}
+	return sh
+}
+
+// shiftCauses are a move's parts in plain words, each with what it did to the finish: "completions grew 650 →
+// 1,066 tokens (+64%): +48 min". A share of the move reads like growth; minutes do not.
+func shiftCauses(sh Shift) []string {
+	from, to := sh.From, sh.To
+	move := sh.ToFinish - sh.FromFinish
+	tokens := from.TokensPerItem > 0 && to.TokensPerItem > 0 && from.TokensPerS > 0 && to.TokensPerS > 0
 	var parts []string
 	if tokens && math.Abs(sh.TokensPerItemShare) >= 0.05 {
 		parts = append(parts, fmt.Sprintf("completions %s %s → %s tokens (%s): %s", shiftVerb(to.TokensPerItem, from.TokensPerItem),
 			Count(from.TokensPerItem), Count(to.TokensPerItem), shiftChange(to.TokensPerItem/from.TokensPerItem),
 			shiftMinutes(sh.TokensPerItemShare*move)))
 	}
-	if math.Abs(sh.ThroughputShare) >= 0.05 {
+	if math.Abs(sh.ThroughputShare) >= 0.05 && (tokens || from.ItemsPerS > 0 && to.ItemsPerS > 0) {
 		a, b, unit := from.ItemsPerS, to.ItemsPerS, "items/s"
 		if tokens {
 			a, b, unit = from.TokensPerS, to.TokensPerS, "tok/s"
@@ -215,15 +263,25 @@ func (d *ShiftDetector) explain(e ETA, t, finish float64) Shift {
 	if math.Abs(sh.OtherShare) >= 0.05 {
 		parts = append(parts, fmt.Sprintf("%s: %s", paceWords(sh.OtherShare*move), shiftMinutes(sh.OtherShare*move)))
 	}
-	sign := "+"
-	if move < 0 {
-		sign = "-"
+	return parts
+}
+
+// ShiftLead is a shift warning's first line: the move, the finish now, and the finish it moved from, named as
+// the channel had it: "*Finish moved +40 min*, to 12:28 (2 h 39 min left), from 11:48 in the ETA last given, at
+// 09:10: completions grew …". The move is measured from the ETA the channel was last given (see
+// ShiftDetector.Told); one measured from an estimate taken silently says so.
+func ShiftLead(sh Shift, loc *time.Location) string {
+	move := sh.ToFinish - sh.FromFinish
+	ref := "in the ETA last given, at " + SlackTime(tTime(sh.FromAt), loc)
+	if !sh.FromShown {
+		ref = "in my estimate of " + SlackTime(tTime(sh.FromAt), loc) + ", which no answer or post gave"
 	}
-	sh.Reason = fmt.Sprintf("finish moved %s%s (%s)", sign, Duration(math.Abs(move)), leftSpan(d.FinishT, t+*e.Seconds, t))
-	if len(parts) > 0 {
-		sh.Reason += ": " + strings.Join(parts, "; ")
+	s := fmt.Sprintf(":warning: *Finish moved %s*, to %s (%s left), from %s %s", signedDuration(move),
+		SlackTime(tTime(sh.ToFinish), loc), Duration(math.Max(0, sh.ToFinish-sh.At)), SlackTime(tTime(sh.FromFinish), loc), ref)
+	if parts := shiftCauses(sh); len(parts) > 0 {
+		s += ": " + Esc(strings.Join(parts, "; "))
 	}
-	return sh
+	return s + "."
 }
 
 // paceWords names the rest of a move, what tokens per item and throughput leave over, from what it did to

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"runwatch/reports"
 )
@@ -233,5 +234,57 @@ func TestShiftPaceWords(t *testing.T) {
 				t.Fatalf("items left %+.0f at once, rates unchanged: warnings %+v; want one whose reason starts %q and says %q", tt.jump, got, tt.sign, tt.words)
 			}
 		})
+	}
+}
+
+// TestShiftToldMovesTheBaseline: an estimate given to the channel (an answer, a scheduled status) is the one the
+// next warning measures from, even one whose range is too wide for the detector to announce; the same move
+// shown by an answer before it is confirmed is no warning. Estimates older than the baseline, rough ones and
+// those before 5% done leave it alone.
+func TestShiftToldMovesTheBaseline(t *testing.T) {
+	eta := func(sec, wide float64) reports.ETA {
+		low, high := sec*(1-wide), sec*(1+wide)
+		return reports.ETA{State: reports.StateRunning, Seconds: &sec, LowS: &low, HighS: &high, ItemsLeft: 10000,
+			TokensPerItem: 650, TokensPerS: 1400, ItemsPerS: 1400.0 / 650, Progress: 0.5}
+	}
+	var d reports.ShiftDetector
+	d.Update(eta(7200, 0.05), 0, reports.ShiftConfig{}) // announced silently: finish at 7200
+	if d.Shown {
+		t.Fatal("the first estimate, taken silently, counts as shown")
+	}
+	// The finish moves to 10,200 (+50 min): an answer gives it, with a wide range, before a second sample confirms.
+	d.Update(eta(10140, 0.05), 60, reports.ShiftConfig{})
+	if !d.Told(eta(10140, 0.4), 60, reports.ShiftConfig{}) || !d.Shown || d.FinishT != 10200 {
+		t.Fatalf("told the 60 s estimate: baseline %+v; want the finish it gave, 10200, shown", d)
+	}
+	if sh, ok := d.Update(eta(10080, 0.05), 120, reports.ShiftConfig{}); ok {
+		t.Errorf("warning %q after an answer showed the move; want none", sh.Reason)
+	}
+	for name, e := range map[string]reports.ETA{
+		"older":      eta(5000, 0.05),
+		"rough":      func() reports.ETA { e := eta(5000, 0.05); e.Rough = true; return e }(),
+		"before 5%":  func() reports.ETA { e := eta(5000, 0.05); e.Progress = 0.01; return e }(),
+		"not moving": {State: reports.StateStalled},
+	} {
+		at := 180.0
+		if name == "older" {
+			at = 30
+		}
+		if before := d; d.Told(e, at, reports.ShiftConfig{}) || !reflect.DeepEqual(d, before) {
+			t.Errorf("told an estimate %s: the baseline changed to %+v", name, d)
+			d = before
+		}
+	}
+	// Moved again, with nobody told: the warning measures from the ETA last given and says so.
+	var sh reports.Shift
+	var ok bool
+	for t0 := 180.0; t0 <= 300 && !ok; t0 += 60 {
+		sh, ok = d.Update(eta(14000-t0, 0.05), t0, reports.ShiftConfig{})
+	}
+	if !ok || sh.FromFinish != 10200 || sh.FromAt != 60 || !sh.FromShown {
+		t.Fatalf("warning %v %+v; want one from the finish last given (10200, at 60 s)", ok, sh)
+	}
+	if lead := reports.PlainText(reports.ShiftLead(sh, time.UTC)); !strings.Contains(lead, "from 02:50 UTC in the ETA last given, at 00:01 UTC") {
+		t.Errorf("ShiftLead = %q; want it to name the finish and the time of the ETA last given", lead)
 	}
 }

@@ -289,9 +289,16 @@ func signSlash(text string) (body, ts, sig string) {
 // restartPersisted is what the test reads back from a run's state file, as `bot serve` wrote it.
 type restartPersisted struct {
 	Shift struct {
-		Announced bool    `json:"announced"`
-		FinishT   float64 `json:"finish_t"`
+		Announced   bool    `json:"announced"`
+		FinishT     float64 `json:"finish_t"`
+		AnnouncedAt float64 `json:"announced_at"`
+		Shown       bool    `json:"shown"`
 	} `json:"shift"`
+	Moves struct {
+		First *struct {
+			At float64 `json:"at"`
+		} `json:"first"`
+	} `json:"moves"`
 	LastETA json.RawMessage `json:"last_eta"`
 }
 
@@ -482,9 +489,13 @@ func TestServeSurvivesKill9(t *testing.T) {
 	if u, ok := after.SnoozedUntil("synth"); !ok || !u.Equal(snooze) {
 		t.Errorf("snooze after the restart = %v, %v; want until %v", u, ok, snooze)
 	}
-	// Announced ETA: the detector goes on from the announcement made before the kill.
-	if got := restartReadState(t, stateDir, "synth").Shift; !got.Announced || got.FinishT != announced.Shift.FinishT {
-		t.Errorf("announced finish after the restart = %+v; want %v from before the kill", got, announced.Shift.FinishT)
+	// Announced ETA: the detector goes on from the announcement made before the kill, or from an ETA the
+	// restarted bot gave since (its statuses); the first baseline estimate is the one from before the kill.
+	if got := restartReadState(t, stateDir, "synth"); !got.Shift.Announced ||
+		got.Shift.FinishT != announced.Shift.FinishT && !(got.Shift.Shown && got.Shift.AnnouncedAt > announced.Shift.AnnouncedAt) ||
+		got.Moves.First == nil || announced.Moves.First == nil || got.Moves.First.At != announced.Moves.First.At {
+		t.Errorf("announced finish after the restart = %+v, first %+v; want %v from before the kill or one given since, first %+v",
+			got.Shift, got.Moves.First, announced.Shift.FinishT, announced.Moves.First)
 	}
 	restarted := callsBy(slack.Calls(""), restartSecondToken)
 	for _, c := range restarted {

@@ -107,6 +107,14 @@ func TestSeedMoment(t *testing.T) {
 	if !strings.Contains(ans.Text, "300 finished at 1,066 on average, 200 in flight and longer") {
 		t.Errorf("ETA answer does not set the log's average (1,066) beside its completions:\n%s", ans.Text)
 	}
+	// The range is wider than the sum a reader does with its figures (24,700 × 1,131-1,622 tokens ÷ 1,386 tok/s =
+	// 5.5-8.0 h): the answer says that sum and what widens it, or "4 h 27 min – 13 h" reads as ends from nowhere.
+	for _, want := range []string{"24,700 items left: 5 h 33 min – 7 h 59 min at that rate", "the range allows the rate a quarter either way",
+		"the high end allows for the pace to drift over the"} {
+		if !strings.Contains(ans.Text, want) {
+			t.Errorf("ETA answer does not explain its range (%q):\n%s", want, ans.Text)
+		}
+	}
 	// 0.74 items/s is finished items ÷ elapsed; the ETA runs faster because 200 more are in flight: said.
 	if !strings.Contains(ans.Text, "0.74 items/s (565K tokens in 6 min 48 s; items finished only, 200 more in flight)") {
 		t.Errorf("ETA answer does not say its one-sample item rate leaves out the 200 in flight:\n%s", ans.Text)

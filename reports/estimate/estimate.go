@@ -160,6 +160,11 @@ func horizonFloor(e ETA, seen float64) ETA {
 		hi = math.Min(hi, floorWidth**e.LowS)
 	}
 	if *e.HighS < hi {
+		if hi > 1.1**e.HighS && e.Reason != "" {
+			// Said, or the high end reads as a figure from nowhere (the seed's "– 13 h" beside figures that give 10 h).
+			e.Reason += fmt.Sprintf("; the high end allows for the pace to drift over the %s still to come",
+				format.Duration(*e.Seconds))
+		}
 		e.HighS = &hi
 	}
 	return e
@@ -247,9 +252,13 @@ func roughETA(o Observation, e ETA, from string) ETA {
 		} else {
 			finished += ", " + format.Count(l.InFlight) + " in flight"
 		}
-		e.Reason = fmt.Sprintf("From %s: %s tokens in %s = %s; completions %s-%s tokens (%s), %s",
+		// The range's ends are not the sum a reader does with the figures (items left × completions ÷ rate): say
+		// that sum, and what widens it. "ETA 6 h 46 min (4 h 27 min – 13 h)" beside 1,131-1,622 tokens at 1,386
+		// tok/s, which give 5.6-8.0 h, read as a low end from nowhere.
+		e.Reason = fmt.Sprintf("From %s: %s tokens in %s = %s; completions %s-%s tokens (%s), %s: %s – %s at that rate; "+
+			"the range allows the rate a quarter either way, as one sample's average since the start counts the warm-up",
 			from, format.Tokens(*o.GenTokens), format.Span(el), format.Rate(r, "tok/s"), format.Count(l.Low),
-			format.Count(l.High), finished, itemsLeft(e.ItemsLeft))
+			format.Count(l.High), finished, itemsLeft(e.ItemsLeft), format.Duration(left(l.Low)), format.Duration(left(l.High)))
 		return e
 	}
 	rate := float64(o.Done) / el
