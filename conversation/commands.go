@@ -403,9 +403,12 @@ func handleHelp(ctx context.Context, b *Bot, q Query) Reply {
 	return Reply{Message: Help(b.commands, b.SlashName("/runwatch")), Ephemeral: true}
 }
 
+// storageCommands are the questions help lists under storage.
+var storageCommands = map[string]bool{"storage": true, "safe": true, "writes": true, "where": true, "space": true, "fit": true}
+
 // Help renders the command table; runwatch is the /runwatch command as installed.
 func Help(cmds []Command, runwatch string) reports.Message {
-	var ask, do []string
+	var ask, disk, do []string
 	for _, c := range cmds {
 		if c.SmallTalk {
 			continue
@@ -422,23 +425,32 @@ func Help(cmds []Command, runwatch string) reports.Message {
 		if len(more) > 0 && !strings.HasPrefix(more[0], "/") {
 			asked, more = more[0], more[1:]
 		}
-		var qs []string
-		for _, e := range more {
-			qs = append(qs, "_"+reports.Esc(e)+"_")
-		}
+		// A command without a question to lead with (storage, chart, logs) shows how its arguments read. One
+		// line per command, so that the whole help fits a notification (3,000 characters).
 		ex := ""
-		if len(qs) > 0 {
-			ex = " e.g. " + strings.Join(qs, ", ")
+		if asked == c.Name {
+			bare := strings.Fields(c.Usage)[0]
+			for _, e := range more {
+				if e != bare && e != runwatch+" "+c.Name {
+					ex = " e.g. _" + reports.Esc(e) + "_"
+					break
+				}
+			}
 		}
 		usage := c.Usage
 		if !strings.HasPrefix(usage, "/") {
 			usage = runwatch + " " + usage // the subcommand of /runwatch, or the word alone in a DM or the console
 		}
 		line := fmt.Sprintf("• *%s* (`%s`) — %s%s", reports.Esc(asked), reports.Esc(usage), desc, ex)
+		if storageCommands[c.Name] {
+			disk = append(disk, line) // a section of its own: one section holds at most 3,000 characters
+			continue
+		}
 		ask = append(ask, line)
 	}
 	return reports.Message{Title: "runwatch help", Sections: []string{
 		"*Ask me* (mention me, DM me, or type in the console):\n" + strings.Join(ask, "\n"),
+		"*About storage*\n" + strings.Join(disk, "\n"),
 		"*Commands*\n" + strings.Join(do, "\n"),
 		"Name a run in the question when I watch several; in a run's channel I pick that run.",
 	}}
