@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -61,14 +60,10 @@ func itScenario() sim.Scenario {
 // clock, so that Prometheus and a direct scrape read the same counters at the same moment.
 func itSimServer(t *testing.T, host string, seed int64) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", host, err)
-	}
 	job := sim.NewJob(itScenario(), seed)
 	start := time.Now()
 	var mu sync.Mutex
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return promtest.Serve(t, host, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		defer mu.Unlock()
 		if d := time.Since(start).Seconds()*itSpeed - job.Now(); d > 0 {
@@ -76,28 +71,7 @@ func itSimServer(t *testing.T, host string, seed int64) string {
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		w.Write(job.Metrics())
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
-}
-
-// itBinary finds a server binary. A missing one fails the test: CI must install it.
-func itBinary(t *testing.T, name string) string {
-	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if p := "/usr/bin/" + name; itFileExists(p) {
-		return p
-	}
-	t.Fatalf("%s is not installed: install the Debian packages prometheus and prometheus-node-exporter (.ci/run does)", name)
-	return ""
-}
-
-func itFileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	}))
 }
 
 // itWaitFor polls query until cond holds for its answer, or fails the test after timeout.
@@ -121,8 +95,8 @@ func itWaitFor(t *testing.T, p *probes.Prometheus, what, query string, timeout t
 func TestPrometheusIntegration(t *testing.T) {
 	// Waits on a real Prometheus's scrapes: beside the monitor's other tests.
 	t.Parallel()
-	promBin := itBinary(t, "prometheus")
-	nodeBin := itBinary(t, "prometheus-node-exporter")
+	promBin := promtest.Binary(t)
+	nodeBin := promtest.NodeExporterBinary(t)
 	dir := t.TempDir()
 
 	// Two "hosts" on loopback, each with a simulated vLLM server (two data-parallel engines) and

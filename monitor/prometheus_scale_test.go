@@ -51,15 +51,7 @@ func scaleRunHosts(i, n int, all bool) []int {
 // runs' outputs and protected paths are dir and its shared/ (on a filesystem node_exporter reports).
 func startScaleFarm(tb testing.TB, hosts, runs int, allHosts bool, scrape time.Duration, dir string) *scaleFarm {
 	tb.Helper()
-	nodeBin := ""
-	for _, p := range []string{"/usr/bin/prometheus-node-exporter", "/usr/local/bin/prometheus-node-exporter"} {
-		if _, err := os.Stat(p); err == nil {
-			nodeBin = p
-		}
-	}
-	if nodeBin == "" {
-		tb.Fatal("prometheus-node-exporter is not installed: install the Debian package (.ci/run does)")
-	}
+	nodeBin := promtest.NodeExporterBinary(tb)
 	start := time.Now()
 	f := &scaleFarm{}
 	var nodes []string

@@ -3,8 +3,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,26 +24,8 @@ import (
 func TestVanishedNodeExporterStaysInStorage(t *testing.T) {
 	// Waits on a real Prometheus's scrapes: beside the monitor's other tests.
 	t.Parallel()
-	nodeBin, err := exec.LookPath("prometheus-node-exporter")
-	if err != nil {
-		nodeBin = "/usr/bin/prometheus-node-exporter"
-	}
-	if _, err := os.Stat(nodeBin); err != nil {
-		t.Fatal("prometheus-node-exporter is not installed: install the Debian package (.ci/run does)")
-	}
-	engine := func(host string) string {
-		t.Helper()
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			t.Fatalf("listen on %s: %v", host, err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			fmt.Fprint(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 4\n")
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return ln.Addr().String()
-	}
+	nodeBin := promtest.NodeExporterBinary(t)
+	engine := func(host string) string { return promtest.Serve(t, host, fourRunning) }
 	hosts := []string{"127.0.0.1", "127.0.0.8"}
 	var engines, nodeAddrs []string
 	var nodes []*promtest.Process

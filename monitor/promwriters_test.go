@@ -3,7 +3,6 @@ package monitor
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,26 +16,19 @@ import (
 	"runwatch/reports"
 )
 
+// fourRunning is a vLLM server's /metrics with four requests running: an engine Prometheus scrapes, on a host
+// with no exporter beside it.
+var fourRunning = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	fmt.Fprint(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 4\n")
+})
+
 // A host of the run that no `bot exporter` speaks for is a gap, unless it is this machine, whose own
 // scan speaks for it: an engine at 127.0.0.1 scraped by a Prometheus on this machine is on this
 // machine (the one-host setup: bot, Prometheus and vLLM on one box); one at 127.0.0.8 is another
 // host. Real Prometheus, engines that answer like vLLM, no exporter anywhere.
 func TestHostsWithoutAnExporterAreGaps(t *testing.T) {
 	t.Parallel()
-	serve := func(host string) string {
-		t.Helper()
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			t.Fatalf("listen on %s: %v", host, err)
-		}
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			fmt.Fprint(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 4\n")
-		})}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-		return ln.Addr().String()
-	}
-	here, there := serve("127.0.0.1"), serve("127.0.0.8")
+	here, there := promtest.Serve(t, "127.0.0.1", fourRunning), promtest.Serve(t, "127.0.0.8", fourRunning)
 	prom := promtest.StartServer(t, fmt.Sprintf(`  - job_name: vllm
     static_configs:
       - targets: [%q]

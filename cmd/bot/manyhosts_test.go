@@ -8,7 +8,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,15 +57,7 @@ func serveEngine(t *testing.T, host string) string {
 	t.Helper()
 	replay := fake.NewReplay(t, fake.VLLMOptions{TokensPerScrape: 41580})
 	var n atomic.Int64
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", host, err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(replay.Body(int(n.Add(1)))) }),
-		ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	return promtest.Serve(t, host, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(replay.Body(int(n.Add(1)))) }))
 }
 
 // startExporter runs the built bot's `bot exporter` on addr with the node's run file, reading procRoot

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,14 +134,39 @@ type Server struct {
 // Binary is the Prometheus server's path; a missing one fails the test: CI must install it.
 func Binary(t testing.TB) string {
 	t.Helper()
-	if p, err := exec.LookPath("prometheus"); err == nil {
+	return binary(t, "prometheus")
+}
+
+// NodeExporterBinary is node_exporter's path (the Debian package's name); a missing one fails the test.
+func NodeExporterBinary(t testing.TB) string {
+	t.Helper()
+	return binary(t, "prometheus-node-exporter")
+}
+
+func binary(t testing.TB, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	if _, err := os.Stat("/usr/bin/prometheus"); err == nil {
-		return "/usr/bin/prometheus"
+	if _, err := os.Stat("/usr/bin/" + name); err == nil {
+		return "/usr/bin/" + name
 	}
-	t.Fatal("prometheus is not installed: install the Debian package prometheus (.ci/run does)")
+	t.Fatalf("%s is not installed: install the Debian package %s (.ci/run does)", name, name)
 	return ""
+}
+
+// Serve serves h on host (a loopback address: 127.0.0.x stands for another machine) until the test ends,
+// and says where.
+func Serve(t testing.TB, host string, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatalf("listen on %s: %v", host, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
 }
 
 // StartServer starts Prometheus scraping every second with scrapeConfigs (the YAML list under
