@@ -71,13 +71,11 @@ func (j *freshJob) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 64\n", toks)
 }
 
-// Answers between two samples quote one evaluation: "ETA?", "how fast?", "on track?", "what's
-// left?" and the status, asked 1.2 s apart after the job changed pace, give the same pace,
-// throughput, finish and counts, though they straddle the 10 s after the sample within which
-// answers used to read it (after it, "how fast?" measured the new pace while "ETA?" had quoted the
-// sample's).
-func TestAnswersBetweenSamplesAgree(t *testing.T) {
-	t.Parallel()
+// freshRun is a run "synth" of 25,000 items over a freshJob at 1,400 tok/s (its log, its /metrics on an httptest
+// server, an output directory), watched by a monitor on the job's clock that reuses a sample for answers within
+// interval; plans, when given, are the run's capacity plans for its output directory.
+func freshRun(t *testing.T, interval time.Duration, plans func(out string) []config.Plan) (*freshJob, *monitor.Monitor) {
+	t.Helper()
 	dir := t.TempDir()
 	start := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	job := &freshJob{now: start, start: start, at: start, rate: 1400, log: filepath.Join(dir, "gen.log")}
@@ -85,16 +83,30 @@ func TestAnswersBetweenSamplesAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(job)
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	out := filepath.Join(dir, "out")
 	os.MkdirAll(out, 0o755)
-	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Log: job.log, Metrics: []string{srv.URL + "/metrics"},
-		Outputs: []string{out}, Total: 25000}}}
-	const interval = 30 * time.Second
-	m, _, err := monitor.New(f, monitor.Options{Now: job.Now, Fresh: freshFor(interval, 2*time.Second), ProbeTimeout: 2 * time.Second, RateWindow: -1})
+	run := config.Run{Name: "synth", Log: job.log, Metrics: []string{srv.URL + "/metrics"}, Outputs: []string{out}, Total: 25000}
+	if plans != nil {
+		run.Plans = plans(out)
+	}
+	m, _, err := monitor.New(&config.File{Source: "test", Runs: []config.Run{run}},
+		monitor.Options{Now: job.Now, Fresh: freshFor(interval, 2*time.Second), ProbeTimeout: 2 * time.Second, RateWindow: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return job, m
+}
+
+// Answers between two samples quote one evaluation: "ETA?", "how fast?", "on track?", "what's
+// left?" and the status, asked 1.2 s apart after the job changed pace, give the same pace,
+// throughput, finish and counts, though they straddle the 10 s after the sample within which
+// answers used to read it (after it, "how fast?" measured the new pace while "ETA?" had quoted the
+// sample's).
+func TestAnswersBetweenSamplesAgree(t *testing.T) {
+	t.Parallel()
+	const interval = 30 * time.Second
+	job, m := freshRun(t, interval, nil)
 	ctx := context.Background()
 	for range 20 {
 		job.advance(t, interval)
@@ -152,24 +164,11 @@ func TestAnswersBetweenSamplesAgree(t *testing.T) {
 // Before (when answers rebuilt storage over a sample's evaluation), "the token count is not known yet".
 func TestStatusBetweenSamplesKeepsAutoTokens(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	start := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
-	job := &freshJob{now: start, start: start, at: start, rate: 1400, log: filepath.Join(dir, "gen.log")}
-	if err := os.WriteFile(job.log, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(job)
-	defer srv.Close()
-	out := filepath.Join(dir, "out")
-	os.MkdirAll(out, 0o755)
-	f := &config.File{Source: "test", Runs: []config.Run{{Name: "synth", Log: job.log, Metrics: []string{srv.URL + "/metrics"},
-		Outputs: []string{out}, Total: 25000, Plans: []config.Plan{{Name: "hidden", Target: out, Tokens: config.Tokens{Auto: true},
-			Layers: config.Layers{List: []int{2}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}}}}
 	const interval = 30 * time.Second
-	m, _, err := monitor.New(f, monitor.Options{Now: job.Now, Fresh: freshFor(interval, 2*time.Second), ProbeTimeout: 2 * time.Second, RateWindow: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	job, m := freshRun(t, interval, func(out string) []config.Plan {
+		return []config.Plan{{Name: "hidden", Target: out, Tokens: config.Tokens{Auto: true},
+			Layers: config.Layers{List: []int{2}}, NumLayers: 61, HiddenSize: 7168, DType: "bfloat16"}}
+	})
 	ctx := context.Background()
 	var sampled reports.PlanResult
 	for range 20 {
