@@ -118,7 +118,7 @@ func problemsData(ps []reports.Problem) []reports.Problem {
 }
 
 func handleETA(ctx context.Context, b *Bot, q Query) Reply {
-	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true, ETA: true})
 	if err != nil {
 		return ErrorReply("estimate the ETA", err)
 	}

@@ -14,7 +14,7 @@ import (
 // only fetch the status and pass it on.
 
 func handleWhy(ctx context.Context, b *Bot, q Query) Reply {
-	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true, ETA: true})
 	if err != nil {
 		return ErrorReply("explain the ETA", err)
 	}
@@ -27,7 +27,7 @@ func handleWhy(ctx context.Context, b *Bot, q Query) Reply {
 }
 
 func handleOnTrack(ctx context.Context, b *Bot, q Query) Reply {
-	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true})
+	rs, err := b.mon.RunStatus(ctx, q.Run.Name, monitor.Need{Progress: true, ETA: true})
 	if err != nil {
 		return ErrorReply("compare the ETA with the first baseline estimate", err)
 	}

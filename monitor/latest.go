@@ -155,11 +155,11 @@ func (m *Monitor) evaluate(ctx context.Context, name string, need Need, probe fu
 	return rs
 }
 
-// told notes that rs, an evaluation handed to an answer or a scheduled post that reads progress (need), gives
-// its ETA to the channel: the next shift warning measures the finish's move from it
+// told notes that rs, an evaluation handed to an answer or a scheduled post that gives the ETA (need.ETA),
+// tells the channel its ETA: the next shift warning measures the finish's move from it
 // (reports.ShiftDetector.Told), so that a warning never announces a move the answers already showed.
 func (m *Monitor) told(name string, need Need, rs reports.RunStatus) {
-	if !need.Progress || rs.ETA == nil {
+	if !need.ETA || !need.Progress || rs.ETA == nil {
 		return
 	}
 	st := m.runState(name)

@@ -88,10 +88,14 @@ type Need struct {
 	Progress bool
 	Plans    bool
 	Stages   bool
+	// ETA: the answer gives the run's ETA (with Progress), which the channel is then told: the next shift
+	// warning measures from it (see told). Not a part of the status: "how fast?" reads progress too, and
+	// shows no ETA.
+	ETA bool
 }
 
-// All is every part of a status.
-var All = Need{Storage: true, Progress: true, Plans: true, Stages: true}
+// All is every part of a status, the ETA given.
+var All = Need{Storage: true, Progress: true, Plans: true, Stages: true, ETA: true}
 
 // Monitor probes runs and remembers what it saw.
 type Monitor struct {

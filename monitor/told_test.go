@@ -23,7 +23,11 @@ import (
 // asked every half hour, the warnings that come compare against the answer before them.
 func TestShiftWarningMeasuresFromTheLastETAGiven(t *testing.T) {
 	t.Parallel()
-	for _, askEvery := range []int{1, 60} {
+	for _, mode := range []struct {
+		askEvery int
+		eta      bool // the question gives the ETA ("ETA?"), or only reads progress ("how fast?")
+	}{{1, true}, {60, true}, {1, false}} {
+		askEvery := mode.askEvery
 		dir := t.TempDir()
 		w := &simWatched{job: sim.NewJob(sim.DemoScenario(), 1), log: filepath.Join(dir, "gen.log")}
 		srv := httptest.NewServer(http.HandlerFunc(w.serve))
@@ -41,6 +45,9 @@ func TestShiftWarningMeasuresFromTheLastETAGiven(t *testing.T) {
 			ev := m.Sample(context.Background())[0]
 			if sh := ev.Shift; sh != nil {
 				warnings++
+				if !mode.eta && warnings == 1 && sh.FromShown {
+					t.Errorf("only \"how fast?\" asked: the first warning says its baseline was given: %s", reports.PlainText(reports.ShiftLead(*sh, time.UTC)))
+				}
 				lead := reports.PlainText(reports.ShiftLead(*sh, time.UTC))
 				t.Logf("ask every %d samples, sample %d: %s", askEvery, i, lead)
 				if given == nil {
@@ -57,17 +64,21 @@ func TestShiftWarningMeasuresFromTheLastETAGiven(t *testing.T) {
 				}
 			}
 			if i%askEvery == 0 {
-				rs, err := m.RunStatus(context.Background(), "demo", Need{Progress: true})
+				// "how fast?" reads the same evaluation and gives no ETA: it tells the channel nothing.
+				rs, err := m.RunStatus(context.Background(), "demo", Need{Progress: true, ETA: mode.eta})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if e := rs.ETA; e != nil && e.State == reports.StateRunning && e.Seconds != nil && e.Progress >= 0.05 {
+				if e := rs.ETA; mode.eta && e != nil && e.State == reports.StateRunning && e.Seconds != nil && e.Progress >= 0.05 {
 					given = e
 				}
 			}
 		}
 		srv.Close()
-		if askEvery == 1 && warnings > 0 {
+		if !mode.eta && warnings == 0 {
+			t.Error("only \"how fast?\" asked: no shift warning; want the moves nobody was told of")
+		}
+		if mode.eta && askEvery == 1 && warnings > 0 {
 			t.Errorf("asked every sample: %d shift warnings; want none (every answer showed the finish as it moved)", warnings)
 		}
 	}

@@ -271,9 +271,9 @@ func shiftCauses(sh Shift) []string {
 // 09:10: completions grew …". The move is measured from the ETA the channel was last given (see
 // ShiftDetector.Told); one measured from an estimate taken silently says so.
 func ShiftLead(sh Shift, loc *time.Location) string {
-	if sh.FromFinish <= 0 || sh.ToFinish <= 0 {
-		// A shift without its two finishes (one restored from before they were kept): its reason alone.
-		return ":warning: " + Esc(sh.Reason) + "."
+	if sh.ToFinish == 0 && sh.FromFinish == 0 {
+		// A shift without its finishes (one recorded before they were kept) has its reason alone to say.
+		return ":warning: " + Esc(sh.Reason)
 	}
 	move := sh.ToFinish - sh.FromFinish
 	ref := "in the ETA last given, at " + SlackTime(tTime(sh.FromAt), loc)
