@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -27,59 +28,67 @@ func TestShiftWarningMeasuresFromTheLastETAGiven(t *testing.T) {
 		askEvery int
 		eta      bool // the question gives the ETA ("ETA?"), or only reads progress ("how fast?")
 	}{{1, true}, {60, true}, {1, false}} {
-		askEvery := mode.askEvery
-		dir := t.TempDir()
-		w := &simWatched{job: sim.NewJob(sim.DemoScenario(), 1), log: filepath.Join(dir, "gen.log")}
-		srv := httptest.NewServer(http.HandlerFunc(w.serve))
-		w.advance(t, 600)
-		f := &config.File{Runs: []config.Run{{Name: "demo", Log: w.log, Metrics: []string{srv.URL + "/metrics"},
-			Total: int64(sim.DemoScenario().Items), MaxTokens: sim.DemoScenario().MaxTokens}}}
-		m, _, err := New(f, Options{ProbeTimeout: 5 * time.Second, Now: w.now, Mono: w.mono, Fresh: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var given *reports.ETA // the last ETA an answer gave
-		warnings := 0
-		for i := 0; i < 500 && !w.job.Done(); i++ {
-			w.advance(t, 30)
-			ev := m.Sample(context.Background())[0]
-			if sh := ev.Shift; sh != nil {
-				warnings++
-				if !mode.eta && warnings == 1 && sh.FromShown {
-					t.Errorf("only \"how fast?\" asked: the first warning says its baseline was given: %s", reports.PlainText(reports.ShiftLead(*sh, time.UTC)))
-				}
-				lead := reports.PlainText(reports.ShiftLead(*sh, time.UTC))
-				t.Logf("ask every %d samples, sample %d: %s", askEvery, i, lead)
-				if given == nil {
-					continue
-				}
-				was := given.At + *given.Seconds
-				if math.Abs(sh.FromFinish-was) > 1 || !sh.FromShown || !strings.Contains(lead, "in the ETA last given, at ") {
-					t.Errorf("ask every %d samples, sample %d: the warning measures from the finish %s, not the one last given (%s):\n  %s",
-						askEvery, i, reports.Duration(sh.FromFinish-sh.At), reports.Duration(was-sh.At), lead)
-				}
-				if math.Abs(sh.ToFinish-was) < 1200 {
-					t.Errorf("ask every %d samples, sample %d: a warning of a move of %s since the ETA last given:\n  %s",
-						askEvery, i, reports.Duration(math.Abs(sh.ToFinish-was)), lead)
-				}
+		t.Run(fmt.Sprintf("ask every %d samples, ETA %v", mode.askEvery, mode.eta), func(t *testing.T) {
+			t.Parallel() // three whole demo jobs, sampled every 30 s: beside each other
+			shiftWarningFromTheLastETAGiven(t, mode.askEvery, mode.eta)
+		})
+	}
+}
+
+// shiftWarningFromTheLastETAGiven runs the demo job to its end, asking every askEvery samples for the ETA (askETA)
+// or only for progress.
+func shiftWarningFromTheLastETAGiven(t *testing.T, askEvery int, askETA bool) {
+	dir := t.TempDir()
+	w := &simWatched{job: sim.NewJob(sim.DemoScenario(), 1), log: filepath.Join(dir, "gen.log")}
+	srv := httptest.NewServer(http.HandlerFunc(w.serve))
+	w.advance(t, 600)
+	f := &config.File{Runs: []config.Run{{Name: "demo", Log: w.log, Metrics: []string{srv.URL + "/metrics"},
+		Total: int64(sim.DemoScenario().Items), MaxTokens: sim.DemoScenario().MaxTokens}}}
+	m, _, err := New(f, Options{ProbeTimeout: 5 * time.Second, Now: w.now, Mono: w.mono, Fresh: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var given *reports.ETA // the last ETA an answer gave
+	warnings := 0
+	for i := 0; i < 500 && !w.job.Done(); i++ {
+		w.advance(t, 30)
+		ev := m.Sample(context.Background())[0]
+		if sh := ev.Shift; sh != nil {
+			warnings++
+			if !askETA && warnings == 1 && sh.FromShown {
+				t.Errorf("only \"how fast?\" asked: the first warning says its baseline was given: %s", reports.PlainText(reports.ShiftLead(*sh, time.UTC)))
 			}
-			if i%askEvery == 0 {
-				// "how fast?" reads the same evaluation and gives no ETA: it tells the channel nothing.
-				rs, err := m.RunStatus(context.Background(), "demo", Need{Progress: true, ETA: mode.eta})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if e := rs.ETA; mode.eta && e != nil && e.State == reports.StateRunning && e.Seconds != nil && e.Progress >= 0.05 {
-					given = e
-				}
+			lead := reports.PlainText(reports.ShiftLead(*sh, time.UTC))
+			t.Logf("ask every %d samples, sample %d: %s", askEvery, i, lead)
+			if given == nil {
+				continue
+			}
+			was := given.At + *given.Seconds
+			if math.Abs(sh.FromFinish-was) > 1 || !sh.FromShown || !strings.Contains(lead, "in the ETA last given, at ") {
+				t.Errorf("ask every %d samples, sample %d: the warning measures from the finish %s, not the one last given (%s):\n  %s",
+					askEvery, i, reports.Duration(sh.FromFinish-sh.At), reports.Duration(was-sh.At), lead)
+			}
+			if math.Abs(sh.ToFinish-was) < 1200 {
+				t.Errorf("ask every %d samples, sample %d: a warning of a move of %s since the ETA last given:\n  %s",
+					askEvery, i, reports.Duration(math.Abs(sh.ToFinish-was)), lead)
 			}
 		}
-		srv.Close()
-		if !mode.eta && warnings == 0 {
-			t.Error("only \"how fast?\" asked: no shift warning; want the moves nobody was told of")
+		if i%askEvery == 0 {
+			// "how fast?" reads the same evaluation and gives no ETA: it tells the channel nothing.
+			rs, err := m.RunStatus(context.Background(), "demo", Need{Progress: true, ETA: askETA})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := rs.ETA; askETA && e != nil && e.State == reports.StateRunning && e.Seconds != nil && e.Progress >= 0.05 {
+				given = e
+			}
 		}
-		if mode.eta && askEvery == 1 && warnings > 0 {
-			t.Errorf("asked every sample: %d shift warnings; want none (every answer showed the finish as it moved)", warnings)
-		}
+	}
+	srv.Close()
+	if !askETA && warnings == 0 {
+		t.Error("only \"how fast?\" asked: no shift warning; want the moves nobody was told of")
+	}
+	if askETA && askEvery == 1 && warnings > 0 {
+		t.Errorf("asked every sample: %d shift warnings; want none (every answer showed the finish as it moved)", warnings)
 	}
 }
