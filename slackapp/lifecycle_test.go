@@ -147,6 +147,7 @@ func TestResolutionBroadcast(t *testing.T) {
 // TestFlappingMinute is a source up 5 s, down 5 s, for a minute: flapping is declared at its second
 // recovery, in the warning's own message, and the minute costs at most 6 posts and edits in all.
 func TestFlappingMinute(t *testing.T) {
+	t.Parallel()
 	e := newLifecycleEnv(t, nil)
 	for range 6 {
 		e.seconds(5, false)
@@ -262,6 +263,7 @@ func TestCriticalWarningsPage(t *testing.T) {
 // holds the channel's posts back: at most 3 attempts in 25 s of 1 s sampling, where every sample tried.
 // Once invited, the next attempt lands, and posts go on.
 func TestChannelNeverInvited(t *testing.T) {
+	t.Parallel()
 	e := newLifecycleEnv(t, nil)
 	var told []string
 	e.api.OnChannelHeld = func(channel, advice string) { told = append(told, channel+": "+advice) }

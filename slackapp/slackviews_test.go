@@ -33,6 +33,7 @@ func chartBlocks(t *testing.T, raw string) []slack.DataVisualizationBlock {
 }
 
 func TestStatusPostCarriesChartAndPNGFallback(t *testing.T) {
+	t.Parallel()
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	e := newHTTPEnv(t, botOpts{Clock: clock, Run: func(r *config.Run) { r.PostMode = "new" }}) // a post each time: each can carry the chart
 	withHistory(t, e.botEnv, 45)                                                               // more samples than a Slack chart takes points

@@ -510,6 +510,7 @@ func (f *socketFake) drop() {
 // the first reconnections, and an envelope lost in the drop. The bot reconnects by itself, and the
 // event Slack redelivers on the new connection is answered once.
 func TestFaultSocketModeDrops(t *testing.T) {
+	t.Parallel()
 	vllm := testkit.VLLM(t)
 	e := newSocketEnv(t, botOpts{Metrics: []string{vllm.URL + "/metrics"}})
 	e.ws.waitFor(t, "the first connection", func() bool { return e.ws.connections() == 1 })
