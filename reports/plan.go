@@ -146,7 +146,10 @@ func planSentence(s PlanSpec, r PlanResult) string {
 		return b.String()
 	}
 	tokSrc := ""
-	if s.TokensSrc == "projected" {
+	if s.TokensSrc == "configured" {
+		// Beside a plan projected from the run, a fixed count reads as a contradiction unless it says whose it is.
+		tokSrc = " (set in the run file)"
+	} else if s.TokensSrc == "projected" {
 		tokSrc = " (projected from the run)"
 	} else if s.TokensSrc == "measured" {
 		tokSrc = " (measured)"
