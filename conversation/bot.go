@@ -47,7 +47,8 @@ type Reply struct {
 	Data      map[string]any // the data behind the answer, for --json
 	Ephemeral bool           // only the asker should see it (refusals, help)
 	// Refused marks a polite refusal: not allowed, an unknown run or none named among several, a command
-	// that cannot be carried out (a stage the run does not have). `bot ask` exits 1 on one.
+	// that cannot be carried out (a stage the run does not have), a question it does not understand. `bot
+	// ask` exits 1 on one: a script must not take "I don't know how to answer" for an answer.
 	Refused bool
 	// Attachment is a file that goes with the answer (a chart); Slack uploads it, text transports
 	// only describe it.
@@ -532,7 +533,7 @@ func (b *Bot) unknown(req Request) Reply {
 		if fixed := suggestQuestion(words[0]); fixed != "" {
 			lead += fmt.Sprintf(" Did you mean %s?", reports.Code(reports.TruncateRunes(strings.TrimSuffix(fixed, "?"), 40)))
 		}
-		return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: []string{
+		return Reply{Intent: "unknown", Refused: true, Ephemeral: true, Message: reports.Message{Sections: []string{
 			fmt.Sprintf("%s Commands: %s.", lead, strings.Join(names, ", ")),
 			"Say _help_ for what each does, or ask in words (_ETA?_).",
 		}}}
@@ -557,7 +558,7 @@ func (b *Bot) unknown(req Request) Reply {
 	for _, s := range sections(func(s string) string { return `"` + reports.Code(s) + `"` }) {
 		plain = append(plain, reports.PlainText(s))
 	}
-	return Reply{Intent: "unknown", Ephemeral: true, Message: reports.Message{Sections: sections(reports.Code), Plain: plain}}
+	return Reply{Intent: "unknown", Refused: true, Ephemeral: true, Message: reports.Message{Sections: sections(reports.Code), Plain: plain}}
 }
 
 // ErrorReply turns an error into an answer a person can act on.

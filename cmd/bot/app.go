@@ -420,9 +420,7 @@ func runAsk(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	rep := a.bot(m).Ask(ctx, conversation.Request{Text: question, Run: *run, Source: "cli"})
-	// A question it did not understand is no answer either: a script must not take "I don't know how to
-	// answer" for one.
-	declined := rep.Refused || rep.Intent == "unknown"
+	declined := rep.Refused
 	if *asJSON {
 		out := map[string]any{}
 		for k, v := range rep.Data {

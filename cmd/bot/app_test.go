@@ -76,7 +76,7 @@ func TestAskHugeLogTotalIsNotNegative(t *testing.T) {
 // the layer count had none and a size past Q ran to 17 digits.
 func TestAskPlanAtTheBounds(t *testing.T) {
 	code, out, errb, _ := askWith(t, "runs:\n  - name: a\n    plans:\n      - {name: hs, target: {dir}, tokens: 1e15, num_layers: 10000, hidden_size: 1000000, dtype: float64}\n", "will the hidden states fit?")
-	if w := "all 10,000 layers × 1,000,000 × 8 B (float64) × 1,000T tokens = 80.0 YB"; code != 0 || !strings.Contains(out, w) {
+	if w := "all 10,000 layers × 1,000,000 × 8 B (float64) × 1,000T tokens (set in the run file) = 80.0 YB"; code != 0 || !strings.Contains(out, w) {
 		t.Errorf("bot ask fit = %d, %q %q; want %q", code, out, errb, w)
 	}
 	// How many tokens fit is the test disk's free space over 80 GB: none on most, one on a disk with 80-160 GB
