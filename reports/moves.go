@@ -153,6 +153,9 @@ func driftSince(l *MoveLog, loc *time.Location) string {
 	if c := mainCause(d); c != "" {
 		s += ", mostly " + c
 	}
+	if c := estimatorChange(d); c != "" {
+		s += "; " + c
+	}
 	return s + "."
 }
 
@@ -247,6 +250,9 @@ func moveBreakdown(sh Shift) []string {
 	} else if moved(sh.From.ItemsPerS, sh.To.ItemsPerS) {
 		lines = append(lines, fmt.Sprintf("• throughput %s %s → %s (%s)%s", shiftVerb(sh.To.ItemsPerS, sh.From.ItemsPerS), shiftNum(sh.From.ItemsPerS),
 			Rate(sh.To.ItemsPerS, "items/s"), pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), effect(sh.ThroughputShare)))
+	}
+	if c := estimatorChange(sh); c != "" {
+		lines = append(lines, "• "+c)
 	}
 	if sh.From.ItemsLeft > 0 || sh.To.ItemsLeft > 0 {
 		line := fmt.Sprintf("• items left: %s at the baseline, %s at the move", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))

@@ -118,3 +118,22 @@ func TestAnswerOnTrackMatchesItsClocks(t *testing.T) {
 		t.Errorf("AnswerOnTrack = %q; want the 23 s gap as it is", got)
 	}
 }
+
+// TestDriftSaysTheEstimatorChanged: a finish that jumped between two answers because another estimator priced the
+// items left says so beside its figures (the demo's 3 h 5 min → 3 h 30 min ten seconds apart read "mostly longer
+// completions" while the new answer was priced at the latest item rate).
+func TestDriftSaysTheEstimatorChanged(t *testing.T) {
+	given := EstimateMark{At: 1795943940, FinishT: 1795943940 + 11100}
+	l := &MoveLog{First: &EstimateMark{At: given.At - 600, FinishT: given.FinishT - 900}, Announced: &given,
+		Drift: &Shift{At: given.At + 10, FromFinish: given.FinishT, FromShown: true, ToFinish: given.FinishT + 1620,
+			TokensPerItemShare: 0.7, ThroughputShare: 0.3,
+			From: ShiftParts{TokensPerItem: 695, TokensPerS: 1358, Estimator: "the structural model"},
+			To:   ShiftParts{TokensPerItem: 769, TokensPerS: 1307, Estimator: "items over the last block"}}}
+	want := "Since the ETA last given, at 09:19 UTC (finish 12:24 UTC), the finish is +27 min, mostly longer completions (695 → 769 tokens each); the estimate now prices the items at the latest item rate (before: tokens per item and tok/s)."
+	if got := PlainText(LastMoveLine(l, nil, time.UTC)); !strings.HasSuffix(got, want) {
+		t.Errorf("LastMoveLine = %q; want it to end %q", got, want)
+	}
+	if got := strings.Join(moveBreakdown(*l.Drift), "\n"); !strings.Contains(got, "• the estimate now prices the items at the latest item rate") {
+		t.Errorf("moveBreakdown = %q; want a bullet for the estimator that changed", got)
+	}
+}
