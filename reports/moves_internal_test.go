@@ -137,3 +137,18 @@ func TestDriftSaysTheEstimatorChanged(t *testing.T) {
 		t.Errorf("moveBreakdown = %q; want a bullet for the estimator that changed", got)
 	}
 }
+
+// TestLastMoveLineSaysTheSlowMove: answered every few seconds, each ETA is the baseline of the next and no move
+// is sharp, while the finish drifts by an hour and a half; the line says so rather than "No sharp move since the
+// first baseline estimate (finish 13:26)" beside "done around 15:03".
+func TestLastMoveLineSaysTheSlowMove(t *testing.T) {
+	first := EstimateMark{At: 1795943940, FinishT: 1795943940 + 11160}
+	given := EstimateMark{At: first.At + 9000, FinishT: first.FinishT + 5800}
+	sec := first.FinishT + 5820 - (given.At + 10)
+	e := &ETA{State: StateRunning, At: given.At + 10, Seconds: &sec}
+	l := &MoveLog{First: &first, Announced: &given, Drift: &Shift{At: e.At, FromFinish: given.FinishT, FromShown: true, ToFinish: e.At + sec}}
+	want := "No sharp move since the first baseline estimate, at 09:19 UTC (finish 12:25 UTC); the finish has moved +1 h 37 min since, a little at a time."
+	if got := PlainText(LastMoveLine(l, e, time.UTC)); got != want {
+		t.Errorf("LastMoveLine = %q; want %q", got, want)
+	}
+}

@@ -87,9 +87,11 @@ func (h *RangeHold) Keep(e ETA) {
 	*h = RangeHold{At: e.At, Seconds: sec, Below: below, Above: above, LowShut: below <= shutWidth, HighShut: above <= shutWidth}
 }
 
-// holds says whether the hold speaks for e: it was kept before e on the same run of the job (no restart since).
+// holds says whether the hold speaks for e: it was kept on the same run of the job (no restart since). An
+// estimate from before the hold (an answer's own sample, taken while the sampler's newer one was kept) is held
+// to it whole: it is shown after it.
 func (h RangeHold) holds(e ETA) bool {
-	return h.At > 0 && h.Seconds > 0 && e.At >= h.At && (e.ResetAt == nil || *e.ResetAt <= h.At)
+	return h.At > 0 && h.Seconds > 0 && (e.ResetAt == nil || *e.ResetAt <= h.At)
 }
 
 // rangeWidths is a running estimate's time left and its range's widths either side (log-ratios, at least 0);
