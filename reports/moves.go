@@ -133,7 +133,7 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 }
 
 // sinceFirst is how far the finish moved since the first baseline estimate without a sharp move, when it moved
-// a minute or more: "; the finish has moved +1 h 37 min since, a little at a time". Each answer measured against
+// a minute or more: "; the finish has moved +1 h 37 min since, in smaller steps". Each answer measured against
 // the one before, "No sharp move since the first baseline estimate (finish 13:26)" read beside "done around
 // 15:03" as a contradiction.
 func sinceFirst(l *MoveLog, e *ETA) string {
@@ -144,7 +144,7 @@ func sinceFirst(l *MoveLog, e *ETA) string {
 	if math.Abs(mv) < 60 {
 		return ""
 	}
-	return fmt.Sprintf("; the finish has moved %s since, a little at a time", signedDuration(mv))
+	return fmt.Sprintf("; the finish has moved %s since, in smaller steps", signedDuration(mv))
 }
 
 // driftSince says how far the finish moved since the ETA the channel was last given (the detector's baseline,

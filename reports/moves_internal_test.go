@@ -147,7 +147,7 @@ func TestLastMoveLineSaysTheSlowMove(t *testing.T) {
 	sec := first.FinishT + 5820 - (given.At + 10)
 	e := &ETA{State: StateRunning, At: given.At + 10, Seconds: &sec}
 	l := &MoveLog{First: &first, Announced: &given, Drift: &Shift{At: e.At, FromFinish: given.FinishT, FromShown: true, ToFinish: e.At + sec}}
-	want := "No sharp move since the first baseline estimate, at 09:19 UTC (finish 12:25 UTC); the finish has moved +1 h 37 min since, a little at a time."
+	want := "No sharp move since the first baseline estimate, at 09:19 UTC (finish 12:25 UTC); the finish has moved +1 h 37 min since, in smaller steps."
 	if got := PlainText(LastMoveLine(l, e, time.UTC)); got != want {
 		t.Errorf("LastMoveLine = %q; want %q", got, want)
 	}
