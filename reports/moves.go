@@ -125,11 +125,26 @@ func LastMoveLine(l *MoveLog, e *ETA, loc *time.Location) string {
 		// The first estimate is the one announced: "first at 16:36 ... baseline of 16:36" read as two.
 		return s + fmt.Sprintf("; the finish is %s against it now.", signedDuration(l.Drift.ToFinish-l.Drift.FromFinish))
 	}
-	s += "."
+	s += sinceFirst(l, e) + "."
 	if d := driftSince(l, loc); d != "" {
 		s += " " + d
 	}
 	return s
+}
+
+// sinceFirst is how far the finish moved since the first baseline estimate without a sharp move, when it moved
+// a minute or more: "; the finish has moved +1 h 37 min since, in smaller steps". Each answer measured against
+// the one before, "No sharp move since the first baseline estimate (finish 13:26)" read beside "done around
+// 15:03" as a contradiction.
+func sinceFirst(l *MoveLog, e *ETA) string {
+	if l == nil || l.First == nil || e == nil || e.State != StateRunning || e.Seconds == nil || !(e.At > 0) {
+		return ""
+	}
+	mv := clockGap(l.First.FinishT, e.At+*e.Seconds)
+	if math.Abs(mv) < 60 {
+		return ""
+	}
+	return fmt.Sprintf("; the finish has moved %s since, in smaller steps", signedDuration(mv))
 }
 
 // driftSince says how far the finish moved since the ETA the channel was last given (the detector's baseline,
@@ -152,6 +167,9 @@ func driftSince(l *MoveLog, loc *time.Location) string {
 	s := fmt.Sprintf("Since %s (finish %s), the finish is *%s*", ref, SlackTime(tTime(d.FromFinish), loc), signedDuration(mv))
 	if c := mainCause(d); c != "" {
 		s += ", mostly " + c
+	}
+	if c := estimatorChange(d); c != "" {
+		s += "; " + c
 	}
 	return s + "."
 }
@@ -248,6 +266,9 @@ func moveBreakdown(sh Shift) []string {
 		lines = append(lines, fmt.Sprintf("• throughput %s %s → %s (%s)%s", shiftVerb(sh.To.ItemsPerS, sh.From.ItemsPerS), shiftNum(sh.From.ItemsPerS),
 			Rate(sh.To.ItemsPerS, "items/s"), pctChange(sh.From.ItemsPerS, sh.To.ItemsPerS), effect(sh.ThroughputShare)))
 	}
+	if c := estimatorChange(sh); c != "" {
+		lines = append(lines, "• "+c)
+	}
 	if sh.From.ItemsLeft > 0 || sh.To.ItemsLeft > 0 {
 		line := fmt.Sprintf("• items left: %s at the baseline, %s at the move", Count(sh.From.ItemsLeft), Count(sh.To.ItemsLeft))
 		if sh.OtherShare != 0 {
@@ -282,8 +303,8 @@ func AnswerWhy(run string, e *ETA, l *MoveLog, loc *time.Location) Message {
 		if l == nil || l.First == nil {
 			lead = ":information_source: *No baseline estimate yet*, so none has moved. I take one " + announceWait(e) + "."
 		} else {
-			lead += fmt.Sprintf(" The first baseline estimate, at %s, said the run would finish at %s.", SlackTime(tTime(l.First.At), loc),
-				SlackTime(tTime(l.First.FinishT), loc))
+			lead += fmt.Sprintf(" The first baseline estimate, at %s, said the run would finish at %s", SlackTime(tTime(l.First.At), loc),
+				SlackTime(tTime(l.First.FinishT), loc)) + sinceFirst(l, e) + "."
 		}
 		m.Sections = append(m.Sections, lead)
 	} else {

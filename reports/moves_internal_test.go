@@ -118,3 +118,37 @@ func TestAnswerOnTrackMatchesItsClocks(t *testing.T) {
 		t.Errorf("AnswerOnTrack = %q; want the 23 s gap as it is", got)
 	}
 }
+
+// TestDriftSaysTheEstimatorChanged: a finish that jumped between two answers because another estimator priced the
+// items left says so beside its figures (the demo's 3 h 5 min → 3 h 30 min ten seconds apart read "mostly longer
+// completions" while the new answer was priced at the latest item rate).
+func TestDriftSaysTheEstimatorChanged(t *testing.T) {
+	given := EstimateMark{At: 1795943940, FinishT: 1795943940 + 11100}
+	l := &MoveLog{First: &EstimateMark{At: given.At - 600, FinishT: given.FinishT - 900}, Announced: &given,
+		Drift: &Shift{At: given.At + 10, FromFinish: given.FinishT, FromShown: true, ToFinish: given.FinishT + 1620,
+			TokensPerItemShare: 0.7, ThroughputShare: 0.3,
+			From: ShiftParts{TokensPerItem: 695, TokensPerS: 1358, Estimator: "the structural model"},
+			To:   ShiftParts{TokensPerItem: 769, TokensPerS: 1307, Estimator: "items over the last block"}}}
+	want := "Since the ETA last given, at 09:19 UTC (finish 12:24 UTC), the finish is +27 min, mostly longer completions (695 → 769 tokens each); the estimate now prices the items at the latest item rate (before: tokens per item and tok/s)."
+	if got := PlainText(LastMoveLine(l, nil, time.UTC)); !strings.HasSuffix(got, want) {
+		t.Errorf("LastMoveLine = %q; want it to end %q", got, want)
+	}
+	if got := strings.Join(moveBreakdown(*l.Drift), "\n"); !strings.Contains(got, "• the estimate now prices the items at the latest item rate") {
+		t.Errorf("moveBreakdown = %q; want a bullet for the estimator that changed", got)
+	}
+}
+
+// TestLastMoveLineSaysTheSlowMove: answered every few seconds, each ETA is the baseline of the next and no move
+// is sharp, while the finish drifts by an hour and a half; the line says so rather than "No sharp move since the
+// first baseline estimate (finish 13:26)" beside "done around 15:03".
+func TestLastMoveLineSaysTheSlowMove(t *testing.T) {
+	first := EstimateMark{At: 1795943940, FinishT: 1795943940 + 11160}
+	given := EstimateMark{At: first.At + 9000, FinishT: first.FinishT + 5800}
+	sec := first.FinishT + 5820 - (given.At + 10)
+	e := &ETA{State: StateRunning, At: given.At + 10, Seconds: &sec}
+	l := &MoveLog{First: &first, Announced: &given, Drift: &Shift{At: e.At, FromFinish: given.FinishT, FromShown: true, ToFinish: e.At + sec}}
+	want := "No sharp move since the first baseline estimate, at 09:19 UTC (finish 12:25 UTC); the finish has moved +1 h 37 min since, in smaller steps."
+	if got := PlainText(LastMoveLine(l, e, time.UTC)); got != want {
+		t.Errorf("LastMoveLine = %q; want %q", got, want)
+	}
+}

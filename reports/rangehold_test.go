@@ -176,6 +176,7 @@ func TestRangeHoldApply(t *testing.T) {
 		{"a second later the estimator narrows: held", eta(1001, 10000, 9000, 11000), 5002.4, 19990.4, " (1 h 23 min – 5 h 33 min)"},
 		{"a tenth of the time left later: half", eta(2000, 9000, 8500, 9500), 9000 / math.Sqrt2, 9000 * math.Sqrt2, " (1 h 46 min – 3 h 32 min)"},
 		{"wider: at once", eta(1001, 10000, 2000, 30000), 2000, 30000, " (33 min – 8 h 20 min)"},
+		{"an answer's sample older than the hold: held whole", eta(990, 10000, 9000, 11000), 5000, 20000, " (1 h 23 min – 5 h 33 min)"},
 		{"all the time left later: the estimator's", eta(11000, 10000, 9000, 11000), 9000, 11000, " (2 h 30 min – 3 h 3 min)"},
 	} {
 		got := h.Apply(c.e)
@@ -207,6 +208,7 @@ func TestRangeHoldApply(t *testing.T) {
 	}
 
 	// After a restart the hold says nothing; nor once an estimate had no range.
+	h.Keep(eta(1000, 10000, 10000, 20000))
 	restart := 1005.0
 	after := eta(1010, 10000, 9000, 11000)
 	after.ResetAt = &restart

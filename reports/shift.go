@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"runwatch/reports/estimate"
 )
 
 // ShiftConfig says how far and how surely the predicted finish must move before a warning. Zero fields take
@@ -50,11 +52,24 @@ type ShiftParts struct {
 	TokensPerItem float64 `json:"tokens_per_item"`
 	TokensPerS    float64 `json:"tokens_per_s"`
 	ItemsPerS     float64 `json:"items_per_s"`
+	// Estimator is the estimator that priced the busy part (ETA.Estimator): a move that comes with another one
+	// says so, as its figures alone read as the job having changed.
+	Estimator string `json:"estimator,omitempty"`
 }
 
 func shiftPartsOf(e ETA) ShiftParts {
 	return ShiftParts{ItemsLeft: e.ItemsLeft, TokensPerItem: e.TokensPerItem, TokensPerS: e.TokensPerS,
-		ItemsPerS: e.ItemsPerS}
+		ItemsPerS: e.ItemsPerS, Estimator: e.Estimator}
+}
+
+// estimatorChange says that a move came with another estimator pricing the items left, "" when it did not:
+// "the estimate now prices the items at the latest item rate (before: tokens per item and tok/s)".
+func estimatorChange(sh Shift) string {
+	a, b := sh.From.Estimator, sh.To.Estimator
+	if a == "" || b == "" || a == b {
+		return ""
+	}
+	return "the estimate now prices the items at " + estimate.EstimatorWords(b) + " (before: " + estimate.EstimatorWords(a) + ")"
 }
 
 // ShiftDetector remembers the last announced finish. Its exported fields are its persisted state (JSON).
@@ -282,7 +297,11 @@ func ShiftLead(sh Shift, loc *time.Location) string {
 	}
 	s := fmt.Sprintf(":warning: *Finish moved %s*, to %s (%s left), from %s %s", signedDuration(move),
 		SlackTime(tTime(sh.ToFinish), loc), Duration(math.Max(0, sh.ToFinish-sh.At)), SlackTime(tTime(sh.FromFinish), loc), ref)
-	if parts := shiftCauses(sh); len(parts) > 0 {
+	parts := shiftCauses(sh)
+	if c := estimatorChange(sh); c != "" {
+		parts = append(parts, c)
+	}
+	if len(parts) > 0 {
 		s += ": " + Esc(strings.Join(parts, "; "))
 	}
 	return s + "."
