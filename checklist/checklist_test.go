@@ -14,6 +14,8 @@ import (
 	"runwatch/config"
 	"runwatch/probes"
 	"runwatch/reports"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // One run with a stage of every kind, checked against a real HTTP server and real files.

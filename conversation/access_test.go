@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"runwatch/config"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 func TestAskMutatingCommandsNeedAdmins(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 
 	"runwatch/config"
 	"runwatch/probes"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // jobHost is the seed's box as a proc tree: a vLLM serving /metrics (a recorded exposition), a Python job

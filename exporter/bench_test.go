@@ -14,6 +14,8 @@ import (
 
 	"runwatch/config"
 	"runwatch/monitor"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // benchProcesses counts the processes in /proc.

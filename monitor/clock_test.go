@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"runwatch/config"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // steppedJob is a job at 1.3 items/s and 1,386 tok/s whose log and vLLM metrics follow the time it has run

@@ -29,6 +29,8 @@ import (
 	"runwatch/sim"
 	"runwatch/slackapp"
 	"runwatch/state"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 func kinds(ps []posts.Post) []string {

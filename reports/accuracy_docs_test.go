@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // page is docs/eta-accuracy.md: the benchmark's tables and one line per estimator constant saying why it holds

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"runwatch/probes"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // waitFor polls cond until it holds or the deadline passes.

@@ -16,6 +16,8 @@ import (
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/reports"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 func TestUserLimiter(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 
 	"runwatch/monitor"
 	"runwatch/reports"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 func TestMetrics(t *testing.T) {

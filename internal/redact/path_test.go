@@ -3,6 +3,8 @@ package redact
 import (
 	"strings"
 	"testing"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 func TestURLPath(t *testing.T) {

@@ -1,6 +1,10 @@
 package spell
 
-import "testing"
+import (
+	"testing"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
+)
 
 func TestDistance(t *testing.T) {
 	tests := []struct {

@@ -3,6 +3,8 @@ package tty
 import (
 	"bytes"
 	"testing"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 func TestClean(t *testing.T) {

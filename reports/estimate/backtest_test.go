@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // slowingHist is a log-only run whose item rate keeps falling, from 2 to 0.5 items/s over its history: every

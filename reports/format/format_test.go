@@ -3,6 +3,8 @@ package format
 import (
 	"math"
 	"testing"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 func TestCount(t *testing.T) {

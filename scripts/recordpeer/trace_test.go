@@ -26,6 +26,8 @@ import (
 	"runwatch/probes"
 	"runwatch/reports"
 	"runwatch/sim"
+
+	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // readScrape parses a /metrics body captured from the simulator (see testdata/SOURCES.md).
