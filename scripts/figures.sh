@@ -132,7 +132,8 @@ status of 100 runs × 8 servers from one Prometheus|StatusManyRuns/steady/latenc
 the same at 5 ms per query|StatusManyRuns/steady/latency=5ms|sec/op|within the 2 s probe budget
 the first status of a fresh bot, 6 h of history read back|StatusManyRuns/fresh/6h|sec/op|
 CPU of one `bot exporter` scrape, 600 processes|ExporterScrape600|cpu-ms/scrape|
-discovery on a host with 200 listening ports (150 answering 404, 40 silent, 10 engines) and a job|Discover200Listeners|sec/op|under 300 ms
+discovery's probes of 200 listening ports (150 answering 404, 40 silent, 10 engines), the proc walk and the job|Discover200Listeners/probes|sec/op|under 300 ms
+the whole discovery, its looks for the engines' clients spread over a second|Discover200Listeners/whole|sec/op|
 storage status of 10 runs from one writer scan, 100 processes|WriterScan/procs=100|sec/op|
 the same, 1,000 processes|WriterScan/procs=1000|sec/op|
 the same, 5,000 processes|WriterScan/procs=5000|sec/op|
