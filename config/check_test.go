@@ -31,6 +31,8 @@ func TestConfigErrorTable(t *testing.T) {
 		also      string // and something it says about the value
 	}{
 		{"runs", "runs: 5\n", "line 1: runs must be a list", ""},
+		{"log", run("    log: [oops", "    total: 5"), "line 3: the list [ opened on this line is never closed", "did not find expected"},
+		{"log", run("    outputs: [/a,", "      /b]", "    total: 5", "    watch: {x: 1"), "line 6: the mapping { opened on this line is never closed", ""},
 		{"discover", run() + "discover: maybe\n", "line 4: discover", "true or false"},
 		{"page", run() + "page:\n  critical: [U0ONCALL, alice]\n", "line 5: page.critical[1]", `"alice" is not a user id (U0123ABCD)`},
 		{"page", run("    page:", "      disk_full: ['@alice']"), "line 4: runs[0].page.disk_full[0]", "is a name: Slack pages people by id"},

@@ -39,6 +39,13 @@ func syntaxError(b []byte, err error) error {
 	if dl, ok := unquotedVar(b); ok {
 		return fmt.Errorf("line %d: %s; quote values that start with ${ (write \"${VAR}\"): in YAML a { starts a mapping", dl, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
 	}
+	if strings.Contains(msg, "did not find expected ',' or ']'") || strings.Contains(msg, "did not find expected ',' or '}'") {
+		// YAML names the line before the one that opened the list (its context, counted from 0): say the
+		// line with the bracket that is never closed.
+		if at, open, ok := unclosedFlow(b); ok {
+			return fmt.Errorf("line %d: the %s opened on this line is never closed (YAML said: %s)", at, open, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
+		}
+	}
 	if line > 0 {
 		return fmt.Errorf("line %d: %s", line, strings.TrimSpace(yamlLine.ReplaceAllString(msg, "")))
 	}
@@ -63,6 +70,51 @@ func unquotedVar(b []byte) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// unclosedFlow finds the first line that opens a [ or { outside quotes and comments and does not close
+// it there, nor on the lines that follow before a line at its own indentation or less.
+func unclosedFlow(b []byte) (int, string, bool) {
+	lines := strings.Split(string(b), "\n")
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	for i, raw := range lines {
+		depth, first := 0, byte(0)
+		quote := byte(0)
+		for _, c := range []byte(stripComment(raw)) {
+			switch {
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '"' || c == '\'':
+				quote = c
+			case c == '[' || c == '{':
+				if depth == 0 {
+					first = c
+				}
+				depth++
+			case c == ']' || c == '}':
+				depth--
+			}
+		}
+		if depth <= 0 {
+			continue
+		}
+		// A flow list may go on over the lines below it, indented further, and close there.
+		for _, next := range lines[i+1:] {
+			if strings.TrimSpace(next) == "" {
+				continue
+			}
+			if indent(next) <= indent(raw) {
+				break
+			}
+			depth -= strings.Count(next, "]") + strings.Count(next, "}") - strings.Count(next, "[") - strings.Count(next, "{")
+		}
+		if depth > 0 {
+			return i + 1, map[byte]string{'[': "list [", '{': "mapping {"}[first], true
+		}
+	}
+	return 0, "", false
 }
 
 // dqEscapes drops a double-quoted value's escapes: \" inside it closes nothing.
