@@ -22,22 +22,10 @@ import (
 
 	"runwatch/config"
 	"runwatch/conversation"
+	"runwatch/internal/promtest"
 	"runwatch/monitor"
 	"runwatch/probes"
 )
-
-// itServe serves h on host until the test ends and returns the address.
-func itServe(t *testing.T, host string, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatalf("listen on %s: %v", host, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
-}
 
 // itEmptyProc is a /proc with this machine's mount table and no processes: a node (or a central
 // bot) that sees no writer at all.
@@ -69,7 +57,7 @@ func itNode(t *testing.T, host, procRoot string, file *config.File) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return itServe(t, host, New(m, Options{}).Handler())
+	return promtest.Serve(t, host, New(m, Options{}).Handler())
 }
 
 type itBuffer struct {
@@ -160,7 +148,7 @@ func TestExporterThroughPrometheus(t *testing.T) {
 	var promURL string
 	var central *config.File
 	ready := make(chan struct{})
-	third := itServe(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	third := promtest.Serve(t, "127.0.0.3", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-ready
 		m, err := NodeMonitor(central, itEmptyProc(t), 10*time.Second)
 		if err != nil {

@@ -16,6 +16,20 @@ import (
 	"runwatch/internal/peersim"
 )
 
+// zeroConfigWorld is what the zero-configuration tests run a job with: python3, testdata/generate.py and
+// the third-party simulator, started (8 sequences at once, quick tokens) until the test ends.
+func zeroConfigWorld(t *testing.T) (python, script string, sim peersim.Sim) {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		peersim.Missing(t, "python3", err)
+	}
+	if script, err = filepath.Abs(filepath.Join("testdata", "generate.py")); err != nil {
+		t.Fatal(err)
+	}
+	return python, script, peersim.Start(t, "--max-num-seqs", "8", "--time-to-first-token", "10ms", "--inter-token-latency", "2ms")
+}
+
 // job is a running testdata/generate.py.
 type job struct {
 	pid      int
@@ -125,15 +139,7 @@ var (
 // redirected to its log, once with the log opened by the script itself.
 func TestZeroConfig(t *testing.T) {
 	t.Parallel() // waits on the job and its server, mostly: beside the other tests that run processes
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		peersim.Missing(t, "python3", err)
-	}
-	script, err := filepath.Abs(filepath.Join("testdata", "generate.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := peersim.Start(t, "--max-num-seqs", "8", "--time-to-first-token", "10ms", "--inter-token-latency", "2ms")
+	python, script, sim := zeroConfigWorld(t)
 	for _, tc := range []struct {
 		name   string
 		ownLog bool
@@ -233,15 +239,7 @@ func TestInitWrite(t *testing.T) {
 // quotes no token rate, and says the server is shared with the other job.
 func TestZeroConfigTwoJobsOneServer(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		peersim.Missing(t, "python3", err)
-	}
-	script, err := filepath.Abs(filepath.Join("testdata", "generate.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := peersim.Start(t, "--max-num-seqs", "8", "--time-to-first-token", "10ms", "--inter-token-latency", "2ms")
+	python, script, sim := zeroConfigWorld(t)
 	first := startJob(t, python, script, sim.URL, sim.Port, t.TempDir(), false)
 	second := startJob(t, python, script, sim.URL, sim.Port, t.TempDir(), false)
 	if first.pid > second.pid {
