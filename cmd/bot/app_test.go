@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	_ "runwatch/internal/racequiet" // no second of sleep at the test binary's exit under -race
 )
 
 // The one-shot commands over a run file (app.go): `bot ask --config FILE` and `bot status` with the run

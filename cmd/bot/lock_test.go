@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runwatch/internal/racequiet"
 	"runwatch/internal/testkit"
 	"strings"
 	"testing"
@@ -205,7 +206,7 @@ func lockSetup(t *testing.T, runExtra string) (dir, bin string, env []string, sl
 		t.Fatal(err)
 	}
 	slack = testkit.NewSlack(t)
-	env = []string{"PATH=" + os.Getenv("PATH"), testkit.ChildGORACE(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state"),
+	env = []string{"PATH=" + os.Getenv("PATH"), racequiet.ChildEnv(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state"),
 		"RUNWATCH_SAMPLE_INTERVAL=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
 		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.APIURL()}
 	return dir, bin, env, slack

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"runwatch/internal/promtest"
+	"runwatch/internal/racequiet"
 	"runwatch/internal/testkit"
 	"runwatch/internal/testkit/fake"
 	"runwatch/probes"
@@ -48,7 +49,7 @@ func writeTo(t *testing.T, path string) *promtest.Process {
 // processEnv is the environment of a bot process the test starts in dir: nothing of the environment
 // the tests run in, no discovery, a state directory of its own, and the extra variables given.
 func processEnv(dir string, extra ...string) []string {
-	return append([]string{"PATH=" + os.Getenv("PATH"), testkit.ChildGORACE(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state")}, extra...)
+	return append([]string{"PATH=" + os.Getenv("PATH"), racequiet.ChildEnv(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state")}, extra...)
 }
 
 // serveEngine serves a recorded vLLM's /metrics on host until the test ends: a host of a run whose

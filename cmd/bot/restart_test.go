@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"runwatch/config"
+	"runwatch/internal/racequiet"
 	"runwatch/internal/testkit"
 	"runwatch/monitor"
 	"runwatch/sim"
@@ -400,7 +401,7 @@ func TestServeSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	slack := testkit.NewSlack(t)
-	env := []string{"PATH=" + os.Getenv("PATH"), testkit.ChildGORACE(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+	env := []string{"PATH=" + os.Getenv("PATH"), racequiet.ChildEnv(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
 		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_ADMINS=UADMIN", "RUNWATCH_POST_TIMEOUT=" + restartPostTimeout, "SLACK_BOT_TOKEN=" + restartBotToken,
 		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.APIURL()}
 

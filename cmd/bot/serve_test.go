@@ -21,6 +21,7 @@ import (
 
 	"runwatch/config"
 	"runwatch/conversation"
+	"runwatch/internal/racequiet"
 	"runwatch/internal/testkit"
 )
 
@@ -526,7 +527,7 @@ func grepLines(s, sub string) string {
 // serveEnv is bot serve's environment in these tests: the run file and state directory given, a sample and
 // a probe timeout of a second each, and Slack's Web API stand-in.
 func serveEnv(dir, cfg, stateDir string, slack *testkit.Slack) []string {
-	return []string{"PATH=" + os.Getenv("PATH"), testkit.ChildGORACE(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
+	return []string{"PATH=" + os.Getenv("PATH"), racequiet.ChildEnv(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg, "RUNWATCH_STATE_DIR=" + stateDir,
 		"RUNWATCH_SAMPLE_INTERVAL=1s", "RUNWATCH_PROBE_TIMEOUT=1s", "SLACK_BOT_TOKEN=" + restartBotToken,
 		"SLACK_SIGNING_SECRET=" + restartSecret, "SLACK_API_URL=" + slack.APIURL()}
 }

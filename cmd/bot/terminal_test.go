@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runwatch/internal/testkit"
+	"runwatch/internal/racequiet"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -108,7 +108,7 @@ func TestDotEnvCannotRedirectTheToken(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ".env"), []byte("SLACK_API_URL="+attacker.URL+"/api/\n"), 0o600)
 	cmd := exec.Command(bin, "serve")
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), testkit.ChildGORACE(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg,
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), racequiet.ChildEnv(), "HOME=" + dir, "RUNWATCH_DISCOVER=off", "RUNWATCH_CONFIG=" + cfg,
 		"RUNWATCH_STATE_DIR=" + filepath.Join(dir, "state"), "SLACK_BOT_TOKEN=" + restartBotToken, "SLACK_SIGNING_SECRET=" + restartSecret,
 		"RUNWATCH_HTTP_ADDR=127.0.0.1:0", "HTTPS_PROXY=" + proxy.URL, "NO_PROXY="}
 	out, err := cmd.CombinedOutput()

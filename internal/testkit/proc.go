@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -38,13 +37,4 @@ func ProcView(t testing.TB, pids ...int) string {
 		}
 	}
 	return root
-}
-
-// ChildGORACE is the GORACE variable for a process a test starts from a binary built with the race
-// detector (the test binary itself, run as the bot or as a child): the caller's options, and no sleep at
-// exit. The detector sleeps atexit_sleep_ms (1 s by default) before a process exits, so that other threads
-// can finish their reports; a child the test waits for has nothing left running, and the suite starts
-// about a hundred of them. Outside -race the variable is read by nothing.
-func ChildGORACE() string {
-	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
 }
