@@ -24,6 +24,7 @@ type Command struct {
 	Mutating    bool   // changes state: admins only
 	SmallTalk   bool   // a courtesy, not a question ("thanks", "hi"): answered, left out of help and command lists
 	Cheap       bool   // answered from the command table and the run file alone: no probe, no slot to wait for
+	Storage     bool   // about disks and where the outputs land: help lists it in a section of its own
 	Verb        string // for refusals: "snooze warnings"
 	Handler     func(ctx context.Context, b *Bot, q Query) Reply
 }
@@ -53,22 +54,22 @@ func CommandTable() []Command {
 		{Name: "status", Usage: "/runwatch status [run]", NeedsRun: true, Handler: handleStatus,
 			Description: "Progress, throughput, ETA, engines, storage, plans and checklist in one answer.",
 			Examples:    []string{"status", "how is it going?", "how many done?", "any errors?"}},
-		{Name: "storage", Slash: "/storage", Usage: "/storage [run|path|plan]", NeedsRun: true, Handler: handleStorage,
+		{Name: "storage", Storage: true, Slash: "/storage", Usage: "/storage [run|path|plan]", NeedsRun: true, Handler: handleStorage,
 			Description: "Storage overview; with a path, the space left there; with a plan, whether it fits.",
 			Examples:    []string{"/storage", "/storage /data", "/storage hidden-states"}},
-		{Name: "safe", Usage: "safe [path]", NeedsRun: true, Handler: handleSafe,
+		{Name: "safe", Storage: true, Usage: "safe [path]", NeedsRun: true, Handler: handleSafe,
 			Description: "Whether the protected mounts are safe, leading with the risk: writes now, or an output that will land there.",
 			Examples:    []string{"is /shared safe?", "is the protected mount safe?"}},
-		{Name: "writes", Usage: "writes [path]", NeedsRun: true, Handler: handleWrites,
+		{Name: "writes", Storage: true, Usage: "writes [path]", NeedsRun: true, Handler: handleWrites,
 			Description: "Whether anything writes to the protected mounts (or a path), and who writes what where.",
 			Examples:    []string{"are we writing to /shared?", "is anything writing to a protected mount?"}},
-		{Name: "where", Usage: "where [run]", NeedsRun: true, Handler: handleWhere,
+		{Name: "where", Storage: true, Usage: "where [run]", NeedsRun: true, Handler: handleWhere,
 			Description: "Where each configured output really lands (symlinks followed) and on which mount.",
 			Examples:    []string{"where does the output go?"}},
-		{Name: "space", Usage: "space [path]", NeedsRun: true, Handler: handleSpace,
+		{Name: "space", Storage: true, Usage: "space [path]", NeedsRun: true, Handler: handleSpace,
 			Description: "Free space on the run's mounts, write rate, whether the disk outlasts the job, and the capacity plans that do not fit there.",
 			Examples:    []string{"how much space is left on /data?", "will the disk fill?"}},
-		{Name: "fit", Usage: "fit [plan]", NeedsRun: true, Handler: handleFit,
+		{Name: "fit", Storage: true, Usage: "fit [plan]", NeedsRun: true, Handler: handleFit,
 			Description: "Capacity plans: bytes needed (tokens x layers x hidden size x bytes) against free space.",
 			Examples:    []string{"will the hidden states fit?", "will it fit?"}},
 		{Name: "chart", Usage: "/runwatch chart [run]", NeedsRun: true, Handler: handleChart,
@@ -403,9 +404,6 @@ func handleHelp(ctx context.Context, b *Bot, q Query) Reply {
 	return Reply{Message: Help(b.commands, b.SlashName("/runwatch")), Ephemeral: true}
 }
 
-// storageCommands are the questions help lists under storage.
-var storageCommands = map[string]bool{"storage": true, "safe": true, "writes": true, "where": true, "space": true, "fit": true}
-
 // Help renders the command table; runwatch is the /runwatch command as installed.
 func Help(cmds []Command, runwatch string) reports.Message {
 	var ask, disk, do []string
@@ -442,7 +440,7 @@ func Help(cmds []Command, runwatch string) reports.Message {
 			usage = runwatch + " " + usage // the subcommand of /runwatch, or the word alone in a DM or the console
 		}
 		line := fmt.Sprintf("• *%s* (`%s`) — %s%s", reports.Esc(asked), reports.Esc(usage), desc, ex)
-		if storageCommands[c.Name] {
+		if c.Storage {
 			disk = append(disk, line) // a section of its own: one section holds at most 3,000 characters
 			continue
 		}
