@@ -66,7 +66,7 @@ func (s *Sampler) recoverPending(ctx context.Context, now time.Time) []Post {
 		}
 		ref := ""
 		if s.Find != nil {
-			c, cancel := context.WithTimeout(ctx, 30*time.Second)
+			c, cancel := context.WithTimeout(ctx, s.postTimeout()) // a look-up is a Slack call like the post
 			r, err := s.Find(c, pp)
 			cancel()
 			if err != nil && now.Sub(pp.At) < pendingGiveUp {

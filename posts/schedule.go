@@ -413,7 +413,7 @@ func (s *Scheduler) settle(ctx context.Context, r *config.Run, m *scheduleMemo, 
 	if channel == "" {
 		channel = s.bot.ChannelID(r.Channel)
 	}
-	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	fctx, cancel := context.WithTimeout(ctx, s.postTimeout()) // a look-up is a Slack call like the post
 	ts, err := s.poster.FindTagged(fctx, channel, in.Thread, in.ID, in.At)
 	cancel()
 	if err != nil {
