@@ -77,21 +77,29 @@ func TestFitWhenStatfsFails(t *testing.T) {
 	}
 }
 
-// "Is it stuck?" and "is it still running?" when the log cannot be read and the engine does not answer:
-// "can't tell", naming both sources in the verdict, never "moving" nor "stuck".
-func TestStuckWhenTheSourcesFail(t *testing.T) {
+// movingJob is a run whose job has moved for five samples 30 s apart (its log and one engine, which the test
+// can make fail), and which "is it stuck?" already calls moving.
+func movingJob(t *testing.T) (*testkit.FaultEndpoint, *testkit.Clock, *botEnv) {
+	t.Helper()
 	vllm := testkit.NewFaultEndpoint(t)
 	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
 	e := newBotEnv(t, botOpts{Clock: clock, Metrics: []string{vllm.URL()}})
-	ctx := context.Background()
 	for i := range 5 {
 		e.WriteLog(t, 300+i*50, 25000)
-		e.Mon.Sample(ctx)
+		e.Mon.Sample(context.Background())
 		clock.Add(30 * time.Second)
 	}
 	if first := firstLine(faultAsk(e, "is it stuck?")); !strings.Contains(first, "No, it's moving") {
 		t.Fatalf("is it stuck? while the job moves: %q; want it moving", first)
 	}
+	return vllm, clock, e
+}
+
+// "Is it stuck?" and "is it still running?" when the log cannot be read and the engine does not answer:
+// "can't tell", naming both sources in the verdict, never "moving" nor "stuck".
+func TestStuckWhenTheSourcesFail(t *testing.T) {
+	vllm, clock, e := movingJob(t)
+	ctx := context.Background()
 	vllm.Down()
 	if err := os.Remove(e.Log); err != nil {
 		t.Fatal(err)
@@ -116,18 +124,8 @@ func TestStuckWhenTheSourcesFail(t *testing.T) {
 // the stall verdict waits for several samples without progress; until then the pace so far is no
 // evidence it moves now. Before, "(ok) No, it's moving. 1.67 items/s" over a dead server.
 func TestStuckWhenEveryServerIsSilent(t *testing.T) {
-	vllm := testkit.NewFaultEndpoint(t)
-	clock := testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))
-	e := newBotEnv(t, botOpts{Clock: clock, Metrics: []string{vllm.URL()}})
+	vllm, clock, e := movingJob(t)
 	ctx := context.Background()
-	for i := range 5 {
-		e.WriteLog(t, 300+i*50, 25000)
-		e.Mon.Sample(ctx)
-		clock.Add(30 * time.Second)
-	}
-	if first := firstLine(faultAsk(e, "is it stuck?")); !strings.Contains(first, "No, it's moving") {
-		t.Fatalf("is it stuck? while the job moves: %q; want it moving", first)
-	}
 	vllm.Down()
 	e.Mon.Sample(ctx)
 	clock.Add(30 * time.Second)
