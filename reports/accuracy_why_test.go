@@ -4,6 +4,11 @@ package reports_test
 // page (docs/eta-accuracy.md) prints it; TestEveryConstantSaysWhy checks that every constant has one. The
 // measurements behind each are in the constant's doc comment and in the commit that set it.
 var constantWhy = map[string]string{
+	"driftBlocks":     "a drift is fitted over 8 blocks since the last change at least: at 6 the third corpus's log-only rows 1.011x the better baseline, at 8 0.998x",
+	"driftLeast":      "a drift makes the busy part at most 0.8x earlier: a line over a few blocks is a slope, not a forecast of the rest of the job",
+	"driftMost":       "a drift makes the busy part at most 1.25x later: at 1.5x the second corpus gained 0.004x and consecutive answers moving the finish by a quarter of the job rose 121 -> 133",
+	"driftReach":      "a drift is carried on for 0.3 of the items its stretch fitted, level after: a drift ends (the demo at a quarter done read 4 h 46 min carried over the whole stretch, 4 h 13 min at 0.3, where about 4 h is due)",
+	"driftSoft":       "a drift's weight grows over 1.5 Newey-West standard errors: a hard threshold moved the finish by a third of the job between consecutive answers as a slope's test crossed it",
 	"autocorrBlocks":  "fewer blocks than this cannot measure a rate's lag-1 autocorrelation, and the changes found without it were the wobble itself",
 	"btEnds":          "scoring each past forecast up to the last 8 points of a block makes consecutive answers share most scores (range flaps 7.2% -> 5.5%)",
 	"btFractions":     "horizons spaced geometrically so that short ones (the latest rate) and long ones (drifts) both score; without 5% the coverage count fell from 30 to 22 of 36",
@@ -15,6 +20,7 @@ var constantWhy = map[string]string{
 	"coverShare":      "engines that count under 80% of the job's finished items miss servers (replicas behind one URL showed 50-60%; every whole sum 98.9% or more)",
 	"defaultSpeedup":  "a lone request decodes 4x faster than in a full batch until the drain shows it: between the engines measured (1.2x-8.6x), best for the mean error and coverage together",
 	"foreignLength":   "without a finished count, engines that count over 1.5x the log's mean length per item of the job hold another job's tokens (in-flight requests allowed for)",
+	"foreignItems":    "the neighbour's share is also checked over the job's last 200 finished items: one ramping up from 0 to 48 clients passed 1.25x from the start only at 39% done (c2-neighbour-ramp on finish 12.25% -> 10.97% of the job)",
 	"foreignShare":    "engines that count over 1.25x the job's finished items serve other work too (a neighbour job: 1.26-1.9x on the second corpus; every job alone within 1.05x)",
 	"inflightCap":     "where max_tokens is unknown, a request in flight is taken to hold at most 8x the finished mean before a counter is read as more than the job's",
 	"logDrain":        "where the log alone prices the time left, the high end adds half a block (about a request's duration) once under a block is left: the last requests decode while the batch empties (last stretch log only 56% -> 74% on the first corpus, 46% -> 65% on the second, its on-finish 71% -> 84%; the point unchanged)",

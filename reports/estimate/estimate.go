@@ -84,6 +84,7 @@ func compute(hist []Observation, cfg Config) (ETA, Throughput) {
 	est, pr := s.model(e, last.T, cfg)
 	if pr.ok {
 		est = s.choose(est, pr, last.T)
+		est = s.withDrift(est, pr, last.T)
 		if !cfg.noBacktest {
 			// The floor comes after the backtest and stays out of the past estimates it scores (noBacktest):
 			// their ranges are the widths its scores are counted in, and widened they narrowed the range now.

@@ -137,6 +137,11 @@ const (
 	coverItems    = 50
 	foreignShare  = 1.25
 	foreignLength = 1.5
+	// foreignItems is the stretch of the job's own finished items over which the share is also checked, besides
+	// from the first reading: a neighbour ramping up from 0 to 48 clients passed 1.25x from the start only at
+	// 39% done, its tokens pricing this job until then (second corpus c2-neighbour-ramp 12.25% -> 10.5% of the
+	// job on finish); over the last 200 items (four times coverItems, 7% of that job) at 26-30%.
+	foreignItems = 4 * coverItems
 )
 
 // scope reports (short) whether the engines' counters fall short of the job, and (more) whether they count more
@@ -186,6 +191,17 @@ func scope(hist []Observation, folded []Folded) (short, more bool) {
 				n := f.FinN - folded[first].FinN
 				short = short || n < coverShare*d
 				more = more || n > foreignShare*d+coverItems/2
+				// A neighbour that ramps up gradually shows in the latest stretch long before the count from the
+				// start passes the share: over the last foreignItems of the job's items as well.
+				for j := i - 1; j > first && !more; j-- {
+					if !folded[j].HasFinN || folded[j].Seg != f.Seg {
+						break
+					}
+					if d := done(j); d >= foreignItems {
+						more = f.FinN-folded[j].FinN > foreignShare*d+coverItems/2
+						break
+					}
+				}
 			}
 			continue
 		}
