@@ -14,7 +14,8 @@ import (
 //
 // The hold is the range last shown, as its widths either side of the point (log-ratios, so that they follow
 // the point). A side of the range shown now is the estimator's, or the side shown before if that was wider,
-// narrowed by how much of the time then left has passed since: it halves over rangeHalfLife of it. A range
+// narrowed by how much of the time then left has passed since: it halves over rangeHalfLife of it, and narrows by
+// at least rangeSampleKeep's 15% each newer sample. A range
 // widens at once (new evidence of doubt is news), and narrows as the job makes its way through the time left,
 // never from one sample's recalibration alone. The range shown is never narrower than the estimator's, so it
 // holds the finish at least as often.
@@ -43,6 +44,17 @@ type RangeHold struct {
 // width 115%.
 const rangeHalfLife = 0.1
 
+// rangeSampleKeep is the most of a held side a newer sample keeps, whatever the time between them: the held side
+// narrows toward the estimator's by at least 15% a sample. Held by time alone, a range widened for one sample of a
+// densely sampled job stayed wide for dozens, and the ranges shown held the finish far more often than 80%: scored
+// as shown (BenchmarkAccuracy), the first corpus's held it in 97-100% of answers up to 60% done where the
+// estimator's own held 86-94%, 26 of its rows above 92% coverage; 20 at 0.85 (12 of the estimator's own; the
+// second corpus, sampled sparsely, 20 either way, 8 of its own). Over TestRangeHoldKeepsAnswersSteady's answers
+// coverage 93.1% -> 91.9% and the mean width 109% -> 103% of the time left, with form flips 0.1% and sides halved
+// 0.2% as before. At 0.75 and 0.65, before a sample's narrowing was kept from putting a side in words, the form
+// flipped in 0.5% and 0.8% of consecutive answers.
+const rangeSampleKeep = 0.85
+
 // rangeReopen is how far (as a log-ratio) the estimator's side of a range must stand from the point before a
 // side said in words ("or later") is given a figure again: three times format.OneSided, so that a side
 // wandering about the threshold keeps one form.
@@ -62,8 +74,22 @@ func (h RangeHold) Apply(e ETA) ETA {
 	}
 	held := h.holds(e)
 	if held {
-		keep := math.Exp2(-math.Min(1, math.Max(0, (e.At-h.At)/h.Seconds)) / rangeHalfLife)
-		below, above = math.Max(below, h.Below*keep), math.Max(above, h.Above*keep)
+		byTime := math.Exp2(-math.Min(1, math.Max(0, (e.At-h.At)/h.Seconds)) / rangeHalfLife)
+		keep := byTime
+		if e.At > h.At {
+			keep = math.Min(keep, rangeSampleKeep)
+		}
+		// A side shown with a figure keeps one while the time passed leaves more than a third of the threshold's
+		// width (the mirror of rangeReopen): the samples' narrowing brings it down to the threshold, not across, so
+		// that the form does not flip from "(a – b)" to "(or later, up to b)" and back as a side hovers about it.
+		side := func(own, held float64) float64 {
+			v := math.Max(own, held*keep)
+			if held > shutWidth && v <= shutWidth && held*byTime > shutWidth/3 {
+				v = 1.01 * shutWidth
+			}
+			return v
+		}
+		below, above = side(below, h.Below), side(above, h.Above)
 	}
 	lowShut := below <= shutWidth || held && h.LowShut && below < rangeReopen
 	highShut := above <= shutWidth || held && h.HighShut && above < rangeReopen
