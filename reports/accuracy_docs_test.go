@@ -25,8 +25,10 @@ func (t accTableSet) page() string {
 How close runwatch's finish estimate comes to the true finish, against two baselines: linear extrapolation
 (elapsed × total ÷ done) and tqdm's smoothed rate. Each figure is the mean distance between an answer's
 finish and the true finish, as a share of the job's duration, over the answers from 5% done to the end.
-"Coverage" is the share of answers whose range held the true finish; a recorded job's finish is known to the
-sampling interval in which its last item finished, and a range counts for the share of that interval it holds.
+"Coverage" is the share of answers whose range, as the answer shows it (held from the answer before:
+reports.RangeHold), held the true finish; a recorded job's finish is known to the sampling interval in which its
+last item finished, and a range counts for the share of that interval it holds. Beside each group's coverage by
+progress is the estimator's own range's, before the hold, over the run.
 
 Three corpora. The estimator's constants were chosen on the first, one of them (the pace window) partly on the
 second; the third was recorded after that, to report on:

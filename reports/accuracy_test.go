@@ -214,7 +214,8 @@ func (m *accTQDM) rate() float64 {
 type accPoint struct {
 	t, share        float64
 	state           string
-	eta, low, high  *float64 // the estimator's time left and range (nil when it gave none)
+	eta, low, high  *float64 // the estimator's time left and range as shown (nil when it gave none)
+	ownLow, ownHigh *float64 // the estimator's own range, before the hold (nil when it is the one shown)
 	rate            float64  // the item rate it priced the items left at
 	left            float64  // items left
 	naive, ema      float64  // the baselines' finish (T)
@@ -240,7 +241,9 @@ func replay(c accCase, seed int64, every float64) accRun {
 	if n := len(obs); c.peer != "" && n > 1 && obs[n-1].T == finish && obs[n-2].Done < obs[n-2].Total {
 		run.since = obs[n-2].T
 	}
-	rp := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{})
+	// Scored as the channel is shown it: the range held from the answer before (reports.RangeHold), which is
+	// never narrower than the estimator's own.
+	rp := reports.NewReplayer(reports.EstimateConfig{}, reports.ShiftConfig{}).AsShown()
 	var tq accTQDM
 	for i, o := range obs {
 		line := rp.Step(o)
@@ -248,7 +251,7 @@ func replay(c accCase, seed int64, every float64) accRun {
 			tq.update(float64(o.Done-obs[i-1].Done), o.T-obs[i-1].T)
 		}
 		p := accPoint{t: o.T, state: line.State, eta: line.ETAS, low: line.Low, high: line.High, rate: line.ItemsPerS,
-			left: float64(o.Total - o.Done), shift: line.Shift, reason: line.Reason}
+			left: float64(o.Total - o.Done), shift: line.Shift, reason: line.Reason, ownLow: line.OwnLow, ownHigh: line.OwnHigh}
 		if o.Total > 0 {
 			p.share = float64(o.Done) / float64(o.Total)
 		}
