@@ -69,6 +69,7 @@ var constantWhy = map[string]string{
 	"stallUnknown":    "a history in which nothing has moved yet has no pace: 600 s, as a first batch may take that long to turn over",
 	"structuralPrior": "the structural model's weight is 1.5x: a simple estimator must predict this run markedly better to move the estimate (3x kept the whole run's rate after the pace changed)",
 	"switchRatio":     "a simple estimator takes over at 2x the structural model's weight (4x with the 3x prior almost never switched: 98% of answers used the whole run's rates)",
+	"trendClamp":      "a trend's latest value stays within its latest 3 blocks: over a whole stretch a throttle that had stopped building ran on (second corpus on finish 0.9546x -> 0.9482x, per iteration 0.9605x -> 0.9547x; 2 blocks 0.9514x and 0.9521x, 4 0.9496x and 0.9560x)",
 	"trendHACZ":       "a rate follows its trend only when the slope reaches 3 Newey-West standard errors of its own residuals: a wobble lasting several blocks tilts a line as a drift does (second corpus 1.005x -> 0.978x per iteration, 1.011x -> 0.980x on finish; the first 0.769x -> 0.771x)",
 	"trendZ":          "a rate's slope must also reach 2 standard errors of the block noise: beside the residuals' test it only keeps out the flat; alone, 3 followed noise trends and 5 missed the drifts",
 	"youngBatches":    "a batch that started at once settles after 8 batches' worth of items: until then tokens per finished item is blended in",
