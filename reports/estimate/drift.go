@@ -110,7 +110,7 @@ func (s series) drift(pr parts, busyItems float64) (driftPrice, bool) {
 	sigma, rho := noise(x[a:], true)
 	sigma *= math.Sqrt((1 + rho) / (1 - rho))
 	weight := math.Min(1, (math.Abs(slope)/slopeHAC(x, spi, a, slope)-(trendHACZ-0.5))/driftSoft)
-	if !(weight > 0) || !(math.Abs(slope) > trendZ*sigma/math.Sqrt(vxx)) || !s.lineBeatsStep(x, w, a, my, mi, slope) {
+	if !(weight > 0) || !(math.Abs(slope) > trendZ*sigma/math.Sqrt(vxx)) || !lineBeatsStep(x, w, a, my, mi, slope) {
 		return driftPrice{}, false
 	}
 	// The line's value at the end of the latest block, and its slope per item (blocks of meanDen items each).
@@ -148,7 +148,7 @@ func (s series) drift(pr parts, busyItems float64) (driftPrice, bool) {
 
 // lineBeatsStep reports whether a line explains the blocks from a on (weights w) with less residual than the best
 // single step does: a step is a new level, not a drift.
-func (s series) lineBeatsStep(x []float64, w func(int) float64, a int, my, mi, slope float64) bool {
+func lineBeatsStep(x []float64, w func(int) float64, a int, my, mi, slope float64) bool {
 	n := len(x)
 	var line float64
 	for i := a; i < n; i++ {
