@@ -200,7 +200,7 @@ func (s series) withDrift(e ETA, pr parts, now float64) ETA {
 	if math.Abs(extra) >= 1 {
 		how := "longer"
 		if d.moved < 0 {
-			how = "less"
+			how = "less time"
 		}
 		e.Reason += fmt.Sprintf("; each item has taken %s steadily (%+.0f%% over the last %s), priced on along that trend: %s%s",
 			how, 100*d.moved, format.Duration(d.span), map[bool]string{true: "+", false: "−"}[extra > 0],

@@ -30,8 +30,8 @@ func paced(n int64, done float64, dt float64, cost func(k float64) float64) []Ob
 }
 
 // TestDriftCarriesOnARisingCost: a job whose items take steadily longer (each 0.1 s more per 10,000 items) is
-// priced along that trend, and says so beside the rate it measured; a job that stepped once to a slower pace, and
-// a steady one, are priced at the rate measured.
+// priced along that trend, and says so beside the rate it measured, as is one whose items take steadily less; a job
+// that stepped once to a slower pace, and a steady one, are priced at the rate measured.
 func TestDriftCarriesOnARisingCost(t *testing.T) {
 	const n = 20000
 	cases := []struct {
@@ -47,6 +47,12 @@ func TestDriftCarriesOnARisingCost(t *testing.T) {
 			return 0.15
 		}, false},
 		{"steady", func(float64) float64 { return 0.1 }, false},
+	}
+	// A job whose items take steadily less time is priced earlier, and says so in words that read.
+	falling := paced(n, 0.4*n, 40, func(k float64) float64 { return 0.2 * (1 - 0.75*k/n) })
+	if e, _ := Compute(falling, Config{}); e.Seconds == nil || !strings.Contains(e.Reason, "each item has taken less time steadily") ||
+		!(*e.Seconds < e.ItemsLeft/e.ItemsPerS) {
+		t.Errorf("falling: %+v %q; want it priced earlier than the rate measured, and said", e.Seconds, e.Reason)
 	}
 	for _, c := range cases {
 		hist := paced(n, 0.4*n, 20, c.cost)
