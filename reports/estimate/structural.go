@@ -42,7 +42,7 @@ func (s series) model(e ETA, now float64, cfg Config) (ETA, parts) {
 		// The rates are the whole run's: a shift of the job's own pace (see paceShift) ends them. A rate that
 		// follows a change found in the run stays: cut at a shift as well (a throttle building, then steady), the
 		// second corpus's log-only throttle came to 10.74% of the job where that change gave 10.25% (10.28% so).
-		if sh := s.paceShift(s.blocks(blockLen)); sh.from > 0 {
+		if sh := s.paceShift(pr.blocks); sh.from > 0 { // the whole history's blocks, as paceOf read them
 			return s.modelIn(e, now, cfg, sh)
 		}
 	}
