@@ -79,9 +79,12 @@ func (h RangeHold) Apply(e ETA) ETA {
 		if e.At > h.At {
 			keep = math.Min(keep, rangeSampleKeep)
 		}
-		// A side shown with a figure keeps one while the time passed leaves more than a third of the threshold's
-		// width (the mirror of rangeReopen): the samples' narrowing brings it down to the threshold, not across, so
-		// that the form does not flip from "(a – b)" to "(or later, up to b)" and back as a side hovers about it.
+		// A sample's narrowing brings a side shown with a figure down to the threshold, not across it, so that the
+		// form does not flip from "(a – b)" to "(or later, up to b)" and back as a side hovers about it. It goes
+		// into words only when the time since the last sample alone takes the held side below a third of the
+		// threshold (the mirror of rangeReopen): late in a job, where a sample is a good share of the time left.
+		// Until then a side the estimator would say in words is shown a hair past the threshold ("3 h 24 min
+		// (3 h 20 min – 6 h 51 min)").
 		side := func(own, held float64) float64 {
 			v := math.Max(own, held*keep)
 			if held > shutWidth && v <= shutWidth && held*byTime > shutWidth/3 {
