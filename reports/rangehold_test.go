@@ -159,7 +159,7 @@ func TestRangeHoldKeepsAnswersSteady(t *testing.T) {
 }
 
 // TestRangeHoldApply: a wider range is shown at once; a narrower one as the held sides narrow with the time
-// passed (half over rangeHalfLife of the time then left), and by at least 15% a newer sample (rangeSampleKeep); a side said in words stays so until the estimator's
+// passed (half over rangeHalfLife of the time then left), and by at least 40% a newer sample (rangeSampleKeep); a side said in words stays so until the estimator's
 // passes three times the threshold; a restart since the hold, or an estimate without a range, starts afresh.
 func TestRangeHoldApply(t *testing.T) {
 	eta := func(at, sec, low, high float64) reports.ETA {
@@ -173,7 +173,7 @@ func TestRangeHoldApply(t *testing.T) {
 		wantLow, wantHi float64
 		wantRange       string
 	}{
-		{"a second later the estimator narrows: held, 15% narrower a sample", eta(1001, 10000, 9000, 11000), 5547.8, 18025.0, " (1 h 32 min – 5 h)"},
+		{"a second later the estimator narrows: held, 40% narrower a sample", eta(1001, 10000, 9000, 11000), 6597.5, 15157.2, " (1 h 50 min – 4 h 13 min)"},
 		{"a tenth of the time left later: half", eta(2000, 9000, 8500, 9500), 9000 / math.Sqrt2, 9000 * math.Sqrt2, " (1 h 46 min – 3 h 32 min)"},
 		{"wider: at once", eta(1001, 10000, 2000, 30000), 2000, 30000, " (33 min – 8 h 20 min)"},
 		{"an answer's sample older than the hold: held whole", eta(990, 10000, 9000, 11000), 5000, 20000, " (1 h 23 min – 5 h 33 min)"},
@@ -201,11 +201,11 @@ func TestRangeHoldApply(t *testing.T) {
 
 	// The demo walk's pair: "56 min (or later, up to 1 h 54 min)", then 10 s later the estimator's "46 min (38 min –
 	// 56 min)", whose high end was the last answer's point. The high end shown holds (the job did not get through
-	// a tenth of its time left in 10 s) but for the sample's 15%; the low end opens, as the estimator's is 17% below
+	// a tenth of its time left in 10 s) but for the sample's 40%; the low end opens, as the estimator's is 17% below
 	// its point.
 	h.Keep(eta(5000, 3360, 3360, 6840))
-	if got := h.Apply(eta(5010, 2760, 2280, 3360)); reports.Duration(*got.Seconds)+reports.Range(*got.Seconds, *got.LowS, *got.HighS) != "46 min (38 min – 1 h 24 min)" {
-		t.Errorf("the walk's second answer = %q; want 46 min (38 min – 1 h 24 min)", reports.Duration(*got.Seconds)+reports.Range(*got.Seconds, *got.LowS, *got.HighS))
+	if got := h.Apply(eta(5010, 2760, 2280, 3360)); reports.Duration(*got.Seconds)+reports.Range(*got.Seconds, *got.LowS, *got.HighS) != "46 min (38 min – 1 h 10 min)" {
+		t.Errorf("the walk's second answer = %q; want 46 min (38 min – 1 h 10 min)", reports.Duration(*got.Seconds)+reports.Range(*got.Seconds, *got.LowS, *got.HighS))
 	}
 
 	// After a restart the hold says nothing; nor once an estimate had no range.
