@@ -13,7 +13,7 @@ var constantWhy = map[string]string{
 	"btEnds":          "scoring each past forecast up to the last 8 points of a block makes consecutive answers share most scores (range flaps 7.2% -> 5.5%)",
 	"btFractions":     "horizons spaced geometrically so that short ones (the latest rate) and long ones (drifts) both score; without 5% the coverage count fell from 30 to 22 of 36",
 	"btHorizonPower":  "a past range's width scaled to a shorter horizon a little faster than in proportion: what short horizons do not show of the finish (1.25: 30 of 36 within coverage, 1: 28)",
-	"btLevel":         "the conformal rank that keeps coverage near 80% with correlated scores (0.87: 30-31 of 36 scenarios within coverage; 0.8: 18)",
+	"btLevel":         "the conformal rank of the scores that rescales the range: 0.82 keeps every stretch at least 75% pooled while the fewest rows hold the finish more than 92% of the time as shown (0.87: 14 and 16 of the first two corpora; 0.82: 14 and 11; 0.8: the last 5% under 75%)",
 	"btMaxErr":        "a range is widened at most 2x either way: 3x let a wild early high end pass ten times the job, 1.7x cost coverage",
 	"changeZ":         "tokens per item needs 3 standard errors to call a change: lengths are measured item by item and a true drift shows within a few blocks",
 	"coverItems":      "50 of the job's items before the engines' finished count is compared with the log's: fewer are a single wave of finishes",
