@@ -181,8 +181,11 @@ func progressBucket(share float64) int {
 type accScore struct {
 	n               int     // answers scored: past 5% progress, not done, not stalled
 	est, naive, ema float64 // sums of |finish - true finish| ÷ the job's duration
-	ranged          int
-	covered, late   float64 // expected counts: the share of the finish's interval each range held or missed
+	// closest is the sum of the smallest of the three errors, answer by answer: a choice among them made with
+	// hindsight, which no estimator can make. It says how far below the better baseline the three reach.
+	closest       float64
+	ranged        int
+	covered, late float64 // expected counts: the share of the finish's interval each range held or missed
 	// ownCovered is covered for the estimator's own range, before the hold widened it to the one shown.
 	ownCovered    float64
 	width, iscore float64 // sums of the range's width ÷ the time left, and of the 80% interval score ÷ the job
@@ -218,6 +221,7 @@ func holds(lo, hi, since, finish float64) (covered, late float64) {
 func (s *accScore) add(o accScore) {
 	s.n += o.n
 	s.est, s.naive, s.ema = s.est+o.est, s.naive+o.naive, s.ema+o.ema
+	s.closest += o.closest
 	s.ranged, s.covered, s.late = s.ranged+o.ranged, s.covered+o.covered, s.late+o.late
 	s.ownCovered += o.ownCovered
 	s.width, s.iscore = s.width+o.width, s.iscore+o.iscore
@@ -314,6 +318,7 @@ func scoreRun(c accCase, run accRun) (all, judged accScore) {
 			}
 			prevW = w
 		}
+		s.closest = math.Min(s.est, math.Min(s.naive, s.ema))
 		if p.t >= change {
 			s.afterN, s.afterEst, s.afterEma = 1, s.est, s.ema
 		}
@@ -332,6 +337,8 @@ type accAgg struct {
 	est, naive, ema    float64  // means over draws of each draw's mean error
 	draws              int
 	estD, naiveD, emaD []float64 // each draw's mean error
+	closest            float64   // the mean over draws of each draw's mean closest error (see accScore)
+	closestD           []float64
 }
 
 func (a *accAgg) add(s accScore) {
@@ -341,6 +348,8 @@ func (a *accAgg) add(s accScore) {
 	}
 	n := float64(s.n)
 	a.estD, a.naiveD, a.emaD = append(a.estD, s.est/n), append(a.naiveD, s.naive/n), append(a.emaD, s.ema/n)
+	a.closestD = append(a.closestD, s.closest/n)
+	a.closest = mean(a.closestD)
 	a.draws = len(a.estD)
 	a.est, a.naive, a.ema = mean(a.estD), mean(a.naiveD), mean(a.emaD)
 }
@@ -451,6 +460,19 @@ func (g accGroup) ratio(keep func(accRow) bool) (est, better float64, n int) {
 		return math.NaN(), math.NaN(), 0
 	}
 	return est / float64(n), better / float64(n), n
+}
+
+// closest is the pooled error of the closest of the three answers, answer by answer (see accScore), over the
+// group's rows.
+func (g accGroup) closest() float64 {
+	sum, n := 0.0, 0
+	for _, r := range g.rows {
+		if r.judged.draws > 0 {
+			sum += r.judged.closest
+			n++
+		}
+	}
+	return sum / float64(n)
 }
 
 // after is the pooled error of the answers after a visible change, the estimator's and tqdm's.
@@ -767,7 +789,8 @@ func formatRows(rows []accRow) string {
 			if e, q, k := g.after(); k > 0 {
 				fmt.Fprintf(&b, "; after a visible change %.2f%% vs tqdm %.2f%% (%.2fx)", 100*e, 100*q, e/q)
 			}
-			b.WriteString("\n")
+			c := g.closest()
+			fmt.Fprintf(&b, "\n  the closest of the estimator, linear and tqdm, chosen answer by answer with hindsight: %.2f%% (%.3fx)\n", 100*c, c/better)
 			s := g.sum()
 			var parts []string
 			for i, c := range s.byProgress {
