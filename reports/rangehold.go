@@ -15,10 +15,9 @@ import (
 // The hold is the range last shown, as its widths either side of the point (log-ratios, so that they follow
 // the point). A side of the range shown now is the estimator's, or the side shown before if that was wider,
 // narrowed by how much of the time then left has passed since: it halves over rangeHalfLife of it, and narrows by
-// at least rangeSampleKeep's 40% each newer sample. A range
-// widens at once (new evidence of doubt is news), and narrows as the job makes its way through the time left,
-// never from one sample's recalibration alone. The range shown is never narrower than the estimator's, so it
-// holds the finish at least as often.
+// at least rangeSampleKeep's 40% each newer sample. A range widens at once (new evidence of doubt is news), and
+// narrows as the job makes its way through the time left, never by half from one sample's recalibration alone.
+// The range shown is never narrower than the estimator's, so it holds the finish at least as often.
 //
 // A side within format.OneSided of the point is said in words ("or later, up to 6 h 10 min"); once said so, it
 // stays in words until the estimator's side passes rangeReopen, so that the form does not flip between "(a – b)"

@@ -86,8 +86,8 @@ const btHorizonPower = 1.25
 // narrower than the estimator's), on the three corpora of issue 31, 0.87 held the finish too often: rows above
 // 92% coverage on the first two corpora 14 and 16 (with the hold at 0.6 a sample), the estimator's own range
 // 90% over the first corpus's peer jobs. At 0.82, 14 (one of them the sim's stragglers, log only, now below 70%)
-// and 11, every stretch still at least 75% pooled on both; at 0.8
-// the second's last 5% fell under 75%, at 0.84 16 of the second's rows were out. The error is unchanged.
+// and 11, every stretch still at least 75% pooled on both; at 0.8 the second's last 5% fell under 75%, at 0.84
+// 16 of the second's rows were out. The error is unchanged.
 const btLevel = 0.82
 
 // btEnds is how many points each past forecast is scored up to: the newest and those before it within a block.
