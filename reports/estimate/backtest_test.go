@@ -205,17 +205,19 @@ func TestBiasCorrected(t *testing.T) {
 	}
 }
 
-// TestBiasCorrectedSaysOnlyBigMoves: the reason names a move only when it is both a minute and 1% of the time
-// left; one that is only either stays unsaid.
+// TestBiasCorrectedSaysOnlyBigMoves: the reason names a move when it is both a minute and 1% of the time left,
+// or a twentieth of it (a short job); one that is only a minute or 1% stays unsaid.
 func TestBiasCorrectedSaysOnlyBigMoves(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		sec, bias float64 // the time left (all busy) and the past forecasts' error
 		says      bool
 	}{
-		{"1% but under a minute", 3000, 0.06, false},  // 45 s of 3,045 s
-		{"a minute but under 1%", 20000, 0.02, false}, // 100 s of 20,100 s
-		{"both", 20000, 0.05, true},                   // 252 s of 20,252 s
+		{"1% but under a minute", 3000, 0.06, false},   // 45 s of 3,045 s
+		{"a minute but under 1%", 20000, 0.02, false},  // 100 s of 20,100 s
+		{"both", 20000, 0.05, true},                    // 252 s of 20,252 s
+		{"a twentieth of a short job", 120, 0.4, true}, // 12.6 s of 132.6 s
+		{"a short job's 2.5%", 120, 0.1, false},        // 3 s of 123 s
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sec, lo, hi := c.sec, c.sec/2, c.sec*2
