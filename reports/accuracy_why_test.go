@@ -10,7 +10,7 @@ var constantWhy = map[string]string{
 	"driftReach":      "a drift is carried on for 0.3 of the items its stretch fitted, level after: a drift ends (the demo at a quarter done read 4 h 46 min carried over the whole stretch, 4 h 13 min at 0.3, where about 4 h is due)",
 	"driftSoft":       "a drift's weight grows over 1.5 Newey-West standard errors: a hard threshold moved the finish by a third of the job between consecutive answers as a slope's test crossed it",
 	"autocorrBlocks":  "fewer blocks than this cannot measure a rate's lag-1 autocorrelation, and the changes found without it were the wobble itself",
-	"biasSaid":        "the on-finish correction is said in the answer once it moves the finish by a twentieth of the time left, however short the job: a 61-second job's finish moved 16 s between answers without a word",
+	"biasSaid":        "the on-finish correction is said in the answer once it moves the finish by a twentieth of the time left, however short the job: a 61-second job's finish moved 18 s between answers, 13 s of it this correction, without a word",
 	"btEnds":          "scoring each past forecast up to the last 8 points of a block makes consecutive answers share most scores (range flaps 7.2% -> 5.5%)",
 	"btFractions":     "horizons spaced geometrically so that short ones (the latest rate) and long ones (drifts) both score; without 5% the coverage count fell from 30 to 22 of 36",
 	"btHorizonPower":  "a past range's width scaled to a shorter horizon a little faster than in proportion: what short horizons do not show of the finish (1.25: 30 of 36 within coverage, 1: 28)",
