@@ -95,12 +95,13 @@ func (s series) drift(pr parts, busyItems float64) (driftPrice, bool) {
 		items += m.den
 	}
 	meanDen := items / float64(k)
-	w := func(i int) float64 { return spi[i].den / meanDen }
-	mi, my, slope, vxx := fitLine(x, w, a, n)
+	w := unitWeights(spi, a)
+	l := fitLine(x, w, a, n)
+	mi, my, slope := l.mi, l.my, l.slope
 	sigma, rho := noise(x[a:], true)
 	sigma *= math.Sqrt((1 + rho) / (1 - rho))
-	weight := math.Min(1, (math.Abs(slope)/slopeHAC(x, spi, a, slope)-(trendHACZ-0.5))/driftSoft)
-	if !(weight > 0) || !(math.Abs(slope) > trendZ*sigma/math.Sqrt(vxx)) || !(stepOverLine(x, w, a, my, mi, slope) > 1) {
+	weight := math.Min(1, (math.Abs(slope)/slopeHAC(x, w, a, l)-(trendHACZ-0.5))/driftSoft)
+	if !(weight > 0) || !(math.Abs(slope) > trendZ*sigma/math.Sqrt(l.vxx)) || !(stepOverLine(x, w, a, my, mi, slope) > 1) {
 		return driftPrice{}, false
 	}
 	// The line's value at the end of the latest block, and its slope per item (blocks of meanDen items each).
@@ -113,7 +114,7 @@ func (s series) drift(pr parts, busyItems float64) (driftPrice, bool) {
 	// sign): a drift that has run its course (the demo's completions, grown from 650 to 1,066 tokens and level
 	// since) still tilts the whole stretch's line.
 	half := max(4, k/2)
-	_, _, recent, _ := fitLine(x, w, n-half, n)
+	recent := fitLine(x, w, n-half, n).slope
 	if recent*slope <= 0 {
 		return driftPrice{}, false
 	} else if math.Abs(recent) < math.Abs(slope) {
@@ -125,22 +126,6 @@ func (s series) drift(pr parts, busyItems float64) (driftPrice, bool) {
 	mean := now + perItem*(h*h/2+h*(busyItems-h))/busyItems
 	f := math.Max(driftLeast, math.Min(driftMost, mean/now))
 	return driftPrice{factor: 1 + weight*(f-1), moved: now/start - 1, span: s.pts[len(s.pts)-1].active - at[a]}, true
-}
-
-// fitLine is the weighted least-squares line through x[from:to] against the block index (weights w): the weighted
-// mean index and value, the slope, and the weighted sum of squared index deviations.
-func fitLine(x []float64, w func(int) float64, from, to int) (mi, my, slope, vxx float64) {
-	var sw, sx, sy float64
-	for i := from; i < to; i++ {
-		sw, sx, sy = sw+w(i), sx+w(i)*float64(i), sy+w(i)*x[i]
-	}
-	mi, my = sx/sw, sy/sw
-	var sxy float64
-	for i := from; i < to; i++ {
-		vxx += w(i) * (float64(i) - mi) * (float64(i) - mi)
-		sxy += w(i) * (float64(i) - mi) * (x[i] - my)
-	}
-	return mi, my, sxy / vxx, vxx
 }
 
 // stepOverLine is the residual of the best single step through the blocks from a on (weights w) over the line's:

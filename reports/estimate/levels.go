@@ -144,20 +144,9 @@ func fitLevel(bs []measure, z float64, autocorr bool, unitCV float64, minRecent 
 		// alike, the first blocks of a job sampled every half second (2 and 4 items, then 40) tilted the line of
 		// seconds per item so far that its latest value fell to a fifth of every block since, and the log-only
 		// estimate read 106 items/s on a job running at 44 (peer replicas-one-url).
-		meanDen := units(a, n) / float64(k)
-		var sw, sx, sy float64
-		for i := a; i < n; i++ {
-			w := bs[i].den / meanDen
-			sw, sx, sy = sw+w, sx+w*float64(i), sy+w*x[i]
-		}
-		mi, my := sx/sw, sy/sw
-		var vxx, sxy float64
-		for i := a; i < n; i++ {
-			w := bs[i].den / meanDen
-			vxx += w * (float64(i) - mi) * (float64(i) - mi)
-			sxy += w * (float64(i) - mi) * (x[i] - my)
-		}
-		slope := sxy / vxx
+		w := unitWeights(bs, a)
+		l := fitLine(x, w, a, n)
+		slope := l.slope
 		zSlope := z
 		if autocorr {
 			zSlope = trendZ
@@ -166,19 +155,19 @@ func fitLevel(bs []measure, z float64, autocorr bool, unitCV float64, minRecent 
 			zSlope = 2
 		}
 		// A rate's slope must also stand against its own residuals' autocorrelated wobble (see slopeHAC).
-		if math.Abs(slope) > zSlope*sd/math.Sqrt(vxx) && (!autocorr || moved || math.Abs(slope) > trendHACZ*slopeHAC(x, bs, a, slope)) {
-			end := float64(n-1) - mi
+		if math.Abs(slope) > zSlope*sd/math.Sqrt(l.vxx) && (!autocorr || moved || math.Abs(slope) > trendHACZ*slopeHAC(x, w, a, l)) {
+			end := float64(n-1) - l.mi
 			// The line's latest value, kept within the values its latest blocks took (trendClamp): a line is a
 			// summary of them, not a forecast beyond them, and one that runs to zero or below is no rate at all.
 			lo, hi := math.Inf(1), math.Inf(-1)
 			for _, v := range x[max(a, n-trendClamp):n] {
 				lo, hi = math.Min(lo, v), math.Max(hi, v)
 			}
-			line := math.Max(lo, math.Min(hi, my+slope*end))
+			line := math.Max(lo, math.Min(hi, l.my+slope*end))
 			if !(line > 0) {
 				return level, relSE, false
 			}
-			relSE = sd * math.Sqrt(1/sw+end*end/vxx) / math.Abs(line)
+			relSE = sd * math.Sqrt(1/l.sw+end*end/l.vxx) / math.Abs(line)
 			return line, relSE, true
 		}
 		return level, relSE, false
@@ -319,51 +308,66 @@ const trendZ = 2.0
 // 3.5 gave 0.978x, 0.981x, 1.108x; 2.5, 0.978x, 0.975x, 1.082x with the first at 0.772x).
 const trendHACZ = 3.0
 
-// slopeHAC is the Newey-West standard error of the slope of the weighted line fitted to x[a:] (weights
-// bs[i].den, normalised to a mean of 1, as fitLevel fits it): the residuals' products with the distance from
-// the mean block, their autocovariances up to the cube root of the block count with Bartlett weights, and a
-// small-sample factor k/(k-2).
-func slopeHAC(x []float64, bs []measure, a int, slope float64) float64 {
+// slopeHAC is the Newey-West standard error of the slope of l, the line fitted to x[a:] with weights w (see
+// fitLine): the residuals' products with the distance from the mean block, their autocovariances up to the cube
+// root of the block count with Bartlett weights, and a small-sample factor k/(k-2).
+func slopeHAC(x []float64, w func(int) float64, a int, l lineFit) float64 {
 	n := len(x)
 	k := n - a
 	if k < 4 {
 		return math.Inf(1)
 	}
-	var den float64
-	for i := a; i < n; i++ {
-		den += bs[i].den
-	}
-	meanDen := den / float64(k)
-	var sw, sx, sy float64
-	for i := a; i < n; i++ {
-		w := bs[i].den / meanDen
-		sw, sx, sy = sw+w, sx+w*float64(i), sy+w*x[i]
-	}
-	mi, my := sx/sw, sy/sw
-	var vxx float64
 	u := make([]float64, k)
 	for i := a; i < n; i++ {
-		w := bs[i].den / meanDen
-		d := float64(i) - mi
-		vxx += w * d * d
-		u[i-a] = w * d * (x[i] - my - slope*d)
+		d := float64(i) - l.mi
+		u[i-a] = w(i) * d * (x[i] - l.my - l.slope*d)
 	}
 	lags := int(math.Cbrt(float64(k)))
 	var s float64
-	for l := 0; l <= lags; l++ {
+	for lag := 0; lag <= lags; lag++ {
 		c := 0.0
-		for i := l; i < k; i++ {
-			c += u[i] * u[i-l]
+		for i := lag; i < k; i++ {
+			c += u[i] * u[i-lag]
 		}
-		if l > 0 {
-			c *= 2 * (1 - float64(l)/float64(lags+1))
+		if lag > 0 {
+			c *= 2 * (1 - float64(lag)/float64(lags+1))
 		}
 		s += c
 	}
-	if !(s > 0) || !(vxx > 0) {
+	if !(s > 0) || !(l.vxx > 0) {
 		return math.Inf(1)
 	}
-	return math.Sqrt(s*float64(k)/float64(k-2)) / vxx
+	return math.Sqrt(s*float64(k)/float64(k-2)) / l.vxx
+}
+
+// unitWeights weighs the blocks from a on by their units (den), normalised to a mean weight of 1 over them, so
+// that blocks of equal units give the plain line: a block of 2 items says less of seconds per item than one of 50.
+func unitWeights(bs []measure, a int) func(int) float64 {
+	var den float64
+	for _, m := range bs[a:] {
+		den += m.den
+	}
+	meanDen := den / float64(len(bs)-a)
+	return func(i int) float64 { return bs[i].den / meanDen }
+}
+
+// lineFit is a weighted least-squares line against the block index: the weighted mean index and value, the slope,
+// the weighted sum of squared index deviations and the sum of the weights.
+type lineFit struct{ mi, my, slope, vxx, sw float64 }
+
+// fitLine is the weighted least-squares line through x[from:to] against the block index (weights w).
+func fitLine(x []float64, w func(int) float64, from, to int) lineFit {
+	var sw, sx, sy float64
+	for i := from; i < to; i++ {
+		sw, sx, sy = sw+w(i), sx+w(i)*float64(i), sy+w(i)*x[i]
+	}
+	mi, my := sx/sw, sy/sw
+	var vxx, sxy float64
+	for i := from; i < to; i++ {
+		vxx += w(i) * (float64(i) - mi) * (float64(i) - mi)
+		sxy += w(i) * (float64(i) - mi) * (x[i] - my)
+	}
+	return lineFit{mi: mi, my: my, slope: sxy / vxx, vxx: vxx, sw: sw}
 }
 
 // autocorrBlocks is the fewest blocks from which noise measures the lag-1 autocorrelation of a series, and
