@@ -107,17 +107,10 @@ const paceStep = 2.0
 // the two paces regimeBand or more apart. The log alone shows a job whose clients went from 12 workers to 64
 // no other way, and the whole run's rate stood for 9 samples after it (9.6% of the job against tqdm's 1.6%).
 func (s series) paceOf(bs []block) regime {
-	var x []float64
-	var at []int
-	for _, b := range bs {
-		a, z := s.pts[b.from], s.pts[b.to]
-		d := z.active - a.active
-		if s.restartIn(a.t, z.t) || s.warming(a.t, z.t, s.window) || !(d > 0) {
-			x, at = nil, nil // a restart starts the series again
-			continue
-		}
-		x = append(x, (z.done-a.done)/d)
-		at = append(at, b.from)
+	items, secs, at := s.paceSeries(bs)
+	x := make([]float64, len(items))
+	for i := range items {
+		x[i] = items[i] / secs[i]
 	}
 	n := len(x)
 	if n < paceBlocks+paceAfter {
@@ -156,6 +149,21 @@ func (s series) paceOf(bs []block) regime {
 	return regime{from: at[j], before: before, during: during, pace: true}
 }
 
+// paceSeries is the blocks a pace is read from: each one's finished items, active seconds and first point, past
+// the warm-up and since the latest restart (a restart, or a block without active time, starts the series again).
+func (s series) paceSeries(bs []block) (items, secs []float64, at []int) {
+	for _, b := range bs {
+		a, z := s.pts[b.from], s.pts[b.to]
+		d := z.active - a.active
+		if s.restartIn(a.t, z.t) || s.warming(a.t, z.t, s.window) || !(d > 0) {
+			items, secs, at = nil, nil, nil
+			continue
+		}
+		items, secs, at = append(items, z.done-a.done), append(secs, d), append(at, b.from)
+	}
+	return items, secs, at
+}
+
 // paceLook is how many blocks before a shift of pace its pace before is measured over (two and two thirds
 // windows): a job's older stretches may have run at another pace again. Chosen on the second corpus's log-only
 // rows (BenchmarkAccuracy): 5 blocks 1.018x the better baseline, 8 1.008x, 12 1.006x with its on-finish rows
@@ -192,18 +200,11 @@ func (s series) paceShift(bs []block) regime {
 			return regime{}
 		}
 	}
-	var items, secs, lx []float64
-	var at []int
-	for _, b := range bs {
-		a, z := s.pts[b.from], s.pts[b.to]
-		d := z.active - a.active
-		if s.restartIn(a.t, z.t) || s.warming(a.t, z.t, s.window) || !(d > 0) {
-			items, secs, lx, at = nil, nil, nil, nil // a restart starts the series again
-			continue
-		}
-		items, secs, at = append(items, z.done-a.done), append(secs, d), append(at, b.from)
-		if z.done > a.done {
-			lx = append(lx, math.Log((z.done-a.done)/d))
+	items, secs, at := s.paceSeries(bs)
+	var lx []float64
+	for i := range items {
+		if items[i] > 0 {
+			lx = append(lx, math.Log(items[i]/secs[i]))
 		}
 	}
 	n := len(items)
@@ -250,25 +251,24 @@ func (s series) paceShift(bs []block) regime {
 // level reports whether the blocks' item rates (items[i] ÷ secs[i], those with items) hold level: the slope of
 // their logarithms under twice its standard error, given one block's noise sigma.
 func level(items, secs []float64, sigma float64) bool {
-	var xs, ys []float64
+	lx := make([]float64, len(items))
+	seen := 0
 	for i := range items {
 		if items[i] > 0 {
-			xs, ys = append(xs, float64(i)), append(ys, math.Log(items[i]/secs[i]))
+			lx[i] = math.Log(items[i] / secs[i])
+			seen++
 		}
 	}
-	n := float64(len(xs))
-	if n < 3 {
+	if seen < 3 {
 		return true
 	}
-	var mx, my float64
-	for i := range xs {
-		mx, my = mx+xs[i], my+ys[i]
+	// A block without items weighs nothing: the line is the one through the others at their own indices.
+	w := func(i int) float64 {
+		if items[i] > 0 {
+			return 1
+		}
+		return 0
 	}
-	mx, my = mx/n, my/n
-	var vxx, sxy float64
-	for i := range xs {
-		vxx += (xs[i] - mx) * (xs[i] - mx)
-		sxy += (xs[i] - mx) * (ys[i] - my)
-	}
-	return math.Abs(sxy/vxx) < 2*sigma/math.Sqrt(vxx)
+	l := fitLine(lx, w, 0, len(items))
+	return math.Abs(l.slope) < 2*sigma/math.Sqrt(l.vxx)
 }
